@@ -1,0 +1,38 @@
+"""Shared checks for every layer and model (STYLE.md: one helper, used by every test)."""
+
+import json
+import string
+
+import numpy as np
+import tensorflow as tf
+
+RESERVED = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = ("the a of in is who what where when was by discovered penicillin fleming alexander "
+         "paris capital france city river seine flows through london england water boils at "
+         "degrees").split()
+
+
+def tiny_vocab():
+    """A small WordPiece vocabulary: reserved tokens, a few words, all letters and ## letters."""
+    letters = [c for c in string.ascii_lowercase + string.digits + "?.,!'-" if c not in WORDS]
+    return RESERVED + WORDS + letters + ["##" + c for c in string.ascii_lowercase + string.digits]
+
+
+def json_round_trip(config):
+    """Passes a config through JSON text, as a saved artifact does."""
+    return json.loads(json.dumps(config))
+
+
+def assert_layer_round_trip(layer, inputs, cls=None):
+    """get_config -> JSON -> from_config gives the same config, and with the weights copied,
+    the same outputs (allclose)."""
+    cls = cls or type(layer)
+    expected = layer(inputs)
+    clone = cls.from_config(json_round_trip(layer.get_config()))
+    assert clone.get_config() == layer.get_config()
+    clone(inputs)
+    clone.set_weights(layer.get_weights())
+    actual = clone(inputs)
+    tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
+                          expected, actual)
+    return clone

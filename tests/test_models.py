@@ -1,0 +1,114 @@
+"""The two-tower model: fit, config round trip, save/load, encoders, hard negatives."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import json_round_trip, tiny_vocab
+from tt_zoo import features as F
+from tt_zoo.models import TwoTowerModel, build_two_tower_model, load_model, save_model
+
+PAIRS = {
+    F.QUERY: ["who discovered penicillin?", "what is the capital of france?",
+              "what river flows through paris?", "when does water boil?"],
+    F.DOC_TITLE: ["penicillin", "paris", "seine", "water"],
+    F.DOC_TEXT: ["alexander fleming discovered penicillin.", "paris is the capital of france.",
+                 "the seine flows through paris.", "water boils at 100 degrees."],
+    F.DOC_ID: ["d0", "d1", "d2", "d3"],
+    F.DOC_SAMPLING_PROB: [0.25, 0.25, 0.25, 0.25],
+}
+
+
+def tiny_model(encoder="bert", **kwargs):
+    tf.keras.utils.set_random_seed(0)
+    return build_two_tower_model(tiny_vocab(), encoder=encoder, size=None, num_layers=1,
+                                 hidden_size=16, num_attention_heads=2, inner_dim=32,
+                                 embedding_dim=8, query_length=16, document_length=24,
+                                 bow_token_embedding_dim=8, bow_hidden_dim=16, **kwargs)
+
+
+def pair_dataset():
+    return tf.data.Dataset.from_tensor_slices(PAIRS).batch(4)
+
+
+@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+def test_fit_lowers_the_loss(encoder):
+    model = tiny_model(encoder)
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
+    batch = next(iter(pair_dataset()))
+    before = float(model.compute_loss(batch, training=False))
+    history = model.fit(pair_dataset().repeat(), steps_per_epoch=15, epochs=1, verbose=0)
+    after = float(model.compute_loss(batch, training=False))
+    assert np.isfinite(history.history["loss"]).all()
+    assert after < before, (before, after)
+
+
+def test_encoders_shapes_and_separate_towers():
+    model = tiny_model()
+    q = model.encode_queries(["who discovered penicillin?", ""])
+    d = model.encode_documents(["paris is the capital."], titles=["paris"])
+    assert q.shape == (2, 8) and d.shape == (1, 8) and q.dtype == np.float32
+    assert model.encode_queries([]).shape == (0, 8)
+    assert model.query_tower is not model.document_tower
+    with pytest.raises(TypeError, match="not a single string"):
+        model.encode_queries("who?")
+    with pytest.raises(ValueError, match="differ in length"):
+        model.encode_documents(["a", "b"], titles=["a"])
+
+
+def test_shared_towers_share_weights():
+    model = tiny_model(share_towers=True)
+    assert model.query_tower is model.document_tower
+    # Same text as a query and as an untitled document: same packing apart from length, so the
+    # embeddings agree when the text fits both budgets... and the tower weights are one set.
+    model.build_by_calling()
+    assert len(model.query_tower.weights) == len(model.document_tower.weights)
+    clone = TwoTowerModel.from_config(json_round_trip(model.get_config()))
+    assert clone.query_tower is clone.document_tower
+
+
+def test_config_round_trip_and_save_load(tmp_path):
+    model = tiny_model()
+    model.build_by_calling()
+    expected_q = model.encode_queries(PAIRS[F.QUERY])
+    expected_d = model.encode_documents(PAIRS[F.DOC_TEXT], titles=PAIRS[F.DOC_TITLE])
+
+    clone = TwoTowerModel.from_config(json_round_trip(model.get_config()))
+    clone.build_by_calling()
+    assert json_round_trip(clone.get_config()) == json_round_trip(model.get_config())
+
+    save_model(model, tmp_path / "m")
+    reloaded = load_model(tmp_path / "m")
+    np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected_q, rtol=1e-5,
+                               atol=1e-6)
+    np.testing.assert_allclose(
+        reloaded.encode_documents(PAIRS[F.DOC_TEXT], titles=PAIRS[F.DOC_TITLE]), expected_d,
+        rtol=1e-5, atol=1e-6)
+    # The reloaded model fine-tunes with plain Keras.
+    reloaded.compile(optimizer=tf.keras.optimizers.Adam(1e-3))
+    reloaded.fit(pair_dataset(), epochs=1, verbose=0)
+
+
+def test_load_model_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json is missing"):
+        load_model(tmp_path)
+    model = tiny_model()
+    model.build_by_calling()
+    save_model(model, tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        load_model(tmp_path / "m")
+
+
+def test_hard_negatives_and_missing_ids():
+    model = tiny_model()
+    batch = dict(next(iter(pair_dataset())))
+    base = float(model.compute_loss(batch))
+    batch[F.HARD_NEGATIVE_TEXTS] = tf.constant([["london is in england."]] * 4)
+    batch[F.HARD_NEGATIVE_TITLES] = tf.constant([["london"]] * 4)
+    with_hard = float(model.compute_loss(batch))
+    assert with_hard != pytest.approx(base)  # extra candidates change the partition function
+    no_ids = {k: v for k, v in batch.items() if k != F.DOC_ID}
+    assert np.isfinite(float(model.compute_loss(no_ids)))
+    with pytest.raises(ValueError, match="needs features"):
+        model.compute_loss({F.QUERY: batch[F.QUERY]})

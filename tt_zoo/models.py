@@ -1,0 +1,272 @@
+"""The two-tower model: f(q, d) = <phi(q), psi(d)>, trained with the corrected sampled softmax.
+
+Chang et al. 2020, Sec. 2 and 4.1: two separate towers by default (no weight sharing), raw text
+in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `model.fit` on a
+`tf.data` of pair dicts (see `tt_zoo.features`) trains it with no custom loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_recommenders as tfrs
+
+from tt_zoo import features as F
+from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.text import TextPreprocessor
+from tt_zoo.towers import BertTower, BowMlpTower
+
+CONFIG_FILE = "config.json"
+WEIGHTS_PREFIX = "weights/ckpt"
+
+
+@tf.keras.utils.register_keras_serializable(package="tt_zoo")
+class TwoTowerModel(tfrs.Model):
+    """A query tower phi and a document tower psi, each with its own in-graph tokenizer.
+
+    Args:
+      query_preprocessor: `TextPreprocessor` for queries (single segment; the paper's length 64).
+      document_preprocessor: `TextPreprocessor` for documents, packed as (title or sentence,
+        passage) pairs (the paper's length 288).
+      query_tower: a tower layer mapping packed inputs to [batch, dim].
+      document_tower: the document tower; None shares the query tower's weights.
+      loss: the `CorrectedSampledSoftmaxLoss`; a default one (all corrections on) if None.
+      **kwargs: passed to `tfrs.Model`.
+
+    Example:
+      >>> model = build_two_tower_model(vocab, encoder="bert", size="tiny", embedding_dim=128)
+      >>> model.compile(tf.keras.optimizers.Adam(1e-4))
+      >>> model.fit(pairs.batch(128), steps_per_epoch=100)
+      >>> model.encode_queries(["who discovered penicillin?"]).shape
+      (1, 128)
+
+    References:
+      Chang et al. 2020, Sec. 2 (two-tower model, sampled softmax), Sec. 4.1 (towers).
+    """
+
+    def __init__(self, query_preprocessor: TextPreprocessor,
+                 document_preprocessor: TextPreprocessor, query_tower: tf.keras.layers.Layer,
+                 document_tower: Optional[tf.keras.layers.Layer] = None,
+                 loss: Optional[CorrectedSampledSoftmaxLoss] = None, **kwargs):
+        super().__init__(**kwargs)
+        self.query_preprocessor = query_preprocessor
+        self.document_preprocessor = document_preprocessor
+        self.query_tower = query_tower
+        self.share_towers = document_tower is None
+        self.document_tower = query_tower if document_tower is None else document_tower
+        self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
+
+    @property
+    def embedding_dim(self) -> int:
+        return int(self.query_tower.embedding_dim)
+
+    # -- embeddings ---------------------------------------------------------------------------
+    def embed_queries(self, queries: tf.Tensor, training=None) -> tf.Tensor:
+        """queries: tf.string [batch] -> embeddings [batch, dim]."""
+        return self.query_tower(self.query_preprocessor(queries), training=training)
+
+    def embed_documents(self, titles: tf.Tensor, texts: tf.Tensor, training=None) -> tf.Tensor:
+        """titles (or sentences), texts (passages): tf.string [batch] -> embeddings [batch, dim]."""
+        packed = self.document_preprocessor((titles, texts))
+        return self.document_tower(packed, training=training)
+
+    def call(self, inputs, training=None):
+        """inputs: dict with QUERY, DOC_TITLE, DOC_TEXT [batch] -> dict of both embeddings."""
+        return {"query_embeddings": self.embed_queries(inputs[F.QUERY], training=training),
+                "document_embeddings": self.embed_documents(inputs[F.DOC_TITLE],
+                                                            inputs[F.DOC_TEXT],
+                                                            training=training)}
+
+    def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
+        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.features`)."""
+        missing = [k for k in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT) if k not in inputs]
+        if missing:
+            raise ValueError(f"A training batch needs features {missing} (got {sorted(inputs)}).")
+        query_embeddings = self.embed_queries(inputs[F.QUERY], training=training)
+        document_embeddings = self.embed_documents(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT],
+                                                   training=training)
+        document_ids = inputs.get(F.DOC_ID)
+        if document_ids is None:
+            # Without ids, a document is identified by its text: duplicates are still masked.
+            document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+        hard = {}
+        if F.HARD_NEGATIVE_TEXTS in inputs:
+            texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
+            titles = tf.reshape(inputs.get(F.HARD_NEGATIVE_TITLES, tf.zeros_like(
+                inputs[F.HARD_NEGATIVE_TEXTS])), [-1])
+            hard["hard_negative_embeddings"] = self.embed_documents(titles, texts,
+                                                                    training=training)
+            hard["hard_negative_ids"] = (
+                tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1]) if F.HARD_NEGATIVE_IDS in inputs
+                else tf.strings.join([titles, texts], "\x1f"))
+            if F.HARD_NEGATIVE_SAMPLING_PROBS in inputs:
+                hard["hard_negative_sampling_probabilities"] = tf.reshape(
+                    inputs[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1])
+        return self.retrieval_loss(query_embeddings, document_embeddings,
+                                   document_ids=document_ids,
+                                   sampling_probabilities=inputs.get(F.DOC_SAMPLING_PROB),
+                                   **hard)
+
+    # -- numpy conveniences ---------------------------------------------------------------------
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        """Embeds query strings; returns float32 [len(texts), dim]."""
+        texts = _as_string_list(texts, "texts")
+        return self._encode_batches(lambda s, e: self._embed_queries_fn(tf.constant(texts[s:e])),
+                                    len(texts), batch_size)
+
+    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
+                         batch_size: int = 256) -> np.ndarray:
+        """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim]."""
+        texts = _as_string_list(texts, "texts")
+        titles = [""] * len(texts) if titles is None else _as_string_list(titles, "titles")
+        if len(titles) != len(texts):
+            raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+        return self._encode_batches(
+            lambda s, e: self._embed_documents_fn(tf.constant(titles[s:e]),
+                                                  tf.constant(texts[s:e])),
+            len(texts), batch_size)
+
+    def _encode_batches(self, embed, n: int, batch_size: int) -> np.ndarray:
+        if n == 0:
+            return np.zeros([0, self.embedding_dim], np.float32)
+        chunks = [embed(start, min(start + batch_size, n)).numpy()
+                  for start in range(0, n, batch_size)]
+        return np.concatenate(chunks, axis=0).astype(np.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
+    def _embed_queries_fn(self, queries):
+        return self.embed_queries(queries, training=False)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2, reduce_retracing=True)
+    def _embed_documents_fn(self, titles, texts):
+        return self.embed_documents(titles, texts, training=False)
+
+    # -- config ---------------------------------------------------------------------------------
+    def get_config(self):
+        serialize = tf.keras.layers.serialize
+        return {"name": self.name,
+                "query_preprocessor": serialize(self.query_preprocessor),
+                "document_preprocessor": serialize(self.document_preprocessor),
+                "query_tower": serialize(self.query_tower),
+                "document_tower": None if self.share_towers else serialize(self.document_tower),
+                "loss": serialize(self.retrieval_loss)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        deserialize = tf.keras.layers.deserialize
+        for key in ("query_preprocessor", "document_preprocessor", "query_tower", "loss"):
+            config[key] = deserialize(config[key])
+        if config.get("document_tower") is not None:
+            config["document_tower"] = deserialize(config["document_tower"])
+        return cls(**config)
+
+    def build_from_config(self, config):
+        # Keras would build with float placeholders; our inputs are strings.
+        self.build_by_calling()
+
+    def build_by_calling(self) -> None:
+        """Creates all variables with one tiny forward pass (needed before loading weights)."""
+        self({F.QUERY: tf.constant(["a"]), F.DOC_TITLE: tf.constant(["a"]),
+              F.DOC_TEXT: tf.constant(["a"])}, training=False)
+
+
+def _as_string_list(values, name: str) -> list:
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of strings, not a single string ({values!r}).")
+    values = list(values)
+    for i, v in enumerate(values):
+        if not isinstance(v, (str, bytes)):
+            raise TypeError(f"{name}[{i}] must be a string (got {type(v).__name__}: {v!r}).")
+    return values
+
+
+def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[str] = "tiny",
+                          embedding_dim: int = 512, query_length: int = 64,
+                          document_length: int = 288, share_towers: bool = False,
+                          bow_token_embedding_dim: int = 256, bow_hidden_dim: int = 1024,
+                          dropout_rate: float = 0.1, init_checkpoint: Optional[str] = None,
+                          loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                          **bert_shape) -> TwoTowerModel:
+    """Builds a two-tower model from a vocabulary (path or token list) and tower settings.
+
+    Args:
+      vocabulary: a vocab.txt path or a list of WordPiece tokens.
+      encoder: "bert" (Transformer tower) or "bow_mlp".
+      size: BERT tower size name ("tiny", "mini", "small", "base"); see `BertTower`.
+      embedding_dim: output dimension of both towers (paper: 512; ablations 128, 256).
+      query_length, document_length: token budgets (paper: 64 and 288).
+      share_towers: one set of tower weights for queries and documents.
+      **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim.
+    """
+    query_pre = TextPreprocessor(vocabulary, seq_length=query_length, name="query_preprocessor")
+    doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
+                               name="document_preprocessor")
+    vocab_size = query_pre.vocab_size
+
+    def make_tower(name):
+        if encoder == "bert":
+            return BertTower(vocab_size, embedding_dim, size=size,
+                             max_sequence_length=max(query_length, document_length),
+                             dropout_rate=dropout_rate, init_checkpoint=init_checkpoint,
+                             name=name, **bert_shape)
+        if encoder == "bow_mlp":
+            return BowMlpTower(vocab_size, embedding_dim, token_embedding_dim=bow_token_embedding_dim,
+                               hidden_dim=bow_hidden_dim, name=name)
+        raise ValueError(f"Unknown encoder {encoder!r}; expected 'bert' or 'bow_mlp'.")
+
+    query_tower = make_tower("query_tower")
+    document_tower = None if share_towers else make_tower("document_tower")
+    return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss)
+
+
+def save_model(model: TwoTowerModel, path: str) -> None:
+    """Saves config (with the vocabulary) and weights to a directory, atomically.
+
+    The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
+    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
+    """
+    path = os.fspath(path)
+    parent = os.path.dirname(os.path.abspath(path))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".staging-", dir=parent)
+    try:
+        with open(os.path.join(staging, CONFIG_FILE), "w", encoding="utf-8") as f:
+            json.dump(tf.keras.layers.serialize(model), f)
+        model.save_weights(os.path.join(staging, WEIGHTS_PREFIX))
+        if os.path.exists(path):
+            shutil.rmtree(path)
+        os.replace(staging, path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def load_model(path: str) -> TwoTowerModel:
+    """Loads a model written by `save_model`, with clear errors for a missing or broken directory."""
+    path = os.fspath(path)
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{path!r} is not a tt_zoo model directory: {CONFIG_FILE} is "
+                                "missing.")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    if not model.built:
+        model.build_by_calling()
+    weights = os.path.join(path, WEIGHTS_PREFIX)
+    try:
+        model.load_weights(weights).assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        raise ValueError(f"Could not restore the weights of {path!r} ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''}).") from e
+    return model
