@@ -2,6 +2,11 @@
 
 Chang, Yu, Chang, Yang, Kumar. Pre-training Tasks for Embedding-based Large-scale Retrieval.
 ICLR 2020.
+
+    import tt_zoo
+    model = tt_zoo.load("ict_bfs_wlp_512")
+    index = model.index(passages)
+    hits = index.search(["who discovered penicillin?"], k=10)
 """
 
 from tt_zoo import _keras_env
@@ -9,3 +14,8 @@ from tt_zoo import _keras_env
 _keras_env.check_legacy_keras()
 
 __version__ = "0.1.0"
+
+from tt_zoo.registry import get_spec, list_models  # noqa: E402
+from tt_zoo.zoo import ArtifactError, load  # noqa: E402
+
+__all__ = ["load", "list_models", "get_spec", "ArtifactError", "__version__"]

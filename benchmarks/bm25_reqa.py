@@ -1,0 +1,63 @@
+"""BM25 on ReQA-SQuAD(dev), all questions: which text field, with and without stemming.
+
+Usage:
+  TF_USE_LEGACY_KERAS=1 python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
+
+Prints one row per variant (R@1/5/10/50/100, MRR in %, wall seconds for index and search).
+The default of ``tt_zoo.bm25`` is the first row (sentence + passage, English stemming,
+English stop words).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+from tt_zoo import bm25, reqa as reqa_lib  # noqa: E402
+from tt_zoo.reqa import _atomic_write_text  # noqa: E402
+
+VARIANTS = [  # (field, stemmer, stopwords)
+    ("sentence+passage", "english", "en"),
+    ("sentence+passage", None, "en"),
+    ("sentence+passage", "english", None),
+    ("sentence", "english", "en"),
+    ("sentence", None, "en"),
+    ("passage", "english", "en"),
+]
+
+
+def main(argv=None):
+    default = pathlib.Path(os.environ.get("TT_ZOO_DATA", pathlib.Path(__file__).resolve()
+                                          .parents[2] / "shared" / "data")) / "squad/dev-v1.1.json"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--squad", default=str(default))
+    parser.add_argument("--json-out")
+    args = parser.parse_args(argv)
+    t = time.perf_counter()
+    reqa = reqa_lib.build_reqa(args.squad)
+    print(f"{reqa.summary()} [built in {time.perf_counter() - t:.1f}s]")
+    header = (f"{'field':<17} {'stemmer':<8} {'stop':<5} " + " ".join(
+        f"{c:>6}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")) + "  index_s search_s")
+    print(header)
+    rows = []
+    for field, stemmer, stopwords in VARIANTS:
+        m = bm25.evaluate_bm25(reqa, field=field, stemmer=stemmer, stopwords=stopwords)
+        rows.append(m)
+        print(f"{field:<17} {str(stemmer):<8} {str(stopwords):<5} " + " ".join(
+            f"{100 * m[c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
+            + f"  {m['seconds']['index']:7.2f} {m['seconds']['search']:8.2f}")
+    if args.json_out:
+        _atomic_write_text(args.json_out, json.dumps(
+            {"source": reqa.source, "num_questions": len(reqa.questions),
+             "num_candidates": len(reqa.candidates), "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""Training-step throughput of a two-tower model: pairs/s, achieved GFLOP/s and fraction of peak.
+
+Model FLOPs are counted analytically (dense matmuls of the Transformer, 2 FLOPs per
+multiply-add; backward = 2x forward, so a training step is 3x the forward pass). The tokenizer
+runs inside the step, as in real training; its cost is not counted as FLOPs.
+
+Usage:
+  python benchmarks/train_step.py --size tiny --batch 128 --query-length 64 --doc-length 288
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tt_zoo import features as F  # noqa: E402
+from tt_zoo.models import build_two_tower_model  # noqa: E402
+from tt_zoo.towers import resolve_bert_shape  # noqa: E402
+
+FLOPS_PER_CYCLE_PER_CORE = 32  # FP32: two 256-bit FMA pipes x 8 lanes x 2 FLOPs (AVX2/Zen 4).
+
+
+def bert_forward_flops(seq_len: int, num_layers: int, hidden: int, inner: int, dim: int) -> int:
+    """Forward FLOPs of one sequence through a BERT tower and its [CLS] projection."""
+    per_layer = (2 * seq_len * 4 * hidden * hidden      # Q, K, V and output projections
+                 + 2 * 2 * seq_len * seq_len * hidden   # attention scores and weighted sum
+                 + 2 * 2 * seq_len * hidden * inner)    # feed-forward in and out
+    return num_layers * per_layer + 2 * hidden * dim
+
+
+def train_step_flops(batch: int, query_len: int, doc_len: int, shape, dim: int) -> int:
+    """FLOPs of one training step (forward + backward = 3x forward) for both towers + scores."""
+    towers = (bert_forward_flops(query_len, shape.num_layers, shape.hidden_size, shape.inner_dim,
+                                 dim)
+              + bert_forward_flops(doc_len, shape.num_layers, shape.hidden_size,
+                                   shape.inner_dim, dim))
+    scores = 2 * batch * batch * dim
+    return 3 * (batch * towers + scores)
+
+
+def cpu_peak_gflops() -> tuple[float, str]:
+    """This machine's FP32 peak from core count and clock, with how it was computed."""
+    cores = os.cpu_count() or 1
+    mhz = None
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("cpu MHz"):
+                mhz = float(line.split(":")[1])
+                break
+    except OSError:
+        pass
+    if mhz is None:
+        return float("nan"), "clock unknown (/proc/cpuinfo has no 'cpu MHz')"
+    peak = cores * FLOPS_PER_CYCLE_PER_CORE * mhz / 1000.0
+    return peak, (f"{cores} cores x {FLOPS_PER_CYCLE_PER_CORE} FP32 FLOP/cycle x "
+                  f"{mhz / 1000:.3f} GHz = {peak:.1f} GFLOP/s")
+
+
+def synthetic_pairs(vocab: list[str], batch: int, query_len: int, doc_len: int, seed: int = 0):
+    """Text long enough to fill both token budgets, from whole-word vocabulary entries."""
+    words = [w for w in vocab if w.isalpha() and not w.startswith("[")]
+    rng = np.random.default_rng(seed)
+
+    def text(n):
+        return " ".join(rng.choice(words, size=n))
+
+    n = batch * 4
+    return tf.data.Dataset.from_tensor_slices({
+        F.QUERY: [text(query_len) for _ in range(n)],
+        F.DOC_TITLE: [text(4) for _ in range(n)],
+        F.DOC_TEXT: [text(doc_len) for _ in range(n)],
+        F.DOC_ID: [f"d{i}" for i in range(n)],
+    }).repeat().batch(batch, drop_remainder=True)
+
+
+class StepTimer(tf.keras.callbacks.Callback):
+    def __init__(self):
+        super().__init__()
+        self.times = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._start = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.times.append(time.perf_counter() - self._start)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", default="tiny", help="BERT tower size: tiny, mini, small, base")
+    parser.add_argument("--batch", type=int, default=128)
+    parser.add_argument("--query-length", type=int, default=64)
+    parser.add_argument("--doc-length", type=int, default=288)
+    parser.add_argument("--embedding-dim", type=int, default=512)
+    parser.add_argument("--steps", type=int, default=10, help="timed steps")
+    parser.add_argument("--warmup", type=int, default=2, help="untimed steps (tracing)")
+    parser.add_argument("--vocab", default=None,
+                        help="vocab.txt (default: $TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    args = parser.parse_args(argv)
+
+    data_dir = pathlib.Path(os.environ.get("TT_ZOO_DATA", pathlib.Path(__file__).resolve()
+                                           .parents[2] / "shared" / "data"))
+    vocab_path = pathlib.Path(args.vocab or data_dir / "bert-vocab" / "vocab.txt")
+    if not vocab_path.exists():
+        sys.exit(f"vocabulary {vocab_path} not found; pass --vocab or set TT_ZOO_DATA")
+    vocab = [line.rstrip("\n") for line in open(vocab_path, encoding="utf-8")]
+
+    tf.keras.utils.set_random_seed(0)
+    model = build_two_tower_model(vocab, encoder="bert", size=args.size,
+                                  embedding_dim=args.embedding_dim,
+                                  query_length=args.query_length, document_length=args.doc_length)
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-4))
+    data = synthetic_pairs(vocab, args.batch, args.query_length, args.doc_length)
+    timer = StepTimer()
+    model.fit(data, steps_per_epoch=args.warmup + args.steps, epochs=1, verbose=0,
+              callbacks=[timer])
+    step_s = statistics.median(timer.times[args.warmup:])
+
+    shape = resolve_bert_shape(args.size)
+    flops = train_step_flops(args.batch, args.query_length, args.doc_length, shape,
+                             args.embedding_dim)
+    achieved = flops / step_s / 1e9
+    peak, how = cpu_peak_gflops()
+    print(f"tower={args.size} ({shape.num_layers} layers, hidden {shape.hidden_size}) "
+          f"batch={args.batch} query_len={args.query_length} doc_len={args.doc_length} "
+          f"dim={args.embedding_dim}")
+    print(f"median step {step_s * 1000:.0f} ms over {args.steps} steps "
+          f"(min {min(timer.times[args.warmup:]) * 1000:.0f} ms)")
+    print(f"pairs/s {args.batch / step_s:.1f}")
+    print(f"model FLOPs/step {flops / 1e9:.2f} GFLOP (analytic, 3x forward)")
+    print(f"achieved {achieved:.1f} GFLOP/s; peak {how}; fraction of peak {achieved / peak:.1%}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Evaluate two-tower models and BM25 on ReQA, in the shape of Chang et al. 2020, Table 3.
+
+Columns: encoder, pretraining, search, R@1, R@5, R@10, R@50, R@100, MRR (in %), over a split's
+test questions (``--split-file``, or ``--train-fraction`` + ``--seed`` to make one) or over all
+questions. Candidates are always all (sentence, passage) pairs (ReQA, Ahmad et al. 2019).
+
+Examples:
+  python recipes/evaluate.py --bm25
+  python recipes/evaluate.py --model ict_bfs_wlp_512 --bm25 --train-fraction 0.8 --seed 0 \\
+      --scann --json-out reqa_squad_80.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
+BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.bm25.FIELDS
+
+
+def _libs():
+    """The tt_zoo modules, imported after the arguments are checked (tt_zoo imports TensorFlow)."""
+    from tt_zoo import bm25, reqa, retrieval_metrics
+
+    return bm25, reqa, retrieval_metrics
+
+
+def default_squad_path() -> str:
+    data = os.environ.get("TT_ZOO_DATA", str(REPO_ROOT.parent / "shared" / "data"))
+    return str(pathlib.Path(data) / "squad" / "dev-v1.1.json")
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[5:]))
+    p.add_argument("--squad", default=default_squad_path(),
+                   help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
+    p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="a registered model name or a saved model directory (repeatable)")
+    p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
+    p.add_argument("--bm25-field", default="sentence+passage", choices=BM25_FIELDS)
+    p.add_argument("--scann", action="store_true",
+                   help="also search each model's candidates through a ScaNN index")
+    p.add_argument("--split-file", help="a split written by tt_zoo.reqa.save_split")
+    p.add_argument("--train-fraction", type=float,
+                   help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the split made here")
+    p.add_argument("--split-out", help="save the split made here (JSON)")
+    p.add_argument("--limit-questions", type=int,
+                   help="evaluate only the first N evaluation questions (smoke tests)")
+    p.add_argument("--json-out", help="write the table and settings as JSON here")
+    args = p.parse_args(argv)
+    if args.split_file and args.train_fraction is not None:
+        p.error("give either --split-file or --train-fraction, not both")
+    if not args.model and not args.bm25:
+        p.error("nothing to evaluate: give --model NAME_OR_PATH and/or --bm25")
+    if args.limit_questions is not None and args.limit_questions < 1:
+        p.error(f"--limit-questions must be at least 1 (got {args.limit_questions})")
+    return args
+
+
+def load_reqa(path: str):
+    _, reqa_lib, _ = _libs()
+    if pathlib.Path(path).exists():
+        return reqa_lib.build_reqa(path)
+    print(f"{path} is absent; loading SQuAD validation from Hugging Face datasets instead.",
+          file=sys.stderr)
+    return reqa_lib.load_squad_from_hf("validation")
+
+
+def evaluation_questions(args, reqa):
+    """The question ids to score and a description of where they come from."""
+    _, reqa_lib, _ = _libs()
+    if args.split_file:
+        split = reqa_lib.load_split(args.split_file)
+        ids, where = split.test, f"test part of {args.split_file}"
+    elif args.train_fraction is not None:
+        split = reqa_lib.make_splits(reqa, args.train_fraction, seed=args.seed)
+        if args.split_out:
+            reqa_lib.save_split(split, args.split_out)
+        ids = split.test
+        where = f"test part of a {args.train_fraction:g} cold-start split, seed {args.seed}"
+    else:
+        ids, where = reqa.question_ids, "all questions"
+    if args.limit_questions:
+        ids = ids[:args.limit_questions]
+        where += f", first {len(ids)}"
+    return ids, where
+
+
+def load_model(name_or_path: str):
+    import tt_zoo  # Lazy: the registry and the models are heavy.
+
+    load = getattr(tt_zoo, "load", None)
+    if load is None:
+        raise SystemExit(f"Cannot evaluate --model {name_or_path!r}: this tt_zoo has no "
+                         "tt_zoo.load yet; run with --bm25 only.")
+    return load(name_or_path)
+
+
+def scann_index_builder(embeddings):
+    from tt_zoo.index import EmbeddingIndex  # Lazy: imports TensorFlow and ScaNN.
+
+    return EmbeddingIndex(embeddings, [str(i) for i in range(len(embeddings))], backend="scann")
+
+
+def format_table(rows) -> str:
+    head = f"{'encoder':<28} {'pretraining':<16} {'search':<8} " + " ".join(
+        f"{c:>6}" for c in COLUMNS)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(f"{r['encoder']:<28.28} {r['pretraining']:<16.16} {r['search']:<8} "
+                     + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    bm25_lib, reqa_lib, retrieval_metrics = _libs()
+    t0 = time.perf_counter()
+    reqa = load_reqa(args.squad)
+    print(reqa.summary())
+    question_ids, where = evaluation_questions(args, reqa)
+    print(f"Evaluating on {len(question_ids):,} questions ({where}) against "
+          f"{len(reqa.candidates):,} candidates.")
+    rows = []
+    if args.bm25:
+        m = bm25_lib.evaluate_bm25(reqa, question_ids, field=args.bm25_field)
+        rows.append({"encoder": "BM25", "pretraining": "-", "search": "exact",
+                     **{c: m[c] for c in COLUMNS}, "details": m})
+    for name in args.model:
+        model = load_model(name)
+        m = retrieval_metrics.evaluate_encoder(
+            model, reqa, question_ids, index=scann_index_builder if args.scann else None)
+        base = {"encoder": str(getattr(model, "encoder_name", name)),
+                "pretraining": str(getattr(model, "pretraining", "?")), "model": name}
+        rows.append({**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS},
+                     "details": m})
+        if m["index"] is not None:
+            rows.append({**base, "search": "ScaNN", **{c: m["index"][c] for c in COLUMNS}})
+    print(format_table(rows))
+    result = {"squad": reqa.source, "questions": where, "num_questions": len(question_ids),
+              "num_candidates": len(reqa.candidates), "rows": rows,
+              "seconds": time.perf_counter() - t0}
+    if args.json_out:
+        reqa_lib._atomic_write_text(args.json_out, json.dumps(result, indent=1) + "\n")
+        print(f"Wrote {args.json_out}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""The BM25 baseline: a tiny corpus with an obvious answer, stemming and stop words, ReQA."""
+
+import numpy as np
+import pytest
+
+from tt_zoo import bm25
+from tt_zoo import reqa as reqa_lib
+
+from test_reqa import hand_made_squad
+
+DOCS = ["The cat sat on the mat.",
+        "A dog barks at the postman every morning.",
+        "Paris is the capital and largest city of France."]
+
+
+def test_obvious_document_ranks_first():
+    retriever = bm25.BM25Retriever(DOCS)
+    ids, scores, empty = retriever.search(["What is the capital of France?",
+                                           "which animal sat on a mat"], k=3)
+    assert ids[:, 0].tolist() == [2, 0]
+    assert scores[0, 0] > scores[0, 1] and not empty.any()
+
+
+def test_stemming_matches_inflections_and_can_be_turned_off():
+    # "barking" and "barks" share the stem "bark" only with a stemmer.
+    ids, _, empty = bm25.BM25Retriever(DOCS).search(["barking"], k=3)
+    assert ids[0, 0] == 1 and not empty[0]
+    ids, _, empty = bm25.BM25Retriever(DOCS, stemmer=None).search(["barking"], k=3)
+    assert empty[0] and ids[0].tolist() == [-1, -1, -1]  # no indexed term: no results
+
+
+def test_stop_words_setting():
+    ids, _, empty = bm25.BM25Retriever(DOCS).search(["the"], k=2)
+    assert empty[0]
+    ids, _, empty = bm25.BM25Retriever(DOCS, stopwords=None).search(["the"], k=2)
+    assert not empty[0] and set(ids[0]) <= {0, 1, 2}
+
+
+def test_k_is_capped_and_bad_settings_are_named():
+    ids, _, _ = bm25.BM25Retriever(DOCS).search(["cat"], k=50)
+    assert ids.shape == (1, 3)
+    with pytest.raises(ValueError, match="PyStemmer language 'klingon'"):
+        bm25.BM25Retriever(DOCS, stemmer="klingon")
+    with pytest.raises(ValueError, match="no texts"):
+        bm25.BM25Retriever([])
+
+
+def test_candidate_text_fields():
+    reqa = reqa_lib.build_reqa_from_squad(hand_made_squad())
+    c = reqa.candidates[1]
+    assert bm25.candidate_texts(reqa)[1] == c.sentence + " " + c.passage
+    assert bm25.candidate_texts(reqa, "sentence")[1] == c.sentence
+    assert bm25.candidate_texts(reqa, "passage")[1] == c.passage
+    with pytest.raises(ValueError, match="field must be one of"):
+        bm25.candidate_texts(reqa, "title")
+
+
+def test_bm25_on_hand_made_reqa():
+    reqa = reqa_lib.build_reqa_from_squad(hand_made_squad())
+    ids = bm25.bm25_rankings(reqa, ["q_one", "q_other_passage"], k=5)
+    assert ids.shape == (2, 5)
+    # "What is the capital of France?" -> the Paris sentence; "Was the dog happy?" -> a
+    # sentence of the dog passage (3 or 4: both hold "dog" through the passage text).
+    assert ids[0, 0] == 2 and ids[1, 0] in (3, 4)
+    result = bm25.evaluate_bm25(reqa, ks=(1, 5))
+    assert result["num_queries"] == 6 and result["num_candidates"] == 5
+    # "How did it end?" has no indexed term ("end" is in no candidate): no results, a miss.
+    assert result["queries_without_terms"] == 1
+    assert 0.0 <= result["R@1"] <= result["R@5"] == pytest.approx(5 / 6)
+    assert result["settings"] == {"field": "sentence+passage", "stemmer": "english",
+                                  "stopwords": "en"}
+
+
+@pytest.mark.slow
+def test_bm25_full_squad_dev():
+    from conftest import data_file
+
+    reqa = reqa_lib.build_reqa(data_file("squad/dev-v1.1.json"))
+    result = bm25.evaluate_bm25(reqa)
+    print(result)
+    # Measured: R@1 67.4, R@100 97.6 (benchmarks/bm25_reqa.py).
+    assert 0.65 < result["R@1"] < 0.70
+    assert 0.97 < result["R@100"] < 0.985
+    assert result["queries_without_terms"] == 0
+    assert np.isclose(result["num_queries"], 10570)

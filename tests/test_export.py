@@ -1,0 +1,112 @@
+"""Serving export: SavedModel signatures with raw strings, fresh-process reload, saved_model_cli."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from test_models import PAIRS, tiny_model
+from tt_zoo import features as F
+from tt_zoo.export import SIGNATURES, artifact_digest, export_saved_model, load_keras_model
+
+QUERIES = PAIRS[F.QUERY]
+SENTENCES = PAIRS[F.DOC_TITLE]
+PASSAGES = PAIRS[F.DOC_TEXT]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    model = tiny_model()
+    model.build_by_calling()
+    path = tmp_path_factory.mktemp("export") / "tiny"
+    meta = export_saved_model(model, path, {"name": "tiny_test", "pretraining": "none"})
+    return model, path, meta
+
+
+def test_export_files_and_metadata(exported):
+    model, path, meta = exported
+    for name in ("saved_model.pb", "config.json", "metadata.json", "MODEL_CARD.md"):
+        assert (path / name).is_file(), name
+    assert meta["sha256"] == artifact_digest(path)
+    assert json.loads((path / "metadata.json").read_text())["embedding_dim"] == 8
+    assert "tiny_test" in (path / "MODEL_CARD.md").read_text()
+    assert not list(path.parent.glob(".*staging*"))  # nothing half-written left
+
+
+def test_keras_model_rebuilds_from_export(exported):
+    model, path, _ = exported
+    clone = load_keras_model(path)
+    np.testing.assert_allclose(clone.encode_queries(QUERIES), model.encode_queries(QUERIES),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_fresh_process_reload_matches_keras(exported, tmp_path):
+    model, path, _ = exported
+    expected = {
+        "query": model.encode_queries(QUERIES),
+        "document": model.encode_documents(PASSAGES, titles=SENTENCES),
+    }
+    script = f"""
+import os, json, numpy as np
+os.environ["TF_USE_LEGACY_KERAS"] = "1"
+import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
+from tt_zoo.export import serialize_reqa_examples
+loaded = tf.saved_model.load({str(path)!r})
+q = loaded.signatures["encode_query"](query=tf.constant({QUERIES!r}))["embedding"].numpy()
+d = loaded.signatures["encode_document"](title=tf.constant({SENTENCES!r}),
+                                         passage=tf.constant({PASSAGES!r}))["embedding"].numpy()
+qe = loaded.signatures["query_encoder"](examples=tf.constant(
+    serialize_reqa_examples({QUERIES!r}, [""] * 4, "inp")))["outputs"].numpy()
+re = loaded.signatures["response_encoder"](examples=tf.constant(
+    serialize_reqa_examples({SENTENCES!r}, {PASSAGES!r}, "res")))["outputs"].numpy()
+np.savez({str(tmp_path / 'out.npz')!r}, q=q, d=d, qe=qe, re=re)
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_allclose(out["q"], expected["query"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["d"], expected["document"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["qe"], expected["query"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out["re"], expected["document"], rtol=1e-5, atol=1e-5)
+
+
+def saved_model_cli(*args):
+    """Runs TF's saved_model_cli with tensorflow-text's ops registered (as TF Serving has them)."""
+    code = ("import sys, tensorflow_text; from tensorflow.python.tools import saved_model_cli; "
+            "sys.argv = ['saved_model_cli'] + sys.argv[1:]; saved_model_cli.main()")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_saved_model_cli_show_lists_every_signature_with_string_inputs(exported):
+    _, path, _ = exported
+    result = saved_model_cli("show", "--dir", str(path), "--all")
+    assert result.returncode == 0, result.stderr[-2000:]
+    out = result.stdout
+    for name in SIGNATURES:
+        assert f"signature_def['{name}']" in out, name
+    block = out.split("signature_def['encode_document']")[1].split("signature_def[")[0]
+    assert "inputs['passage'] tensor_info:\n        dtype: DT_STRING" in block
+    assert "inputs['title'] tensor_info:\n        dtype: DT_STRING" in block
+    for name in ("query_encoder", "response_encoder"):
+        block = out.split(f"signature_def['{name}']")[1].split("signature_def[")[0]
+        assert "inputs['examples'] tensor_info:\n        dtype: DT_STRING" in block
+        assert "outputs['outputs']" in block
+
+
+def test_saved_model_cli_run(exported):
+    model, path, _ = exported
+    result = saved_model_cli("run", "--dir", str(path), "--tag_set", "serve", "--signature_def",
+                             "encode_query", "--input_exprs",
+                             "query=['who discovered penicillin?']")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "embedding" in result.stdout
+    values = result.stdout.split("[[")[1].split("]]")[0].split()
+    np.testing.assert_allclose(np.array(values, dtype=np.float32),
+                               model.encode_queries(["who discovered penicillin?"])[0],
+                               rtol=1e-4, atol=1e-4)

@@ -1,0 +1,320 @@
+"""Tests for tt_zoo.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tt_zoo import index as index_lib
+from tt_zoo.index import EmbeddingIndex, IndexFileError, ScannConfig
+
+# 4 candidates x 3 dims, 2 queries.
+CANDIDATES = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 2]], np.float32)
+QUERIES = np.array([[1, 2, 0], [-1, 0, 1]], np.float32)
+# All-pair scores: [[1, 2, 3, 0], [-1, 0, -1, 2]]
+IDS = ["c0", "c1", "c2", "c3"]
+
+
+def gaussian_mixture(num_candidates, num_queries, dim, components=50, seed=0):
+    """Candidates and queries drawn from one seeded mixture of Gaussians."""
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(components, dim))
+    candidates = centers[rng.integers(0, components, num_candidates)]
+    queries = centers[rng.integers(0, components, num_queries)]
+    candidates = candidates + 0.5 * rng.normal(size=candidates.shape)
+    queries = queries + 0.5 * rng.normal(size=queries.shape)
+    return candidates.astype(np.float32), queries.astype(np.float32)
+
+
+def exact_top_k(queries, candidates, k):
+    return np.argsort(-(queries @ candidates.T), axis=1, kind="stable")[:, :k]
+
+
+def test_brute_force_hand_worked():
+    index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
+    ids, scores = index.search(QUERIES, k=2)
+    assert ids == [["c2", "c1"], ["c3", "c1"]]
+    np.testing.assert_allclose(scores, [[3, 2], [2, 0]])
+    assert scores.dtype == np.float32 and index.is_exact
+
+
+def test_k_is_capped_at_num_candidates():
+    ids, scores = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").search(QUERIES, k=50)
+    assert scores.shape == (2, 4)
+    assert ids[0] == ["c2", "c1", "c0", "c3"]
+
+
+@pytest.mark.parametrize("num", [4, 5])
+def test_scann_tiny_corpus_is_exact(num):
+    candidates = np.concatenate([CANDIDATES, [[0.5, 0.5, 0.5]]])[:num].astype(np.float32)
+    ids = [f"doc{i}" for i in range(num)]
+    scann_index = EmbeddingIndex(candidates, ids, backend="scann")
+    exact_index = EmbeddingIndex(candidates, ids, backend="brute_force")
+    assert scann_index.scann_config.is_exact
+    for queries in (QUERIES, QUERIES[:1]):  # batched and single-query paths
+        got_ids, got_scores = scann_index.search(queries, k=3)
+        want_ids, want_scores = exact_index.search(queries, k=3)
+        assert got_ids == want_ids
+        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
+
+
+def test_scann_recall_at_10_on_clustered_data():
+    candidates, queries = gaussian_mixture(3000, 300, 64)
+    index = EmbeddingIndex(candidates, [str(i) for i in range(3000)], backend="scann")
+    assert not index.scann_config.is_exact  # the tree + AH path, not exact scoring
+    ids, scores = index.search(queries, k=10)
+    exact = exact_top_k(queries, candidates, 10)
+    recall = np.mean([len({int(i) for i in got} & set(want)) / 10
+                      for got, want in zip(ids, exact)])
+    assert recall >= 0.95, recall
+    # Scores are the true inner products of the returned candidates (re-ordered exactly).
+    rows = np.array([[int(i) for i in got] for got in ids])
+    true = np.einsum("qd,qkd->qk", queries, candidates[rows])
+    np.testing.assert_allclose(scores, true, rtol=1e-4, atol=1e-4)
+    assert np.all(np.diff(scores, axis=1) <= 1e-6)
+
+
+@pytest.mark.parametrize("backend", ["brute_force", "scann"])
+def test_save_load_round_trip(tmp_path, backend):
+    candidates, queries = gaussian_mixture(1200, 20, 16, seed=1)
+    ids = [f"passage-{i}/é" for i in range(len(candidates))]
+    index = EmbeddingIndex(candidates, ids, backend=backend)
+    path = index.save(tmp_path / "idx")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp dirs left
+    config = json.loads((path / "index.json").read_text())
+    assert config["backend"] == backend and config["num_candidates"] == 1200
+    assert config["dim"] == 16 and "ids.txt" in config["files"]
+    assert not list(path.rglob("*.pkl"))
+    loaded = EmbeddingIndex.load(path)
+    assert loaded.ids == index.ids and loaded.scann_config == index.scann_config
+    want_ids, want_scores = index.search(queries, k=10)
+    got_ids, got_scores = loaded.search(queries, k=10)
+    assert got_ids == want_ids
+    np.testing.assert_array_equal(got_scores, want_scores)
+
+
+def test_save_refuses_existing_path_unless_overwrite(tmp_path):
+    index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
+    index.save(tmp_path / "idx")
+    with pytest.raises(FileExistsError, match="idx"):
+        index.save(tmp_path / "idx")
+    EmbeddingIndex(CANDIDATES[::-1].copy(), IDS, backend="brute_force").save(
+        tmp_path / "idx", overwrite=True)
+    assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1)[0] == [["c1"], ["c0"]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+
+
+def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
+    def broken_save(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(index_lib.np, "save", broken_save)
+    with pytest.raises(OSError, match="disk full"):
+        EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").save(tmp_path / "idx")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def saved_scann_index(tmp_path_factory):
+    candidates, _ = gaussian_mixture(1200, 1, 8, seed=2)
+    path = tmp_path_factory.mktemp("scann") / "idx"
+    EmbeddingIndex(candidates, [str(i) for i in range(1200)], backend="scann").save(path)
+    return path
+
+
+def _copy(path, tmp_path):
+    import shutil
+    return pathlib.Path(shutil.copytree(path, tmp_path / "copy"))
+
+
+@pytest.mark.parametrize("relative", ["ids.txt", "scann/dataset.npy", "scann/scann_config.pb"])
+def test_corrupt_file_is_named(saved_scann_index, tmp_path, relative):
+    path = _copy(saved_scann_index, tmp_path)
+    target = path / relative
+    data = target.read_bytes()
+    target.write_bytes(data[: len(data) // 2])  # truncated
+    with pytest.raises(IndexFileError, match=f"{relative}.*corrupt"):
+        EmbeddingIndex.load(path)
+
+
+@pytest.mark.parametrize("relative", ["ids.txt", "scann/hashed_dataset.npy", "index.json"])
+def test_missing_file_is_named(saved_scann_index, tmp_path, relative):
+    path = _copy(saved_scann_index, tmp_path)
+    (path / relative).unlink()
+    with pytest.raises(IndexFileError, match=f"{relative}.*missing"):
+        EmbeddingIndex.load(path)
+
+
+def test_bad_index_json_and_pickle_are_refused(saved_scann_index, tmp_path):
+    path = _copy(saved_scann_index, tmp_path)
+    (path / "scann" / "scann_docids.pkl").write_bytes(b"not really a pickle")
+    with pytest.raises(IndexFileError, match="pickle"):
+        EmbeddingIndex.load(path)
+    (path / "index.json").write_text("{not json")
+    with pytest.raises(IndexFileError, match="index.json is not valid JSON"):
+        EmbeddingIndex.load(path)
+
+
+@pytest.mark.parametrize("ids, message", [
+    (["a", "b", "a", "d"], "'a' is duplicated .*positions 0 and 2"),
+    (["a", "b\nc", "d", "e"], "position 1 .*newline"),
+    (["a", "b", "c\td", "e"], "position 2 .*tab"),
+    (["a", "b", 3, "e"], "position 2 must be str"),
+    (["a", "", "c", "d"], "position 1 is empty"),
+    (["a", "b", "c"], "3 candidate ids for 4 candidate embeddings"),
+])
+def test_bad_ids(ids, message):
+    with pytest.raises(ValueError, match=message):
+        EmbeddingIndex(CANDIDATES, ids, backend="brute_force")
+
+
+@pytest.mark.parametrize("queries, message", [
+    (np.zeros((2, 4), np.float32), r"\[num_queries, 3\].*\(2, 4\)"),
+    (np.zeros(3, np.float32), r"2D.*\(3,\)"),
+    (np.zeros((1, 2, 3), np.float32), r"2D.*\(1, 2, 3\)"),
+])
+@pytest.mark.parametrize("backend", ["brute_force", "scann"])
+def test_bad_query_shape(queries, message, backend):
+    with pytest.raises(ValueError, match=message):
+        EmbeddingIndex(CANDIDATES, IDS, backend=backend).search(queries, k=1)
+
+
+def test_bad_candidates_and_backend():
+    with pytest.raises(ValueError, match=r"2D.*\(4,\)"):
+        EmbeddingIndex(np.zeros(4, np.float32), IDS)
+    with pytest.raises(ValueError, match="row 1"):
+        EmbeddingIndex(np.array([[0, 0], [np.nan, 1]], np.float32), ["a", "b"])
+    with pytest.raises(ValueError, match="backend must be one of"):
+        EmbeddingIndex(CANDIDATES, IDS, backend="faiss")
+
+
+# -- the retrieve SavedModel ------------------------------------------------------------------
+
+class HashBagQueryEncoder(tf.keras.Model):
+    """Stand-in query tower: hashed words -> embedding -> mean, float32 [batch, dim]."""
+
+    def __init__(self, dim=8, buckets=97, **kwargs):
+        super().__init__(**kwargs)
+        self.buckets = buckets
+        self.embedding = tf.keras.layers.Embedding(
+            buckets, dim, embeddings_initializer=tf.keras.initializers.RandomNormal(seed=3))
+
+    def call(self, queries):
+        tokens = tf.strings.to_hash_bucket_fast(tf.strings.split(queries), self.buckets)
+        return tf.reduce_mean(self.embedding(tokens), axis=1)
+
+
+SERVING_QUERIES = ["who discovered penicillin", "the cat sat on the mat",
+                   "largest city in france", "how do tides work"]
+
+_RELOAD_SCRIPT = """
+import json, sys
+import scann  # registers ScaNN's TF ops; a ScaNN SavedModel does not load without it
+import tensorflow as tf
+out = {}
+for path in sys.argv[2:]:
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    result = serve(queries=tf.constant(json.loads(sys.argv[1])))
+    out[path] = {"ids": [[i.decode() for i in row] for row in result["ids"].numpy()],
+                 "scores": result["scores"].numpy().tolist()}
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def exported_retrieval_models(tmp_path_factory):
+    """Both backends' RetrievalModule results in process, and their saved paths."""
+    tmp_path = tmp_path_factory.mktemp("retrieve")
+    encoder = HashBagQueryEncoder()
+    candidates, _ = gaussian_mixture(1200, 1, 8, seed=4)
+    candidates *= 0.05  # the scale of the encoder's outputs
+    ids = [f"cand-{i}" for i in range(len(candidates))]
+    query_embeddings = encoder(tf.constant(SERVING_QUERIES)).numpy()
+    exact = [[ids[j] for j in row] for row in exact_top_k(query_embeddings, candidates, 10)]
+
+    in_process, paths = {}, {}
+    for backend in ("brute_force", "scann"):
+        module = index_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
+        result = module.serve(tf.constant(SERVING_QUERIES))
+        in_process[backend] = {"ids": [[i.decode() for i in row] for row in result["ids"].numpy()],
+                               "scores": result["scores"].numpy()}
+        assert result["scores"].dtype == tf.float32 and result["ids"].dtype == tf.string
+        paths[backend] = str(index_lib.save_retrieval_module(module, tmp_path / backend))
+    return in_process, paths, exact
+
+
+def test_retrieve_savedmodel_both_backends(exported_retrieval_models):
+    in_process, paths, exact = exported_retrieval_models
+    assert in_process["brute_force"]["ids"] == exact
+    scann_recall = np.mean([len(set(a) & set(b)) / 10
+                            for a, b in zip(in_process["scann"]["ids"], exact)])
+    assert scann_recall >= 0.9, scann_recall
+    for backend, path in paths.items():
+        settings = json.loads((pathlib.Path(path) / index_lib.RETRIEVAL_CONFIG_FILE).read_text())
+        assert settings["backend"] == backend and settings["k"] == 10
+        assert settings["needs_scann_ops"] == (backend == "scann")
+        served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+            queries=tf.constant(SERVING_QUERIES))
+        assert served["scores"].shape == (4, 10) and served["ids"].shape == (4, 10)
+        assert [[i.decode() for i in row] for row in served["ids"].numpy()] == \
+            in_process[backend]["ids"]
+        np.testing.assert_allclose(served["scores"].numpy(), in_process[backend]["scores"],
+                                   rtol=1e-6)
+
+
+@pytest.mark.slow  # ~15-25 s: a fresh Python process imports TensorFlow
+def test_retrieve_savedmodel_reloads_in_fresh_process(exported_retrieval_models):
+    in_process, paths, _ = exported_retrieval_models
+    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run([sys.executable, "-c", _RELOAD_SCRIPT, json.dumps(SERVING_QUERIES),
+                           *paths.values()], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    reloaded = json.loads(proc.stdout.split("RESULT", 1)[1])
+    for backend, path in paths.items():
+        assert reloaded[path]["ids"] == in_process[backend]["ids"], backend
+        np.testing.assert_allclose(reloaded[path]["scores"], in_process[backend]["scores"],
+                                   rtol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["brute_force", "scann"])
+def test_export_tiny_corpus_atomically_and_checks_encoder(tmp_path, backend):
+    encoder = HashBagQueryEncoder(dim=3)
+    path = index_lib.export_retrieval_model(encoder, CANDIDATES, IDS, tmp_path / "m", k=10,
+                                            backend=backend)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+        queries=tf.constant(["a b", "c"]))
+    assert served["ids"].shape == (2, 4)  # k capped at the 4 candidates
+    embedded = encoder(tf.constant(["a b", "c"])).numpy()
+    want = [[IDS[j] for j in row] for row in exact_top_k(embedded, CANDIDATES, 4)]
+    assert [[i.decode() for i in row] for row in served["ids"].numpy()] == want
+    with pytest.raises(ValueError, match=r"float32 \[batch, 5\].*shape \(2, 3\)"):
+        index_lib.export_retrieval_model(encoder, np.ones((4, 5), np.float32), IDS,
+                                         tmp_path / "bad", backend=backend)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_scann_config_defaults_and_json():
+    assert ScannConfig.for_size(5).is_exact
+    config = ScannConfig.for_size(10_000)
+    assert (config.num_leaves, config.num_leaves_to_search) == (100, 25)
+    assert ScannConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
+    with pytest.raises(ValueError, match="num_leaves_to_search"):
+        ScannConfig(num_leaves=10, num_leaves_to_search=11)
+
+
+def test_scann_fills_k_when_searched_leaves_are_too_small():
+    candidates, queries = gaussian_mixture(1000, 5, 16, seed=5)
+    # 32 leaves of ~31 candidates, one searched: too few for k=100 without the fallback.
+    index = EmbeddingIndex(candidates, [str(i) for i in range(1000)], backend="scann",
+                           scann_config=ScannConfig(num_leaves=32, num_leaves_to_search=1))
+    for batch in (queries, queries[:1]):
+        ids, scores = index.search(batch, k=100)
+        assert scores.shape == (len(batch), 100) and np.isfinite(scores).all()
+        assert all(len(set(row)) == 100 for row in ids)
+        assert np.all(np.diff(scores, axis=1) <= 1e-6)

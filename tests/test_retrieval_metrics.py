@@ -1,0 +1,170 @@
+"""Recall@k, MRR, exact top-k and encoder evaluation, on hand-worked numbers."""
+
+import numpy as np
+import pytest
+
+from tt_zoo import retrieval_metrics as rm
+from tt_zoo import reqa as reqa_lib
+
+from test_reqa import hand_made_squad
+
+
+# Rankings (best first) and gold ids:
+#   q0: [3, 1, 2]  gold 1 -> rank 2
+#   q1: [0, 2, 1]  gold 0 -> rank 1
+#   q2: [2, 0, 1]  gold 1 -> rank 3
+#   q3: [5, 4, -1] gold 9 -> absent
+# R@1 = 1/4, R@2 = 2/4, R@3 = 3/4, R@100 = 3/4; MRR = (1/2 + 1 + 1/3 + 0) / 4 = 11/24.
+RANKED = [[3, 1, 2], [0, 2, 1], [2, 0, 1], [5, 4, -1]]
+GOLD = [1, 0, 1, 9]
+
+
+def test_recall_at_k_hand_worked():
+    assert rm.recall_at_k(RANKED, GOLD, ks=(1, 2, 3, 100)) == {1: 0.25, 2: 0.5, 3: 0.75,
+                                                               100: 0.75}
+    assert rm.recall_at_k(np.array(RANKED), np.array(GOLD), ks=(2,)) == {2: 0.5}
+
+
+def test_mrr_hand_worked():
+    assert rm.mrr(RANKED, GOLD) == pytest.approx(11 / 24)
+    metrics = rm.ranking_metrics(RANKED, GOLD, ks=(1, 3))
+    assert metrics == pytest.approx({"R@1": 0.25, "R@3": 0.75, "MRR": 11 / 24})
+
+
+def test_metric_input_errors():
+    with pytest.raises(ValueError, match="4 rows but gold_ids has 3"):
+        rm.recall_at_k(RANKED, GOLD[:3])
+    with pytest.raises(ValueError, match="positive"):
+        rm.recall_at_k(RANKED, GOLD, ks=(0,))
+    with pytest.raises(ValueError, match="at least one query"):
+        rm.mrr([], [])
+
+
+def test_exact_top_k_hand_worked():
+    # Scores = queries @ cands.T = [[1, 0, 2, 2], [0, 3, 0, -1]]
+    queries = np.array([[1.0, 0.0], [0.0, 1.0]])
+    cands = np.array([[1.0, 0.0], [0.0, 3.0], [2.0, 0.0], [2.0, -1.0]])
+    ids, scores = rm.exact_top_k(queries, cands, k=3)
+    assert ids.tolist() == [[2, 3, 0], [1, 0, 2]]  # the tie 2 = 2 goes to the lower id
+    np.testing.assert_allclose(scores, [[2, 2, 1], [3, 0, 0]])
+    ids, _ = rm.exact_top_k(queries, cands, k=10)  # capped at the number of candidates
+    assert ids.shape == (2, 4)
+
+
+def test_exact_top_k_blocks_match_a_full_sort():
+    rng = np.random.default_rng(0)
+    q, c = rng.normal(size=(37, 8)), rng.normal(size=(200, 8))
+    ids, scores = rm.exact_top_k(q, c, k=15, block_size=10)
+    expected = np.argsort(-(q @ c.T), axis=1)[:, :15]
+    np.testing.assert_array_equal(ids, expected)
+    np.testing.assert_allclose(scores, np.take_along_axis(q @ c.T, expected, 1), rtol=1e-5)
+
+
+def test_exact_top_k_shape_errors():
+    with pytest.raises(ValueError, match="dims differ"):
+        rm.exact_top_k(np.ones((2, 3)), np.ones((4, 5)), 1)
+    with pytest.raises(ValueError, match="must be 2D"):
+        rm.exact_top_k(np.ones(3), np.ones((4, 3)), 1)
+
+
+class LookupEncoder:
+    """One-hot embeddings: a query points at a chosen candidate; a document at its candidate.
+
+    With ``passage_only=True`` the document embedding ignores the sentence, so all sentences of
+    a passage tie (and the tie goes to the lowest candidate id).
+    """
+
+    def __init__(self, reqa, targets, passage_only=False):
+        self.reqa, self.targets, self.passage_only = reqa, targets, passage_only
+        self.dim = len(reqa.candidates)
+        self.key_to_index = {(c.sentence, c.passage): i for i, c in enumerate(reqa.candidates)}
+        self.first_of_passage = {}
+        for i, c in enumerate(reqa.candidates):
+            self.first_of_passage.setdefault(c.passage, i)
+
+    def encode_queries(self, texts):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for row, text in enumerate(texts):
+            out[row, self.targets[text]] = 1.0
+        return out
+
+    def encode_documents(self, texts, titles):
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for row, (passage, sentence) in enumerate(zip(texts, titles)):
+            col = (self.first_of_passage[passage] if self.passage_only
+                   else self.key_to_index[(sentence, passage)])
+            out[row, col] = 1.0
+        return out
+
+
+@pytest.fixture
+def hand_made():
+    return reqa_lib.build_reqa_from_squad(hand_made_squad())
+
+
+def test_evaluate_encoder_perfect(hand_made):
+    targets = {q.text: q.gold_index for q in hand_made.questions}
+    result = rm.evaluate_encoder(LookupEncoder(hand_made, targets), hand_made, ks=(1, 2),
+                                 batch_size=2)
+    assert result["exact"] == {"R@1": 1.0, "R@2": 1.0, "MRR": 1.0}
+    assert result["index"] is None
+    assert (result["num_queries"], result["num_candidates"]) == (6, 5)
+
+
+def test_evaluate_encoder_hit_is_the_gold_sentence_only(hand_made):
+    # Queries point at their gold passage; documents only see the passage, so every sentence of
+    # a passage scores the same and the first one (lowest id) ranks first:
+    #   gold 0 (q_first, q_repeat) -> rank 1; gold 1 (q_last, q_dup_passage) -> rank 2;
+    #   gold 2 (q_one) -> rank 1; gold 4 (q_other_passage) -> rank 2.
+    # R@1 = 3/6, R@2 = 6/6, MRR = (3 * 1 + 3 * 1/2) / 6 = 0.75.
+    enc = LookupEncoder(hand_made, {}, passage_only=True)
+    enc.targets = {q.text: enc.first_of_passage[hand_made.candidates[q.gold_index].passage]
+                   for q in hand_made.questions}
+    result = rm.evaluate_encoder(enc, hand_made, ks=(1, 2))
+    assert result["exact"] == pytest.approx({"R@1": 0.5, "R@2": 1.0, "MRR": 0.75})
+
+
+class StrIdBruteForce:
+    """An index with string ids that returns a wrong first result for every query."""
+
+    def __init__(self, embeddings):
+        self.embeddings = embeddings
+
+    def search(self, query_embeddings, k):
+        ids, scores = rm.exact_top_k(query_embeddings, self.embeddings, k)
+        ids = np.roll(ids, 1, axis=1)  # the worst of the top k moves to the front
+        return [[str(i) for i in row] for row in ids], scores
+
+
+def test_evaluate_encoder_with_index_reports_both(hand_made):
+    targets = {q.text: q.gold_index for q in hand_made.questions}
+    enc = LookupEncoder(hand_made, targets)
+    # Question subset, and the index given as a builder called on the candidate embeddings.
+    result = rm.evaluate_encoder(enc, hand_made, ["q_one", "q_last"], ks=(1, 2),
+                                 index=StrIdBruteForce)
+    assert result["num_queries"] == 2
+    assert result["exact"]["R@1"] == 1.0
+    assert result["index"] == pytest.approx({"R@1": 0.0, "R@2": 1.0, "MRR": 0.5})
+    assert "index_build" in result["seconds"]
+
+
+def test_evaluate_encoder_with_embedding_index(hand_made):
+    index_lib = pytest.importorskip("tt_zoo.index")
+    targets = {q.text: q.gold_index for q in hand_made.questions}
+    enc = LookupEncoder(hand_made, targets)
+    cand = enc.encode_documents([c.passage for c in hand_made.candidates],
+                                [c.sentence for c in hand_made.candidates])
+    index = index_lib.EmbeddingIndex(cand, [str(i) for i in range(len(cand))],
+                                     backend="brute_force")
+    result = rm.evaluate_encoder(enc, hand_made, ks=(1,), index=index)
+    assert result["index"] == result["exact"] == {"R@1": 1.0, "MRR": 1.0}
+
+
+def test_evaluate_encoder_bad_encoder_output(hand_made):
+    class Broken(LookupEncoder):
+        def encode_queries(self, texts):
+            return np.zeros((len(texts) + 1, self.dim))
+
+    enc = Broken(hand_made, {})
+    with pytest.raises(ValueError, match=r"encode queries: the encoder returned shape \(7, 5\)"):
+        rm.evaluate_encoder(enc, hand_made)

@@ -1,0 +1,231 @@
+"""Serving export: a SavedModel with raw-string signatures, plus metadata and a model card.
+
+The SavedModel holds the tokenizer in the graph (tensorflow-text ops only, no Python), so stock
+TF Serving serves it. Signatures:
+
+- ``encode_query``: ``query`` tf.string [batch] -> ``embedding`` float32 [batch, dim].
+- ``encode_document``: ``title`` (title or sentence), ``passage`` tf.string [batch] ->
+  ``embedding`` [batch, dim].
+- The ReQA convention (Ahmad et al. 2019), so the ReQA evaluation tool scores a tt_zoo model
+  unchanged: ``query_encoder`` and ``response_encoder`` each take ``examples``, serialized
+  `tf.train.Example` strings [batch] with bytes features ``inp_text``, ``inp_context`` (query
+  side; the query tower encodes ``inp_text``, as SQuAD questions have no context) or
+  ``res_text``, ``res_context`` (response side: the sentence and its passage), and return
+  ``{"outputs": [batch, dim]}``.
+
+Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
+trainable model from the SavedModel's own variables), ``metadata.json`` and ``MODEL_CARD.md``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+from typing import Optional
+
+import tensorflow as tf
+
+from tt_zoo.models import TwoTowerModel
+
+CONFIG_FILE = "config.json"
+METADATA_FILE = "metadata.json"
+MODEL_CARD_FILE = "MODEL_CARD.md"
+MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
+SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
+
+
+class _ServingModule(tf.Module):
+    """The SavedModel root: the Keras model under `model`, and the four signatures."""
+
+    def __init__(self, model: TwoTowerModel):
+        super().__init__()
+        self.model = model
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="query")])
+    def encode_query(self, query):
+        return {"embedding": self.model.embed_queries(query, training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
+                                  tf.TensorSpec([None], tf.string, name="passage")])
+    def encode_document(self, title, passage):
+        return {"embedding": self.model.embed_documents(title, passage, training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def query_encoder(self, examples):
+        parsed = _parse_examples(examples, ("inp_text", "inp_context"))
+        return {"outputs": self.model.embed_queries(parsed["inp_text"], training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def response_encoder(self, examples):
+        parsed = _parse_examples(examples, ("res_text", "res_context"))
+        return {"outputs": self.model.embed_documents(parsed["res_text"], parsed["res_context"],
+                                                      training=False)}
+
+
+def _parse_examples(examples, keys):
+    spec = {k: tf.io.FixedLenFeature([], tf.string, default_value="") for k in keys}
+    return tf.io.parse_example(examples, spec)
+
+
+def serialize_reqa_examples(texts, contexts, prefix: str) -> list:
+    """Builds serialized tf.train.Examples with `{prefix}_text` / `{prefix}_context` features."""
+    out = []
+    for text, context in zip(texts, contexts):
+        feature = {f"{prefix}_text": _bytes_feature(text),
+                   f"{prefix}_context": _bytes_feature(context)}
+        out.append(tf.train.Example(features=tf.train.Features(feature=feature))
+                   .SerializeToString())
+    return out
+
+
+def _bytes_feature(value):
+    value = value.encode("utf-8") if isinstance(value, str) else value
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def artifact_digest(path) -> str:
+    """sha256 over the artifact's files (relative path + content), metadata and card excluded."""
+    root = pathlib.Path(path)
+    digest = hashlib.sha256()
+    files = sorted(p for p in root.rglob("*") if p.is_file()
+                   and p.relative_to(root).as_posix() not in MANIFEST_EXCLUDES)
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        with open(file, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def count_parameters(model: TwoTowerModel) -> int:
+    variables = {id(v): v for v in model.trainable_variables}
+    return int(sum(v.shape.num_elements() for v in variables.values()))
+
+
+def library_versions() -> dict:
+    import tensorflow_recommenders as tfrs
+    import tensorflow_text
+    import tt_zoo
+    return {"tt_zoo": tt_zoo.__version__, "tensorflow": tf.__version__,
+            "tensorflow_text": tensorflow_text.__version__, "tensorflow_recommenders":
+            tfrs.__version__}
+
+
+def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None) -> dict:
+    """Exports a model for serving, atomically (built in a temp dir, then renamed).
+
+    Args:
+      model: a built `TwoTowerModel`.
+      path: the export directory (replaced if it exists).
+      metadata: extra fields for metadata.json (name, training data, steps, metrics, ...).
+
+    Returns:
+      the metadata written, including the artifact's sha256.
+    """
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+    try:
+        if not model.built:
+            model.build_by_calling()
+        module = _ServingModule(model)
+        tf.saved_model.save(module, str(staging),
+                            signatures={name: getattr(module, name) for name in SIGNATURES})
+        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
+            json.dump(tf.keras.layers.serialize(model), f)
+        meta = {
+            "embedding_dim": model.embedding_dim,
+            "parameters": count_parameters(model),
+            "query_length": model.query_preprocessor.seq_length,
+            "document_length": model.document_preprocessor.seq_length,
+            "vocab_size": model.query_preprocessor.vocab_size,
+            "signatures": list(SIGNATURES),
+            "versions": library_versions(),
+            "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            **(metadata or {}),
+        }
+        meta["sha256"] = artifact_digest(staging)
+        with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+        (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(staging, path)
+        return meta
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def render_model_card(meta: dict) -> str:
+    """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers."""
+    name = meta.get("name", "tt_zoo model")
+    lines = [f"# {name}", "",
+             "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
+             "Embedding-based Large-scale Retrieval*, ICLR 2020).", "",
+             "| field | value |", "| --- | --- |"]
+    for key in ("encoder", "tower_size", "pretraining", "embedding_dim", "query_length",
+                "document_length", "vocab_size", "parameters", "training_data", "train_steps",
+                "batch_size", "learning_rate", "train_wall_time_s", "train_pairs_per_s",
+                "license", "exported"):
+        if key in meta:
+            lines.append(f"| {key} | {meta[key]} |")
+    metrics = meta.get("metrics") or {}
+    if metrics:
+        lines += ["", "## Measured quality", ""]
+        for table_name, rows in metrics.items():
+            lines.append(f"**{table_name}**")
+            lines.append("")
+            if isinstance(rows, dict):
+                keys = list(rows)
+                lines.append("| " + " | ".join(keys) + " |")
+                lines.append("|" + " --- |" * len(keys))
+                lines.append("| " + " | ".join(_fmt(rows[k]) for k in keys) + " |")
+            else:
+                lines.append(str(rows))
+            lines.append("")
+    lines += ["", "## Use", "", "```python", "import tt_zoo",
+              f"model = tt_zoo.load({name!r})",
+              "index = model.index(passages)", "hits = index.search([\"a question\"], k=10)",
+              "```", "",
+              "Serving: `saved_model_cli show --dir . --all` lists the signatures "
+              f"{', '.join(SIGNATURES)}; they take raw strings (tensorflow-text ops in the "
+              "graph).", ""]
+    return "\n".join(lines)
+
+
+def _fmt(value):
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def load_keras_model(path) -> TwoTowerModel:
+    """Rebuilds the trainable Keras model of an export from its config and SavedModel variables."""
+    path = pathlib.Path(path)
+    config_path = path / CONFIG_FILE
+    variables = path / "variables" / "variables.index"
+    for required in (config_path, path / "saved_model.pb", variables):
+        if not required.is_file():
+            raise FileNotFoundError(f"{path} is not a complete tt_zoo export: {required.name} is "
+                                    "missing.")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    if not model.built:
+        model.build_by_calling()
+    try:
+        status = tf.train.Checkpoint(model=model).read(str(path / "variables" / "variables"))
+        status.expect_partial().assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ValueError(f"Could not restore the weights of {path} ({type(e).__name__}: "
+                         f"{first}).") from e
+    return model

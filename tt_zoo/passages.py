@@ -1,0 +1,149 @@
+"""Sentences and passages: the units the pretraining tasks draw queries and documents from.
+
+Chang et al. 2020, Sec. 3: queries are sentences, documents are passages of at most 288 tokens
+(the document length of the paper's document tower). Sentences come from blingfire; passages
+follow paragraph boundaries (see :func:`make_passages` for the exact rule).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, List, Optional
+
+import blingfire
+
+from tt_zoo.articles import Article
+
+DEFAULT_MAX_TOKENS = 288  # the paper's document length (Chang et al. 2020, Sec. 4)
+DEFAULT_MIN_TOKENS = 64
+
+
+def split_sentences(text: str) -> List[str]:
+    """Splits text into sentences with blingfire; empty sentences are dropped.
+
+    Example:
+      >>> split_sentences("It rains. It pours!")
+      ['It rains.', 'It pours!']
+    """
+    if not text or not text.strip():
+        return []
+    return [s.strip() for s in blingfire.text_to_sentences(text).split("\n") if s.strip()]
+
+
+def whitespace_token_count(text: str) -> int:
+    """The default token counter: whitespace-separated words (approximates WordPiece tokens)."""
+    return len(text.split())
+
+
+@dataclasses.dataclass(frozen=True)
+class Passage:
+    """A passage of an article.
+
+    Args:
+      title: the article's title.
+      section_index: index of the section in ``article.sections`` (0 is the lead section).
+      index: position of the passage among the article's passages (0, 1, ...).
+      text: the passage text (paragraphs joined by a space).
+    """
+
+    title: str
+    section_index: int
+    index: int
+    text: str
+
+    @property
+    def in_lead(self) -> bool:
+        """Whether the passage comes from the lead ("first") section, the BFS/WLP query source."""
+        return self.section_index == 0
+
+    @property
+    def doc_id(self) -> str:
+        """Stable identifier: ``"{title}#{index}"`` (titles never contain '#')."""
+        return f"{self.title}#{self.index}"
+
+
+def make_passages(article: Article, max_tokens: int = DEFAULT_MAX_TOKENS,
+                  count_tokens: Optional[Callable[[str], int]] = None,
+                  min_tokens: int = DEFAULT_MIN_TOKENS) -> List[Passage]:
+    """Cuts an article into passages of at most ``max_tokens`` tokens, at paragraph boundaries.
+
+    The rule, applied section by section (a passage never spans two sections):
+
+    1. A paragraph of at most ``max_tokens`` tokens is one unit. A longer one is split at
+       sentence boundaries (blingfire) into units packed greedily with whole sentences; a single
+       sentence longer than the budget is cut at word boundaries.
+    2. Units are merged greedily: the next unit is appended to the current passage while the
+       current passage is shorter than ``min_tokens`` and the sum stays within ``max_tokens``.
+       So short paragraphs (a one-line paragraph, the tail of a split paragraph) join their
+       neighbour, while paragraphs of ordinary length stay passages of their own.
+
+    Args:
+      article: the article.
+      max_tokens: the passage budget; 288 is the paper's document length.
+      count_tokens: counts the tokens of a text; defaults to whitespace words, an approximation
+        of WordPiece tokens. It must be additive over whitespace-separated words (true for
+        whitespace words and for BERT WordPiece), since long sentences are cut word by word.
+      min_tokens: passages shorter than this absorb the next unit of the same section.
+
+    Returns:
+      The passages in page order, ``index`` 0, 1, ...
+    """
+    if max_tokens < 1:
+        raise ValueError(f"max_tokens must be positive (got {max_tokens}).")
+    count = count_tokens or whitespace_token_count
+    passages: List[Passage] = []
+    for section_index, section in enumerate(article.sections):
+        current: List[str] = []
+        current_count = 0
+        for paragraph in section.paragraphs:
+            for unit, unit_count in _units(paragraph, max_tokens, count):
+                if current and current_count < min_tokens and current_count + unit_count <= max_tokens:
+                    current.append(unit)
+                    current_count += unit_count
+                    continue
+                if current:
+                    passages.append(Passage(article.title, section_index, len(passages),
+                                            " ".join(current)))
+                current, current_count = [unit], unit_count
+        if current:
+            passages.append(Passage(article.title, section_index, len(passages), " ".join(current)))
+    return passages
+
+
+def _units(paragraph: str, max_tokens: int, count):
+    """Yields (text, token count) pieces of a paragraph, each within max_tokens."""
+    n = count(paragraph)
+    if n <= max_tokens:
+        if n > 0:
+            yield paragraph, n
+        return
+    pieces: List[str] = []
+    pieces_count = 0
+    for sentence in split_sentences(paragraph):
+        for part, part_count in _cut_words(sentence, max_tokens, count):
+            if pieces and pieces_count + part_count > max_tokens:
+                yield " ".join(pieces), pieces_count
+                pieces, pieces_count = [], 0
+            pieces.append(part)
+            pieces_count += part_count
+    if pieces:
+        yield " ".join(pieces), pieces_count
+
+
+def _cut_words(sentence: str, max_tokens: int, count):
+    """Yields the sentence whole, or cut at word boundaries when it exceeds max_tokens."""
+    n = count(sentence)
+    if n <= max_tokens:
+        yield sentence, n
+        return
+    words: List[str] = []
+    words_count = 0
+    for word in sentence.split():
+        c = count(word)
+        if words and words_count + c > max_tokens:
+            yield " ".join(words), words_count
+            words, words_count = [], 0
+        words.append(word)
+        words_count += c
+    if words:
+        yield " ".join(words), words_count

@@ -1,0 +1,366 @@
+"""The paragraph-level pretraining tasks ICT, BFS and WLP, and the MLM baseline.
+
+Chang et al. 2020, Sec. 3. Each task turns unlabeled articles into positive (query, document)
+pairs:
+
+* ICT (Inverse Cloze Task): q = a random sentence of a passage; d = the rest of the passage,
+  with the article title as the document's first segment ("title [SEP] passage"). As in ORQA
+  (Lee et al. 2019), the sentence is left in the document with a small probability (10%).
+* BFS (Body First Selection): q = a random sentence of the first (lead) section of page A;
+  d = a random passage of A.
+* WLP (Wiki Link Prediction): q = a random sentence of the lead section of page A; d = a passage
+  of another page B that links to A.
+* ICT+BFS+WLP: every pair draws its task uniformly from the three.
+* MLM: the token-level masked-LM baseline, as Model Garden BERT pretraining examples.
+
+This module is the ONE implementation of the task logic; the single-machine path
+(:func:`generate_pairs`) and the Beam pipeline (``tt_zoo.beam_pairs``) both call
+:func:`linking_passages` and :func:`pairs_for_article`.
+
+Decisions (documented here once):
+
+* Determinism: every article draws from ``random.Random`` seeded with a SHA-256 of
+  ``(config.seed, article title)`` (:func:`stable_seed`), never Python's salted ``hash()``, and
+  WLP candidates are sorted by ``doc_id`` first, so the pairs do not depend on article order,
+  worker, or process.
+* Queries are drawn uniformly among the eligible sentences (at least ``min_query_words``
+  words); a slot is skipped only when no eligible sentence (or document) exists. ICT first
+  decides whether the query stays in the document, then draws a passage uniformly among those
+  that can serve (an eligible sentence, and a second sentence when the query is removed), then
+  the sentence.
+* ``doc_id`` is always the passage's :attr:`Passage.doc_id`, also for an ICT document with its
+  query sentence removed: two ICT pairs from the same passage have (nearly) the same document,
+  so in-batch accidental-hit removal must treat them as one document, and q(d) counts passages.
+* BFS documents exclude the passage the query sentence came from (a page of one passage gives
+  no BFS pair): the paper's BFS pairs a lead sentence with *another* part of the page.
+* WLP: :func:`linking_passages` picks, in page B, a passage that mentions A's title when one
+  does (likely the passage holding the hyperlink; the plain text has no anchors), otherwise any
+  passage of B, deterministically.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import hashlib
+import math
+import random
+import collections.abc
+from typing import (Callable, Counter, Dict, Iterable, Iterator, List, Optional, Sequence,
+                    Tuple, Union)
+
+import numpy as np
+
+from tt_zoo.articles import Article
+from tt_zoo.passages import Passage, make_passages, split_sentences
+
+TASKS = ("ict", "bfs", "wlp")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pair:
+    """A positive (query, document) pair.
+
+    Args:
+      query: the query sentence.
+      doc_title: the document's first segment (the title of the page the passage comes from).
+      doc_text: the document's second segment (the passage; for ICT without the query sentence
+        unless it was kept).
+      doc_id: identifies the document (the passage) for accidental-hit removal and q(d).
+      task: "ict", "bfs" or "wlp".
+    """
+
+    query: str
+    doc_title: str
+    doc_text: str
+    doc_id: str
+    task: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskConfig:
+    """How pairs are generated.
+
+    Args:
+      tasks: the task mixture; each pair draws one uniformly (Chang et al. 2020, Sec. 3).
+      pairs_per_article: slots per article (query page); impossible slots are skipped.
+      ict_keep_query_prob: probability that ICT leaves the query sentence in the document
+        (0.1, as ORQA).
+      max_doc_tokens: passage budget for :func:`tt_zoo.passages.make_passages` (paper: 288).
+      min_query_words: a query sentence needs at least this many words.
+      seed: the base seed; pairs are a pure function of (seed, article, its WLP candidates).
+    """
+
+    tasks: tuple = TASKS
+    pairs_per_article: int = 4
+    ict_keep_query_prob: float = 0.1
+    max_doc_tokens: int = 288
+    min_query_words: int = 3
+    seed: int = 0
+
+    def __post_init__(self):
+        tasks = tuple(self.tasks)
+        object.__setattr__(self, "tasks", tasks)
+        unknown = [t for t in tasks if t not in TASKS]
+        if not tasks or unknown:
+            raise ValueError(f"TaskConfig.tasks must be a non-empty subset of {TASKS} "
+                             f"(got {self.tasks!r}).")
+        if self.pairs_per_article < 0:
+            raise ValueError(f"pairs_per_article must be >= 0 (got {self.pairs_per_article}).")
+        if not 0.0 <= self.ict_keep_query_prob <= 1.0:
+            raise ValueError(f"ict_keep_query_prob must be in [0, 1] "
+                             f"(got {self.ict_keep_query_prob}).")
+
+
+def stable_seed(*parts) -> int:
+    """A 64-bit seed from a SHA-256 of the parts' reprs (stable across processes and runs)."""
+    digest = hashlib.sha256("\x1f".join(repr(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+def linking_passages(article: Article, config: TaskConfig) -> Iterator[Tuple[str, Passage]]:
+    """Yields (T, passage of ``article``) for every link target T: the reverse-link entries WLP needs.
+
+    For WLP, ``article`` is the linking page B and T the linked page A. The passage is one that
+    mentions T (case-insensitive) if any does, else any passage; chosen with a seed from
+    (config.seed, B, T), so it is deterministic.
+    """
+    passages = make_passages(article, config.max_doc_tokens)
+    if not passages:
+        return
+    lowered = [p.text.lower() for p in passages]
+    for target in article.links:
+        if target == article.title:
+            continue
+        mentioning = [p for p, text in zip(passages, lowered) if target.lower() in text]
+        rng = random.Random(stable_seed(config.seed, "wlp-link", article.title, target))
+        yield target, rng.choice(mentioning or passages)
+
+
+def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], config: TaskConfig,
+                      counters: Optional[Counter] = None) -> List[Pair]:
+    """All pairs whose query comes from ``article`` (page A).
+
+    Args:
+      article: page A.
+      wlp_candidates: passages of other pages that link to A (from :func:`linking_passages`);
+        any order.
+      config: the task configuration.
+      counters: if given, counts ``"{task}_pairs"`` for made pairs and ``"{task}_skipped_{why}"``
+        for skipped slots (why: ``no_passage``, ``short_query``, ``no_lead``,
+        ``no_other_passage``, ``no_linking_page``).
+
+    Returns:
+      At most ``config.pairs_per_article`` pairs.
+    """
+    counters = counters if counters is not None else collections.Counter()
+    rng = random.Random(stable_seed(config.seed, article.title))
+    passages = make_passages(article, config.max_doc_tokens)
+    sentences: Dict[int, List[str]] = {}
+
+    def sentences_of(p: Passage) -> List[str]:
+        if p.index not in sentences:
+            sentences[p.index] = split_sentences(p.text)
+        return sentences[p.index]
+
+    def long_enough(s: str) -> bool:
+        return len(s.split()) >= config.min_query_words
+
+    candidates = sorted({p.doc_id: p for p in wlp_candidates if p.title != article.title}.values(),
+                        key=lambda p: p.doc_id)
+    pairs: List[Pair] = []
+    for _ in range(config.pairs_per_article):
+        task = rng.choice(config.tasks)
+        if not passages:
+            counters[f"{task}_skipped_no_passage"] += 1
+            continue
+        if task == "ict":
+            # A removed query needs a passage with another sentence left as the document.
+            keep = rng.random() < config.ict_keep_query_prob
+            pool = [p for p in passages if (keep or len(sentences_of(p)) >= 2)
+                    and any(long_enough(s) for s in sentences_of(p))]
+            if not pool:
+                counters["ict_skipped_short_query"] += 1
+                continue
+            passage = rng.choice(pool)
+            sents = sentences_of(passage)
+            q = rng.choice([i for i, s in enumerate(sents) if long_enough(s)])
+            rest = sents if keep else sents[:q] + sents[q + 1:]
+            pairs.append(Pair(sents[q], article.title, " ".join(rest), passage.doc_id, "ict"))
+        else:
+            lead = [(p, s) for p in passages if p.in_lead for s in sentences_of(p)]
+            if not lead:
+                counters[f"{task}_skipped_no_lead"] += 1
+                continue
+            eligible = [(p, s) for p, s in lead if long_enough(s)]
+            if not eligible:
+                counters[f"{task}_skipped_short_query"] += 1
+                continue
+            query_passage, query = rng.choice(eligible)
+            if task == "bfs":
+                others = [p for p in passages if p.index != query_passage.index]
+                if not others:
+                    counters["bfs_skipped_no_other_passage"] += 1
+                    continue
+                doc = rng.choice(others)
+            else:
+                if not candidates:
+                    counters["wlp_skipped_no_linking_page"] += 1
+                    continue
+                doc = rng.choice(candidates)
+            pairs.append(Pair(query, doc.title, doc.text, doc.doc_id, task))
+        counters[f"{task}_pairs"] += 1
+    return pairs
+
+
+ArticleSource = Union[Callable[[], Iterable[Article]], Sequence[Article]]
+
+
+def generate_pairs(articles: ArticleSource, config: TaskConfig = TaskConfig(),
+                   counters: Optional[Counter] = None) -> Iterator[Pair]:
+    """The single-machine path: two passes over the articles.
+
+    Pass 1 builds the reverse-link index (target title -> passages of pages linking to it, from
+    :func:`linking_passages`; only those passages are held in memory). Pass 2 yields
+    :func:`pairs_for_article` for each article.
+
+    Args:
+      articles: something that can be iterated twice: a zero-argument callable returning a fresh
+        iterable of articles (e.g. ``lambda: read_wikispeedia(path)``), or a list/tuple. A
+        one-shot iterator is rejected, since it cannot be read twice.
+      config: the task configuration.
+      counters: optional Counter for the per-task pair and skip counts.
+    """
+    if callable(articles):
+        first, second = articles, articles
+    elif isinstance(articles, collections.abc.Iterator) or iter(articles) is articles:
+        raise TypeError("generate_pairs reads the articles twice; pass a list or a callable "
+                        "returning a fresh iterable (e.g. lambda: read_wikispeedia(path)), "
+                        f"not a one-shot iterator ({type(articles).__name__}).")
+    else:
+        first = second = (lambda: articles)
+    index: Dict[str, List[Passage]] = collections.defaultdict(list)
+    for article in first():
+        for target, passage in linking_passages(article, config):
+            index[target].append(passage)
+    for article in second():
+        yield from pairs_for_article(article, index.get(article.title, ()), config, counters)
+
+
+def sampling_probabilities(doc_ids: Iterable[str]) -> Dict[str, float]:
+    """q(d) = count(d) / total: the candidate sampling probability for the logQ correction.
+
+    Chang et al. 2020, Sec. 2 (sampled softmax over in-batch documents with the correction of
+    Yi et al. 2019: subtract log q(d) from each candidate's logit).
+    """
+    counts = collections.Counter(doc_ids)
+    total = sum(counts.values())
+    return {d: c / total for d, c in counts.items()}
+
+
+# ----------------------------------------------------------------------------- MLM baseline
+
+_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def mlm_examples(passages: Iterable[Union[Passage, str]], tokenizer_vocab_file,
+                 seq_length: int = 288, mask_prob: float = 0.15,
+                 max_predictions: Optional[int] = None, seed: int = 0,
+                 batch_size: int = 256) -> Iterator[Dict[str, np.ndarray]]:
+    """Masked-LM examples in the Model Garden BERT pretraining format (the MLM baseline).
+
+    A :class:`Passage` becomes ``[CLS] title [SEP] text [SEP]`` (type ids 0 then 1, the document
+    tower's input format); a plain string becomes ``[CLS] text [SEP]``. Sequences are truncated
+    to ``seq_length`` (the text segment first). ``round(mask_prob * n)`` of the n real tokens
+    (at least 1, at most ``max_predictions``) are selected, never [CLS]/[SEP]/[PAD]; of those
+    80% become [MASK], 10% a random vocabulary token, 10% stay unchanged (Devlin et al. 2019).
+
+    Args:
+      passages: Passages or strings.
+      tokenizer_vocab_file: a BERT WordPiece vocabulary (lower-cased tokenization).
+      seq_length: sequence length (paper's document length: 288).
+      mask_prob: fraction of tokens selected for prediction.
+      max_predictions: size of the masked_lm_* features; default ``ceil(seq_length * mask_prob)``.
+      seed: numpy seed; the output is a pure function of the inputs and the seed.
+      batch_size: how many texts are tokenized per tokenizer call.
+
+    Yields:
+      Dicts with ``input_word_ids``, ``input_mask``, ``input_type_ids`` (int32 [seq_length]),
+      ``masked_lm_positions``, ``masked_lm_ids`` (int32 [max_predictions]) and
+      ``masked_lm_weights`` (float32 [max_predictions]).
+    """
+    import tensorflow as tf
+    import tensorflow_text as tf_text
+
+    if seq_length < 3:
+        raise ValueError(f"seq_length must be at least 3 (got {seq_length}).")
+    if not 0.0 < mask_prob < 1.0:
+        raise ValueError(f"mask_prob must be in (0, 1) (got {mask_prob}).")
+    max_predictions = max_predictions or int(math.ceil(seq_length * mask_prob))
+    with open(tokenizer_vocab_file, encoding="utf-8") as f:
+        vocab = [line.rstrip("\n") for line in f]
+    ids = {token: i for i, token in enumerate(vocab)}
+    missing = [t for t in _SPECIAL if t not in ids]
+    if missing:
+        raise ValueError(f"Vocabulary {tokenizer_vocab_file} lacks the special tokens {missing}.")
+    cls_id, sep_id, mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
+    # Random replacements come from real tokens, not from [PAD]/[unusedN]/[CLS]/... entries.
+    replacement_ids = np.array([i for i, t in enumerate(vocab)
+                                if not (t.startswith("[") and t.endswith("]"))], np.int32)
+    tokenizer = tf_text.BertTokenizer(str(tokenizer_vocab_file), lower_case=True,
+                                      token_out_type=tf.int64)
+    rng = np.random.default_rng(seed)
+
+    def tokenize(texts: List[str]) -> List[List[int]]:
+        ragged = tokenizer.tokenize(tf.constant(texts)).merge_dims(-2, -1)
+        return [list(map(int, row)) for row in ragged.to_list()]
+
+    def examples(batch):
+        texts = tokenize([p.text if isinstance(p, Passage) else p for p in batch])
+        titles = tokenize([p.title if isinstance(p, Passage) else "" for p in batch])
+        for item, text_ids, title_ids in zip(batch, texts, titles):
+            if isinstance(item, Passage):
+                title_ids = title_ids[:max(0, seq_length - 4)]
+                text_ids = text_ids[:seq_length - 3 - len(title_ids)]
+                tokens = [cls_id] + title_ids + [sep_id] + text_ids + [sep_id]
+                types = [0] * (len(title_ids) + 2) + [1] * (len(text_ids) + 1)
+            else:
+                tokens = [cls_id] + text_ids[:seq_length - 2] + [sep_id]
+                types = [0] * len(tokens)
+            yield _mask(tokens, types)
+
+    def _mask(tokens, types):
+        word_ids = np.zeros(seq_length, np.int32)
+        word_ids[:len(tokens)] = tokens
+        input_mask = np.zeros(seq_length, np.int32)
+        input_mask[:len(tokens)] = 1
+        type_ids = np.zeros(seq_length, np.int32)
+        type_ids[:len(types)] = types
+        candidates = np.array([i for i, t in enumerate(tokens) if t not in (cls_id, sep_id)],
+                              np.int32)
+        n = min(max_predictions, max(1, int(round(len(candidates) * mask_prob))),
+                len(candidates))
+        positions = np.sort(rng.permutation(candidates)[:n]) if n else np.zeros(0, np.int32)
+        original = word_ids[positions].copy()
+        action = rng.random(n)
+        random_tokens = replacement_ids[rng.integers(0, len(replacement_ids), n)]
+        word_ids[positions] = np.where(action < 0.8, mask_id,
+                                       np.where(action < 0.9, original, random_tokens))
+        lm_positions = np.zeros(max_predictions, np.int32)
+        lm_ids = np.zeros(max_predictions, np.int32)
+        lm_weights = np.zeros(max_predictions, np.float32)
+        lm_positions[:n], lm_ids[:n], lm_weights[:n] = positions, original, 1.0
+        return {"input_word_ids": word_ids, "input_mask": input_mask, "input_type_ids": type_ids,
+                "masked_lm_positions": lm_positions, "masked_lm_ids": lm_ids,
+                "masked_lm_weights": lm_weights}
+
+    batch: List[Union[Passage, str]] = []
+    for item in passages:
+        if not isinstance(item, (Passage, str)):
+            raise TypeError(f"mlm_examples takes Passages or strings (got {type(item).__name__}).")
+        batch.append(item)
+        if len(batch) == batch_size:
+            yield from examples(batch)
+            batch = []
+    if batch:
+        yield from examples(batch)

@@ -1,0 +1,136 @@
+"""Every named variant of the paper's Tables 3 and 5, and what is shipped under saved_models/.
+
+A name reads like the paper: ``{pretraining}_{dim}`` for the default BERT tower
+(``ict_bfs_wlp_512``, ``mlm_128``, ``none_512``), with an encoder prefix for the others
+(``bert_base_ict_512``, ``bow_mlp_ict_bfs_wlp_512``). Chang et al. 2020, Table 3 (encoders ×
+pretraining tasks) and Table 5 (ablations: 4 vs 12 layers, embedding dimension 128/256/512,
+tasks ICT, BFS, WLP and their mix).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import pathlib
+from typing import Dict, List, Optional, Tuple
+
+PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
+EMBEDDING_DIMS = (128, 256, 512)
+# Encoder prefix -> (encoder, BERT tower size). The default tower (no prefix) is the tiny BERT
+# that fits CPU pretraining; the paper's BERT-base is "bert_base_".
+ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
+    "": ("bert", "tiny"),
+    "bert_mini_": ("bert", "mini"),
+    "bert_small_": ("bert", "small"),
+    "bert_base_": ("bert", "base"),
+    "bow_mlp_": ("bow_mlp", None),
+}
+SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[1] / "saved_models"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeSettings:
+    """How `recipes/pretrain.py` trains a variant (Chang et al. 2020, Sec. 5.1 for the paper's)."""
+
+    batch_size: int = 8192
+    steps: int = 100_000
+    learning_rate: float = 1e-4
+    warmup_fraction: float = 0.1
+    pairs_per_article: int = 4
+    vocab_size: int = 8192
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One variant: architecture, pretraining, recipe settings and (if shipped) its artifact.
+
+    Args:
+      name: the registry key.
+      encoder: "bert" or "bow_mlp".
+      tower_size: BERT size name ("tiny", "mini", "small", "base"), None for BoW-MLP.
+      embedding_dim: output dimension of both towers.
+      pretraining: one of PRETRAINING_TASKS.
+      query_length, document_length: token budgets (paper: 64 and 288).
+      recipe: the settings that train it.
+      artifact: directory under saved_models/ when shipped, else None.
+      sha256: sha256 of the artifact's file manifest (see `tt_zoo.export.artifact_digest`).
+      provenance: training data and license of the shipped weights.
+      metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
+    """
+
+    name: str
+    encoder: str
+    tower_size: Optional[str]
+    embedding_dim: int
+    pretraining: str
+    query_length: int = 64
+    document_length: int = 288
+    recipe: RecipeSettings = RecipeSettings()
+    artifact: Optional[str] = None
+    sha256: Optional[str] = None
+    provenance: str = ""
+    metrics: Tuple[Tuple[str, float], ...] = ()
+
+    @property
+    def shipped(self) -> bool:
+        return self.artifact is not None
+
+    @property
+    def artifact_path(self) -> Optional[pathlib.Path]:
+        return SAVED_MODELS_DIR / self.artifact if self.artifact else None
+
+    def recipe_command(self) -> str:
+        """The command that trains this variant."""
+        if self.pretraining == "none":
+            return f"python recipes/pretrain.py --variant {self.name} --steps 0"
+        tasks = "mlm" if self.pretraining == "mlm" else self.pretraining.replace("_", ",")
+        return (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks {tasks} "
+                f"--output runs/pairs/{self.pretraining} && "
+                f"python recipes/pretrain.py --variant {self.name} "
+                f"--pairs runs/pairs/{self.pretraining} --batch-size {self.recipe.batch_size} "
+                f"--steps {self.recipe.steps}")
+
+
+# Shipped artifacts: name -> (directory, sha256, provenance, measured metrics, recipe).
+# Filled in from real runs of recipes/pretrain.py; see each MODEL_CARD.md.
+_SHIPPED: Dict[str, dict] = {}
+
+
+def _build_registry() -> Dict[str, ModelSpec]:
+    specs = {}
+    for prefix, (encoder, size) in ENCODERS.items():
+        for task in PRETRAINING_TASKS:
+            if encoder == "bow_mlp" and task == "mlm":
+                continue  # MLM pretrains a Transformer; the paper has no BoW-MLP MLM row.
+            for dim in EMBEDDING_DIMS:
+                name = f"{prefix}{task}_{dim}"
+                specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
+                                        embedding_dim=dim, pretraining=task,
+                                        **_SHIPPED.get(name, {}))
+    return specs
+
+
+REGISTRY: Dict[str, ModelSpec] = _build_registry()
+
+
+def list_models(pattern: str = "*", shipped_only: bool = False) -> List[str]:
+    """Registered names matching a glob pattern (e.g. "*ict_bfs_wlp*"), sorted."""
+    return sorted(name for name, spec in REGISTRY.items()
+                  if fnmatch.fnmatch(name, pattern) and (spec.shipped or not shipped_only))
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of a registered name; an unknown name raises KeyError listing close matches."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    close = difflib.get_close_matches(name, REGISTRY, n=5, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise KeyError(f"{name!r} is not a registered tt_zoo model.{hint} "
+                   f"See tt_zoo.list_models() ({len(REGISTRY)} variants).")
+
+
+def register_shipped(name: str, **fields) -> None:
+    """Records a shipped artifact for a registered name (used by the registry data below)."""
+    _SHIPPED[name] = fields
+    REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)

@@ -1,0 +1,217 @@
+"""`tt_zoo.load(name_or_path)`: a pretrained two-tower model, ready to encode, index and fine-tune."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import shutil
+import tempfile
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from tt_zoo import export as export_lib
+from tt_zoo.registry import ModelSpec, get_spec
+
+PASSAGES_FILE = "passages.jsonl"
+
+
+class ArtifactError(ValueError):
+    """A saved model directory is missing, incomplete or does not match its recorded sha256."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Hit:
+    """One search result: the candidate's id, score, and text."""
+
+    id: str
+    score: float
+    text: str
+    title: str = ""
+
+
+class TextIndex:
+    """An index over passages encoded by a two-tower model; search with raw query strings.
+
+    Built by `ZooModel.index`; the embedding search is `tt_zoo.index.EmbeddingIndex` (ScaNN or
+    brute force).
+    """
+
+    def __init__(self, model: "ZooModel", embedding_index, texts: Sequence[str],
+                 titles: Sequence[str]):
+        self.model = model
+        self.embedding_index = embedding_index
+        self.texts = list(texts)
+        self.titles = list(titles)
+        self._position = {cid: i for i, cid in enumerate(embedding_index.ids)}
+
+    def __len__(self):
+        return len(self.texts)
+
+    def search(self, queries: Sequence[str], k: int = 10) -> List[List[Hit]]:
+        """Top-k hits for each query string, best first."""
+        ids, scores = self.embedding_index.search(self.model.encode_queries(queries), k)
+        results = []
+        for row_ids, row_scores in zip(ids, scores):
+            hits = []
+            for cid, score in zip(row_ids, row_scores):
+                i = self._position[cid]
+                hits.append(Hit(cid, float(score), self.texts[i], self.titles[i]))
+            results.append(hits)
+        return results
+
+    def save(self, path) -> pathlib.Path:
+        """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages."""
+        path = pathlib.Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
+        try:
+            self.embedding_index.save(staging / "embeddings", overwrite=True)
+            with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
+                for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
+                    f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
+            if path.exists():
+                shutil.rmtree(path)
+            os.replace(staging, path)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path, model: "ZooModel") -> "TextIndex":
+        from tt_zoo.index import EmbeddingIndex
+        path = pathlib.Path(path)
+        if not (path / PASSAGES_FILE).is_file():
+            raise ArtifactError(f"{path} is not a saved TextIndex: {PASSAGES_FILE} is missing.")
+        embedding_index = EmbeddingIndex.load(path / "embeddings")
+        rows = [json.loads(line) for line in open(path / PASSAGES_FILE, encoding="utf-8")]
+        if [r["id"] for r in rows] != list(embedding_index.ids):
+            raise ArtifactError(f"{path}: {PASSAGES_FILE} does not match the index's ids.")
+        return cls(model, embedding_index, [r["text"] for r in rows], [r["title"] for r in rows])
+
+
+class ZooModel:
+    """A loaded two-tower model: encoders, indexing, and the Keras model for fine-tuning.
+
+    Attributes:
+      keras_model: the `tt_zoo.models.TwoTowerModel` (compile and `fit` it as usual).
+      spec: the registry spec, when loaded by name.
+      metadata: the artifact's metadata.json.
+    """
+
+    def __init__(self, keras_model, spec: Optional[ModelSpec] = None, path=None,
+                 metadata: Optional[dict] = None):
+        self.keras_model = keras_model
+        self.spec = spec
+        self.path = pathlib.Path(path) if path else None
+        self.metadata = metadata or {}
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if self.spec else self.metadata.get("name", str(self.path))
+
+    @property
+    def encoder_name(self) -> str:
+        enc = self.spec.encoder if self.spec else self.metadata.get("encoder", "?")
+        size = self.spec.tower_size if self.spec else self.metadata.get("tower_size")
+        return f"{enc}-{size}" if size else enc
+
+    @property
+    def pretraining(self) -> str:
+        return self.spec.pretraining if self.spec else self.metadata.get("pretraining", "?")
+
+    def __repr__(self):
+        return (f"ZooModel(name={self.name!r}, encoder={self.encoder_name!r}, "
+                f"pretraining={self.pretraining!r}, dim={self.keras_model.embedding_dim})")
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        """Query embeddings, float32 [len(texts), dim]."""
+        return self.keras_model.encode_queries(texts, batch_size=batch_size)
+
+    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
+                         batch_size: int = 256) -> np.ndarray:
+        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim]."""
+        return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size)
+
+    def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
+              ids: Optional[Sequence[str]] = None, backend: str = "scann",
+              batch_size: int = 256) -> TextIndex:
+        """Encodes passages and builds a ScaNN (or exact brute-force) index over them."""
+        from tt_zoo.index import EmbeddingIndex
+        passages = list(passages)
+        titles = [""] * len(passages) if titles is None else list(titles)
+        ids = [str(i) for i in range(len(passages))] if ids is None else [str(i) for i in ids]
+        embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
+        return TextIndex(self, EmbeddingIndex(embeddings, ids, backend=backend), passages, titles)
+
+    def load_index(self, path) -> TextIndex:
+        return TextIndex.load(path, self)
+
+    # Keras conveniences: the loaded object fine-tunes like the Keras model it wraps.
+    def compile(self, *args, **kwargs):
+        return self.keras_model.compile(*args, **kwargs)
+
+    def fit(self, *args, **kwargs):
+        return self.keras_model.fit(*args, **kwargs)
+
+    def export(self, path, metadata: Optional[dict] = None) -> dict:
+        """Writes a serving SavedModel (see `tt_zoo.export`)."""
+        meta = dict(self.metadata)
+        meta.pop("sha256", None)
+        meta.update(metadata or {})
+        return export_lib.export_saved_model(self.keras_model, path, meta)
+
+
+def verify_artifact(path, expected_sha256: Optional[str] = None) -> dict:
+    """Checks an export directory is complete and matches its sha256; returns its metadata."""
+    path = pathlib.Path(path)
+    if not path.is_dir():
+        raise ArtifactError(f"Saved model directory {path} does not exist.")
+    meta_path = path / export_lib.METADATA_FILE
+    try:
+        metadata = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is not a tt_zoo export: {meta_path.name} is missing.")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
+    expected = expected_sha256 or metadata.get("sha256")
+    if expected:
+        actual = export_lib.artifact_digest(path)
+        if actual != expected:
+            raise ArtifactError(
+                f"Saved model {path} is corrupted or truncated: its files hash to {actual[:16]}… "
+                f"but {'the registry' if expected_sha256 else 'metadata.json'} records "
+                f"{expected[:16]}…. Re-train it or restore the directory from git.")
+    return metadata
+
+
+def load(name_or_path) -> ZooModel:
+    """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path.
+
+    A registered name whose weights are not shipped raises FileNotFoundError with the recipe
+    command that trains it; an unknown name raises KeyError listing close matches; a corrupted
+    or truncated directory raises `ArtifactError` (sha256 checked against the registry).
+    """
+    path = pathlib.Path(os.fspath(name_or_path))
+    spec = None
+    expected_sha = None
+    if not path.is_dir():
+        if os.sep in str(name_or_path) or str(name_or_path).startswith("."):
+            raise ArtifactError(f"Saved model directory {path} does not exist.")
+        spec = get_spec(str(name_or_path))
+        if not spec.shipped:
+            raise FileNotFoundError(
+                f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
+                f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
+                "by path.")
+        path = spec.artifact_path
+        expected_sha = spec.sha256
+    metadata = verify_artifact(path, expected_sha)
+    try:
+        keras_model = export_lib.load_keras_model(path)
+    except (FileNotFoundError, ValueError) as e:
+        raise ArtifactError(str(e)) from e
+    return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
