@@ -56,6 +56,8 @@ def run_recipe(runner: str, output: str, args, code: str) -> dict:
         cmd += ["--limit", str(args.limit)]
     if runner == "beam":
         cmd += [f"--beam-arg={a}" for a in args.beam_arg]
+    elif args.in_memory:
+        cmd.append("--in-memory")
     if args.no_progress:
         cmd.append("--no-progress")
     print("$", " ".join(cmd), flush=True)
@@ -94,6 +96,8 @@ def main(argv=None) -> int:
     parser.add_argument("--beam-output", default=None,
                         help="where the Beam run writes (default WORKDIR/beam)")
     parser.add_argument("--beam-arg", action="append", default=[])
+    parser.add_argument("--in-memory", action="store_true",
+                        help="local run reads the corpus once into memory (recipe --in-memory)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     local_out = args.local_output or os.path.join(args.workdir, "local")
@@ -108,7 +112,8 @@ def main(argv=None) -> int:
 
     print("\n=== make_pairs benchmark ===")
     print(f"input {args.input}, tasks {args.tasks}, seed {args.seed}, "
-          f"pairs/article {args.pairs_per_article}, limit {args.limit}")
+          f"pairs/article {args.pairs_per_article}, limit {args.limit}, "
+          f"local in-memory {args.in_memory}, beam args {args.beam_arg}")
     for name, stats in results.items():
         e = stats["extra"]
         print(f"{name:>5}: {e['num_pairs']:,} pairs, wall {e['wall_s']:.1f} s "

@@ -56,13 +56,16 @@ def parse_args(argv=None):
     parser.add_argument("--runner", choices=("local", "beam"), default="local")
     parser.add_argument("--beam-runner", default="DirectRunner")
     parser.add_argument("--beam-arg", action="append", default=[],
-                        help="an extra Beam pipeline option, e.g. --beam-arg=--direct_num_workers=2")
+                        help="an extra Beam option, e.g. --beam-arg=--direct_num_workers=2")
     parser.add_argument("--vocab", default=None,
                         help="WordPiece vocab.txt for the token counts (and MLM); without it "
                              "the report counts whitespace words")
     parser.add_argument("--mlm-seq-length", type=int, default=None,
                         help="MLM sequence length (default: --max-doc-tokens)")
     parser.add_argument("--limit", type=int, default=None, help="use only the first N articles")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="local runner: read the corpus once and hold it in memory, instead "
+                             "of streaming it twice (WLP's reverse-link index needs a first pass)")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
@@ -85,12 +88,16 @@ def parse_args(argv=None):
 def make_pairs_local(args, config):
     # generate_pairs reads the articles twice (pass 1: the reverse-link index for WLP; pass 2:
     # the pairs), streaming each time; the reader's report of the last pass is the one we keep.
+    # With --in-memory the articles are read once and held in a list instead.
     reports = []
 
     def articles():
         reports.append(ReadReport())
         return itertools.islice(read_articles(args.input, reports[-1], not args.no_progress),
                                 args.limit)
+
+    if args.in_memory:
+        articles = list(articles())
 
     counters = collections.Counter()
     pairs = pretraining_tasks.generate_pairs(articles, config, counters)

@@ -40,8 +40,8 @@ def test_table1_numbers_by_hand(bert_vocab_file):
     table = pair_stats.format_table(stats)
     assert "WordPiece" in table
     lines = table.splitlines()
-    assert lines[3].split() == ["bfs", "8", "1", "4.00", "4.00"]
-    assert lines[4].split() == ["ict", "18", "2", "4.50", "4.50"]
+    assert lines[3].split() == ["ict", "18", "2", "4.50", "4.50"]  # the paper's row order
+    assert lines[4].split() == ["bfs", "8", "1", "4.00", "4.00"]
     assert lines[5].split() == ["all", "26", "3", "4.33", "4.33"]
     assert "kept 2 articles; skipped redirect=1" in table
     assert "ict_short_query=2" in table

@@ -111,13 +111,14 @@ def test_extracted_folder_counts_missing_links_empty_and_non_utf8(tmp_path):
         "B.txt": ARTICLE.format(title="B").encode("utf-8").replace(b"Body", b"B\xe9dy"),
         "Empty.txt": b"   #copyright\n\nEmpty\n\n2007 Schools Wikipedia Selection.\n\n",
     }
-    links = "# comment\n\nCaf%C3%A9_A\tB\nCaf%C3%A9_A\tNowhere\nB\tCaf%C3%A9_A\n"
+    links = "# comment\n\nCaf%C3%A9_A\tB\nCaf%C3%A9_A\tNowhere\nB\tCaf%C3%A9_A\nB\tB\n"
     _write_folder(tmp_path, files, links, "# list\nCaf%C3%A9_A\nB\nEmpty\n")
     report = ReadReport()
     articles = {a.title: a for a in read_wikispeedia(tmp_path, report, progress=False)}
     assert sorted(articles) == ["B", "Café A"]
     assert report.as_dict() == {"kept": 2, "skipped": {
-        "empty_article": 1, "link_to_missing_page": 1, "not_utf8_decoded_with_replacement": 1}}
+        "empty_article": 1, "link_to_missing_page": 1, "not_utf8_decoded_with_replacement": 1,
+        "self_link": 1}}
     cafe = articles["Café A"]
     assert cafe.links == ("B",)
     assert [s.heading for s in cafe.sections] == ["", "First heading"]

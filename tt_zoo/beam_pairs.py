@@ -110,9 +110,9 @@ def _examples_for_doc(element, num_pairs):
         yield pairs_io.pair_to_example(pair, prob)
 
 
-def build_pipeline(pipeline: beam.Pipeline, articles, output_dir: str,
-                   config: pretraining_tasks.TaskConfig, num_shards: int, sink: str = "auto"):
-    """Adds the pair-generation transforms to ``pipeline``; returns the write result.
+def build_pipeline(articles, output_dir: str, config: pretraining_tasks.TaskConfig,
+                   num_shards: int, sink: str = "auto"):
+    """Adds the pair-generation transforms after ``articles``; returns the write result.
 
     Args:
       articles: a PCollection of ``Article``.
@@ -234,7 +234,7 @@ def run_beam_pipeline(articles_source: Union[str, Iterable[Article]], output_dir
         else:
             articles = (p | "CreateArticles" >> beam.Create(list(articles_source))
                         | "CountKept" >> beam.Map(_count_kept))
-        build_pipeline(p, articles, output_dir, config, num_shards, sink)
+        build_pipeline(articles, output_dir, config, num_shards, sink)
     result = p.result
     read_report, gen_counters, beam_counters = _collect_metrics(result)
     names = [pairs_io.shard_name(pairs_io.PAIRS_PREFIX, i, num_shards) for i in range(num_shards)]

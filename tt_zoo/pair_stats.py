@@ -231,7 +231,8 @@ def format_table(stats: PairStats) -> str:
     unit = "WordPiece tokens" if stats.token_unit == "wordpiece" else "whitespace words"
     header = ("task", "#tokens", "#pairs", "avg #query tokens", "avg #doc tokens")
     rows = [(name, _human(t.num_tokens), _human(t.num_pairs), f"{t.avg_query_tokens:.2f}",
-             f"{t.avg_doc_tokens:.2f}") for name, t in sorted(stats.tasks.items())]
+             f"{t.avg_doc_tokens:.2f}")
+            for name, t in sorted(stats.tasks.items(), key=_task_order)]
     if len(stats.tasks) > 1:
         t = stats.total
         rows.append((ALL, _human(t.num_tokens), _human(t.num_pairs),
@@ -249,6 +250,12 @@ def format_table(stats: PairStats) -> str:
         lines.append("generator: " + (", ".join(
             f"{k}={v}" for k, v in stats.generator_counters.items()) or "no counters"))
     return "\n".join(lines)
+
+
+def _task_order(item) -> tuple:
+    """The paper's row order (ICT, BFS, WLP, MLM), then any other task alphabetically."""
+    order = ("ict", "bfs", "wlp", "mlm")
+    return (order.index(item[0]) if item[0] in order else len(order), item[0])
 
 
 def _human(n: int) -> str:

@@ -94,7 +94,8 @@ def read_wikispeedia(source, report: Optional[ReadReport] = None, progress: bool
         ``wikispeedia_paths-and-graph/links.tsv``). Tarballs are streamed, never extracted.
       report: a :class:`ReadReport` counting kept articles and skipped inputs: ``empty_article``
         (no prose left after parsing), ``link_to_missing_page`` (a link whose target is not in
-        the article set, i.e. ``articles.tsv``; without that file links are not checked). Files that are not valid UTF-8 are decoded with replacement
+        the article set, i.e. ``articles.tsv``; without that file links are not checked),
+        ``self_link`` (a page linking to itself, per link). Files that are not valid UTF-8 are decoded with replacement
         characters, kept, and counted as ``not_utf8_decoded_with_replacement``.
       progress: show a tqdm progress bar.
       titles: only yield these (decoded) titles; reading stops once all were found. Links are
@@ -127,7 +128,9 @@ def read_wikispeedia(source, report: Optional[ReadReport] = None, progress: bool
                 report.skip("not_utf8_decoded_with_replacement")
             kept_links = []
             for target in links.get(name, ()):
-                if article_set and target not in article_set:
+                if target == name:
+                    report.skip("self_link")
+                elif article_set and target not in article_set:
                     report.skip("link_to_missing_page")
                 else:
                     kept_links.append(decode_title(target))
