@@ -178,10 +178,11 @@ def load_pretrained(args):
     model = finetuning.with_sequence_lengths(zoo_model.keras_model, args.query_length,
                                              args.document_length)
     zoo_model.keras_model = model
-    info = {"name": args.name or f"{zoo_model.name}_reqa", "encoder": zoo_model.encoder_name,
+    spec, meta = zoo_model.spec, zoo_model.metadata
+    info = {"name": args.name or f"{zoo_model.name}_reqa",
+            "encoder": spec.encoder if spec else meta.get("encoder", "?"),
+            "tower_size": spec.tower_size if spec else meta.get("tower_size"),
             "pretraining": zoo_model.pretraining, "base_model": str(args.model)}
-    if zoo_model.spec is not None and zoo_model.spec.tower_size:
-        info["encoder"], info["tower_size"] = zoo_model.spec.encoder, zoo_model.spec.tower_size
     return zoo_model, model, info
 
 

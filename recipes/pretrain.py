@@ -31,7 +31,7 @@ import tensorflow as tf  # noqa: E402
 
 from tt_zoo import registry, training  # noqa: E402
 from tt_zoo.export import export_saved_model  # noqa: E402
-from tt_zoo.models import build_two_tower_model  # noqa: E402
+from tt_zoo.zoo import build_untrained  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_VOCAB = REPO / "saved_models" / "vocab" / "vocab.txt"
@@ -65,19 +65,10 @@ def parse_args(argv=None):
 
 
 def build_model(spec, args, vocab):
-    kwargs = {}
-    if args.tower_shape:
-        layers, hidden, heads = (int(x) for x in args.tower_shape.split(","))
-        kwargs = dict(size=None, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
-                      inner_dim=4 * hidden, bow_token_embedding_dim=hidden,
-                      bow_hidden_dim=4 * hidden)
-    else:
-        kwargs = dict(size=spec.tower_size)
-    return build_two_tower_model(
-        vocab, encoder=spec.encoder, embedding_dim=spec.embedding_dim,
-        query_length=args.query_length or spec.query_length,
-        document_length=args.document_length or spec.document_length,
-        dropout_rate=args.dropout, **kwargs)
+    shape = tuple(int(x) for x in args.tower_shape.split(",")) if args.tower_shape else None
+    return build_untrained(spec, vocab, query_length=args.query_length,
+                           document_length=args.document_length, dropout_rate=args.dropout,
+                           tower_shape=shape)
 
 
 def pair_dataset_fn(pairs_dir, batch, shuffle_buffer, seed):

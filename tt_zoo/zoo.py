@@ -165,6 +165,32 @@ class ZooModel:
         return export_lib.export_saved_model(self.keras_model, path, meta)
 
 
+def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
+                    document_length: Optional[int] = None, dropout_rate: float = 0.1,
+                    tower_shape: Optional[tuple] = None):
+    """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining).
+
+    Args:
+      spec: the variant.
+      vocabulary: vocab.txt path or token list.
+      query_length, document_length: override the spec's token budgets.
+      tower_shape: (layers, hidden, heads) overriding the BERT size, for smoke tests.
+    """
+    from tt_zoo.models import build_two_tower_model
+    if tower_shape:
+        layers, hidden, heads = tower_shape
+        shape = dict(size=None, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
+                     inner_dim=4 * hidden, bow_token_embedding_dim=hidden,
+                     bow_hidden_dim=4 * hidden)
+    else:
+        shape = dict(size=spec.tower_size)
+    return build_two_tower_model(vocabulary, encoder=spec.encoder,
+                                 embedding_dim=spec.embedding_dim,
+                                 query_length=query_length or spec.query_length,
+                                 document_length=document_length or spec.document_length,
+                                 dropout_rate=dropout_rate, **shape)
+
+
 def verify_artifact(path, expected_sha256: Optional[str] = None) -> dict:
     """Checks an export directory is complete and matches its sha256; returns its metadata."""
     path = pathlib.Path(path)
