@@ -1,4 +1,4 @@
-"""Fine-tune a two-tower model on a ReQA cold-start split, then evaluate it (Chang et al. 2020, Sec. 5).
+"""Fine-tune a two-tower model on a ReQA split and evaluate it (Chang et al. 2020, Sec. 5).
 
 The model is a zoo name or an export directory (``--model``), or an untrained tower built here
 (``--init none``: the paper's "no pretraining" rows). Training follows the paper's fine-tuning
@@ -95,6 +95,8 @@ def parse_args(argv=None):
     train.add_argument("--eval-every", type=int, help="steps between validation checks")
     train.add_argument("--patience", type=int, default=5,
                        help="validation checks without improvement before stopping")
+    train.add_argument("--min-delta", type=float, default=0.0,
+                       help="smallest change of the validation value that counts as improvement")
     train.add_argument("--validation-metric", default="loss",
                        choices=["loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"])
     train.add_argument("--log-dir", help="write the fine-tuning log (CSV, JSON) here")
@@ -223,8 +225,8 @@ def main(argv=None) -> dict:
     result = finetuning.finetune(
         model, reqa, split, steps=args.steps, batch_size=args.batch_size,
         learning_rate=args.learning_rate, eval_every=args.eval_every, patience=args.patience,
-        validation_metric=args.validation_metric, seed=args.seed, log_dir=args.log_dir,
-        progress=not args.quiet)
+        min_delta=args.min_delta, validation_metric=args.validation_metric, seed=args.seed,
+        log_dir=args.log_dir, progress=not args.quiet)
 
     table, rows = None, []
     if args.eval:

@@ -136,11 +136,13 @@ def main(argv=None):
               f"final loss {result.final_loss:.4f}")
 
     summary = {"name": spec.name, "encoder": spec.encoder, "tower_size": spec.tower_size,
-               "pretraining": spec.pretraining, "train_steps": steps, "batch_size": batch,
-               "learning_rate": lr, "warmup_fraction": warmup, "strategy": args.strategy,
+               "pretraining": spec.pretraining, "train_steps": steps, "seed": args.seed,
                "training_data": (f"pairs from {args.pairs or args.mlm_examples}"
                                  if steps else "none (initialised, not trained)"),
-               "seed": args.seed, "license": "Apache-2.0 (weights trained on CC BY-SA text)"}
+               "license": "Apache-2.0 (weights trained on CC BY-SA text)"}
+    if steps:
+        summary.update(batch_size=batch, learning_rate=lr, warmup_fraction=warmup,
+                       strategy=args.strategy)
     if result is not None:
         summary.update(train_wall_time_s=round(result.wall_time_s, 1),
                        train_pairs_per_s=round(result.pairs_per_s, 1),

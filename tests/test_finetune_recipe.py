@@ -206,12 +206,25 @@ def test_recipe_end_to_end_in_process(tmp_path, recipe):
 
 
 @pytest.mark.slow  # ~30-90 s: a fresh interpreter imports TensorFlow and exports a SavedModel
-def test_recipe_end_to_end_subprocess_with_export(tmp_path):
+def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     squad = squad_slice(tmp_path)
     proc = run_recipe(*tiny_recipe_args(tmp_path, squad))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "BM25" in proc.stdout and "R@100" in proc.stdout and "Wall time" in proc.stdout
     check_recipe_outputs(tmp_path)
+    # The export fine-tunes again through --model PATH, with a shorter document budget.
+    again = recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
+                         "--limit-questions", "40", "--train-fraction", "0.5", "--steps", "2",
+                         "--batch-size", "4", "--document-length", "24", "--quiet",
+                         "--output", str(tmp_path / "model2")])
+    assert again["model"]["document_length"] == 24 and again["finetune"]["steps_run"] == 2
+    assert again["model"]["base_model"] == str(tmp_path / "model")
+    import tt_zoo
+    reloaded = tt_zoo.load(str(tmp_path / "model2"))
+    assert reloaded.keras_model.document_preprocessor.seq_length == 24
+    with pytest.raises(ValueError, match="covers at most 32 positions"):
+        recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
+                     "--train-fraction", "0.5", "--steps", "1", "--document-length", "64"])
 
 
 def test_recipe_bad_inputs_give_clear_errors(tmp_path):

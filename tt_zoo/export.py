@@ -35,6 +35,7 @@ from tt_zoo.models import TwoTowerModel
 CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 MODEL_CARD_FILE = "MODEL_CARD.md"
+VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
 
@@ -65,6 +66,21 @@ class _ServingModule(tf.Module):
         parsed = _parse_examples(examples, ("res_text", "res_context"))
         return {"outputs": self.model.embed_documents(parsed["res_text"], parsed["res_context"],
                                                       training=False)}
+
+
+class QueryEncoder(tf.Module):
+    """The query tower as a trackable callable: tf.string [batch] -> float32 [batch, dim].
+
+    Pass it where a serving graph needs phi(q) with its variables tracked (e.g.
+    `tt_zoo.index.export_retrieval_model`).
+    """
+
+    def __init__(self, model: TwoTowerModel):
+        super().__init__(name="query_encoder")
+        self.model = model
+
+    def __call__(self, queries):
+        return self.model.embed_queries(queries, training=False)
 
 
 def _parse_examples(examples, keys):
@@ -132,13 +148,17 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
     try:
-        if not model.built:
-            model.build_by_calling()
+        model = _inference_copy(model)
         module = _ServingModule(model)
         tf.saved_model.save(module, str(staging),
                             signatures={name: getattr(module, name) for name in SIGNATURES})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(tf.keras.layers.serialize(model), f)
+        # The vocabulary as a plain asset too (the graph carries its own copy), for users and
+        # for tools that tokenize outside TensorFlow.
+        (staging / "assets").mkdir(exist_ok=True)
+        (staging / "assets" / VOCAB_ASSET).write_text(
+            "\n".join(model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
         meta = {
             "embedding_dim": model.embedding_dim,
             "parameters": count_parameters(model),
@@ -155,6 +175,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
         (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
+        os.chmod(staging, 0o755)  # mkdtemp creates 0700
         if path.exists():
             shutil.rmtree(path)
         os.replace(staging, path)
@@ -162,6 +183,19 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
+    """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
+    if not model.built:
+        model.build_by_calling()
+    if getattr(model, "optimizer", None) is None:
+        return model
+    clone = tf.keras.layers.deserialize(tf.keras.layers.serialize(model))
+    if not clone.built:
+        clone.build_by_calling()
+    clone.set_weights(model.get_weights())
+    return clone
 
 
 def render_model_card(meta: dict) -> str:

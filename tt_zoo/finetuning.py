@@ -145,9 +145,10 @@ def _atomic_write_json(path: pathlib.Path, obj) -> None:
 
 def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = PAPER_BATCH_SIZE,
              learning_rate: float = PAPER_LEARNING_RATE, eval_every: Optional[int] = None,
-             patience: int = 5, validation_metric: str = "loss", sampling_correction: bool = True,
-             seed: int = 0, log_dir=None, progress: bool = True) -> dict:
-    """Fine-tunes a two-tower model on a ReQA split's training questions (Chang et al. 2020, Sec. 5).
+             patience: int = 5, min_delta: float = 0.0, validation_metric: str = "loss",
+             sampling_correction: bool = True, seed: int = 0, log_dir=None,
+             progress: bool = True) -> dict:
+    """Fine-tunes a two-tower model on a ReQA split's training questions (Chang et al., Sec. 5).
 
     Trains with ``model.compile(optimizer=Adam(learning_rate))`` and ``model.fit`` on the
     training pairs (question, gold (sentence, passage)), shuffled with ``seed`` and repeated, in
@@ -167,6 +168,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       learning_rate: Adam's learning rate (paper: 5e-5).
       eval_every: steps between validation evaluations; default ``max(1, steps // 10)``.
       patience: evaluations without improvement before stopping.
+      min_delta: the smallest change of the monitored value that counts as an improvement.
       validation_metric: "loss" (the in-batch loss on validation pairs, batches of
         ``min(batch_size, #validation)``) or a retrieval metric "R@1", "R@5", "R@10", "R@50",
         "R@100", "MRR" (validation questions ranked among all candidates; slower).
@@ -179,7 +181,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       ``{"history": [{"step", "loss", "val_loss", ...}, ...], "best_step", "best_value",
       "monitor", "steps_run", "stopped_early", "batch_size", "requested_batch_size",
       "learning_rate", "eval_every", "patience", "train_pairs", "validation_pairs", "seconds",
-      "notes"}``; the first history entry (step 0) is the validation value before training.
+      "notes"}``. The first history entry (step 0) is the validation value before training; it
+      is reported, not a restore candidate (the restored weights are always fine-tuned ones).
     """
     if not isinstance(steps, int) or steps < 1:
         raise ValueError(f"steps must be a positive integer (got {steps!r}).")
@@ -239,7 +242,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         if validation_metric != "loss":
             callbacks.insert(0, _ValidationRecall(reqa, split.validation))
         stopper = tf.keras.callbacks.EarlyStopping(monitor=monitor, mode=mode, patience=patience,
-                                                   restore_best_weights=True)
+                                                   min_delta=min_delta, restore_best_weights=True)
         callbacks.append(stopper)
     if log_dir is not None:
         log_dir = pathlib.Path(log_dir)
@@ -265,7 +268,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         "stopped_early": tracker.step < steps, "steps": steps, "batch_size": batch_size,
         "requested_batch_size": requested_batch_size, "validation_batch_size": val_batch_size,
         "learning_rate": learning_rate, "eval_every": eval_every, "patience": patience,
-        "sampling_correction": sampling_correction, "seed": seed, "train_pairs": n_train,
+        "min_delta": min_delta, "sampling_correction": sampling_correction, "seed": seed, "train_pairs": n_train,
         "validation_pairs": n_val, "seconds": seconds,
         "train_pairs_per_s": tracker.step * batch_size / seconds if seconds else None,
         "notes": notes,

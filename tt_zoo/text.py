@@ -129,6 +129,7 @@ def save_vocab(tokens: Sequence[str], path: str | os.PathLike) -> pathlib.Path:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write("\n".join(tokens))
             f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a vocabulary is a shareable asset
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -138,13 +138,17 @@ class ZooModel:
 
     def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
               ids: Optional[Sequence[str]] = None, backend: str = "scann",
-              batch_size: int = 256) -> TextIndex:
-        """Encodes passages and builds a ScaNN (or exact brute-force) index over them."""
+              batch_size: int = 256, embeddings: Optional[np.ndarray] = None) -> TextIndex:
+        """Encodes passages and builds a ScaNN (or exact brute-force) index over them.
+
+        `embeddings` skips the encoding when the passages' embeddings are already at hand.
+        """
         from tt_zoo.index import EmbeddingIndex
         passages = list(passages)
         titles = [""] * len(passages) if titles is None else list(titles)
         ids = [str(i) for i in range(len(passages))] if ids is None else [str(i) for i in ids]
-        embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
+        if embeddings is None:
+            embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
         return TextIndex(self, EmbeddingIndex(embeddings, ids, backend=backend), passages, titles)
 
     def load_index(self, path) -> TextIndex:

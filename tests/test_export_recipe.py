@@ -1,0 +1,53 @@
+"""recipes/export.py: model export plus a saved index and a `retrieve` SavedModel."""
+
+import json
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from test_models import PAIRS
+from test_zoo import exported  # noqa: F401  (module fixture: a tiny exported model)
+from tt_zoo import features as F
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+
+def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):  # noqa: F811
+    model, path = exported
+    corpus = tmp_path / "corpus.jsonl"
+    with open(corpus, "w") as f:
+        for i, (title, text) in enumerate(zip(PAIRS[F.DOC_TITLE], PAIRS[F.DOC_TEXT])):
+            f.write(json.dumps({"id": f"doc{i}", "title": title, "text": text}) + "\n")
+    result = subprocess.run(
+        [sys.executable, str(REPO / "recipes" / "export.py"), "--model", str(path),
+         "--output", str(tmp_path / "model"), "--corpus", str(corpus),
+         "--index-output", str(tmp_path / "index"), "--retrieve-output",
+         str(tmp_path / "retrieve"), "--backend", "brute_force", "--k", "2"],
+        capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "model" / "saved_model.pb").is_file()
+    assert (tmp_path / "index" / "embeddings" / "ids.txt").read_text().split() == [
+        f"doc{i}" for i in range(4)]
+    assert not list((tmp_path / "index").rglob("*.pkl"))  # never a pickle
+
+    retrieve = tf.saved_model.load(str(tmp_path / "retrieve"))
+    out = retrieve.signatures["serving_default"](queries=tf.constant(["paris"]))
+    q = model.encode_queries(["paris"])
+    d = model.encode_documents(PAIRS[F.DOC_TEXT], titles=PAIRS[F.DOC_TITLE])
+    best = np.argsort(-(q @ d.T)[0])[:2]
+    assert [x.decode() for x in out["ids"].numpy()[0]] == [f"doc{i}" for i in best]
+
+
+def test_bad_corpus_line_is_named(exported, tmp_path):  # noqa: F811
+    _, path = exported
+    corpus = tmp_path / "bad.jsonl"
+    corpus.write_text('{"id": "a", "text": "x"}\n{"title": "no id"}\n')
+    result = subprocess.run(
+        [sys.executable, str(REPO / "recipes" / "export.py"), "--model", str(path), "--corpus",
+         str(corpus), "--index-output", str(tmp_path / "i")], capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode != 0 and "bad.jsonl:2" in result.stderr
