@@ -42,7 +42,7 @@ def command(root, vocab, workdir, extra=()):
 
 
 def final_weights(workdir):
-    reader = tf.train.load_checkpoint(str(workdir / "final" / "weights"))
+    reader = tf.train.load_checkpoint(str(workdir / "checkpoints"))
     # Tower weights and the optimizer's state; Keras metric accumulators reset every fit call.
     return {k: reader.get_tensor(k) for k in reader.get_variable_to_shape_map()
             if "metrics" not in k and k.endswith(".ATTRIBUTES/VARIABLE_VALUE")}
@@ -50,10 +50,14 @@ def final_weights(workdir):
 
 def test_kill_and_resume_matches_uninterrupted_run(inputs):
     root, vocab = inputs
-    straight = subprocess.run(command(root, vocab, root / "straight"), capture_output=True,
-                              text=True, timeout=600)
+    straight = subprocess.run(command(root, vocab, root / "straight",
+                                      ["--export", str(root / "export")]),
+                              capture_output=True, text=True, timeout=600)
     assert straight.returncode == 0, straight.stderr[-3000:]
     assert "no checkpoint in" in straight.stdout  # a missing checkpoint dir starts fresh, and says so
+    import tt_zoo
+    exported = tt_zoo.load(root / "export")  # the export at the end of pretraining loads
+    assert exported.metadata["train_steps"] == STEPS and exported.pretraining == "ict_bfs_wlp"
 
     workdir = root / "killed"
     proc = subprocess.Popen(command(root, vocab, workdir), stdout=subprocess.PIPE,

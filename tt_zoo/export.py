@@ -198,6 +198,20 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
     return clone
 
 
+def update_metadata(path, **fields) -> dict:
+    """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
+    MODEL_CARD.md; the weights and their sha256 are unchanged (neither file is hashed)."""
+    path = pathlib.Path(path)
+    meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+    meta.update(fields)
+    for name, text in ((METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True)),
+                       (MODEL_CARD_FILE, render_model_card(meta))):
+        tmp = path / f".{name}.tmp"
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path / name)
+    return meta
+
+
 def render_model_card(meta: dict) -> str:
     """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers."""
     name = meta.get("name", "tt_zoo model")
@@ -211,6 +225,8 @@ def render_model_card(meta: dict) -> str:
                 "license", "exported"):
         if key in meta:
             lines.append(f"| {key} | {meta[key]} |")
+    if meta.get("notes"):
+        lines += ["", str(meta["notes"])]
     metrics = meta.get("metrics") or {}
     if metrics:
         lines += ["", "## Measured quality", ""]

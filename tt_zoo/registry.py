@@ -81,15 +81,25 @@ class ModelSpec:
         return SAVED_MODELS_DIR / self.artifact if self.artifact else None
 
     def recipe_command(self) -> str:
-        """The command that trains this variant."""
+        """The commands that train and export this variant."""
+        lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
+        export = f"--export saved_models/{self.name}"
         if self.pretraining == "none":
-            return f"python recipes/pretrain.py --variant {self.name} --steps 0"
-        tasks = "mlm" if self.pretraining == "mlm" else self.pretraining.replace("_", ",")
-        return (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks {tasks} "
-                f"--output runs/pairs/{self.pretraining} && "
-                f"python recipes/pretrain.py --variant {self.name} "
-                f"--pairs runs/pairs/{self.pretraining} --batch-size {self.recipe.batch_size} "
-                f"--steps {self.recipe.steps}")
+            return f"python recipes/pretrain.py --variant {self.name} {lengths} {export}"
+        r = self.recipe
+        data_dir = f"runs/pairs/{self.pretraining}"
+        if self.pretraining == "mlm":
+            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
+                    f"--vocab saved_models/vocab/vocab.txt --output {data_dir}")
+            data = f"--mlm-examples {data_dir}"
+        else:
+            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
+                    f"--tasks {self.pretraining.replace('_', ',')} "
+                    f"--pairs-per-article {r.pairs_per_article} --output {data_dir}")
+            data = f"--pairs {data_dir}"
+        return (f"{make} && python recipes/pretrain.py --variant {self.name} {data} "
+                f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
+                f"{lengths} {export}")
 
 
 # Shipped artifacts: name -> (directory, sha256, provenance, measured metrics, recipe).
@@ -134,3 +144,21 @@ def register_shipped(name: str, **fields) -> None:
     """Records a shipped artifact for a registered name (used by the registry data below)."""
     _SHIPPED[name] = fields
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
+
+
+# -- What saved_models/ ships (trained by the recipes on ../shared/data; see each MODEL_CARD.md).
+_WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
+                "vocabulary learned from it (7,964 WordPiece tokens)")
+register_shipped(
+    "ict_bfs_wlp_512", artifact="ict_bfs_wlp_512", document_length=128,
+    sha256="be53b128a42405f436e44527b9470d18ff6b9e6e24770cbbb4c9f00246d5fc84",
+    recipe=RecipeSettings(batch_size=128, steps=2000, learning_rate=3e-4, pairs_per_article=16,
+                          vocab_size=8192),
+    provenance=f"ICT+BFS+WLP pairs (70,994, 16 per article) from {_WIKISPEEDIA}; tiny BERT "
+               "towers, 2,000 steps x 128 on CPU")
+register_shipped(
+    "none_512", artifact="none_512", document_length=128,
+    sha256="b200d1164acf9363b41f04b408a193622ce3fb3440fc18c5c9e91e3f499041f9",
+    recipe=RecipeSettings(batch_size=128, steps=0, vocab_size=8192),
+    provenance=f"no pretraining: tiny BERT towers initialised (seed 0); vocabulary from "
+               f"{_WIKISPEEDIA}")
