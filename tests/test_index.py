@@ -20,15 +20,8 @@ QUERIES = np.array([[1, 2, 0], [-1, 0, 1]], np.float32)
 IDS = ["c0", "c1", "c2", "c3"]
 
 
-def gaussian_mixture(num_candidates, num_queries, dim, components=50, seed=0):
-    """Candidates and queries drawn from one seeded mixture of Gaussians."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(components, dim))
-    candidates = centers[rng.integers(0, components, num_candidates)]
-    queries = centers[rng.integers(0, components, num_queries)]
-    candidates = candidates + 0.5 * rng.normal(size=candidates.shape)
-    queries = queries + 0.5 * rng.normal(size=queries.shape)
-    return candidates.astype(np.float32), queries.astype(np.float32)
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+from scann_vs_brute_force import gaussian_mixture  # noqa: E402  (the benchmark's data, shared)
 
 
 def exact_top_k(queries, candidates, k):

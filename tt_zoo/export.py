@@ -22,14 +22,12 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 import pathlib
-import shutil
-import tempfile
 from typing import Optional
 
 import tensorflow as tf
 
+from tt_zoo.atomic_io import write_directory, write_text
 from tt_zoo.models import TwoTowerModel
 
 CONFIG_FILE = "config.json"
@@ -144,45 +142,39 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     Returns:
       the metadata written, including the artifact's sha256.
     """
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
-    try:
-        model = _inference_copy(model)
-        module = _ServingModule(model)
+    meta = {}
+
+    def build(staging: pathlib.Path) -> None:
+        serving_model = _inference_copy(model)
+        module = _ServingModule(serving_model)
         tf.saved_model.save(module, str(staging),
                             signatures={name: getattr(module, name) for name in SIGNATURES})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(tf.keras.layers.serialize(model), f)
+            json.dump(tf.keras.layers.serialize(serving_model), f)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and
         # for tools that tokenize outside TensorFlow.
         (staging / "assets").mkdir(exist_ok=True)
         (staging / "assets" / VOCAB_ASSET).write_text(
-            "\n".join(model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
-        meta = {
-            "embedding_dim": model.embedding_dim,
-            "parameters": count_parameters(model),
-            "query_length": model.query_preprocessor.seq_length,
-            "document_length": model.document_preprocessor.seq_length,
-            "vocab_size": model.query_preprocessor.vocab_size,
+            "\n".join(serving_model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
+        meta.update({
+            "embedding_dim": serving_model.embedding_dim,
+            "parameters": count_parameters(serving_model),
+            "query_length": serving_model.query_preprocessor.seq_length,
+            "document_length": serving_model.document_preprocessor.seq_length,
+            "vocab_size": serving_model.query_preprocessor.vocab_size,
             "signatures": list(SIGNATURES),
             "versions": library_versions(),
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"),
             **(metadata or {}),
-        }
+        })
         meta["sha256"] = artifact_digest(staging)
         with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
         (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
-        os.chmod(staging, 0o755)  # mkdtemp creates 0700
-        if path.exists():
-            shutil.rmtree(path)
-        os.replace(staging, path)
-        return meta
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+
+    write_directory(path, build)
+    return meta
 
 
 def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
@@ -204,11 +196,8 @@ def update_metadata(path, **fields) -> dict:
     path = pathlib.Path(path)
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     meta.update(fields)
-    for name, text in ((METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True)),
-                       (MODEL_CARD_FILE, render_model_card(meta))):
-        tmp = path / f".{name}.tmp"
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path / name)
+    write_text(path / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True))
+    write_text(path / MODEL_CARD_FILE, render_model_card(meta))
     return meta
 
 

@@ -24,18 +24,17 @@ import dataclasses
 import hashlib
 import json
 import math
-import os
 import pathlib
-import shutil
-import tempfile
 import uuid
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow)
 
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
+
+from tt_zoo.atomic_io import write_directory  # noqa: E402
 
 BACKENDS = ("scann", "brute_force")
 INDEX_FORMAT = "tt_zoo.EmbeddingIndex"
@@ -248,28 +247,6 @@ def _write_json(path: pathlib.Path, config: dict) -> None:
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _atomic_directory(path, build: Callable[[pathlib.Path], None], overwrite: bool) -> pathlib.Path:
-    """Runs `build(tmp_dir)` in a temp directory beside `path`, then renames it to `path`."""
-    path = pathlib.Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} already exists; pass overwrite=True to replace it.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
-    try:
-        build(tmp)
-        if path.exists():
-            old = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-            os.rename(path, old / path.name)
-            os.rename(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return path
-
-
 # -- ScaNN ------------------------------------------------------------------------------------
 
 def _build_scann_searcher(embeddings: np.ndarray, config: ScannConfig, k: int = 10):
@@ -436,7 +413,7 @@ class EmbeddingIndex:
             }
             _write_json(tmp / INDEX_CONFIG_FILE, config)
 
-        return _atomic_directory(path, build, overwrite)
+        return write_directory(path, build, overwrite)
 
     @classmethod
     def load(cls, path) -> "EmbeddingIndex":
@@ -670,7 +647,7 @@ def save_retrieval_module(module: RetrievalModule, path, overwrite: bool = False
                             options=options)
         _write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings)
 
-    return _atomic_directory(path, build, overwrite)
+    return write_directory(path, build, overwrite)
 
 
 def load_retrieval_model(path):

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from typing import Optional, Sequence
 
 import numpy as np
@@ -18,6 +16,7 @@ import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
 from tt_zoo import features as F
+from tt_zoo.atomic_io import write_directory
 from tt_zoo.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.text import TextPreprocessor
 from tt_zoo.towers import BertTower, BowMlpTower
@@ -232,20 +231,12 @@ def save_model(model: TwoTowerModel, path: str) -> None:
     The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
     restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
     """
-    path = os.fspath(path)
-    parent = os.path.dirname(os.path.abspath(path))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=parent)
-    try:
-        with open(os.path.join(staging, CONFIG_FILE), "w", encoding="utf-8") as f:
+    def build(staging) -> None:
+        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(tf.keras.layers.serialize(model), f)
-        model.save_weights(os.path.join(staging, WEIGHTS_PREFIX))
-        if os.path.exists(path):
-            shutil.rmtree(path)
-        os.replace(staging, path)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+        model.save_weights(str(staging / WEIGHTS_PREFIX))
+
+    write_directory(path, build)
 
 
 def load_model(path: str) -> TwoTowerModel:

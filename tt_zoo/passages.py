@@ -117,17 +117,8 @@ def _units(paragraph: str, max_tokens: int, count):
         if n > 0:
             yield paragraph, n
         return
-    pieces: List[str] = []
-    pieces_count = 0
-    for sentence in split_sentences(paragraph):
-        for part, part_count in _cut_words(sentence, max_tokens, count):
-            if pieces and pieces_count + part_count > max_tokens:
-                yield " ".join(pieces), pieces_count
-                pieces, pieces_count = [], 0
-            pieces.append(part)
-            pieces_count += part_count
-    if pieces:
-        yield " ".join(pieces), pieces_count
+    yield from _pack((part for sentence in split_sentences(paragraph)
+                      for part in _cut_words(sentence, max_tokens, count)), max_tokens)
 
 
 def _cut_words(sentence: str, max_tokens: int, count):
@@ -136,14 +127,18 @@ def _cut_words(sentence: str, max_tokens: int, count):
     if n <= max_tokens:
         yield sentence, n
         return
-    words: List[str] = []
-    words_count = 0
-    for word in sentence.split():
-        c = count(word)
-        if words and words_count + c > max_tokens:
-            yield " ".join(words), words_count
-            words, words_count = [], 0
-        words.append(word)
-        words_count += c
-    if words:
-        yield " ".join(words), words_count
+    yield from _pack(((word, count(word)) for word in sentence.split()), max_tokens)
+
+
+def _pack(parts, max_tokens: int):
+    """Greedily joins (text, token count) parts, in order, into chunks of at most max_tokens."""
+    chunk: List[str] = []
+    chunk_count = 0
+    for text, n in parts:
+        if chunk and chunk_count + n > max_tokens:
+            yield " ".join(chunk), chunk_count
+            chunk, chunk_count = [], 0
+        chunk.append(text)
+        chunk_count += n
+    if chunk:
+        yield " ".join(chunk), chunk_count

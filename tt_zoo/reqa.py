@@ -20,15 +20,14 @@ import bisect
 import collections
 import dataclasses
 import json
-import os
 import pathlib
-import tempfile
 from typing import Dict, Iterable, List, Sequence
 
 import blingfire
 import numpy as np
 
 from tt_zoo import features
+from tt_zoo.atomic_io import write_text
 
 SPLIT_FORMAT_VERSION = 1
 
@@ -403,25 +402,11 @@ def make_splits(reqa: ReQA, train_fraction: float, *, seed: int = 0,
                  test=shuffled[n_train_part:], meta=meta)
 
 
-def _atomic_write_text(path, text: str) -> None:
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def save_split(split: Split, path) -> None:
     """Writes the split as JSON (to a temp file, then renamed)."""
     obj = {"format_version": SPLIT_FORMAT_VERSION, "meta": split.meta, "train": split.train,
            "validation": split.validation, "test": split.test}
-    _atomic_write_text(path, json.dumps(obj, indent=1) + "\n")
+    write_text(path, json.dumps(obj, indent=1) + "\n")
 
 
 def load_split(path) -> Split:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import operator
 import os
 import pathlib
-import tempfile
 from typing import Iterable, Sequence
 
 from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow)
@@ -29,6 +28,8 @@ from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before Te
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab
+
+from tt_zoo.atomic_io import write_text
 
 PAD = "[PAD]"
 UNK = "[UNK]"
@@ -124,17 +125,7 @@ def save_vocab(tokens: Sequence[str], path: str | os.PathLike) -> pathlib.Path:
     path = pathlib.Path(path)
     tokens = validate_vocab(tokens, source=f"tokens for {path}")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write("\n".join(tokens))
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; a vocabulary is a shareable asset
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text(path, "\n".join(tokens) + "\n")
     return path
 
 

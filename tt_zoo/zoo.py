@@ -6,13 +6,12 @@ import dataclasses
 import json
 import os
 import pathlib
-import shutil
-import tempfile
 from typing import List, Optional, Sequence
 
 import numpy as np
 
 from tt_zoo import export as export_lib
+from tt_zoo.atomic_io import write_directory
 from tt_zoo.registry import ModelSpec, get_spec
 
 PASSAGES_FILE = "passages.jsonl"
@@ -64,20 +63,13 @@ class TextIndex:
 
     def save(self, path) -> pathlib.Path:
         """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages."""
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        staging = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.staging-", dir=path.parent))
-        try:
+        def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
             with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
                     f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
-            if path.exists():
-                shutil.rmtree(path)
-            os.replace(staging, path)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
+
+        path = write_directory(path, build)
         return path
 
     @classmethod
