@@ -21,7 +21,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 
 from tt_zoo import bm25, reqa as reqa_lib  # noqa: E402
-from tt_zoo.reqa import _atomic_write_text  # noqa: E402
+from tt_zoo.atomic_io import write_text  # noqa: E402
 
 VARIANTS = [  # (field, stemmer, stopwords)
     ("sentence+passage", "english", "en"),
@@ -54,7 +54,7 @@ def main(argv=None):
             f"{100 * m[c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
             + f"  {m['seconds']['index']:7.2f} {m['seconds']['search']:8.2f}")
     if args.json_out:
-        _atomic_write_text(args.json_out, json.dumps(
+        write_text(args.json_out, json.dumps(
             {"source": reqa.source, "num_questions": len(reqa.questions),
              "num_candidates": len(reqa.candidates), "rows": rows}, indent=1) + "\n")
 

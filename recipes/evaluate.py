@@ -154,7 +154,8 @@ def main(argv=None) -> dict:
               "num_candidates": len(reqa.candidates), "rows": rows,
               "seconds": time.perf_counter() - t0}
     if args.json_out:
-        reqa_lib._atomic_write_text(args.json_out, json.dumps(result, indent=1) + "\n")
+        from tt_zoo.atomic_io import write_text
+        write_text(args.json_out, json.dumps(result, indent=1) + "\n")
         print(f"Wrote {args.json_out}")
     return result
 

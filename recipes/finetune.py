@@ -272,7 +272,8 @@ def main(argv=None) -> dict:
               "model": info, "finetune": result, "rows": rows, "output": args.output,
               "argv": sys.argv[1:] if argv is None else list(argv), "wall_seconds": wall}
     if args.json_out:
-        reqa_lib._atomic_write_text(args.json_out, json.dumps(output, indent=1) + "\n")
+        from tt_zoo.atomic_io import write_text
+        write_text(args.json_out, json.dumps(output, indent=1) + "\n")
         print(f"Wrote {args.json_out}")
     print(f"Wall time: {wall:.1f} s (fine-tuning {result['seconds']:.1f} s, "
           f"{result['steps_run']} steps of {result['batch_size']})")

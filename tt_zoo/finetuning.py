@@ -32,6 +32,7 @@ from tqdm.auto import tqdm
 from tt_zoo import features as F
 from tt_zoo import reqa as reqa_lib
 from tt_zoo import retrieval_metrics
+from tt_zoo.atomic_io import write_text
 
 logger = logging.getLogger(__name__)
 
@@ -140,7 +141,7 @@ def _validation_value(model, reqa, question_ids, monitor, val_dataset) -> float:
 
 
 def _atomic_write_json(path: pathlib.Path, obj) -> None:
-    reqa_lib._atomic_write_text(path, json.dumps(obj, indent=1) + "\n")
+    write_text(path, json.dumps(obj, indent=1) + "\n")
 
 
 def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = PAPER_BATCH_SIZE,
