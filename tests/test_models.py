@@ -112,3 +112,17 @@ def test_hard_negatives_and_missing_ids():
     assert np.isfinite(float(model.compute_loss(no_ids)))
     with pytest.raises(ValueError, match="needs features"):
         model.compute_loss({F.QUERY: batch[F.QUERY]})
+
+
+def test_compiled_model_with_paper_schedule_saves_and_exports(tmp_path):
+    from tt_zoo.export import load_keras_model, export_saved_model
+    from tt_zoo.training import paper_learning_rate
+    model = tiny_model()
+    model.compile(optimizer=tf.keras.optimizers.Adam(paper_learning_rate(1e-3, 10, 0.1)))
+    model.fit(pair_dataset(), epochs=1, verbose=0)
+    save_model(model, tmp_path / "m")
+    export_saved_model(model, tmp_path / "e")
+    expected = model.encode_queries(PAIRS[F.QUERY])
+    for reloaded in (load_model(tmp_path / "m"), load_keras_model(tmp_path / "e")):
+        np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected,
+                                   rtol=1e-5, atol=1e-6)

@@ -183,7 +183,9 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
         model.build_by_calling()
     if getattr(model, "optimizer", None) is None:
         return model
-    clone = tf.keras.layers.deserialize(tf.keras.layers.serialize(model))
+    config = tf.keras.layers.serialize(model)
+    config.pop("compile_config", None)  # the optimizer and its LR schedule are not exported
+    clone = tf.keras.layers.deserialize(config)
     if not clone.built:
         clone.build_by_calling()
     clone.set_weights(model.get_weights())

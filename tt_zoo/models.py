@@ -232,8 +232,10 @@ def save_model(model: TwoTowerModel, path: str) -> None:
     restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
     """
     def build(staging) -> None:
+        config = tf.keras.layers.serialize(model)
+        config.pop("compile_config", None)  # optimizers are training state, not the model
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(tf.keras.layers.serialize(model), f)
+            json.dump(config, f)
         model.save_weights(str(staging / WEIGHTS_PREFIX))
 
     write_directory(path, build)
