@@ -65,7 +65,8 @@ def test_kill_and_resume_matches_uninterrupted_run(inputs):
     checkpoints = workdir / "checkpoints"
     deadline = time.time() + 600
     while time.time() < deadline and proc.poll() is None:
-        if list(checkpoints.glob("ckpt-*.index")):
+        # The manager writes the checkpoint files, then the "checkpoint" state file naming them.
+        if (checkpoints / "checkpoint").exists() and tf.train.latest_checkpoint(str(checkpoints)):
             proc.send_signal(signal.SIGKILL)  # a real kill: no cleanup, no final save
             break
         time.sleep(0.02)
