@@ -35,9 +35,13 @@ def _libs():
     return bm25, reqa, retrieval_metrics
 
 
+def default_data_dir() -> pathlib.Path:
+    """$TT_ZOO_DATA, else ../shared/data beside the repository."""
+    return pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
 def default_squad_path() -> str:
-    data = os.environ.get("TT_ZOO_DATA", str(REPO_ROOT.parent / "shared" / "data"))
-    return str(pathlib.Path(data) / "squad" / "dev-v1.1.json")
+    return str(default_data_dir() / "squad" / "dev-v1.1.json")
 
 
 def parse_args(argv=None):

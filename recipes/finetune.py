@@ -50,8 +50,7 @@ def default_vocab_path() -> str:
     ours = REPO_ROOT / "saved_models" / "vocab" / "vocab.txt"
     if ours.is_file():
         return str(ours)
-    data = os.environ.get("TT_ZOO_DATA", str(REPO_ROOT.parent / "shared" / "data"))
-    return str(pathlib.Path(data) / "bert-vocab" / "vocab.txt")
+    return str(evaluate_recipe.default_data_dir() / "bert-vocab" / "vocab.txt")
 
 
 def parse_args(argv=None):

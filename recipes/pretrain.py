@@ -153,9 +153,8 @@ def main(argv=None):
     if args.export:
         meta = export_saved_model(model, args.export, summary)
         print(f"exported to {args.export} (sha256 {meta['sha256']})")
-    else:
-        # Without an export, leave a weights file a test or a later export can compare.
-        model.save_weights(str(workdir / "final" / "weights"))
+    # Without --export, the last checkpoint in WORKDIR/checkpoints holds the final weights;
+    # recipes/export.py --variant ... --checkpoint WORKDIR exports it later.
     return 0
 
 

@@ -1,6 +1,8 @@
 """Shared checks for every layer and model (STYLE.md: one helper, used by every test)."""
 
+import importlib.util
 import json
+import pathlib
 import string
 
 import numpy as np
@@ -36,3 +38,12 @@ def assert_layer_round_trip(layer, inputs, cls=None):
     tf.nest.map_structure(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6),
                           expected, actual)
     return clone
+
+
+def load_recipe(name: str):
+    """recipes/NAME.py as a module (recipes is not a package), to call its main() in-process."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "recipes" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"{name}_recipe", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -1,12 +1,13 @@
 """recipes/evaluate.py end to end, as a subprocess, with --bm25."""
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 import pytest
+
+from helpers import load_recipe
 
 from conftest import REPO_ROOT, data_file
 from test_reqa import hand_made_squad, write_squad
@@ -18,10 +19,7 @@ RECIPE = REPO_ROOT / "recipes" / "evaluate.py"
 @pytest.fixture(scope="module")
 def recipe():
     """The recipe as a module, to run ``main(argv)`` in-process (no second TensorFlow start)."""
-    spec = importlib.util.spec_from_file_location("evaluate_recipe", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_recipe("evaluate")
 
 
 def run_recipe(*args):

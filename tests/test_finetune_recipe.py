@@ -1,6 +1,5 @@
 """tt_zoo.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file
-from helpers import tiny_vocab
+from helpers import load_recipe, tiny_vocab
 from tt_zoo import features as F
 from tt_zoo import finetuning
 from tt_zoo import reqa as reqa_lib
@@ -24,10 +23,7 @@ TINY_SHAPE = dict(num_layers=1, hidden_size=16, num_attention_heads=2, inner_dim
 @pytest.fixture(scope="module")
 def recipe():
     """The recipe as a module, to run ``main(argv)`` in-process (no second TensorFlow start)."""
-    spec = importlib.util.spec_from_file_location("finetune_recipe", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_recipe("finetune")
 
 
 def run_recipe(*args, timeout=300):

@@ -19,12 +19,12 @@ import json
 import os
 import pathlib
 import re
-import tempfile
 from typing import Iterable, Iterator, List, Optional, Tuple
 
 from tqdm.auto import tqdm
 
 from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.atomic_io import open_for_replace
 from tt_zoo.mediawiki import (DROPPED_SECTIONS, normalize_title, open_input,
                               read_mediawiki_dump)
 
@@ -120,15 +120,6 @@ def _read_jsonl(path, report, progress, on_error) -> Iterator[Article]:
             yield article
 
 
-def _atomic_output(path: str):
-    """A temp file next to ``path`` (same file system, so the final rename is atomic)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    handle, temp = tempfile.mkstemp(dir=directory, prefix=os.path.basename(path) + ".",
-                                    suffix=".tmp")
-    return os.fdopen(handle, "wb"), temp
-
-
 def write_jsonl_articles(articles: Iterable[Article], path, progress: bool = False) -> int:
     """Writes articles as JSON Lines (gzip-compressed when ``path`` ends with ``.gz``).
 
@@ -136,22 +127,15 @@ def write_jsonl_articles(articles: Iterable[Article], path, progress: bool = Fal
     interrupted write leaves no partial file. Returns the number of articles written.
     """
     path = os.fspath(path)
-    raw, temp = _atomic_output(path)
     count = 0
-    try:
-        with raw:
-            stream = gzip.GzipFile(fileobj=raw, mode="wb") if path.endswith(".gz") else raw
-            with stream:
-                for article in tqdm(articles, desc=f"writing {os.path.basename(path)}",
-                                    unit="article", disable=not progress, leave=False):
-                    line = json.dumps(article.to_json(), ensure_ascii=False)
-                    stream.write(line.encode("utf-8") + b"\n")
-                    count += 1
-        os.replace(temp, path)
-    except BaseException:
-        if os.path.exists(temp):
-            os.remove(temp)
-        raise
+    with open_for_replace(path, "wb") as raw:
+        stream = gzip.GzipFile(fileobj=raw, mode="wb") if path.endswith(".gz") else raw
+        with stream:
+            for article in tqdm(articles, desc=f"writing {os.path.basename(path)}",
+                                unit="article", disable=not progress, leave=False):
+                line = json.dumps(article.to_json(), ensure_ascii=False)
+                stream.write(line.encode("utf-8") + b"\n")
+                count += 1
     return count
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pathlib
 import shutil
@@ -9,21 +10,29 @@ import tempfile
 from typing import Callable
 
 
-def write_text(path, text: str) -> pathlib.Path:
-    """Writes `text` (UTF-8) to a temp file beside `path`, then renames it over `path`."""
+@contextlib.contextmanager
+def open_for_replace(path, mode: str = "w", **open_kwargs):
+    """Opens a temp file beside `path`; on a clean exit renames it over `path`, on an error
+    removes it. Yields the open file."""
     path = pathlib.Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, mode, **open_kwargs) as f:
+            yield f
         os.chmod(tmp, 0o644)  # mkstemp creates 0600
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    return path
+
+
+def write_text(path, text: str) -> pathlib.Path:
+    """Writes `text` (UTF-8) to a temp file beside `path`, then renames it over `path`."""
+    with open_for_replace(path, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return pathlib.Path(path)
 
 
 def write_directory(path, build: Callable[[pathlib.Path], None],

@@ -150,7 +150,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         tf.saved_model.save(module, str(staging),
                             signatures={name: getattr(module, name) for name in SIGNATURES})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(tf.keras.layers.serialize(serving_model), f)
+            json.dump(serving_model.artifact_config(), f)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and
         # for tools that tokenize outside TensorFlow.
         (staging / "assets").mkdir(exist_ok=True)
@@ -183,9 +183,7 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
         model.build_by_calling()
     if getattr(model, "optimizer", None) is None:
         return model
-    config = tf.keras.layers.serialize(model)
-    config.pop("compile_config", None)  # the optimizer and its LR schedule are not exported
-    clone = tf.keras.layers.deserialize(config)
+    clone = tf.keras.layers.deserialize(model.artifact_config())
     if not clone.built:
         clone.build_by_calling()
     clone.set_weights(model.get_weights())

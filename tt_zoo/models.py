@@ -166,6 +166,14 @@ class TwoTowerModel(tfrs.Model):
             config["document_tower"] = deserialize(config["document_tower"])
         return cls(**config)
 
+    def artifact_config(self) -> dict:
+        """The serialized model for saved artifacts: architecture and vocabulary, without the
+        compile state (the optimizer and its LR schedule are training state, and the Model
+        Garden warm-up schedule cannot be deserialized)."""
+        config = tf.keras.layers.serialize(self)
+        config.pop("compile_config", None)
+        return config
+
     def build_from_config(self, config):
         # Keras would build with float placeholders; our inputs are strings.
         self.build_by_calling()
@@ -232,10 +240,8 @@ def save_model(model: TwoTowerModel, path: str) -> None:
     restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
     """
     def build(staging) -> None:
-        config = tf.keras.layers.serialize(model)
-        config.pop("compile_config", None)  # optimizers are training state, not the model
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(config, f)
+            json.dump(model.artifact_config(), f)
         model.save_weights(str(staging / WEIGHTS_PREFIX))
 
     write_directory(path, build)
