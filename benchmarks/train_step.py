@@ -1,16 +1,24 @@
 """Training-step throughput of a two-tower model: pairs/s, achieved GFLOP/s and fraction of peak.
 
 Model FLOPs are counted analytically (dense matmuls of the Transformer, 2 FLOPs per
-multiply-add; backward = 2x forward, so a training step is 3x the forward pass). The tokenizer
-runs inside the step, as in real training; its cost is not counted as FLOPs.
+multiply-add; backward = 2x forward, so a training step is 3x the forward pass).
+
+Each configuration is `POLICY:INPUT`: the Keras dtype policy of the towers (float32 or
+mixed_bfloat16; scores and loss stay float32) and where tokenization happens: `strings` (the
+in-graph tokenizer runs inside every training step) or `tokens` (ids made once on the host by
+`TwoTowerModel.tokenize_pairs`, as `recipes/pretrain.py` does). All configurations are built
+in one process and timed in interleaved rounds (A B C A B C ...); the report gives medians and
+each configuration's speed relative to the first.
 
 Usage:
-  python benchmarks/train_step.py --size tiny --batch 128 --query-length 64 --doc-length 288
+  python benchmarks/train_step.py --size tiny --batch 128 --query-length 64 --doc-length 128 \
+      --configs float32:strings,float32:tokens,mixed_bfloat16:tokens --rounds 5
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import statistics
@@ -95,6 +103,26 @@ class StepTimer(tf.keras.callbacks.Callback):
         self.times.append(time.perf_counter() - self._start)
 
 
+def build(config: str, vocab, args):
+    """A compiled model and its (repeating) training data for one POLICY:INPUT configuration."""
+    policy, inputs = config.split(":")
+    if inputs not in ("strings", "tokens"):
+        raise SystemExit(f"unknown input {inputs!r} in {config!r}: expected strings or tokens")
+    tf.keras.mixed_precision.set_global_policy(policy)
+    tf.keras.utils.set_random_seed(0)
+    model = build_two_tower_model(vocab, encoder="bert", size=args.size,
+                                  embedding_dim=args.embedding_dim, pooling=args.pooling,
+                                  share_towers=args.share_towers,
+                                  query_length=args.query_length, document_length=args.doc_length)
+    model.build_by_calling()  # sublayers made in build() take the policy in force now
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-4))
+    data = synthetic_pairs(vocab, args.batch, args.query_length, args.doc_length)
+    if inputs == "tokens":
+        data = data.take(4).map(model.tokenize_pairs).cache().repeat()
+    tf.keras.mixed_precision.set_global_policy("float32")
+    return model, data
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="tiny", help="BERT tower size: tiny, mini, small, base")
@@ -102,11 +130,24 @@ def main(argv=None):
     parser.add_argument("--query-length", type=int, default=64)
     parser.add_argument("--doc-length", type=int, default=288)
     parser.add_argument("--embedding-dim", type=int, default=512)
-    parser.add_argument("--steps", type=int, default=10, help="timed steps")
+    parser.add_argument("--pooling", default="mean", choices=("cls", "mean"))
+    parser.add_argument("--share-towers", action="store_true")
+    parser.add_argument("--configs", default="float32:strings",
+                        help="comma-separated POLICY:INPUT, e.g. float32:tokens,"
+                             "mixed_bfloat16:tokens")
+    parser.add_argument("--steps", type=int, default=10, help="timed steps per round")
+    parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps (tracing)")
     parser.add_argument("--vocab", default=None,
                         help="vocab.txt (default: $TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    parser.add_argument("--output", default=None, help="write the results as JSON here")
+    parser.add_argument("--intra-op", type=int, default=0,
+                        help="TensorFlow intra-op threads (0: TensorFlow's default)")
+    parser.add_argument("--inter-op", type=int, default=0,
+                        help="TensorFlow inter-op threads (0: TensorFlow's default)")
     args = parser.parse_args(argv)
+    tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
+    tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
 
     data_dir = pathlib.Path(os.environ.get("TT_ZOO_DATA", pathlib.Path(__file__).resolve()
                                            .parents[2] / "shared" / "data"))
@@ -115,30 +156,45 @@ def main(argv=None):
         sys.exit(f"vocabulary {vocab_path} not found; pass --vocab or set TT_ZOO_DATA")
     vocab = [line.rstrip("\n") for line in open(vocab_path, encoding="utf-8")]
 
-    tf.keras.utils.set_random_seed(0)
-    model = build_two_tower_model(vocab, encoder="bert", size=args.size,
-                                  embedding_dim=args.embedding_dim,
-                                  query_length=args.query_length, document_length=args.doc_length)
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-4))
-    data = synthetic_pairs(vocab, args.batch, args.query_length, args.doc_length)
-    timer = StepTimer()
-    model.fit(data, steps_per_epoch=args.warmup + args.steps, epochs=1, verbose=0,
-              callbacks=[timer])
-    step_s = statistics.median(timer.times[args.warmup:])
+    configs = [c.strip() for c in args.configs.split(",") if c.strip()]
+    built = {c: build(c, vocab, args) for c in configs}
+    iterators = {c: iter(data) for c, (_, data) in built.items()}
+    times = {c: [] for c in configs}
+    for config in configs:  # warm-up: tracing and the first steps are not timed
+        model, _ = built[config]
+        model.fit(iterators[config], steps_per_epoch=args.warmup, epochs=1, verbose=0)
+    for _ in range(args.rounds):
+        for config in configs:
+            model, _ = built[config]
+            timer = StepTimer()
+            model.fit(iterators[config], steps_per_epoch=args.steps, epochs=1, verbose=0,
+                      callbacks=[timer])
+            times[config].extend(timer.times)
 
     shape = resolve_bert_shape(args.size)
     flops = train_step_flops(args.batch, args.query_length, args.doc_length, shape,
                              args.embedding_dim)
-    achieved = flops / step_s / 1e9
     peak, how = cpu_peak_gflops()
     print(f"tower={args.size} ({shape.num_layers} layers, hidden {shape.hidden_size}) "
           f"batch={args.batch} query_len={args.query_length} doc_len={args.doc_length} "
-          f"dim={args.embedding_dim}")
-    print(f"median step {step_s * 1000:.0f} ms over {args.steps} steps "
-          f"(min {min(timer.times[args.warmup:]) * 1000:.0f} ms)")
-    print(f"pairs/s {args.batch / step_s:.1f}")
-    print(f"model FLOPs/step {flops / 1e9:.2f} GFLOP (analytic, 3x forward)")
-    print(f"achieved {achieved:.1f} GFLOP/s; peak {how}; fraction of peak {achieved / peak:.1%}")
+          f"dim={args.embedding_dim} pooling={args.pooling}; {args.rounds} interleaved rounds "
+          f"x {args.steps} steps; model FLOPs/step {flops / 1e9:.2f} GFLOP; peak {how}")
+    results = []
+    base = statistics.median(times[configs[0]])
+    for config in configs:
+        step_s = statistics.median(times[config])
+        row = {"config": config, "median_step_ms": round(step_s * 1000, 1),
+               "pairs_per_s": round(args.batch / step_s, 1),
+               "achieved_gflops": round(flops / step_s / 1e9, 1),
+               "fraction_of_fp32_peak": round(flops / step_s / 1e9 / peak, 3),
+               "speed_vs_first": round(base / step_s, 2), "steps_timed": len(times[config])}
+        results.append(row)
+        print(f"{config:28s} median step {row['median_step_ms']:7.1f} ms  "
+              f"{row['pairs_per_s']:7.1f} pairs/s  {row['achieved_gflops']:6.1f} GFLOP/s  "
+              f"x{row['speed_vs_first']:.2f} vs {configs[0]}")
+    if args.output:
+        from tt_zoo.atomic_io import write_text
+        write_text(args.output, json.dumps({"args": vars(args), "results": results}, indent=2))
 
 
 if __name__ == "__main__":

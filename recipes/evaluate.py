@@ -64,11 +64,16 @@ def parse_args(argv=None):
     p.add_argument("--limit-questions", type=int,
                    help="evaluate only the first N evaluation questions (smoke tests)")
     p.add_argument("--json-out", help="write the table and settings as JSON here")
+    p.add_argument("--record-card", action="store_true",
+                   help="write the measured numbers into each --model's metadata.json and "
+                        "MODEL_CARD.md (models given as export directories)")
     args = p.parse_args(argv)
     if args.split_file and args.train_fraction is not None:
         p.error("give either --split-file or --train-fraction, not both")
     if not args.model and not args.bm25:
         p.error("nothing to evaluate: give --model NAME_OR_PATH and/or --bm25")
+    if args.record_card and not all(pathlib.Path(m).is_dir() for m in args.model):
+        p.error("--record-card writes into export directories: give each --model as a path")
     if args.limit_questions is not None and args.limit_questions < 1:
         p.error(f"--limit-questions must be at least 1 (got {args.limit_questions})")
     return args
@@ -129,6 +134,25 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
+def record_cards(args, rows, where, num_questions, num_candidates) -> None:
+    """Adds this evaluation's numbers (in %) to each evaluated export's card."""
+    from tt_zoo.export import update_metadata
+    search = "exact search"
+    bm25 = next((r for r in rows if r["encoder"] == "BM25"), None)
+    for row in rows:
+        if row["encoder"] == "BM25" or row["search"] != "exact":
+            continue
+        table = {f"ReQA-SQuAD(dev), zero-shot, {where} ({num_questions:,} questions, "
+                 f"{num_candidates:,} candidates), {search} (%)":
+                 {c: round(100 * row[c], 2) for c in COLUMNS}}
+        if bm25 is not None:
+            table["BM25 on the same questions (%)"] = {c: round(100 * bm25[c], 2)
+                                                       for c in COLUMNS}
+        path = pathlib.Path(row["model"])
+        update_metadata(path, metrics=table)
+        print(f"Recorded the numbers in {path / 'MODEL_CARD.md'}")
+
+
 def main(argv=None) -> dict:
     args = parse_args(argv)
     bm25_lib, reqa_lib, retrieval_metrics = _libs()
@@ -154,6 +178,8 @@ def main(argv=None) -> dict:
         if m["index"] is not None:
             rows.append({**base, "search": "ScaNN", **{c: m["index"][c] for c in COLUMNS}})
     print(format_table(rows))
+    if args.record_card:
+        record_cards(args, rows, where, len(question_ids), len(reqa.candidates))
     result = {"squad": reqa.source, "questions": where, "num_questions": len(question_ids),
               "num_candidates": len(reqa.candidates), "rows": rows,
               "seconds": time.perf_counter() - t0}

@@ -18,9 +18,12 @@ pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/mak
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import hashlib
 import json
 import os
 import pathlib
+import shlex
 import sys
 import time
 
@@ -30,6 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from tt_zoo import registry, training  # noqa: E402
+from tt_zoo.atomic_io import write_text  # noqa: E402
 from tt_zoo.export import export_saved_model  # noqa: E402
 from tt_zoo.zoo import build_untrained  # noqa: E402
 
@@ -50,6 +54,30 @@ def parse_args(argv=None):
     p.add_argument("--query-length", type=int, default=None)
     p.add_argument("--document-length", type=int, default=None)
     p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--pooling", choices=("cls", "mean"), default=None,
+                   help="BERT aggregator: [CLS] (the paper) or mean of the final states "
+                        "(registry default)")
+    p.add_argument("--share-towers", choices=("yes", "no"), default=None,
+                   help="one tower for queries and documents (registry default)")
+    p.add_argument("--normalize", choices=("yes", "no"), default=None,
+                   help="L2-normalised embeddings, cosine scores (registry default)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="divides the logits in the loss (registry default; 0 = none)")
+    p.add_argument("--bow-output-activation", choices=("tanh", "linear"), default=None,
+                   help="BoW-MLP output layer (registry default)")
+    p.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16"), default="float32",
+                   help="Keras dtype policy of the towers (scores and loss stay float32)")
+    p.add_argument("--token-cache", default=str(REPO / "runs" / "token_cache"),
+                   help="where pairs tokenized once are kept for later runs ('' : nowhere)")
+    p.add_argument("--max-pairs", type=int, default=None,
+                   help="train on the first N pairs of --pairs only")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="score ReQA-SQuAD(dev) zero-shot every N steps (0: never); the curve "
+                        "goes to WORKDIR/curve.jsonl")
+    p.add_argument("--eval-questions", type=int, default=2000,
+                   help="questions sampled (seed 0) for --eval-every; all candidates are used")
+    p.add_argument("--squad", default=None,
+                   help="SQuAD v1.1 JSON for --eval-every ($TT_ZOO_DATA/squad/dev-v1.1.json)")
     p.add_argument("--tower-shape", default=None,
                    help="explicit BERT shape LAYERS,HIDDEN,HEADS overriding the registry size "
                         "(for smoke tests)")
@@ -57,28 +85,65 @@ def parse_args(argv=None):
     p.add_argument("--tpu", default=None, help="TPU name/address for --strategy tpu")
     p.add_argument("--workdir", default=None, help="checkpoints and logs (runs/pretrain/VARIANT)")
     p.add_argument("--checkpoint-every", type=int, default=100)
-    p.add_argument("--shuffle-buffer", type=int, default=10_000)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--export", default=None, help="export directory for the trained model")
     p.add_argument("--no-progress", action="store_true")
     return p.parse_args(argv)
 
 
+def model_options(spec, args) -> registry.ModelOptions:
+    """The spec's training-time model options, with the command line's overrides."""
+    yes = {"yes": True, "no": False}
+    options = dataclasses.asdict(spec.options)
+    if args.pooling is not None:
+        options["pooling"] = args.pooling
+    if args.share_towers is not None:
+        options["share_towers"] = yes[args.share_towers]
+    if args.normalize is not None:
+        options["normalize_embeddings"] = yes[args.normalize]
+    if args.temperature is not None:
+        options["temperature"] = args.temperature or None  # 0 means none
+    if args.bow_output_activation is not None:
+        options["bow_output_activation"] = {"tanh": "tanh", "linear": None}[
+            args.bow_output_activation]
+    return registry.ModelOptions(**options)
+
+
 def build_model(spec, args, vocab):
     shape = tuple(int(x) for x in args.tower_shape.split(",")) if args.tower_shape else None
     return build_untrained(spec, vocab, query_length=args.query_length,
                            document_length=args.document_length, dropout_rate=args.dropout,
-                           tower_shape=shape)
+                           tower_shape=shape, options=model_options(spec, args))
 
 
-def pair_dataset_fn(pairs_dir, batch, shuffle_buffer, seed):
-    from tt_zoo.pairs_io import read_pairs
+def run_settings(model, args, batch, lr, warmup, steps) -> dict:
+    """What defines a pretraining run: resuming with anything else is refused."""
+    towers = {"query_tower": model.query_tower.get_config(),
+              "document_tower": None if model.share_towers else model.document_tower.get_config(),
+              "query_length": model.query_preprocessor.seq_length,
+              "document_length": model.document_preprocessor.seq_length,
+              "vocabulary_sha256": hashlib.sha256(
+                  "\n".join(model.query_preprocessor.vocabulary).encode()).hexdigest(),
+              "normalize_embeddings": model.normalize_embeddings,
+              "loss": model.retrieval_loss.get_config()}
+    for tower in ("query_tower", "document_tower"):
+        if towers[tower]:
+            towers[tower] = {k: v for k, v in towers[tower].items() if k not in ("trainable",)}
+    return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
+            "steps": steps, "seed": args.seed, "pairs": os.path.abspath(args.pairs),
+            "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy, **towers}
 
-    def make():
-        ds = read_pairs(pairs_dir)
-        ds = ds.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True).repeat()
-        return ds.batch(batch, drop_remainder=True).prefetch(2)
-    return make
+
+def zero_shot_curve(args, workdir, batch):
+    """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
+    from tt_zoo.reqa import build_reqa
+    squad = args.squad or os.path.join(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared"
+                                                      / "data"), "squad", "dev-v1.1.json")
+    if not os.path.isfile(squad):
+        sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
+    return training.ZeroShotReqaCurve(build_reqa(squad), every_steps=args.eval_every,
+                                      num_questions=args.eval_questions, global_batch=batch,
+                                      output=str(workdir / "curve.jsonl"))
 
 
 def main(argv=None):
@@ -106,6 +171,7 @@ def main(argv=None):
 
     workdir = pathlib.Path(args.workdir or REPO / "runs" / "pretrain" / spec.name)
     training.enable_checkpointable_randomness(args.seed)
+    tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
     strategy = training.make_strategy(args.strategy, args.tpu)
     print(f"{spec.name}: {spec.encoder} {spec.tower_size or ''} dim {spec.embedding_dim}, "
           f"{steps} steps x batch {batch} on {strategy.num_replicas_in_sync} replica(s) "
@@ -126,30 +192,62 @@ def main(argv=None):
                               workdir=str(workdir), checkpoint_every=args.checkpoint_every,
                               seed=args.seed, progress=not args.no_progress)
     elif steps:
-        result = training.train_resumable(
-            model, pair_dataset_fn(args.pairs, batch, args.shuffle_buffer, args.seed),
-            steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
-            checkpoint_every=args.checkpoint_every, log_dir=str(workdir / "logs"),
-            progress=not args.no_progress)
-        print(f"trained to step {result.steps_done} (resumed from {result.resumed_from}) in "
-              f"{result.wall_time_s:.0f} s, {result.pairs_per_s:.1f} pairs/s, "
-              f"final loss {result.final_loss:.4f}")
+        from tt_zoo.step_data import cached_tokenize_pair_set, step_batches
+        arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,
+                                          max_pairs=args.max_pairs)
+        callbacks = [zero_shot_curve(args, workdir, batch)] if args.eval_every else []
+        try:
+            result = training.train_resumable(
+                model, lambda start: step_batches(arrays, batch, seed=args.seed, start_step=start,
+                                                  end_step=steps),
+                steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
+                checkpoint_every=args.checkpoint_every,
+                settings=run_settings(model, args, batch, lr, warmup, steps),
+                log_dir=str(workdir / "logs"), progress=not args.no_progress,
+                callbacks=callbacks)
+        except training.SettingsMismatchError as e:
+            sys.exit(str(e))
+        if result.final_loss is None:
+            print(f"already trained to step {result.steps_done}: nothing to do")
+        else:
+            print(f"trained to step {result.steps_done} (resumed from {result.resumed_from}) in "
+                  f"{result.wall_time_s:.0f} s, {result.pairs_per_s:.1f} pairs/s (first 100 "
+                  f"steps {result.pairs_per_s_over(first=True):.1f}, last 100 "
+                  f"{result.pairs_per_s_over(first=False):.1f}), final loss "
+                  f"{result.final_loss:.4f}")
 
     summary = {"name": spec.name, "encoder": spec.encoder, "tower_size": spec.tower_size,
                "pretraining": spec.pretraining, "train_steps": steps, "seed": args.seed,
                "training_data": (f"pairs from {args.pairs or args.mlm_examples}"
                                  if steps else "none (initialised, not trained)"),
                "license": "Apache-2.0 (weights trained on CC BY-SA text)"}
+    summary["model_options"] = dataclasses.asdict(model_options(spec, args))
+    summary["command"] = shlex.join(["python", "recipes/pretrain.py",
+                                     *(sys.argv[1:] if argv is None else argv)])
+    if steps and args.pairs:
+        from tt_zoo.pairs_io import read_manifest
+        manifest = read_manifest(args.pairs, verify="none")
+        summary["pairs"] = {"num_pairs": manifest["num_records"],
+                            "num_distinct_docs": manifest.get("num_distinct_docs"),
+                            "make_pairs_config": manifest.get("config", {})}
     if steps:
         summary.update(batch_size=batch, learning_rate=lr, warmup_fraction=warmup,
-                       strategy=args.strategy)
-    if result is not None:
+                       strategy=args.strategy, dtype_policy=args.dtype_policy,
+                       pairs_seen=steps * batch)
+    if result is not None and result.final_loss is not None:
+        # A rerun of a finished run trains nothing: the first run's summary stays the record.
         summary.update(train_wall_time_s=round(result.wall_time_s, 1),
                        train_pairs_per_s=round(result.pairs_per_s, 1),
+                       train_pairs_per_s_first_100=round(result.pairs_per_s_over(True), 1),
+                       train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),
                        final_loss=round(result.final_loss, 4),
                        resumed_from=result.resumed_from)
+    elif result is not None and (workdir / "train_summary.json").is_file():
+        previous = json.loads((workdir / "train_summary.json").read_text())
+        summary.update({k: v for k, v in previous.items() if k.startswith(("train_", "final_"))
+                        or k == "resumed_from"})
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "train_summary.json").write_text(json.dumps(summary, indent=2))
+    write_text(workdir / "train_summary.json", json.dumps(summary, indent=2))
     if args.export:
         meta = export_saved_model(model, args.export, summary)
         print(f"exported to {args.export} (sha256 {meta['sha256']})")

@@ -106,3 +106,25 @@ def test_recipe_model_without_tt_zoo_load(tmp_path, recipe, monkeypatch):
     squad = write_squad(tmp_path, hand_made_squad())
     with pytest.raises(SystemExit, match="no tt_zoo.load yet; run with --bm25 only"):
         recipe.main(["--squad", str(squad), "--model", "ict_bfs_wlp_512"])
+
+
+def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
+    from test_models import tiny_model
+    from tt_zoo.export import artifact_digest, export_saved_model
+    model = tiny_model()
+    model.build_by_calling()
+    path = tmp_path / "model"
+    export_saved_model(model, path, {"name": "tiny_card"})
+    digest = artifact_digest(path)
+    squad = write_squad(tmp_path, hand_made_squad())
+    result = recipe.main(["--squad", str(squad), "--model", str(path), "--bm25",
+                          "--record-card"])
+    row = next(r for r in result["rows"] if r["encoder"] != "BM25")
+    meta = json.loads((path / "metadata.json").read_text())
+    [table] = [t for name, t in meta["metrics"].items() if name.startswith("ReQA-SQuAD(dev)")]
+    assert table["R@1"] == round(100 * row["R@1"], 2) and set(table) >= {"R@100", "MRR"}
+    assert "BM25 on the same questions (%)" in meta["metrics"]
+    assert "## Measured quality" in (path / "MODEL_CARD.md").read_text()
+    assert artifact_digest(path) == digest  # the card changed; the weights did not
+    with pytest.raises(SystemExit):
+        recipe.main(["--squad", str(squad), "--model", "ict_bfs_wlp_512", "--record-card"])

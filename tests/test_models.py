@@ -126,3 +126,45 @@ def test_compiled_model_with_paper_schedule_saves_and_exports(tmp_path):
     for reloaded in (load_model(tmp_path / "m"), load_keras_model(tmp_path / "e")):
         np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected,
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_tokenized_batches_train_and_embed_like_raw_strings():
+    model = tiny_model(pooling="mean", share_towers=True)
+    raw = next(iter(pair_dataset()))
+    tokenized = model.tokenize_pairs(raw)
+    assert F.QUERY not in tokenized and tokenized[F.QUERY_INPUTS]["input_word_ids"].shape == (4, 16)
+    # One tokenizer for training and serving: the same text gives the same ids both ways.
+    np.testing.assert_array_equal(tokenized[F.QUERY_INPUTS]["input_word_ids"],
+                                  model.query_preprocessor(raw[F.QUERY])["input_word_ids"])
+    np.testing.assert_allclose(model.embed_query_inputs(tokenized[F.QUERY_INPUTS]),
+                               model.encode_queries(PAIRS[F.QUERY]), rtol=1e-5, atol=1e-6)
+    assert float(model.compute_loss(tokenized)) == pytest.approx(float(model.compute_loss(raw)),
+                                                                  rel=1e-5)
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
+    before = float(model.compute_loss(tokenized))
+    model.fit(tf.data.Dataset.from_tensors(tokenized).repeat(), steps_per_epoch=10, verbose=0)
+    assert float(model.compute_loss(tokenized)) < before
+    without_ids = {k: v for k, v in tokenized.items() if k != F.DOC_ID}
+    with pytest.raises(ValueError, match="needs DOC_ID"):
+        model.compute_loss(without_ids)
+
+
+def test_normalized_embeddings_and_options_round_trip(tmp_path):
+    from tt_zoo.export import export_saved_model, load_keras_model
+    from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+    model = tiny_model(pooling="mean", share_towers=True, normalize_embeddings=True,
+                       loss=CorrectedSampledSoftmaxLoss(temperature=0.05))
+    q = model.encode_queries(PAIRS[F.QUERY])
+    np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, rtol=1e-5)
+    for clone in (TwoTowerModel.from_config(json_round_trip(model.get_config())),):
+        assert clone.normalize_embeddings and clone.query_tower.pooling == "mean"
+        assert clone.share_towers and clone.retrieval_loss.temperature == 0.05
+    export_saved_model(model, tmp_path / "e")
+    reloaded = load_keras_model(tmp_path / "e")
+    assert reloaded.normalize_embeddings and reloaded.query_tower.pooling == "mean"
+    assert reloaded.share_towers and reloaded.retrieval_loss.temperature == 0.05
+    np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), q, rtol=1e-5, atol=1e-6)
+    # The serving signature gives the same normalised embeddings.
+    served = tf.saved_model.load(str(tmp_path / "e")).signatures["encode_query"](
+        query=tf.constant(PAIRS[F.QUERY]))["embedding"].numpy()
+    np.testing.assert_allclose(served, q, rtol=1e-5, atol=1e-6)

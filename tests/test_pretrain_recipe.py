@@ -1,5 +1,6 @@
 """recipes/pretrain.py: a real process kill mid-run, then resume to the same final weights."""
 
+import json
 import os
 import pathlib
 import signal
@@ -38,7 +39,8 @@ def command(root, vocab, workdir, extra=()):
             "ict_bfs_wlp_128", "--pairs", str(root / "pairs"), "--vocab", str(vocab),
             "--steps", str(STEPS), "--batch-size", "8", "--checkpoint-every", str(EVERY),
             "--tower-shape", "1,16,2", "--query-length", "16", "--document-length", "24",
-            "--workdir", str(workdir), "--no-progress", *extra]
+            "--workdir", str(workdir), "--token-cache", str(root / "token_cache"),
+            "--no-progress", *extra]
 
 
 def final_weights(workdir):
@@ -90,6 +92,34 @@ def test_kill_and_resume_matches_uninterrupted_run(inputs):
                                    err_msg=name)
 
 
+def test_rerun_of_a_finished_run_and_resume_with_other_settings(inputs):
+    root, vocab = inputs
+    workdir = root / "rerun"
+    first = subprocess.run(command(root, vocab, workdir), capture_output=True, text=True,
+                           timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    summary = (workdir / "train_summary.json").read_text()
+    again = subprocess.run(command(root, vocab, workdir), capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert f"already trained to step {STEPS}: nothing to do" in again.stdout
+    assert "read 96 tokenized pairs" in again.stdout  # the token cache served the rerun
+    rerun_summary = json.loads((workdir / "train_summary.json").read_text())  # valid JSON
+    assert rerun_summary["final_loss"] == json.loads(summary)["final_loss"]
+    assert rerun_summary["train_wall_time_s"] == json.loads(summary)["train_wall_time_s"]
+
+    other = command(root, vocab, workdir)
+    other[other.index("--batch-size") + 1] = "4"
+    other[other.index("--steps") + 1] = str(2 * STEPS)
+    refused = subprocess.run(other, capture_output=True, text=True, timeout=600)
+    assert refused.returncode != 0
+    assert "batch_size: checkpoint 8, now 4" in refused.stderr
+    assert f"steps: checkpoint {STEPS}, now {2 * STEPS}" in refused.stderr
+    pooled = subprocess.run(command(root, vocab, workdir, ["--pooling", "cls"]),
+                            capture_output=True, text=True, timeout=600)
+    assert pooled.returncode != 0 and "query_tower" in pooled.stderr
+
+
 def test_unknown_variant_and_missing_pairs_are_clear(inputs):
     root, vocab = inputs
     bad = subprocess.run([sys.executable, str(REPO / "recipes" / "pretrain.py"), "--variant",
@@ -99,3 +129,19 @@ def test_unknown_variant_and_missing_pairs_are_clear(inputs):
                                "--variant", "ict_512", "--vocab", str(vocab), "--steps", "5"],
                               capture_output=True, text=True, timeout=300)
     assert no_pairs.returncode != 0 and "--pairs" in no_pairs.stderr
+
+
+def test_command_line_overrides_the_registry_options():
+    from helpers import load_recipe
+    from tt_zoo import registry
+    recipe = load_recipe("pretrain")
+    spec = registry.get_spec("bow_mlp_ict_bfs_wlp_512")
+    assert recipe.model_options(spec, recipe.parse_args(["--variant", spec.name])) == spec.options
+    paper = recipe.model_options(spec, recipe.parse_args([
+        "--variant", spec.name, "--pooling", "cls", "--share-towers", "no", "--normalize", "no",
+        "--temperature", "0", "--bow-output-activation", "tanh"]))
+    assert paper == registry.PAPER
+    linear = recipe.model_options(registry.get_spec("bert_base_ict_512"), recipe.parse_args(
+        ["--variant", "bert_base_ict_512", "--bow-output-activation", "linear",
+         "--temperature", "0.1"]))
+    assert linear.bow_output_activation is None and linear.temperature == 0.1

@@ -60,3 +60,39 @@ def test_bow_mlp_averages_over_real_tokens_only():
     np.testing.assert_allclose(out, tower(padded), rtol=1e-6)
     assert np.all(np.abs(out) <= 1.0)  # tanh output layer
     assert_layer_round_trip(tower, PACKED)
+
+
+def test_masked_mean_hand_worked():
+    from tt_zoo.towers import masked_mean
+    # Row 0 averages positions 0 and 1: ([1, 2] + [3, 4]) / 2; row 1 has no real token: zeros.
+    vectors = tf.constant([[[1., 2.], [3., 4.], [100., 100.]], [[5., 5.], [6., 6.], [7., 7.]]])
+    mask = tf.constant([[1, 1, 0], [0, 0, 0]])
+    np.testing.assert_allclose(masked_mean(vectors, mask), [[2., 3.], [0., 0.]])
+
+
+def test_bert_tower_mean_pooling_is_a_linear_layer_on_the_masked_mean():
+    tower = BertTower(vocab_size=20, embedding_dim=8, size="tiny", max_sequence_length=16,
+                      dropout_rate=0.0, pooling="mean")
+    out = tower(PACKED)
+    states = tower.encoder(PACKED)["sequence_output"].numpy()
+    mask = PACKED["input_mask"].numpy()[:, :, None]
+    mean = (states * mask).sum(1) / mask.sum(1)
+    kernel, bias = tower.projection.get_weights()
+    np.testing.assert_allclose(out, mean @ kernel + bias, rtol=1e-5, atol=1e-5)
+    clone = assert_layer_round_trip(tower, PACKED)
+    assert clone.pooling == "mean"
+    with pytest.raises(ValueError, match="Unknown pooling 'max'"):
+        BertTower(vocab_size=20, embedding_dim=8, pooling="max")
+
+
+def test_bow_mlp_linear_output_is_unbounded_and_round_trips():
+    tower = BowMlpTower(vocab_size=20, embedding_dim=4, token_embedding_dim=3, hidden_dim=5,
+                        output_activation=None)
+    out = tower(PACKED)
+    kernel, bias = tower.output_layer.get_weights()
+    tower.output_layer.set_weights([kernel * 100.0, bias])  # scaled far past tanh's range
+    assert out.shape == (2, 4) and np.abs(tower(PACKED)).max() > 1.0
+    clone = assert_layer_round_trip(tower, PACKED)
+    assert clone.output_activation is None
+    with pytest.raises(ValueError, match="output_activation must be 'tanh' or None"):
+        BowMlpTower(vocab_size=20, output_activation="relu")

@@ -208,12 +208,15 @@ def render_model_card(meta: dict) -> str:
              "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
              "Embedding-based Large-scale Retrieval*, ICLR 2020).", "",
              "| field | value |", "| --- | --- |"]
-    for key in ("encoder", "tower_size", "pretraining", "embedding_dim", "query_length",
-                "document_length", "vocab_size", "parameters", "training_data", "train_steps",
-                "batch_size", "learning_rate", "train_wall_time_s", "train_pairs_per_s",
-                "license", "exported"):
+    for key in ("encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
+                "query_length", "document_length", "vocab_size", "parameters", "training_data",
+                "pairs",
+                "train_steps", "batch_size", "pairs_seen", "learning_rate", "dtype_policy",
+                "train_wall_time_s", "train_pairs_per_s", "final_loss", "license", "exported"):
         if key in meta:
             lines.append(f"| {key} | {meta[key]} |")
+    if meta.get("command"):
+        lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
     if meta.get("notes"):
         lines += ["", str(meta["notes"])]
     metrics = meta.get("metrics") or {}

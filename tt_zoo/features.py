@@ -12,6 +12,11 @@ DOC_ID = "doc_id"                        # tf.string []: identifies the document
 DOC_SAMPLING_PROB = "doc_sampling_prob"  # tf.float32 []: q(d) for the logQ correction
 TASK = "task"                            # tf.string []: which pretraining task made the pair
 
+# Tokenized on the host (`TwoTowerModel.tokenize_pairs`): dicts of input_word_ids, input_mask,
+# input_type_ids [seq_length], in place of QUERY and DOC_TITLE/DOC_TEXT.
+QUERY_INPUTS = "query_inputs"
+DOCUMENT_INPUTS = "document_inputs"
+
 # Optional hard negatives, H per example (e.g. BM25-mined), shared as extra candidates.
 HARD_NEGATIVE_TITLES = "hard_negative_titles"  # tf.string [H]
 HARD_NEGATIVE_TEXTS = "hard_negative_texts"    # tf.string [H]

@@ -92,6 +92,8 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
     def __init__(self, remove_accidental_hits: bool = True, sampling_correction: bool = True,
                  cross_replica_negatives: bool = True, temperature: Optional[float] = None,
                  **kwargs):
+        # Scores and the softmax stay float32 under a mixed bfloat16 policy.
+        kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
         self.remove_accidental_hits = remove_accidental_hits
         self.sampling_correction = sampling_correction

@@ -8,10 +8,14 @@ come from `tt_zoo.pretraining_tasks.mlm_examples` (15% of WordPiece tokens, 80/1
 
 from __future__ import annotations
 
+import os
+
+import numpy as np
 import tensorflow as tf
 from official.nlp.modeling import layers as nlp_layers
 
 from tt_zoo import training
+from tt_zoo.step_data import step_batches
 from tt_zoo.towers import BertTower
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -76,12 +80,18 @@ def pretrain_mlm(model, examples_dir: str, *, steps: int, batch: int, learning_r
         schedule = training.paper_learning_rate(learning_rate, steps, warmup_fraction)
         pretrainer.compile(optimizer=tf.keras.optimizers.Adam(schedule))
 
-    def make_dataset():
-        ds = read_mlm_examples(examples_dir).shuffle(10_000, seed=seed)
-        return ds.repeat().batch(batch, drop_remainder=True).prefetch(2)
-
+    # MLM examples are already ids: held in memory, served by step (no replay on resume).
+    chunks = list(read_mlm_examples(examples_dir).batch(4096).as_numpy_iterator())
+    if not chunks:
+        raise ValueError(f"{examples_dir} holds no MLM examples.")
+    arrays = {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0]}
     result = training.train_resumable(
-        pretrainer, make_dataset, steps=steps, global_batch=batch,
+        pretrainer, lambda start: step_batches(arrays, batch, seed=seed, start_step=start,
+                                               end_step=steps),
+        steps=steps, global_batch=batch,
+        settings={"batch_size": batch, "learning_rate": learning_rate, "steps": steps,
+                  "warmup_fraction": warmup_fraction, "seed": seed,
+                  "examples": os.path.abspath(examples_dir)},
         checkpoint_dir=f"{workdir}/mlm_checkpoints", checkpoint_every=checkpoint_every,
         log_dir=f"{workdir}/mlm_logs", progress=progress)
     if not model.share_towers:

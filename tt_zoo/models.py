@@ -36,6 +36,8 @@ class TwoTowerModel(tfrs.Model):
       query_tower: a tower layer mapping packed inputs to [batch, dim].
       document_tower: the document tower; None shares the query tower's weights.
       loss: the `CorrectedSampledSoftmaxLoss`; a default one (all corrections on) if None.
+      normalize_embeddings: L2-normalise both towers' outputs, so scores are cosines (pair it
+        with the loss's `temperature`). Off in the paper (raw inner products, Sec. 2).
       **kwargs: passed to `tfrs.Model`.
 
     Example:
@@ -52,7 +54,8 @@ class TwoTowerModel(tfrs.Model):
     def __init__(self, query_preprocessor: TextPreprocessor,
                  document_preprocessor: TextPreprocessor, query_tower: tf.keras.layers.Layer,
                  document_tower: Optional[tf.keras.layers.Layer] = None,
-                 loss: Optional[CorrectedSampledSoftmaxLoss] = None, **kwargs):
+                 loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                 normalize_embeddings: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.query_preprocessor = query_preprocessor
         self.document_preprocessor = document_preprocessor
@@ -60,6 +63,7 @@ class TwoTowerModel(tfrs.Model):
         self.share_towers = document_tower is None
         self.document_tower = query_tower if document_tower is None else document_tower
         self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
+        self.normalize_embeddings = bool(normalize_embeddings)
 
     @property
     def embedding_dim(self) -> int:
@@ -68,32 +72,74 @@ class TwoTowerModel(tfrs.Model):
     # -- embeddings ---------------------------------------------------------------------------
     def embed_queries(self, queries: tf.Tensor, training=None) -> tf.Tensor:
         """queries: tf.string [batch] -> embeddings [batch, dim]."""
-        return self.query_tower(self.query_preprocessor(queries), training=training)
+        return self.embed_query_inputs(self.query_preprocessor(queries), training=training)
 
     def embed_documents(self, titles: tf.Tensor, texts: tf.Tensor, training=None) -> tf.Tensor:
         """titles (or sentences), texts (passages): tf.string [batch] -> embeddings [batch, dim]."""
         packed = self.document_preprocessor((titles, texts))
-        return self.document_tower(packed, training=training)
+        return self.embed_document_inputs(packed, training=training)
+
+    def embed_query_inputs(self, packed, training=None) -> tf.Tensor:
+        """Packed query ids (`tokenize_pairs`' QUERY_INPUTS) -> float32 embeddings [batch, dim]."""
+        return self._finish(self.query_tower(packed, training=training))
+
+    def embed_document_inputs(self, packed, training=None) -> tf.Tensor:
+        """Packed document ids (DOCUMENT_INPUTS) -> float32 embeddings [batch, dim]."""
+        return self._finish(self.document_tower(packed, training=training))
+
+    def _finish(self, embeddings: tf.Tensor) -> tf.Tensor:
+        # Scores and the loss stay float32 under a mixed bfloat16 policy.
+        embeddings = tf.cast(embeddings, tf.float32)
+        if self.normalize_embeddings:
+            embeddings = tf.math.l2_normalize(embeddings, axis=-1)
+        return embeddings
+
+    def tokenize_pairs(self, pairs: dict) -> dict:
+        """Replaces a pair batch's strings by the towers' packed inputs (for `tf.data.map`).
+
+        QUERY becomes QUERY_INPUTS and DOC_TITLE/DOC_TEXT become DOCUMENT_INPUTS, each a dict
+        of `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq_length], tokenized by the
+        model's own preprocessors, so training on them and serving raw strings see the same ids.
+        Other features pass through.
+        """
+        out = {k: v for k, v in pairs.items() if k not in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT)}
+        out[F.QUERY_INPUTS] = self.query_preprocessor(pairs[F.QUERY])
+        out[F.DOCUMENT_INPUTS] = self.document_preprocessor((pairs[F.DOC_TITLE],
+                                                             pairs[F.DOC_TEXT]))
+        return out
 
     def call(self, inputs, training=None):
-        """inputs: dict with QUERY, DOC_TITLE, DOC_TEXT [batch] -> dict of both embeddings."""
-        return {"query_embeddings": self.embed_queries(inputs[F.QUERY], training=training),
-                "document_embeddings": self.embed_documents(inputs[F.DOC_TITLE],
-                                                            inputs[F.DOC_TEXT],
-                                                            training=training)}
+        """inputs: a pair batch, raw (QUERY, DOC_TITLE, DOC_TEXT [batch]) or tokenized
+        (QUERY_INPUTS, DOCUMENT_INPUTS) -> dict of both embeddings [batch, dim]."""
+        query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
+        return {"query_embeddings": query_embeddings,
+                "document_embeddings": document_embeddings}
+
+    def _embed_pairs(self, inputs, training):
+        """(query embeddings, document embeddings) of a raw or tokenized pair batch."""
+        if F.QUERY_INPUTS in inputs and F.DOCUMENT_INPUTS in inputs:  # from `tokenize_pairs`
+            return (self.embed_query_inputs(inputs[F.QUERY_INPUTS], training=training),
+                    self.embed_document_inputs(inputs[F.DOCUMENT_INPUTS], training=training))
+        missing = [k for k in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT) if k not in inputs]
+        if missing:
+            raise ValueError(f"A pair batch needs features {missing}, or {F.QUERY_INPUTS} and "
+                             f"{F.DOCUMENT_INPUTS} (got {sorted(inputs)}).")
+        return (self.embed_queries(inputs[F.QUERY], training=training),
+                self.embed_documents(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT],
+                                     training=training))
 
     def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
         """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.features`)."""
-        missing = [k for k in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT) if k not in inputs]
-        if missing:
-            raise ValueError(f"A training batch needs features {missing} (got {sorted(inputs)}).")
-        query_embeddings = self.embed_queries(inputs[F.QUERY], training=training)
-        document_embeddings = self.embed_documents(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT],
-                                                   training=training)
+        query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
         document_ids = inputs.get(F.DOC_ID)
         if document_ids is None:
-            # Without ids, a document is identified by its text: duplicates are still masked.
-            document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+            if F.DOC_TEXT not in inputs:
+                if self.retrieval_loss.remove_accidental_hits:
+                    raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
+                                     f"removal (got {sorted(inputs)}).")
+            else:
+                # Without ids, a document is identified by its text: duplicates are still masked.
+                document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
         hard = {}
         if F.HARD_NEGATIVE_TEXTS in inputs:
             texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
@@ -154,7 +200,8 @@ class TwoTowerModel(tfrs.Model):
                 "document_preprocessor": serialize(self.document_preprocessor),
                 "query_tower": serialize(self.query_tower),
                 "document_tower": None if self.share_towers else serialize(self.document_tower),
-                "loss": serialize(self.retrieval_loss)}
+                "loss": serialize(self.retrieval_loss),
+                "normalize_embeddings": self.normalize_embeddings}
 
     @classmethod
     def from_config(cls, config):
@@ -200,6 +247,8 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
                           bow_token_embedding_dim: int = 256, bow_hidden_dim: int = 1024,
                           dropout_rate: float = 0.1, init_checkpoint: Optional[str] = None,
                           loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                          pooling: str = "cls", bow_output_activation: Optional[str] = "tanh",
+                          normalize_embeddings: bool = False,
                           **bert_shape) -> TwoTowerModel:
     """Builds a two-tower model from a vocabulary (path or token list) and tower settings.
 
@@ -210,6 +259,10 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
       embedding_dim: output dimension of both towers (paper: 512; ablations 128, 256).
       query_length, document_length: token budgets (paper: 64 and 288).
       share_towers: one set of tower weights for queries and documents.
+      pooling: the BERT tower's aggregator, "cls" (the paper) or "mean"; see `BertTower`.
+      bow_output_activation: the BoW-MLP output layer's activation, "tanh" or None.
+      normalize_embeddings: cosine scores; see `TwoTowerModel`.
+      loss: the training loss (e.g. with a `temperature`); the default one if None.
       **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim.
     """
     query_pre = TextPreprocessor(vocabulary, seq_length=query_length, name="query_preprocessor")
@@ -221,16 +274,18 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
         if encoder == "bert":
             return BertTower(vocab_size, embedding_dim, size=size,
                              max_sequence_length=max(query_length, document_length),
-                             dropout_rate=dropout_rate, init_checkpoint=init_checkpoint,
-                             name=name, **bert_shape)
+                             dropout_rate=dropout_rate, pooling=pooling,
+                             init_checkpoint=init_checkpoint, name=name, **bert_shape)
         if encoder == "bow_mlp":
             return BowMlpTower(vocab_size, embedding_dim, token_embedding_dim=bow_token_embedding_dim,
-                               hidden_dim=bow_hidden_dim, name=name)
+                               hidden_dim=bow_hidden_dim, output_activation=bow_output_activation,
+                               name=name)
         raise ValueError(f"Unknown encoder {encoder!r}; expected 'bert' or 'bow_mlp'.")
 
     query_tower = make_tower("query_tower")
     document_tower = None if share_towers else make_tower("document_tower")
-    return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss)
+    return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss,
+                         normalize_embeddings=normalize_embeddings)
 
 
 def save_model(model: TwoTowerModel, path: str) -> None:

@@ -39,6 +39,31 @@ class RecipeSettings:
     warmup_fraction: float = 0.1
     pairs_per_article: int = 4
     vocab_size: int = 8192
+    max_doc_tokens: int = 288   # passage budget of recipes/make_pairs.py (whitespace words)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """Architecture and loss choices beyond the tower shape; every export records them.
+
+    The defaults are the paper's (Chang et al. 2020, Sec. 2 and 4.1): separate towers, the
+    [CLS] state, raw inner products, a tanh BoW-MLP output. `CPU_SCALE` is what learns best from
+    random initialisation on this project's CPU budget (`results/pretrain_curve.md`).
+    """
+
+    pooling: str = "cls"
+    share_towers: bool = False
+    normalize_embeddings: bool = False
+    temperature: Optional[float] = None
+    bow_output_activation: Optional[str] = "tanh"
+
+
+PAPER = ModelOptions()
+CPU_SCALE = ModelOptions(pooling="mean", share_towers=True, normalize_embeddings=True,
+                         temperature=0.05, bow_output_activation=None)
+# Encoder prefixes trained at CPU scale use CPU_SCALE; the paper's larger towers keep PAPER.
+_OPTIONS_BY_PREFIX = {"": CPU_SCALE, "bert_mini_": CPU_SCALE, "bow_mlp_": CPU_SCALE,
+                      "bert_small_": PAPER, "bert_base_": PAPER}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,6 +78,7 @@ class ModelSpec:
       pretraining: one of PRETRAINING_TASKS.
       query_length, document_length: token budgets (paper: 64 and 288).
       recipe: the settings that train it.
+      options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: directory under saved_models/ when shipped, else None.
       sha256: sha256 of the artifact's file manifest (see `tt_zoo.export.artifact_digest`).
       provenance: training data and license of the shipped weights.
@@ -67,6 +93,7 @@ class ModelSpec:
     query_length: int = 64
     document_length: int = 288
     recipe: RecipeSettings = RecipeSettings()
+    options: ModelOptions = PAPER
     artifact: Optional[str] = None
     sha256: Optional[str] = None
     provenance: str = ""
@@ -95,7 +122,8 @@ class ModelSpec:
         else:
             make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
                     f"--tasks {self.pretraining.replace('_', ',')} "
-                    f"--pairs-per-article {r.pairs_per_article} --output {data_dir}")
+                    f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
+                    f"{r.max_doc_tokens} --output {data_dir}")
             data = f"--pairs {data_dir}"
         return (f"{make} && python recipes/pretrain.py --variant {self.name} {data} "
                 f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
@@ -117,6 +145,7 @@ def _build_registry() -> Dict[str, ModelSpec]:
                 name = f"{prefix}{task}_{dim}"
                 specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
                                         embedding_dim=dim, pretraining=task,
+                                        options=_OPTIONS_BY_PREFIX[prefix],
                                         **_SHIPPED.get(name, {}))
     return specs
 
@@ -149,16 +178,23 @@ def register_shipped(name: str, **fields) -> None:
 # -- What saved_models/ ships (trained by the recipes on ../shared/data; see each MODEL_CARD.md).
 _WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
                 "vocabulary learned from it (7,964 WordPiece tokens)")
+_CPU_RECIPE = RecipeSettings(batch_size=128, steps=3500, learning_rate=1e-3,
+                             pairs_per_article=128, vocab_size=8192, max_doc_tokens=96)
 register_shipped(
     "ict_bfs_wlp_512", artifact="ict_bfs_wlp_512", document_length=128,
-    sha256="be53b128a42405f436e44527b9470d18ff6b9e6e24770cbbb4c9f00246d5fc84",
-    recipe=RecipeSettings(batch_size=128, steps=2000, learning_rate=3e-4, pairs_per_article=16,
-                          vocab_size=8192),
-    provenance=f"ICT+BFS+WLP pairs (70,994, 16 per article) from {_WIKISPEEDIA}; tiny BERT "
-               "towers, 2,000 steps x 128 on CPU")
+    sha256="7aabafc39d96ca67a967b1698c41f01fced95b8fb6d059808804aff651f9922f",
+    recipe=_CPU_RECIPE,
+    provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
+               "tiny BERT tower (mean pooling, cosine / 0.05), 3,500 steps x 128 on CPU")
+register_shipped(
+    "bow_mlp_ict_bfs_wlp_512", artifact="bow_mlp_ict_bfs_wlp_512", document_length=128,
+    sha256="090e2ff4af95555390459a8dd310b4eb693a7a68114437db495bceabbf0ff5bb",
+    recipe=_CPU_RECIPE,
+    provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
+               "BoW-MLP tower (linear output, cosine / 0.05), 3,500 steps x 128 on CPU")
 register_shipped(
     "none_512", artifact="none_512", document_length=128,
-    sha256="b200d1164acf9363b41f04b408a193622ce3fb3440fc18c5c9e91e3f499041f9",
+    sha256="141d5c4a179dd56a0384e73b5d95b7bef1668649751f6bca1d40dd021c40f4be",
     recipe=RecipeSettings(batch_size=128, steps=0, vocab_size=8192),
-    provenance=f"no pretraining: tiny BERT towers initialised (seed 0); vocabulary from "
-               f"{_WIKISPEEDIA}")
+    provenance=f"no pretraining: a shared tiny BERT tower (mean pooling, cosine) initialised "
+               f"(seed 0); vocabulary from {_WIKISPEEDIA}")

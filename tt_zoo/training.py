@@ -1,5 +1,6 @@
 """Pretraining machinery: the paper's optimizer schedule, distribution strategies, and a
-resumable training loop (checkpoints every N steps, TensorBoard scalars, a pairs/s progress bar).
+resumable training loop (one `fit` call, checkpoints every N steps, settings checked on resume,
+TensorBoard scalars, a pairs/s progress bar).
 
 Chang et al. 2020, Sec. 5.1: Adam, learning rate 1e-4, linear warm-up over the first 10% of
 steps then linear decay; batch 8,192 over 32 TPU v3 chips.
@@ -8,13 +9,17 @@ steps then linear decay; batch 8,192 over 32 TPU v3 chips.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
+import statistics
 import time
-from typing import Callable, Optional
+from typing import Callable, List, Optional, Sequence
 
 import tensorflow as tf
 from official.modeling.optimization import lr_schedule
+
+from tt_zoo.atomic_io import write_text
 
 STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
 
@@ -62,17 +67,61 @@ class TrainResult:
     resumed_from: int
     wall_time_s: float
     pairs_per_s: float
-    final_loss: float
+    final_loss: Optional[float]          # None when no step ran (the run was already complete)
+    global_batch: int = 0
+    step_seconds: List[float] = dataclasses.field(default_factory=list)
+
+    def pairs_per_s_over(self, first: bool, window: int = 100) -> Optional[float]:
+        """pairs/s from the median step time of the first (or last) `window` steps of this run."""
+        times = self.step_seconds[:window] if first else self.step_seconds[-window:]
+        return self.global_batch / statistics.median(times) if times else None
+
+
+SETTINGS_FILE = "run_settings.json"
+
+
+class SettingsMismatchError(ValueError):
+    """A checkpoint was trained with settings other than the ones a resumed run asks for."""
+
+
+def check_run_settings(checkpoint_dir: str, settings: Optional[dict]) -> None:
+    """Records a run's settings beside its checkpoints, or refuses to resume with other ones.
+
+    A checkpoint trained with batch 128 and then resumed with batch 256 (or another learning
+    rate, step count, tower shape, pair set, ...) would give a model no single recipe describes;
+    the error names every setting that differs.
+    """
+    if settings is None:
+        return
+    settings = json.loads(json.dumps(settings))  # what JSON will give back, for a fair compare
+    path = os.path.join(checkpoint_dir, SETTINGS_FILE)
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            recorded = json.load(f)
+        differ = sorted(k for k in set(recorded) | set(settings)
+                        if recorded.get(k) != settings.get(k))
+        if differ:
+            details = "; ".join(f"{k}: checkpoint {recorded.get(k)!r}, now {settings.get(k)!r}"
+                                for k in differ)
+            raise SettingsMismatchError(f"The checkpoint in {checkpoint_dir} was trained with other "
+                             f"settings ({details}). Resume with the same settings, or start a "
+                             "new run with another --workdir.")
+        return
+    tf.io.gfile.makedirs(checkpoint_dir)
+    write_text(path, json.dumps(settings, indent=2, sort_keys=True))
 
 
 class _ProgressAndScalars(tf.keras.callbacks.Callback):
-    """tqdm bar with loss and pairs/s; TensorBoard scalars every `log_every` steps."""
+    """tqdm bar with loss and pairs/s; TensorBoard scalars every `log_every` steps; step times."""
 
-    def __init__(self, bar, writer, global_batch: int, optimizer, log_every: int):
+    def __init__(self, bar, writer, global_batch: int, optimizer, log_every: int, log=None,
+                 print_every: int = 100):
         super().__init__()
         self.bar, self.writer, self.global_batch = bar, writer, global_batch
         self.optimizer, self.log_every = optimizer, log_every
-        self.last_loss = float("nan")
+        self.log, self.print_every = log, print_every
+        self.last_loss = None
+        self.step_seconds: List[float] = []
         self._t = None
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -80,12 +129,17 @@ class _ProgressAndScalars(tf.keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         elapsed = time.perf_counter() - self._t
+        self.step_seconds.append(elapsed)
         self.last_loss = float(logs.get("loss", float("nan")))
         step = int(self.optimizer.iterations.numpy())
         rate = self.global_batch / max(elapsed, 1e-9)
         if self.bar is not None:
             self.bar.update(1)
             self.bar.set_postfix(loss=f"{self.last_loss:.4f}", pairs_s=f"{rate:.0f}")
+        elif self.log is not None and step % self.print_every == 0:
+            recent = self.step_seconds[-self.print_every:]
+            self.log(f"step {step}: loss {self.last_loss:.4f}, "
+                     f"{self.global_batch * len(recent) / sum(recent):.0f} pairs/s")
         if self.writer is not None and (step % self.log_every == 0 or step == 1):
             lr = self.optimizer.learning_rate
             lr = float(lr(self.optimizer.iterations) if callable(lr) else lr)
@@ -98,26 +152,47 @@ class _ProgressAndScalars(tf.keras.callbacks.Callback):
                         tf.summary.scalar(name, float(value), step=step)
 
 
-def train_resumable(model: tf.keras.Model, make_dataset: Callable[[], tf.data.Dataset], *,
-                    steps: int, global_batch: int, checkpoint_dir: str,
-                    checkpoint_every: int, log_dir: Optional[str] = None,
-                    log_every: int = 10, progress: bool = True, log=print) -> TrainResult:
-    """Trains a compiled model for `steps` steps, checkpointing and resuming exactly.
+class _Checkpointer(tf.keras.callbacks.Callback):
+    """Saves the checkpoint every `every` optimizer steps, inside the one `fit` call."""
 
-    The data order is a pure function of the step: `make_dataset()` must return the same
-    batched, repeated, seeded dataset every time; after a restart the first `resumed_from`
-    batches are skipped, so no step is lost or repeated. Checkpoints hold the model, the
-    optimizer (with its step counter) and the Keras random generators (dropout masks), so a
-    resumed run ends with the same weights as an uninterrupted one.
+    def __init__(self, manager: tf.train.CheckpointManager, optimizer, every: int, writer):
+        super().__init__()
+        self.manager, self.optimizer, self.every, self.writer = manager, optimizer, every, writer
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.optimizer.iterations.numpy())
+        if step % self.every == 0:
+            self.manager.save(checkpoint_number=step)
+            if self.writer is not None:
+                self.writer.flush()
+
+
+def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data.Dataset], *,
+                    steps: int, global_batch: int, checkpoint_dir: str,
+                    checkpoint_every: int, settings: Optional[dict] = None,
+                    log_dir: Optional[str] = None, log_every: int = 10, progress: bool = True,
+                    callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+                    log=print) -> TrainResult:
+    """Trains a compiled model for `steps` steps in one `fit` call, checkpointing and resuming
+    exactly.
+
+    `make_dataset(start_step)` returns the batches of steps `start_step, start_step + 1, ...`
+    (e.g. `tt_zoo.step_data.step_batches`), so a resumed run starts at its step without replaying
+    the batches before it. Checkpoints hold the model, the optimizer (with its step counter) and
+    the Keras random generators (dropout masks), so a resumed run ends with the same weights as an
+    uninterrupted one. `settings` are recorded beside the checkpoints; resuming with different
+    ones is refused (`check_run_settings`).
 
     Args:
       model: a compiled model (its optimizer created under the strategy's scope).
-      make_dataset: returns the infinite, batched training dataset.
+      make_dataset: start step -> the training batches from that step on.
       steps: total optimizer steps.
       global_batch: pairs per step (for pairs/s).
       checkpoint_dir: where checkpoints live; a missing directory starts fresh (and says so).
       checkpoint_every: steps between checkpoints.
+      settings: what defines the run (batch, learning rate, steps, model config, data, seed).
       log_dir: TensorBoard directory (scalars: loss, learning_rate, pairs_per_second).
+      callbacks: more Keras callbacks for the `fit` call (e.g. a zero-shot evaluation).
     """
     if checkpoint_every <= 0:
         raise ValueError(f"checkpoint_every must be positive (got {checkpoint_every}).")
@@ -127,13 +202,20 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[], tf.data.Da
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
     if manager.latest_checkpoint:
+        check_run_settings(checkpoint_dir, settings)
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
         log(f"resuming from {manager.latest_checkpoint} at step "
             f"{int(optimizer.iterations.numpy())}")
-    elif not os.path.isdir(checkpoint_dir) or not os.listdir(checkpoint_dir):
-        log(f"no checkpoint in {checkpoint_dir}: starting fresh")
     else:
-        log(f"{checkpoint_dir} holds no readable checkpoint: starting fresh")
+        if not tf.io.gfile.isdir(checkpoint_dir) or not tf.io.gfile.listdir(checkpoint_dir):
+            log(f"no checkpoint in {checkpoint_dir}: starting fresh")
+        else:
+            log(f"{checkpoint_dir} holds no readable checkpoint: starting fresh")
+        if settings is not None:  # a fresh run (re)defines the settings
+            path = os.path.join(checkpoint_dir, SETTINGS_FILE)
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+        check_run_settings(checkpoint_dir, settings)
     resumed_from = int(optimizer.iterations.numpy())
     if resumed_from > steps:
         raise ValueError(f"The checkpoint in {checkpoint_dir} is at step {resumed_from}, past the "
@@ -141,29 +223,86 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[], tf.data.Da
 
     writer = tf.summary.create_file_writer(log_dir) if log_dir else None
     bar = None
-    if progress:
+    if progress and resumed_from < steps:
         from tqdm.auto import tqdm
         bar = tqdm(total=steps, initial=resumed_from, unit="step", desc="pretrain")
-    callback = _ProgressAndScalars(bar, writer, global_batch, optimizer, log_every)
+    monitor = _ProgressAndScalars(bar, writer, global_batch, optimizer, log_every,
+                                  log=None if progress else log)
     start = time.perf_counter()
-    done = resumed_from
     try:
-        while done < steps:
-            chunk = min(checkpoint_every - done % checkpoint_every, steps - done)
-            data = make_dataset().skip(done).take(chunk)
-            model.fit(data, epochs=1, steps_per_epoch=chunk, verbose=0, callbacks=[callback])
-            done = int(optimizer.iterations.numpy())
-            manager.save(checkpoint_number=done)
-            if writer is not None:
-                writer.flush()
+        if resumed_from < steps:
+            model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
+                      verbose=0, callbacks=[monitor, _Checkpointer(manager, optimizer,
+                                                                   checkpoint_every, writer),
+                                            *callbacks])
     finally:
         if bar is not None:
             bar.close()
+    done = int(optimizer.iterations.numpy())
+    if done > resumed_from and done % checkpoint_every:
+        manager.save(checkpoint_number=done)
+    if writer is not None:
+        writer.flush()
     wall = time.perf_counter() - start
     trained = done - resumed_from
     return TrainResult(steps_done=done, resumed_from=resumed_from, wall_time_s=wall,
                        pairs_per_s=trained * global_batch / wall if trained else 0.0,
-                       final_loss=callback.last_loss)
+                       final_loss=monitor.last_loss, global_batch=global_batch,
+                       step_seconds=monitor.step_seconds)
+
+
+class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
+    """Scores ReQA zero-shot every `every_steps` optimizer steps; appends one JSON line per point.
+
+    Each line: step, pairs_seen, train_seconds (this run's wall time without the evaluations),
+    loss, and R@1/5/10/50/100 and MRR of `num_questions` questions (sampled with seed 0) against
+    all candidates, by exact search (`tt_zoo.retrieval_metrics.evaluate_encoder`).
+    """
+
+    def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
+                 output: str, log=print):
+        super().__init__()
+        import numpy as np
+        if every_steps <= 0:
+            raise ValueError(f"every_steps must be positive (got {every_steps}).")
+        ids = reqa.question_ids
+        rng = np.random.default_rng(0)
+        self.question_ids = ([ids[i] for i in sorted(rng.choice(len(ids), num_questions,
+                                                                replace=False))]
+                             if num_questions < len(ids) else ids)
+        self.reqa, self.every_steps, self.global_batch = reqa, every_steps, global_batch
+        self.output, self.log = output, log
+        self._start, self._eval_seconds = None, 0.0
+
+    def on_train_begin(self, logs=None):
+        self._start, self._eval_seconds = time.perf_counter(), 0.0
+        if int(self.model.optimizer.iterations.numpy()) == 0:
+            self.evaluate(loss=None)  # the starting point of the curve
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every_steps == 0:
+            self.evaluate(loss=(logs or {}).get("loss"))
+
+    def evaluate(self, loss) -> dict:
+        from tt_zoo.retrieval_metrics import evaluate_encoder
+        t = time.perf_counter()
+        step = int(self.model.optimizer.iterations.numpy())
+        train_seconds = t - self._start - self._eval_seconds
+        result = evaluate_encoder(self.model, self.reqa, self.question_ids)
+        metrics = result["exact"]
+        point = {"step": step, "pairs_seen": step * self.global_batch,
+                 "train_seconds": round(train_seconds, 1),
+                 "num_questions": result["num_queries"],
+                 "num_candidates": result["num_candidates"],
+                 "loss": None if loss is None else round(float(loss), 4),
+                 **{k: round(float(v), 4) for k, v in metrics.items()}}
+        with tf.io.gfile.GFile(self.output, "a") as f:
+            f.write(json.dumps(point) + "\n")
+        self._eval_seconds += time.perf_counter() - t
+        self.log(f"step {step}: zero-shot ReQA " + " ".join(
+            f"{k} {v:.3f}" for k, v in metrics.items()) + f" ({time.perf_counter() - t:.0f} s)")
+        return point
 
 
 def dropout_generators(model: tf.keras.Model) -> list:

@@ -163,7 +163,7 @@ class ZooModel:
 
 def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
                     document_length: Optional[int] = None, dropout_rate: float = 0.1,
-                    tower_shape: Optional[tuple] = None):
+                    tower_shape: Optional[tuple] = None, options=None):
     """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining).
 
     Args:
@@ -171,8 +171,11 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
       vocabulary: vocab.txt path or token list.
       query_length, document_length: override the spec's token budgets.
       tower_shape: (layers, hidden, heads) overriding the BERT size, for smoke tests.
+      options: a `tt_zoo.registry.ModelOptions` overriding the spec's.
     """
+    from tt_zoo.losses import CorrectedSampledSoftmaxLoss
     from tt_zoo.models import build_two_tower_model
+    options = options or spec.options
     if tower_shape:
         layers, hidden, heads = tower_shape
         shape = dict(size=None, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
@@ -184,7 +187,12 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
                                  embedding_dim=spec.embedding_dim,
                                  query_length=query_length or spec.query_length,
                                  document_length=document_length or spec.document_length,
-                                 dropout_rate=dropout_rate, **shape)
+                                 dropout_rate=dropout_rate, pooling=options.pooling,
+                                 share_towers=options.share_towers,
+                                 normalize_embeddings=options.normalize_embeddings,
+                                 bow_output_activation=options.bow_output_activation,
+                                 loss=CorrectedSampledSoftmaxLoss(temperature=options.temperature),
+                                 **shape)
 
 
 def verify_artifact(path, expected_sha256: Optional[str] = None) -> dict:

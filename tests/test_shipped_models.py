@@ -1,0 +1,49 @@
+"""Every model shipped in saved_models/: golden outputs, a complete card, a sane retriever."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import tt_zoo
+
+GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
+SHIPPED = tt_zoo.list_models(shipped_only=True)
+METRICS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
+
+
+@pytest.fixture(scope="module", params=SHIPPED)
+def shipped(request):
+    return request.param, tt_zoo.load(request.param)
+
+
+def test_golden_outputs(shipped):
+    name, model = shipped
+    path = GOLDEN / f"{name}.json"
+    assert path.is_file(), f"no golden file for {name}: run tests/golden/regenerate.py"
+    golden = json.loads(path.read_text())
+    q = model.encode_queries(golden["queries"])
+    d = model.encode_documents(golden["passages"], titles=golden["titles"])
+    np.testing.assert_allclose(q[:, :8], golden["query_embeddings_first8"], atol=1e-4)
+    np.testing.assert_allclose(d[:, :8], golden["document_embeddings_first8"], atol=1e-4)
+    np.testing.assert_allclose(q @ d.T, golden["scores"], atol=1e-4)
+
+
+def test_card_records_the_measured_table_and_how_it_was_trained(shipped):
+    name, model = shipped
+    meta = model.metadata
+    reqa = [t for table, t in meta.get("metrics", {}).items() if table.startswith("ReQA")]
+    assert reqa and all(k in reqa[0] for k in METRICS), f"{name}: no measured ReQA table"
+    assert "model_options" in meta or meta.get("pretraining") == "none"
+    card = (model.path / "MODEL_CARD.md").read_text()
+    assert "## Measured quality" in card
+
+
+def test_pretrained_models_put_the_matching_passage_first(shipped):
+    name, model = shipped
+    if model.pretraining == "none":
+        pytest.skip("an untrained model is not expected to rank")
+    golden = json.loads((GOLDEN / f"{name}.json").read_text())
+    scores = np.array(golden["scores"])
+    assert (scores.argmax(axis=1) == np.arange(len(scores))).all(), scores

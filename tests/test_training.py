@@ -1,0 +1,60 @@
+"""tt_zoo.training: settings recorded and checked on resume, the zero-shot curve callback."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from test_models import PAIRS, tiny_model
+from test_reqa import hand_made_squad
+from tt_zoo import training
+from tt_zoo.reqa import build_reqa_from_squad
+from tt_zoo.step_data import step_batches, tokenize_pair_set
+
+
+def test_settings_are_recorded_then_checked(tmp_path):
+    settings = {"batch_size": 128, "learning_rate": 1e-3, "steps": 100, "tower": {"layers": 2}}
+    training.check_run_settings(str(tmp_path), settings)
+    assert json.loads((tmp_path / training.SETTINGS_FILE).read_text()) == settings
+    training.check_run_settings(str(tmp_path), dict(settings))  # the same: accepted
+    other = {**settings, "batch_size": 256, "tower": {"layers": 4}}
+    with pytest.raises(training.SettingsMismatchError) as error:
+        training.check_run_settings(str(tmp_path), other)
+    message = str(error.value)
+    assert "batch_size: checkpoint 128, now 256" in message
+    assert "tower: checkpoint {'layers': 2}, now {'layers': 4}" in message
+    assert "learning_rate" not in message  # only what differs is named
+
+
+def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
+    reqa = build_reqa_from_squad(hand_made_squad())
+    model = tiny_model(pooling="mean", share_towers=True)
+    model.build_by_calling()
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
+    arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(PAIRS),
+                               log=lambda *_: None)
+    curve = training.ZeroShotReqaCurve(reqa, every_steps=3, num_questions=4, global_batch=4,
+                                       output=str(tmp_path / "curve.jsonl"), log=lambda *_: None)
+    settings = {"steps": 6, "batch_size": 4}
+    make = lambda start: step_batches(arrays, 4, seed=0, start_step=start, end_step=6)  # noqa
+    result = training.train_resumable(model, make, steps=6, global_batch=4,
+                                      checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
+                                      settings=settings, progress=False, callbacks=[curve],
+                                      log=lambda *_: None)
+    assert (result.steps_done, result.resumed_from, len(result.step_seconds)) == (6, 0, 6)
+    assert result.pairs_per_s_over(first=True) > 0 and np.isfinite(result.final_loss)
+    points = [json.loads(line) for line in (tmp_path / "curve.jsonl").read_text().splitlines()]
+    assert [p["step"] for p in points] == [0, 3, 6]
+    assert points[1]["pairs_seen"] == 12 and points[0]["loss"] is None
+    assert points[0]["num_questions"] == 4 and points[0]["num_candidates"] == len(reqa.candidates)
+    assert all(0 <= p["R@1"] <= p["R@5"] <= p["R@100"] <= 1 for p in points)
+    again = training.train_resumable(model, make, steps=6, global_batch=4,
+                                     checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
+                                     settings=settings, progress=False, log=lambda *_: None)
+    assert again.final_loss is None and again.steps_done == 6  # nothing left to do
+    with pytest.raises(training.SettingsMismatchError, match="steps: checkpoint 6, now 9"):
+        training.train_resumable(model, make, steps=9, global_batch=4,
+                                 checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
+                                 settings={**settings, "steps": 9}, progress=False,
+                                 log=lambda *_: None)

@@ -1,0 +1,206 @@
+"""Training data held in memory as arrays and served in an order that is a function of the step.
+
+Pretraining (Chang et al. 2020, Sec. 5.1) sees the pair set several times over; tokenizing every
+pair again on every pass wastes the CPU the towers need, so `tokenize_pair_set` runs the model's
+own preprocessors once over the pair set (`TwoTowerModel.tokenize_pairs`: training and serving
+cannot tokenize differently) and keeps the ids as NumPy arrays.
+
+`step_batches` then serves batch ``s`` as the rows ``perm_e[(s * batch) % n ...]`` where
+``perm_e`` is a permutation drawn from ``(seed, epoch e)``: the data of any step is computed
+directly, so a resumed run starts at its step without replaying (and paying for) the batches
+before it, and gives exactly the batches an uninterrupted run would have seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from typing import Dict, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from tt_zoo import features as F
+from tt_zoo.losses import hash_ids
+
+Arrays = Dict[str, object]  # a nested dict of np.ndarray, all with the same first dimension
+
+
+def _map_arrays(fn, arrays):
+    return {k: _map_arrays(fn, v) if isinstance(v, dict) else fn(v) for k, v in arrays.items()}
+
+
+def num_rows(arrays: Arrays) -> int:
+    """The common first dimension of a nested dict of arrays (raises if they disagree)."""
+    sizes = set()
+    _map_arrays(lambda a: sizes.add(len(a)), arrays)
+    if len(sizes) != 1:
+        raise ValueError(f"Training arrays must all have the same number of rows (got {sizes}).")
+    return sizes.pop()
+
+
+def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
+                      log=print) -> Arrays:
+    """Tokenizes a pair dataset once with the model's preprocessors into in-memory arrays.
+
+    Args:
+      model: a `TwoTowerModel` (its `tokenize_pairs` defines the ids).
+      pairs: unbatched pair dicts (QUERY, DOC_TITLE, DOC_TEXT, DOC_ID, DOC_SAMPLING_PROB).
+
+    Returns:
+      {QUERY_INPUTS: {input_word_ids, input_mask, input_type_ids}, DOCUMENT_INPUTS: {...},
+       DOC_ID: int64 [n] (hashed), DOC_SAMPLING_PROB: float32 [n]}; ids int32, masks and segment
+      ids int8 (a 700K-pair set at lengths 64/128 takes about 0.8 GB).
+    """
+    start = time.perf_counter()
+
+    def tokenize(batch):
+        out = model.tokenize_pairs(batch)
+        packed = {}
+        for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS):
+            packed[side] = {
+                "input_word_ids": tf.cast(out[side]["input_word_ids"], tf.int32),
+                "input_mask": tf.cast(out[side]["input_mask"], tf.int8),
+                "input_type_ids": tf.cast(out[side]["input_type_ids"], tf.int8)}
+        packed[F.DOC_ID] = hash_ids(batch[F.DOC_ID])
+        packed[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
+        return packed
+
+    chunks = list(pairs.batch(batch_size).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE,
+                                              deterministic=True).as_numpy_iterator())
+    if not chunks:
+        raise ValueError("The pair dataset is empty: nothing to train on.")
+
+    def concat(path):
+        parts = [c for c in chunks]
+        for key in path:
+            parts = [p[key] for p in parts]
+        return np.concatenate(parts, axis=0)
+
+    arrays = {side: {name: concat((side, name)) for name in chunks[0][side]}
+              for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS)}
+    arrays[F.DOC_ID] = concat((F.DOC_ID,))
+    arrays[F.DOC_SAMPLING_PROB] = concat((F.DOC_SAMPLING_PROB,))
+    n = num_rows(arrays)
+    log(f"tokenized {n:,} pairs once in {time.perf_counter() - start:.0f} s")
+    return arrays
+
+
+def _widen(a: np.ndarray) -> np.ndarray:
+    """Narrow integer arrays (stored compactly) go to the model as int32."""
+    return a.astype(np.int32) if a.dtype in (np.int8, np.int16) else a
+
+
+def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
+                             max_pairs: Optional[int] = None, log=print) -> Arrays:
+    """`tokenize_pair_set` of a pair directory, kept in `cache_dir` for the next run.
+
+    The cache file is named by a sha256 of everything the ids depend on: the pair directory's
+    manifest (its shards' sha256), `max_pairs`, the vocabulary and both sequence lengths; a
+    changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
+    """
+    from tt_zoo.pairs_io import MANIFEST, read_pairs
+
+    pairs = read_pairs(pairs_dir)
+    if max_pairs:
+        pairs = pairs.take(max_pairs)
+    if not cache_dir:
+        return tokenize_pair_set(model, pairs, log=log)
+    with tf.io.gfile.GFile(os.path.join(pairs_dir, MANIFEST), "rb") as f:
+        manifest = f.read()
+    key = hashlib.sha256(json.dumps({
+        "manifest": hashlib.sha256(manifest).hexdigest(), "max_pairs": max_pairs,
+        "vocabulary": hashlib.sha256("\n".join(model.query_preprocessor.vocabulary)
+                                     .encode("utf-8")).hexdigest(),
+        "lower_case": model.query_preprocessor.lower_case,
+        "query_length": model.query_preprocessor.seq_length,
+        "document_length": model.document_preprocessor.seq_length}, sort_keys=True)
+        .encode("utf-8")).hexdigest()[:24]
+    path = os.path.join(cache_dir, f"tokens-{key}.npz")
+    if os.path.isfile(path):
+        with np.load(path) as stored:
+            arrays = _unflatten({name: stored[name] for name in stored.files})
+        log(f"read {num_rows(arrays):,} tokenized pairs from {path}")
+        return arrays
+    arrays = tokenize_pair_set(model, pairs, log=log)
+    os.makedirs(cache_dir, exist_ok=True)
+    tmp = os.path.join(cache_dir, f".tokens-{key}.{os.getpid()}.tmp.npz")
+    try:
+        np.savez(tmp, **_flatten(arrays))
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return arrays
+
+
+def _flatten(arrays: Arrays, prefix: str = "") -> Dict[str, np.ndarray]:
+    flat = {}
+    for key, value in arrays.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}/"))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _unflatten(flat: Dict[str, np.ndarray]) -> Arrays:
+    arrays: Arrays = {}
+    for name, value in flat.items():
+        *parents, leaf = name.split("/")
+        node = arrays
+        for parent in parents:
+            node = node.setdefault(parent, {})
+        node[leaf] = value
+    return arrays
+
+
+class _StepOrder:
+    """Row indices of each step: epoch e is a permutation seeded by (seed, e)."""
+
+    def __init__(self, n: int, batch_size: int, seed: int):
+        self.n, self.batch_size, self.seed = n, batch_size, seed
+        self._epoch, self._perm = None, None
+
+    def _permutation(self, epoch: int) -> np.ndarray:
+        if epoch != self._epoch:
+            self._epoch = epoch
+            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
+        return self._perm
+
+    def rows(self, step: int) -> np.ndarray:
+        positions = step * self.batch_size + np.arange(self.batch_size, dtype=np.int64)
+        epochs, offsets = positions // self.n, positions % self.n
+        out = np.empty(self.batch_size, np.int64)
+        for epoch in np.unique(epochs):
+            where = epochs == epoch
+            out[where] = self._permutation(int(epoch))[offsets[where]]
+        return out
+
+
+def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
+                 end_step: Optional[int] = None) -> tf.data.Dataset:
+    """Batches `start_step, start_step + 1, ...` (to `end_step`, or forever) of the arrays.
+
+    Each batch holds `batch_size` distinct rows while an epoch lasts; epochs are reshuffled
+    with their own seed. Deterministic: batch s is the same whatever step the run started from.
+    """
+    n = num_rows(arrays)
+    if batch_size <= 0 or batch_size > n:
+        raise ValueError(f"batch_size must be in [1, {n}] for {n} training rows "
+                         f"(got {batch_size}).")
+    order = _StepOrder(n, batch_size, seed)
+
+    def generate():
+        step = start_step
+        while end_step is None or step < end_step:
+            rows = order.rows(step)
+            yield _map_arrays(lambda a: _widen(a[rows]), arrays)
+            step += 1
+
+    signature = _map_arrays(
+        lambda a: tf.TensorSpec([batch_size, *a.shape[1:]], tf.as_dtype(_widen(a[:1]).dtype)),
+        arrays)
+    return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
