@@ -21,7 +21,10 @@ os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(REPO / "recipes"))
+from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
+
+DATA = default_data_dir()
 
 
 def main(argv=None):

@@ -25,7 +25,10 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+sys.path.insert(0, str(REPO / "recipes"))
+from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
+
+DATA = default_data_dir()
 
 # name -> (variant, extra recipes/pretrain.py arguments). The variant fixes the encoder; every
 # other choice is spelled out, so a configuration does not change when registry defaults do.
@@ -174,9 +177,9 @@ def plot(curves: dict, path: pathlib.Path) -> None:
     axes[0, 0].legend(fontsize=8)
     fig.suptitle("ReQA-SQuAD(dev) zero-shot during pretraining")
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=90)
-    os.replace(tmp, path)
+    from tt_zoo.atomic_io import open_for_replace
+    with open_for_replace(path, "wb") as f:
+        fig.savefig(f, format="png", dpi=90)
 
 
 def main(argv=None):

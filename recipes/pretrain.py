@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import pathlib
 import shlex
 import sys
-import time
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -38,6 +36,7 @@ from tt_zoo.export import export_saved_model  # noqa: E402
 from tt_zoo.zoo import build_untrained  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "recipes"))
 DEFAULT_VOCAB = REPO / "saved_models" / "vocab" / "vocab.txt"
 
 
@@ -122,13 +121,9 @@ def run_settings(model, args, batch, lr, warmup, steps) -> dict:
               "document_tower": None if model.share_towers else model.document_tower.get_config(),
               "query_length": model.query_preprocessor.seq_length,
               "document_length": model.document_preprocessor.seq_length,
-              "vocabulary_sha256": hashlib.sha256(
-                  "\n".join(model.query_preprocessor.vocabulary).encode()).hexdigest(),
+              "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256,
               "normalize_embeddings": model.normalize_embeddings,
               "loss": model.retrieval_loss.get_config()}
-    for tower in ("query_tower", "document_tower"):
-        if towers[tower]:
-            towers[tower] = {k: v for k, v in towers[tower].items() if k not in ("trainable",)}
     return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
             "steps": steps, "seed": args.seed, "pairs": os.path.abspath(args.pairs),
             "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy, **towers}
@@ -136,9 +131,9 @@ def run_settings(model, args, batch, lr, warmup, steps) -> dict:
 
 def zero_shot_curve(args, workdir, batch):
     """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
+    from evaluate import default_squad_path  # recipes/evaluate.py: the one data-dir default
     from tt_zoo.reqa import build_reqa
-    squad = args.squad or os.path.join(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared"
-                                                      / "data"), "squad", "dev-v1.1.json")
+    squad = args.squad or default_squad_path()
     if not os.path.isfile(squad):
         sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
     return training.ZeroShotReqaCurve(build_reqa(squad), every_steps=args.eval_every,

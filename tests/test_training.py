@@ -15,12 +15,12 @@ from tt_zoo.step_data import step_batches, tokenize_pair_set
 
 def test_settings_are_recorded_then_checked(tmp_path):
     settings = {"batch_size": 128, "learning_rate": 1e-3, "steps": 100, "tower": {"layers": 2}}
-    training.check_run_settings(str(tmp_path), settings)
+    training.check_run_settings(str(tmp_path), settings, resuming=False)
     assert json.loads((tmp_path / training.SETTINGS_FILE).read_text()) == settings
-    training.check_run_settings(str(tmp_path), dict(settings))  # the same: accepted
+    training.check_run_settings(str(tmp_path), dict(settings), resuming=True)  # the same
     other = {**settings, "batch_size": 256, "tower": {"layers": 4}}
     with pytest.raises(training.SettingsMismatchError) as error:
-        training.check_run_settings(str(tmp_path), other)
+        training.check_run_settings(str(tmp_path), other, resuming=True)
     message = str(error.value)
     assert "batch_size: checkpoint 128, now 256" in message
     assert "tower: checkpoint {'layers': 2}, now {'layers': 4}" in message

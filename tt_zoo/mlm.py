@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import tensorflow as tf
 from official.nlp.modeling import layers as nlp_layers
 
 from tt_zoo import training
-from tt_zoo.step_data import step_batches
+from tt_zoo.step_data import arrays_from_dataset, step_batches
 from tt_zoo.towers import BertTower
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -81,10 +80,7 @@ def pretrain_mlm(model, examples_dir: str, *, steps: int, batch: int, learning_r
         pretrainer.compile(optimizer=tf.keras.optimizers.Adam(schedule))
 
     # MLM examples are already ids: held in memory, served by step (no replay on resume).
-    chunks = list(read_mlm_examples(examples_dir).batch(4096).as_numpy_iterator())
-    if not chunks:
-        raise ValueError(f"{examples_dir} holds no MLM examples.")
-    arrays = {name: np.concatenate([c[name] for c in chunks]) for name in chunks[0]}
+    arrays = arrays_from_dataset(read_mlm_examples(examples_dir).batch(4096))
     result = training.train_resumable(
         pretrainer, lambda start: step_batches(arrays, batch, seed=seed, start_step=start,
                                                end_step=steps),

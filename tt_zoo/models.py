@@ -132,14 +132,12 @@ class TwoTowerModel(tfrs.Model):
         """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.features`)."""
         query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
         document_ids = inputs.get(F.DOC_ID)
-        if document_ids is None:
-            if F.DOC_TEXT not in inputs:
-                if self.retrieval_loss.remove_accidental_hits:
-                    raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
-                                     f"removal (got {sorted(inputs)}).")
-            else:
-                # Without ids, a document is identified by its text: duplicates are still masked.
-                document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+        if document_ids is None and F.DOC_TEXT in inputs:
+            # Without ids, a document is identified by its text: duplicates are still masked.
+            document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+        if document_ids is None and self.retrieval_loss.remove_accidental_hits:
+            raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
+                             f"removal (got {sorted(inputs)}).")
         hard = {}
         if F.HARD_NEGATIVE_TEXTS in inputs:
             texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])

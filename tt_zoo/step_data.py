@@ -41,6 +41,20 @@ def num_rows(arrays: Arrays) -> int:
     return sizes.pop()
 
 
+def arrays_from_dataset(batches: tf.data.Dataset) -> Arrays:
+    """Concatenates a batched dataset of (nested) dicts into in-memory NumPy arrays."""
+    chunks = list(batches.as_numpy_iterator())
+    if not chunks:
+        raise ValueError("The dataset is empty: nothing to train on.")
+
+    def concat(parts):
+        if isinstance(parts[0], dict):
+            return {key: concat([p[key] for p in parts]) for key in parts[0]}
+        return np.concatenate(parts, axis=0)
+
+    return concat(chunks)
+
+
 def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
                       log=print) -> Arrays:
     """Tokenizes a pair dataset once with the model's preprocessors into in-memory arrays.
@@ -68,21 +82,8 @@ def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
         packed[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
         return packed
 
-    chunks = list(pairs.batch(batch_size).map(tokenize, num_parallel_calls=tf.data.AUTOTUNE,
-                                              deterministic=True).as_numpy_iterator())
-    if not chunks:
-        raise ValueError("The pair dataset is empty: nothing to train on.")
-
-    def concat(path):
-        parts = [c for c in chunks]
-        for key in path:
-            parts = [p[key] for p in parts]
-        return np.concatenate(parts, axis=0)
-
-    arrays = {side: {name: concat((side, name)) for name in chunks[0][side]}
-              for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS)}
-    arrays[F.DOC_ID] = concat((F.DOC_ID,))
-    arrays[F.DOC_SAMPLING_PROB] = concat((F.DOC_SAMPLING_PROB,))
+    arrays = arrays_from_dataset(pairs.batch(batch_size).map(
+        tokenize, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
     n = num_rows(arrays)
     log(f"tokenized {n:,} pairs once in {time.perf_counter() - start:.0f} s")
     return arrays
@@ -101,6 +102,7 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     manifest (its shards' sha256), `max_pairs`, the vocabulary and both sequence lengths; a
     changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
     """
+    from tt_zoo.atomic_io import open_for_replace
     from tt_zoo.pairs_io import MANIFEST, read_pairs
 
     pairs = read_pairs(pairs_dir)
@@ -112,8 +114,7 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
         manifest = f.read()
     key = hashlib.sha256(json.dumps({
         "manifest": hashlib.sha256(manifest).hexdigest(), "max_pairs": max_pairs,
-        "vocabulary": hashlib.sha256("\n".join(model.query_preprocessor.vocabulary)
-                                     .encode("utf-8")).hexdigest(),
+        "vocabulary": model.query_preprocessor.vocabulary_sha256,
         "lower_case": model.query_preprocessor.lower_case,
         "query_length": model.query_preprocessor.seq_length,
         "document_length": model.document_preprocessor.seq_length}, sort_keys=True)
@@ -125,14 +126,8 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
         log(f"read {num_rows(arrays):,} tokenized pairs from {path}")
         return arrays
     arrays = tokenize_pair_set(model, pairs, log=log)
-    os.makedirs(cache_dir, exist_ok=True)
-    tmp = os.path.join(cache_dir, f".tokens-{key}.{os.getpid()}.tmp.npz")
-    try:
-        np.savez(tmp, **_flatten(arrays))
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    with open_for_replace(path, "wb") as f:
+        np.savez(f, **_flatten(arrays))
     return arrays
 
 

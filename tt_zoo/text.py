@@ -18,6 +18,7 @@ Public API:
 
 from __future__ import annotations
 
+import hashlib
 import operator
 import os
 import pathlib
@@ -297,6 +298,11 @@ class TextPreprocessor(tf.keras.layers.Layer):
         self._tokenizer = tf_text.BertTokenizer(
             self._table, token_out_type=tf.int64, unknown_token=UNK,
             lower_case=self.lower_case)
+
+    @property
+    def vocabulary_sha256(self) -> str:
+        """sha256 of the token list: identifies the vocabulary in caches and run settings."""
+        return hashlib.sha256("\n".join(self._vocabulary).encode("utf-8")).hexdigest()
 
     @property
     def vocabulary(self) -> list[str]:

@@ -16,6 +16,7 @@ import statistics
 import time
 from typing import Callable, List, Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 from official.modeling.optimization import lr_schedule
 
@@ -84,8 +85,8 @@ class SettingsMismatchError(ValueError):
     """A checkpoint was trained with settings other than the ones a resumed run asks for."""
 
 
-def check_run_settings(checkpoint_dir: str, settings: Optional[dict]) -> None:
-    """Records a run's settings beside its checkpoints, or refuses to resume with other ones.
+def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: bool) -> None:
+    """Records a fresh run's settings beside its checkpoints; refuses to resume with other ones.
 
     A checkpoint trained with batch 128 and then resumed with batch 256 (or another learning
     rate, step count, tower shape, pair set, ...) would give a model no single recipe describes;
@@ -95,7 +96,7 @@ def check_run_settings(checkpoint_dir: str, settings: Optional[dict]) -> None:
         return
     settings = json.loads(json.dumps(settings))  # what JSON will give back, for a fair compare
     path = os.path.join(checkpoint_dir, SETTINGS_FILE)
-    if tf.io.gfile.exists(path):
+    if resuming and tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             recorded = json.load(f)
         differ = sorted(k for k in set(recorded) | set(settings)
@@ -202,7 +203,7 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
     if manager.latest_checkpoint:
-        check_run_settings(checkpoint_dir, settings)
+        check_run_settings(checkpoint_dir, settings, resuming=True)
         checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
         log(f"resuming from {manager.latest_checkpoint} at step "
             f"{int(optimizer.iterations.numpy())}")
@@ -211,11 +212,7 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
             log(f"no checkpoint in {checkpoint_dir}: starting fresh")
         else:
             log(f"{checkpoint_dir} holds no readable checkpoint: starting fresh")
-        if settings is not None:  # a fresh run (re)defines the settings
-            path = os.path.join(checkpoint_dir, SETTINGS_FILE)
-            if tf.io.gfile.exists(path):
-                tf.io.gfile.remove(path)
-        check_run_settings(checkpoint_dir, settings)
+        check_run_settings(checkpoint_dir, settings, resuming=False)
     resumed_from = int(optimizer.iterations.numpy())
     if resumed_from > steps:
         raise ValueError(f"The checkpoint in {checkpoint_dir} is at step {resumed_from}, past the "
@@ -262,7 +259,6 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
     def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
                  output: str, log=print):
         super().__init__()
-        import numpy as np
         if every_steps <= 0:
             raise ValueError(f"every_steps must be positive (got {every_steps}).")
         ids = reqa.question_ids
