@@ -4,6 +4,7 @@ import importlib.util
 import json
 import pathlib
 import string
+import sys
 
 import numpy as np
 import tensorflow as tf
@@ -45,5 +46,6 @@ def load_recipe(name: str):
     path = pathlib.Path(__file__).resolve().parents[1] / "recipes" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(f"{name}_recipe", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module's annotations there
     spec.loader.exec_module(module)
     return module

@@ -37,6 +37,18 @@ def test_export_files_and_metadata(exported):
     assert not list(path.parent.glob(".*staging*"))  # nothing half-written left
 
 
+def test_export_holds_our_signatures_not_keras_layer_traces(exported):
+    """Keras' per-layer call traces doubled saved_model.pb and served nothing (issue 9)."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    _, path, _ = exported
+    proto = saved_model_pb2.SavedModel()
+    proto.ParseFromString((path / "saved_model.pb").read_bytes())
+    names = [f.signature.name for f in proto.meta_graphs[0].graph_def.library.function]
+    assert any("encode_query" in n for n in names)
+    assert not [n for n in names if "call_and_return_conditional_losses" in n]
+
+
 def test_keras_model_rebuilds_from_export(exported):
     model, path, _ = exported
     clone = load_keras_model(path)

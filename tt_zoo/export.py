@@ -131,6 +131,22 @@ def library_versions() -> dict:
             tfrs.__version__}
 
 
+def _without_keras_traces():
+    """Saves only our signatures and the variables, not Keras' per-layer call traces.
+
+    `tt_zoo.load` rebuilds the Keras model from config.json and serving uses the signatures, so
+    the traces (half of saved_model.pb, and most of the export time) serve nothing. tf-keras
+    exposes the switch only as a private context manager; without it, the export keeps them.
+    """
+    try:
+        from tf_keras.src.saving.legacy.saved_model import utils as keras_saved_model_utils
+    except ImportError:  # Another Keras 2 layout: keep the traces.
+        import contextlib
+        return contextlib.nullcontext()
+    return keras_saved_model_utils.keras_option_scope(save_traces=False,
+                                                      in_tf_saved_model_scope=True)
+
+
 def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None) -> dict:
     """Exports a model for serving, atomically (built in a temp dir, then renamed).
 
@@ -147,8 +163,9 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     def build(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
         module = _ServingModule(serving_model)
-        tf.saved_model.save(module, str(staging),
-                            signatures={name: getattr(module, name) for name in SIGNATURES})
+        with _without_keras_traces():
+            tf.saved_model.save(module, str(staging),
+                                signatures={name: getattr(module, name) for name in SIGNATURES})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(serving_model.artifact_config(), f)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and

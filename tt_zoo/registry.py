@@ -182,19 +182,19 @@ _CPU_RECIPE = RecipeSettings(batch_size=128, steps=3500, learning_rate=1e-3,
                              pairs_per_article=128, vocab_size=8192, max_doc_tokens=96)
 register_shipped(
     "ict_bfs_wlp_512", artifact="ict_bfs_wlp_512", document_length=128,
-    sha256="7aabafc39d96ca67a967b1698c41f01fced95b8fb6d059808804aff651f9922f",
+    sha256="5c40d4b4dfd7bfff73e7e50bcab01a083c09fbcf97c6bacb189263dbd7a37b28",
     recipe=_CPU_RECIPE,
     provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
                "tiny BERT tower (mean pooling, cosine / 0.05), 3,500 steps x 128 on CPU")
 register_shipped(
     "bow_mlp_ict_bfs_wlp_512", artifact="bow_mlp_ict_bfs_wlp_512", document_length=128,
-    sha256="090e2ff4af95555390459a8dd310b4eb693a7a68114437db495bceabbf0ff5bb",
+    sha256="62c159079e0f314e87f00b88613d8889750e63c3d31a9925887aac3517b3b13e",
     recipe=_CPU_RECIPE,
     provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
                "BoW-MLP tower (linear output, cosine / 0.05), 3,500 steps x 128 on CPU")
 register_shipped(
     "none_512", artifact="none_512", document_length=128,
-    sha256="141d5c4a179dd56a0384e73b5d95b7bef1668649751f6bca1d40dd021c40f4be",
+    sha256="71683cede18d29d240416a566927761020150b4c2ccafc0f43d32e9432317aa3",
     recipe=RecipeSettings(batch_size=128, steps=0, vocab_size=8192),
     provenance=f"no pretraining: a shared tiny BERT tower (mean pooling, cosine) initialised "
                f"(seed 0); vocabulary from {_WIKISPEEDIA}")

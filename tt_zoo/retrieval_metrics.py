@@ -135,8 +135,17 @@ def _as_int_ids(ids) -> np.ndarray:
     return out
 
 
+def encode_candidates(encoder, reqa, *, batch_size: int = 256) -> np.ndarray:
+    """``[num_candidates, dim]``: every ReQA (sentence, passage) candidate through the document
+    tower, ``encoder.encode_documents(texts=passages, titles=sentences)``, in candidate order."""
+    return _encode_in_batches(
+        lambda texts, titles: encoder.encode_documents(texts, titles),
+        len(reqa.candidates), batch_size, "encode candidates",
+        texts=[c.passage for c in reqa.candidates], titles=[c.sentence for c in reqa.candidates])
+
+
 def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAULT_KS,
-                     index=None, *, batch_size: int = 256) -> dict:
+                     index=None, *, batch_size: int = 256, candidate_embeddings=None) -> dict:
     """Scores a two-tower encoder on ReQA by exact dot-product search (and an index, if given).
 
     The document is the (sentence, passage) pair: ``encoder.encode_documents(texts=passages,
@@ -151,6 +160,8 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
       index: optional approximate index, either an object with ``search(query_embeddings, k)
         -> (ids, scores)`` already built over the candidate embeddings in candidate order, or a
         callable ``index(candidate_embeddings) -> such an object``.
+      candidate_embeddings: `encode_candidates` of this encoder, when scoring several question
+        sets with the same weights (encoded here when None).
 
     Returns:
       ``{"num_queries", "num_candidates", "exact": {"R@k"..., "MRR"}, "index": same or None,
@@ -162,10 +173,13 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
     max_k = max(ks)
     seconds = {}
     t = time.perf_counter()
-    cand_emb = _encode_in_batches(
-        lambda texts, titles: encoder.encode_documents(texts, titles),
-        len(reqa.candidates), batch_size, "encode candidates",
-        texts=[c.passage for c in reqa.candidates], titles=[c.sentence for c in reqa.candidates])
+    if candidate_embeddings is None:
+        cand_emb = encode_candidates(encoder, reqa, batch_size=batch_size)
+    else:
+        cand_emb = np.asarray(candidate_embeddings, dtype=np.float32)
+        if cand_emb.shape[0] != len(reqa.candidates):
+            raise ValueError(f"candidate_embeddings has {cand_emb.shape[0]} rows; this ReQA has "
+                             f"{len(reqa.candidates)} candidates.")
     seconds["encode_candidates"] = time.perf_counter() - t
     t = time.perf_counter()
     query_emb = _encode_in_batches(lambda texts: encoder.encode_queries(texts), len(questions),

@@ -1,0 +1,80 @@
+"""recipes/reproduce.py: the grid's commands, its budget flags, and one small grid end to end."""
+
+import json
+
+import pytest
+
+from conftest import data_file
+from helpers import load_recipe, tiny_vocab
+
+
+@pytest.fixture(scope="module")
+def recipe():
+    return load_recipe("reproduce")
+
+
+def test_every_cell_gets_the_same_pretraining_budget(recipe, tmp_path):
+    args = recipe.parse_args(["--runs", str(tmp_path), "--stages", "pretrain"])
+    commands = {cell: recipe.pretrain_command(cell, args) for cell in recipe.CELLS}
+    trained = {cell: c for cell, c in commands.items() if "none" not in cell}
+    for cell, command in trained.items():
+        flags = dict(zip(command, command[1:]))
+        assert flags["--steps"] == "800" and flags["--batch-size"] == "128", cell
+        assert flags["--learning-rate"] == "0.001" and flags["--document-length"] == "128"
+        assert flags["--export"] == str(tmp_path / "reproduce" / cell / "model")
+    assert dict(zip(commands["ict_512"], commands["ict_512"][1:]))["--pairs"] == str(
+        tmp_path / "pairs" / "ict_128")
+    assert "--mlm-examples" in commands["mlm_512"]
+    assert dict(zip(commands["none_512"], commands["none_512"][1:]))["--steps"] == "0"
+
+
+def test_budget_and_bad_flags(recipe, capsys):
+    args = recipe.parse_args(["--stages", "pretrain", "--budget", "steps=5",
+                              "--budget", "finetune_learning_rate=1e-3"])
+    assert args.budget.steps == 5 and args.budget.finetune_learning_rate == 1e-3
+    assert args.budget.batch_size == recipe.GRID.batch_size
+    for bad, message in ((["--budget", "stpes=5"], "--budget: expected FIELD=VALUE"),
+                         (["--cells", "ict_1024"], "--cells: unknown ict_1024"),
+                         (["--stages", "train"], "--stages: unknown train"),
+                         (["--splits", "0.01,1.5"], "--splits: every fraction")):
+        with pytest.raises(SystemExit):
+            recipe.parse_args(["--stages", "pretrain", *bad])
+        assert message in capsys.readouterr().err
+
+
+def small_squad(path, articles=2, paragraphs=3):
+    """The first paragraphs of the first SQuAD dev articles, as a SQuAD file."""
+    squad = json.loads(data_file("squad/dev-v1.1.json").read_text())
+    squad["data"] = [dict(a, paragraphs=a["paragraphs"][:paragraphs])
+                     for a in squad["data"][:articles]]
+    path.write_text(json.dumps(squad))
+    return path
+
+
+def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(tiny_vocab()) + "\n")
+    argv = ["--cells", "none_512,bow_mlp_none_512", "--runs", str(tmp_path / "runs"),
+            "--results", str(tmp_path / "results"), "--vocab", str(vocab),
+            "--squad", str(small_squad(tmp_path / "squad.json")), "--splits", "0.2,0.5",
+            "--budget", "finetune_steps=2", "--budget", "finetune_batch_size=4",
+            "--budget", "finetune_eval_every=1"]
+    assert recipe.main(argv) == 0
+    grid = json.loads((tmp_path / "results" / "reproduce.json").read_text())
+    assert grid["splits"] == ["20%", "50%"] and grid["budget"]["finetune_steps"] == 2
+    for name in ("none_512", "bow_mlp_none_512"):
+        row = grid["models"][name]
+        assert set(row["zero_shot"]) == {"20%", "50%"} == set(row["finetuned"])
+        assert 0.0 <= row["finetuned"]["50%"]["R@100"] <= 1.0
+        assert row["finetuned"]["50%"]["steps_run"] <= 2
+    assert set(grid["bm25"]) == {"20%", "50%"}
+    table3 = (tmp_path / "results" / "table3.md").read_text()
+    bow_line = next(line for line in table3.splitlines() if line.startswith("| BoW-MLP, none"))
+    assert "–" not in bow_line.split("|")[2]  # its zero-shot R@100 was measured
+    assert (tmp_path / "results" / "reproduce.png").stat().st_size > 10_000
+    capsys.readouterr()
+
+    recipe.main(argv)  # a second run finds every output and redoes nothing
+    out = capsys.readouterr().out
+    assert "none_512: " in out and "exists" in out
+    assert "fine-tuned" not in out and "zero-shot in" not in out
