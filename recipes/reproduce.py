@@ -12,8 +12,11 @@ Stages, each skipped where its output already exists (so the grid resumes where 
   pretrain  recipes/pretrain.py per cell -> runs/reproduce/CELL/model (checkpointed, resumable)
   evaluate  zero-shot and fine-tuned scores per cell and split -> runs/reproduce/CELL/*.json
   report    results/table3.md, results/table5.md, results/reproduce.json and the plots
+  ship      fully evaluated models to saved_models/ with measured cards, listed in
+            saved_models/shipped.json (the registry's list of shipped weights)
 
   python recipes/reproduce.py                      # everything not yet done
+  python recipes/reproduce.py --stages ship        # then ship what is fully evaluated
   python recipes/reproduce.py --cells ict_512,bfs_512 --stages pretrain
   python recipes/reproduce.py --stages report      # tables from the cells done so far
 """
@@ -26,6 +29,7 @@ import json
 import os
 import pathlib
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -36,7 +40,7 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-STAGES = ("data", "pretrain", "evaluate", "report")
+STAGES = ("data", "pretrain", "evaluate", "report", "ship")
 SPLITS = (0.01, 0.05, 0.8)
 
 
@@ -414,6 +418,150 @@ def stage_report(cells: List[str], args) -> None:
     print(f"wrote {args.results}/reproduce.json, table3.md, table5.md, reproduce.png")
 
 
+WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
+               "vocabulary learned from it (7,964 WordPiece tokens)")
+
+
+def card_metrics(row: dict, bm25: dict) -> dict:
+    """The measured tables of one model for its card: zero-shot and fine-tuned per split, BM25
+    on the same test questions (%)."""
+    tables = {}
+    for split, metrics in row["zero_shot"].items():
+        n = bm25[split]["num_queries"]
+        where = f"test part of the {split} split ({n:,} questions, all candidates), exact search"
+        tables[f"ReQA-SQuAD(dev) zero-shot, {where} (%)"] = {
+            c: round(100 * metrics[c], 2) for c in COLUMNS}
+        tuned = row["finetuned"].get(split)
+        if tuned:
+            tables[f"ReQA-SQuAD(dev) fine-tuned on the {split} split (a copy of these weights, "
+                   f"{tuned['steps_run']} steps), {where} (%)"] = {
+                c: round(100 * tuned[c], 2) for c in COLUMNS}
+        tables[f"BM25, {where} (%)"] = {c: round(100 * bm25[split][c], 2) for c in COLUMNS}
+    return tables
+
+
+def provenance(row: dict, meta: dict) -> str:
+    tower = ("one shared BoW-MLP tower (linear output, cosine / 0.05)" if row["encoder"] ==
+             "bow_mlp" else "one shared tiny BERT tower (mean pooling, cosine / 0.05)")
+    if row["pretraining"] == "none":
+        return f"no pretraining: {tower} initialised (seed 0); vocabulary from {WIKISPEEDIA}"
+    if row["pretraining"] == "mlm":
+        data = "MLM examples (masked-LM pretraining of the encoder)"
+    else:
+        pairs = meta.get("pairs", {})
+        data = (f"{LABELS[row['pretraining']]} pairs ({pairs.get('num_pairs', 0):,}; "
+                f"{pairs.get('make_pairs_config', {}).get('pairs_per_article')} per article)")
+    return (f"{data} from {WIKISPEEDIA}; {tower}, {row['train_steps']:,} steps x "
+            f"{meta.get('batch_size')} on CPU (the reproduce grid's budget)")
+
+
+def stage_ship(cells: List[str], args) -> None:
+    """Copies each fully evaluated grid model to saved_models/ (a shipped flagship stays: it is
+    the longer run of the same variant), writes its measured numbers into its card, and lists
+    it in saved_models/shipped.json, which the registry reads."""
+    from tt_zoo import registry
+    from tt_zoo.atomic_io import write_directory, write_text
+    from tt_zoo.export import METADATA_FILE, update_metadata
+
+    grid = collect(cells, args.runs, args.budget, args.splits)
+    shipped = json.loads(args.shipped.read_text()) if args.shipped.is_file() else {}
+    for name, row in grid["models"].items():
+        complete = (set(row["zero_shot"]) == set(grid["splits"]) == set(row["finetuned"]))
+        if not complete:
+            print(f"ship {name}: not fully evaluated yet")
+            continue
+        variant = row["variant"]
+        flagship = name.endswith("(flagship)")
+        if variant in FLAGSHIPS and not flagship and variant in shipped:
+            print(f"ship {name}: saved_models/{variant} is its longer run (flagship); the "
+                  "grid's equal-budget model stays in runs/")
+            continue
+        dest = args.shipped.parent / variant
+        if not flagship:
+            source = pathlib.Path(row["model_dir"])
+            if dest.exists():
+                current = _read_json(dest / METADATA_FILE) or {}
+                if current.get("name") != variant:
+                    sys.exit(f"ship {name}: {dest} exists and is not an export of {variant}; "
+                             "move it away first")
+
+            def copy(staging: pathlib.Path, source=source) -> None:
+                shutil.copytree(source, staging, dirs_exist_ok=True)
+
+            write_directory(dest, copy)
+        meta = update_metadata(dest, metrics=card_metrics(row, grid["bm25"]))
+        entry = {"artifact": variant, "sha256": meta["sha256"],
+                 "document_length": meta["document_length"],
+                 "query_length": meta["query_length"],
+                 "recipe": dataclasses.asdict(registry.RecipeSettings(
+                     batch_size=meta.get("batch_size") or args.budget.batch_size,
+                     steps=meta.get("train_steps") or 0,
+                     learning_rate=meta.get("learning_rate") or args.budget.learning_rate,
+                     pairs_per_article=args.budget.pairs_per_article,
+                     max_doc_tokens=args.budget.max_doc_tokens)),
+                 "provenance": shipped.get(variant, {}).get("provenance") if flagship
+                 else provenance(row, meta),
+                 "metrics": {f"R@100 {kind} {split}": round(100 * m["R@100"], 2)
+                             for kind, per_split in (("zero-shot", row["zero_shot"]),
+                                                     ("fine-tuned", row["finetuned"]))
+                             for split, m in per_split.items()}}
+        shipped[variant] = entry
+        print(f"ship {name}: saved_models/{variant} (sha256 {meta['sha256'][:12]}…)")
+    write_text(args.shipped, json.dumps(shipped, indent=2, sort_keys=True) + "\n")
+    if args.readme.is_file():
+        update_readme(args.readme, shipped_models_markdown(shipped, grid, args.shipped.parent))
+
+
+README_BEGIN = "<!-- shipped-models:begin (generated by recipes/reproduce.py --stages ship) -->"
+README_END = "<!-- shipped-models:end -->"
+
+
+def _directory_mib(path: pathlib.Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Path) -> str:
+    """The README's model list: every shipped model with its measured R@100 (%)."""
+    from tt_zoo import registry
+
+    splits = grid["splits"]
+    head = ("| name | tower | pretraining | zero-shot R@100 | "
+            + " | ".join(f"fine-tuned {s} R@100" for s in splits) + " | MiB |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name in sorted(shipped, key=lambda n: (n.startswith("bow"), n)):
+        entry = shipped[name]
+        metrics = entry.get("metrics", {})
+        spec = registry.get_spec(name)
+        tower = "BoW-MLP" if spec.encoder == "bow_mlp" else f"{spec.tower_size} BERT"
+        steps = entry.get("recipe", {}).get("steps", 0)
+        pretraining = LABELS[spec.pretraining] + (f", {steps:,} steps" if steps else "")
+        zero = metrics.get(f"R@100 zero-shot {splits[-1]}")
+        cells = [f"{metrics[f'R@100 fine-tuned {s}']:.1f}" if f"R@100 fine-tuned {s}" in metrics
+                 else "–" for s in splits]
+        lines.append(f"| `{name}` | {tower}, dim {spec.embedding_dim} | {pretraining} | "
+                     f"{'–' if zero is None else f'{zero:.1f}'} | " + " | ".join(cells)
+                     + f" | {_directory_mib(saved_models / entry['artifact']):.1f} |")
+    bm25 = grid["bm25"]
+    if bm25:
+        lines.append(f"| BM25 | – | – | {100 * bm25[splits[-1]]['R@100']:.1f} | "
+                     + " | ".join(f"{100 * bm25[s]['R@100']:.1f}" for s in splits) + " | – |")
+    return "\n".join(lines)
+
+
+def update_readme(readme: pathlib.Path, table: str) -> None:
+    """Replaces the text between the README's shipped-models markers with `table`."""
+    from tt_zoo.atomic_io import write_text
+
+    text = readme.read_text(encoding="utf-8")
+    if README_BEGIN not in text or README_END not in text:
+        print(f"{readme} has no shipped-models markers; its model list is left as it is")
+        return
+    head, rest = text.split(README_BEGIN, 1)
+    write_text(readme, head + README_BEGIN + "\n" + table + "\n" + README_END
+               + rest.split(README_END, 1)[1])
+    print(f"updated the model list in {readme}")
+
+
 def _budget_item(item: str):
     """FIELD=VALUE of the grid budget, the value cast to the field's type."""
     name, sep, value = item.partition("=")
@@ -430,8 +578,8 @@ def parse_args(argv=None):
                                 epilog="\n".join(__doc__.splitlines()[2:]))
     p.add_argument("--cells", default=",".join(CELLS),
                    help=f"comma-separated subset of: {', '.join(CELLS)}")
-    p.add_argument("--stages", default=",".join(STAGES),
-                   help=f"comma-separated subset of: {', '.join(STAGES)}")
+    p.add_argument("--stages", default="data,pretrain,evaluate,report",
+                   help=f"comma-separated subset of: {', '.join(STAGES)} (default: all but ship)")
     p.add_argument("--data", type=pathlib.Path,
                    default=pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" /
                                                        "data")),
@@ -441,6 +589,11 @@ def parse_args(argv=None):
     p.add_argument("--vocab", type=pathlib.Path,
                    default=REPO / "saved_models" / "vocab" / "vocab.txt")
     p.add_argument("--results", type=pathlib.Path, default=REPO / "results")
+    p.add_argument("--shipped", type=pathlib.Path,
+                   default=REPO / "saved_models" / "shipped.json",
+                   help="the shipped-model list the ship stage updates (its models go beside it)")
+    p.add_argument("--readme", type=pathlib.Path, default=REPO / "README.md",
+                   help="the README whose shipped-model list the ship stage regenerates")
     p.add_argument("--squad", type=pathlib.Path,
                    help="SQuAD v1.1 JSON of the ReQA evaluation ($TT_ZOO_DATA/squad/dev-v1.1.json)")
     p.add_argument("--splits", default=",".join(f"{f:g}" for f in SPLITS),
@@ -486,6 +639,8 @@ def main(argv=None) -> int:
         stage_evaluate(args.cell_list, args)
     if "report" in args.stage_list:
         stage_report(args.cell_list, args)
+    if "ship" in args.stage_list:
+        stage_ship(args.cell_list, args)
     return 0
 
 

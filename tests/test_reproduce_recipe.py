@@ -6,6 +6,8 @@ import pytest
 
 from conftest import data_file
 from helpers import load_recipe, tiny_vocab
+import tt_zoo
+from tt_zoo import registry
 
 
 @pytest.fixture(scope="module")
@@ -78,3 +80,18 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "none_512: " in out and "exists" in out
     assert "fine-tuned" not in out and "zero-shot in" not in out
+
+    shipped = tmp_path / "saved_models" / "shipped.json"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# models\n{recipe.README_BEGIN}\nold list\n{recipe.README_END}\nmore\n")
+    recipe.main(argv + ["--stages", "ship", "--shipped", str(shipped), "--readme", str(readme)])
+    text = readme.read_text()
+    assert "old list" not in text and "| `none_512` | tiny BERT, dim 512 | none |" in text
+    assert text.endswith(f"{recipe.README_END}\nmore\n") and "| BM25 |" in text
+    entries = registry.read_shipped(shipped)
+    assert set(entries) == {"none_512", "bow_mlp_none_512"}
+    model = tt_zoo.load(tmp_path / "saved_models" / "bow_mlp_none_512")
+    assert model.metadata["sha256"] == entries["bow_mlp_none_512"]["sha256"]
+    tables = model.metadata["metrics"]
+    assert any(t.startswith("ReQA-SQuAD(dev) fine-tuned on the 50% split") for t in tables)
+    assert "## Measured quality" in (model.path / "MODEL_CARD.md").read_text()

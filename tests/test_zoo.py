@@ -114,3 +114,23 @@ def test_corrupted_or_truncated_artifact_is_refused(exported, tmp_path):
     (missing / "metadata.json").unlink()
     with pytest.raises(ArtifactError, match="metadata.json is missing"):
         tt_zoo.load(missing)
+
+
+def test_shipped_list_is_read_from_saved_models(tmp_path):
+    from tt_zoo import registry
+
+    shipped = registry.read_shipped()
+    assert set(shipped) == set(tt_zoo.list_models(shipped_only=True))
+    entry = {"artifact": "x", "sha256": "0" * 64, "recipe": {"steps": 10}, "metrics": {"R@1": 0.5}}
+    path = tmp_path / "shipped.json"
+    path.write_text(json.dumps({"ict_512": entry}))
+    fields = registry.read_shipped(path)["ict_512"]
+    assert fields["recipe"].steps == 10 and fields["metrics"] == (("R@1", 0.5),)
+    for bad in ({"ict_1024": entry}, {"ict_512": {**entry, "weights": "x"}},
+                {"ict_512": {"sha256": "0"}}):
+        path.write_text(json.dumps(bad))
+        with pytest.raises(ValueError, match="shipped.json: entry"):
+            registry.read_shipped(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        registry.read_shipped(path)

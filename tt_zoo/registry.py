@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import json
 import pathlib
 from typing import Dict, List, Optional, Tuple
 
@@ -130,11 +131,6 @@ class ModelSpec:
                 f"{lengths} {export}")
 
 
-# Shipped artifacts: name -> (directory, sha256, provenance, measured metrics, recipe).
-# Filled in from real runs of recipes/pretrain.py; see each MODEL_CARD.md.
-_SHIPPED: Dict[str, dict] = {}
-
-
 def _build_registry() -> Dict[str, ModelSpec]:
     specs = {}
     for prefix, (encoder, size) in ENCODERS.items():
@@ -145,8 +141,7 @@ def _build_registry() -> Dict[str, ModelSpec]:
                 name = f"{prefix}{task}_{dim}"
                 specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
                                         embedding_dim=dim, pretraining=task,
-                                        options=_OPTIONS_BY_PREFIX[prefix],
-                                        **_SHIPPED.get(name, {}))
+                                        options=_OPTIONS_BY_PREFIX[prefix])
     return specs
 
 
@@ -170,31 +165,44 @@ def get_spec(name: str) -> ModelSpec:
 
 
 def register_shipped(name: str, **fields) -> None:
-    """Records a shipped artifact for a registered name (used by the registry data below)."""
-    _SHIPPED[name] = fields
+    """Records a shipped artifact for a registered name (`read_shipped` gives the fields)."""
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
 
 
-# -- What saved_models/ ships (trained by the recipes on ../shared/data; see each MODEL_CARD.md).
-_WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
-                "vocabulary learned from it (7,964 WordPiece tokens)")
-_CPU_RECIPE = RecipeSettings(batch_size=128, steps=3500, learning_rate=1e-3,
-                             pairs_per_article=128, vocab_size=8192, max_doc_tokens=96)
-register_shipped(
-    "ict_bfs_wlp_512", artifact="ict_bfs_wlp_512", document_length=128,
-    sha256="5c40d4b4dfd7bfff73e7e50bcab01a083c09fbcf97c6bacb189263dbd7a37b28",
-    recipe=_CPU_RECIPE,
-    provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
-               "tiny BERT tower (mean pooling, cosine / 0.05), 3,500 steps x 128 on CPU")
-register_shipped(
-    "bow_mlp_ict_bfs_wlp_512", artifact="bow_mlp_ict_bfs_wlp_512", document_length=128,
-    sha256="62c159079e0f314e87f00b88613d8889750e63c3d31a9925887aac3517b3b13e",
-    recipe=_CPU_RECIPE,
-    provenance=f"ICT+BFS+WLP pairs (567,239; 128 per article) from {_WIKISPEEDIA}; one shared "
-               "BoW-MLP tower (linear output, cosine / 0.05), 3,500 steps x 128 on CPU")
-register_shipped(
-    "none_512", artifact="none_512", document_length=128,
-    sha256="71683cede18d29d240416a566927761020150b4c2ccafc0f43d32e9432317aa3",
-    recipe=RecipeSettings(batch_size=128, steps=0, vocab_size=8192),
-    provenance=f"no pretraining: a shared tiny BERT tower (mean pooling, cosine) initialised "
-               f"(seed 0); vocabulary from {_WIKISPEEDIA}")
+# -- What saved_models/ ships: saved_models/shipped.json, name -> artifact directory, sha256 of
+# its files, recipe settings, provenance and measured metrics (written by `recipes/reproduce.py
+# --stages ship` from real runs; see each MODEL_CARD.md).
+SHIPPED_FILE = SAVED_MODELS_DIR / "shipped.json"
+_SHIPPED_FIELDS = ("artifact", "sha256", "document_length", "query_length", "recipe",
+                   "provenance", "metrics")
+
+
+def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
+    """The `ModelSpec` fields of every shipped artifact listed in ``path`` ({} if absent).
+
+    Raises:
+      ValueError: naming the file and the entry, when an entry is malformed.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({e}).") from e
+    shipped = {}
+    for name, entry in entries.items():
+        unknown = sorted(set(entry) - set(_SHIPPED_FIELDS))
+        if name not in REGISTRY or unknown or "artifact" not in entry:
+            raise ValueError(f"{path}: entry {name!r} must name a registered variant and hold "
+                             f"'artifact' and only {', '.join(_SHIPPED_FIELDS)} "
+                             f"(unknown: {unknown}).")
+        fields = dict(entry)
+        if "recipe" in fields:
+            fields["recipe"] = RecipeSettings(**fields["recipe"])
+        fields["metrics"] = tuple(sorted(fields.get("metrics", {}).items()))
+        shipped[name] = fields
+    return shipped
+
+
+for _name, _fields in read_shipped().items():
+    register_shipped(_name, **_fields)
