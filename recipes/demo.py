@@ -25,11 +25,14 @@ import evaluate as evaluate_recipe  # noqa: E402  (recipes/evaluate.py: ReQA loa
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="ict_bfs_wlp_512")
-    parser.add_argument("--squad", default=evaluate_recipe.default_squad_path())
+    parser.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
+                                        "dev-v1.1.json)")
     parser.add_argument("--backend", default="scann", choices=("scann", "brute_force"))
     parser.add_argument("--questions", type=int, default=3, help="questions to show")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
+    if args.squad and not pathlib.Path(args.squad).is_file():
+        parser.error(f"--squad: {args.squad} does not exist")
 
     import tt_zoo
     from tt_zoo import bm25, retrieval_metrics

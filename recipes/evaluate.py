@@ -18,6 +18,7 @@ import os
 import pathlib
 import sys
 import time
+from typing import Optional
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
@@ -48,8 +49,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[5:]))
-    p.add_argument("--squad", default=default_squad_path(),
-                   help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
+    p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
+                                   "dev-v1.1.json, else SQuAD validation from Hugging Face)")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
                    help="a registered model name or a saved model directory (repeatable)")
     p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
@@ -76,14 +77,23 @@ def parse_args(argv=None):
         p.error("--record-card writes into export directories: give each --model as a path")
     if args.limit_questions is not None and args.limit_questions < 1:
         p.error(f"--limit-questions must be at least 1 (got {args.limit_questions})")
+    if args.squad and not pathlib.Path(args.squad).is_file():
+        p.error(f"--squad: {args.squad} does not exist")
     return args
 
 
-def load_reqa(path: str):
+def load_reqa(path: Optional[str] = None):
+    """ReQA from the SQuAD file a user named (which must exist), or by default from
+    $TT_ZOO_DATA/squad/dev-v1.1.json, else from Hugging Face datasets (online only)."""
     _, reqa_lib, _ = _libs()
-    if pathlib.Path(path).exists():
+    if path is not None:
+        if not pathlib.Path(path).is_file():
+            raise FileNotFoundError(f"SQuAD file {path} does not exist.")
         return reqa_lib.build_reqa(path)
-    print(f"{path} is absent; loading SQuAD validation from Hugging Face datasets instead.",
+    default = default_squad_path()
+    if pathlib.Path(default).is_file():
+        return reqa_lib.build_reqa(default)
+    print(f"{default} is absent; loading SQuAD validation from Hugging Face datasets instead.",
           file=sys.stderr)
     return reqa_lib.load_squad_from_hf("validation")
 

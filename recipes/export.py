@@ -80,7 +80,7 @@ def load_corpus(corpus: str):
     if corpus == "squad":
         sys.path.insert(0, str(REPO / "recipes"))
         import evaluate as evaluate_recipe
-        reqa = evaluate_recipe.load_reqa(evaluate_recipe.default_squad_path())
+        reqa = evaluate_recipe.load_reqa()
         cands = reqa.candidates
         return ([str(i) for i in range(len(cands))], [c.sentence for c in cands],
                 [c.passage for c in cands])
@@ -99,6 +99,13 @@ def load_corpus(corpus: str):
 
 def main(argv=None):
     args = parse_args(argv)
+    try:
+        export(args)
+    except FileExistsError as e:
+        sys.exit(str(e))
+
+
+def export(args):
     import tt_zoo
     import tt_zoo.zoo
     from tt_zoo.export import QueryEncoder, export_saved_model
@@ -126,8 +133,8 @@ def main(argv=None):
             print(f"saved index to {args.index_output}")
         if args.retrieve_output:
             query_encoder = QueryEncoder(keras_model)
-            export_retrieval_model(query_encoder, embeddings, ids, args.retrieve_output, k=args.k, backend=args.backend,
-                                   overwrite=True)
+            export_retrieval_model(query_encoder, embeddings, ids, args.retrieve_output,
+                                   k=args.k, backend=args.backend)
             print(f"exported retrieve SavedModel ({args.backend}, k={args.k}) to "
                   f"{args.retrieve_output}")
 

@@ -128,6 +128,14 @@ def parse_args(argv=None):
             p.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if not args.learning_rate > 0:
         p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+    if args.output:
+        from tt_zoo.atomic_io import check_replaceable
+        from tt_zoo.export import is_model_export
+        try:  # before fine-tuning, so the run never ends in a refused write
+            check_replaceable(args.output, is_replaceable=is_model_export,
+                              what="tt_zoo model export")
+        except FileExistsError as e:
+            p.error(f"--output: {e}")
     if args.init == "none":
         args.vocab = args.vocab or default_vocab_path()
         if not pathlib.Path(args.vocab).is_file():
@@ -248,8 +256,10 @@ def main(argv=None) -> dict:
                                        "batch_size", "requested_batch_size", "learning_rate",
                                        "seconds", "train_pairs_per_s")}
     if args.output:
-        metadata = {**info, "training_data": f"ReQA {reqa.source}: training part of the {where} "
-                                             f"({len(split.train)} questions)",
+        # The export records the lineage itself (base model name, sha256, steps, date).
+        metadata = {**{k: v for k, v in info.items() if k != "base_model"},
+                    "training_data": f"ReQA {reqa.source}: training part of the {where} "
+                                     f"({len(split.train)} questions)",
                     "finetune": training, "train_steps": result["steps_run"],
                     "batch_size": result["batch_size"], "learning_rate": args.learning_rate,
                     "train_wall_time_s": round(result["seconds"], 1),

@@ -27,6 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tt_zoo  # noqa: E402,F401  (checks the Keras 2 setup)
 from tt_zoo import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
 from tt_zoo.articles import ReadReport  # noqa: E402
+from tt_zoo.atomic_io import check_replaceable, write_directory  # noqa: E402
 
 PAIR_TASKS = ("ict", "bfs", "wlp")
 
@@ -101,7 +102,7 @@ def make_pairs_local(args, config):
 
     counters = collections.Counter()
     pairs = pretraining_tasks.generate_pairs(articles, config, counters)
-    manifest = pairs_io.write_pair_shards(pairs, args.output, args.num_shards,
+    manifest = pairs_io.write_pair_shards(pairs, args.write_to, args.num_shards,
                                           config=_config_json(config, args),
                                           progress=not args.no_progress)
     return manifest, reports[-1].as_dict(), dict(sorted(counters.items()))
@@ -109,7 +110,7 @@ def make_pairs_local(args, config):
 
 def make_pairs_beam(args, config):
     from tt_zoo import beam_pairs  # noqa: PLC0415 (Beam is an optional extra)
-    manifest = beam_pairs.run_beam_pipeline(args.input, args.output, config, args.num_shards,
+    manifest = beam_pairs.run_beam_pipeline(args.input, args.write_to, config, args.num_shards,
                                             runner=args.beam_runner, pipeline_args=args.beam_arg,
                                             limit=args.limit)
     return manifest, manifest["read_report"], manifest["generator_counters"]
@@ -127,7 +128,7 @@ def make_mlm(args):
     config = {"tasks": ["mlm"], "seq_length": seq_length, "seed": args.seed,
               "max_doc_tokens": args.max_doc_tokens, "source": str(args.input),
               "limit": args.limit, "vocab": args.vocab}
-    return pairs_io.write_mlm_shards(examples, args.output, args.num_shards, config=config,
+    return pairs_io.write_mlm_shards(examples, args.write_to, args.num_shards, config=config,
                                      progress=not args.no_progress), report.as_dict()
 
 
@@ -140,7 +141,28 @@ def _config_json(config, args) -> dict:
 
 
 def main(argv=None) -> int:
+    """Writes the new output beside --output and swaps it in only when complete: a failed or
+    killed rerun leaves the previous pairs as they were (remote paths such as gs:// are written
+    in place)."""
     args = parse_args(argv)
+    if "://" in args.output:
+        args.write_to = args.output
+        return make(args)
+    what = "pair directory (recipes/make_pairs.py output)"
+    try:
+        check_replaceable(args.output, is_replaceable=pairs_io.is_pair_directory, what=what)
+    except FileExistsError as e:
+        sys.exit(f"--output: {e}")
+
+    def build(staging):
+        args.write_to = str(staging)
+        make(args)
+
+    write_directory(args.output, build, is_replaceable=pairs_io.is_pair_directory, what=what)
+    return 0
+
+
+def make(args) -> int:
     start = time.perf_counter()
     if args.tasks == ("mlm",):
         manifest, read_report = make_mlm(args)
@@ -160,7 +182,7 @@ def main(argv=None) -> int:
     wall = time.perf_counter() - start
     n = manifest["num_records"]
 
-    stats = pair_stats.compute_pair_stats(pairs_io.iter_pair_records(args.output), args.vocab,
+    stats = pair_stats.compute_pair_stats(pairs_io.iter_pair_records(args.write_to), args.vocab,
                                           read_report=read_report, generator_counters=counters,
                                           progress=not args.no_progress)
     runner = "local" if args.runner == "local" else f"beam:{args.beam_runner}"
@@ -168,7 +190,7 @@ def main(argv=None) -> int:
                         "pairs_per_s": round(n / wall, 1) if wall > 0 else None,
                         "num_pairs": n, "num_shards": manifest["num_shards"],
                         "config": manifest["config"]})
-    stats.save(os.path.join(args.output, "stats.json"))
+    stats.save(os.path.join(args.write_to, "stats.json"))
     print(pair_stats.format_table(stats))
     print(f"{n:,} pairs in {manifest['num_shards']} shards at {args.output}")
     print(f"runner {runner}: wall time {wall:.1f} s (read + generate + write), "

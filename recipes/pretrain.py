@@ -31,8 +31,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from tt_zoo import registry, training  # noqa: E402
-from tt_zoo.atomic_io import write_text  # noqa: E402
-from tt_zoo.export import export_saved_model  # noqa: E402
+from tt_zoo.atomic_io import check_replaceable, write_text  # noqa: E402
+from tt_zoo.export import export_saved_model, is_model_export  # noqa: E402
 from tt_zoo.zoo import build_untrained  # noqa: E402
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -163,6 +163,12 @@ def main(argv=None):
                  "(recipes/make_pairs.py --tasks mlm)")
     if not os.path.isfile(args.vocab):
         sys.exit(f"vocabulary {args.vocab} not found (recipes/learn_vocab.py writes one)")
+    if args.export:
+        try:  # before training, so an hour's run never ends in a refused write
+            check_replaceable(args.export, is_replaceable=is_model_export,
+                              what="tt_zoo model export")
+        except FileExistsError as e:
+            sys.exit(f"--export: {e}")
 
     workdir = pathlib.Path(args.workdir or REPO / "runs" / "pretrain" / spec.name)
     training.enable_checkpointable_randomness(args.seed)
@@ -182,10 +188,13 @@ def main(argv=None):
     result = None
     if steps and spec.pretraining == "mlm":
         from tt_zoo.mlm import pretrain_mlm
-        result = pretrain_mlm(model, args.mlm_examples, steps=steps, batch=batch,
-                              learning_rate=lr, warmup_fraction=warmup, strategy=strategy,
-                              workdir=str(workdir), checkpoint_every=args.checkpoint_every,
-                              seed=args.seed, progress=not args.no_progress)
+        try:
+            result = pretrain_mlm(model, args.mlm_examples, steps=steps, batch=batch,
+                                  learning_rate=lr, warmup_fraction=warmup, strategy=strategy,
+                                  workdir=str(workdir), checkpoint_every=args.checkpoint_every,
+                                  seed=args.seed, progress=not args.no_progress)
+        except training.SettingsMismatchError as e:
+            sys.exit(str(e))
     elif steps:
         from tt_zoo.step_data import cached_tokenize_pair_set, step_batches
         arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,

@@ -218,6 +218,8 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     import tt_zoo
     reloaded = tt_zoo.load(str(tmp_path / "model2"))
     assert reloaded.keras_model.document_preprocessor.seq_length == 24
+    lineage = reloaded.metadata["base_model"]  # the card names what it was fine-tuned from
+    assert lineage["path"] == str(tmp_path / "model") and lineage["sha256"]
     with pytest.raises(ValueError, match="covers at most 32 positions"):
         recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
                      "--train-fraction", "0.5", "--steps", "1", "--document-length", "64"])

@@ -91,15 +91,20 @@ def test_save_load_round_trip(tmp_path, backend):
     np.testing.assert_array_equal(got_scores, want_scores)
 
 
-def test_save_refuses_existing_path_unless_overwrite(tmp_path):
+def test_save_replaces_an_index_but_refuses_a_users_folder(tmp_path):
     index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
     index.save(tmp_path / "idx")
-    with pytest.raises(FileExistsError, match="idx"):
-        index.save(tmp_path / "idx")
-    EmbeddingIndex(CANDIDATES[::-1].copy(), IDS, backend="brute_force").save(
-        tmp_path / "idx", overwrite=True)
+    EmbeddingIndex(CANDIDATES[::-1].copy(), IDS, backend="brute_force").save(tmp_path / "idx")
     assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1)[0] == [["c1"], ["c0"]]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("keep")
+    with pytest.raises(FileExistsError, match="mine.*not a saved tt_zoo EmbeddingIndex"):
+        index.save(mine)
+    assert (mine / "thesis.tex").read_text() == "keep"
+    index.save(mine, overwrite=True)
+    assert not (mine / "thesis.tex").exists()
 
 
 def test_failed_save_leaves_nothing(tmp_path, monkeypatch):

@@ -36,6 +36,8 @@ MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
+# TF Serving's REST API uses "serving_default" when a request names no signature.
+DEFAULT_SIGNATURE = "serving_default"  # = encode_query
 
 
 class _ServingModule(tf.Module):
@@ -147,13 +149,22 @@ def _without_keras_traces():
                                                       in_tf_saved_model_scope=True)
 
 
-def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None) -> dict:
+def is_model_export(path) -> bool:
+    """Whether `path` holds a tt_zoo model export (which a new export may replace)."""
+    path = pathlib.Path(path)
+    return all((path / name).is_file() for name in (METADATA_FILE, CONFIG_FILE, "saved_model.pb"))
+
+
+def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None, *,
+                       overwrite: bool = False) -> dict:
     """Exports a model for serving, atomically (built in a temp dir, then renamed).
 
     Args:
       model: a built `TwoTowerModel`.
-      path: the export directory (replaced if it exists).
+      path: the export directory: new, empty, or an earlier tt_zoo export (replaced); any
+        other existing folder is refused (FileExistsError) unless `overwrite`.
       metadata: extra fields for metadata.json (name, training data, steps, metrics, ...).
+      overwrite: replace whatever is at `path`.
 
     Returns:
       the metadata written, including the artifact's sha256.
@@ -165,7 +176,9 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         module = _ServingModule(serving_model)
         with _without_keras_traces():
             tf.saved_model.save(module, str(staging),
-                                signatures={name: getattr(module, name) for name in SIGNATURES})
+                                signatures={DEFAULT_SIGNATURE: module.encode_query,
+                                            **{name: getattr(module, name)
+                                               for name in SIGNATURES}})
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(serving_model.artifact_config(), f)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and
@@ -173,24 +186,26 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         (staging / "assets").mkdir(exist_ok=True)
         (staging / "assets" / VOCAB_ASSET).write_text(
             "\n".join(serving_model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
+        # What these weights are (derived here) overrides anything passed in `metadata`.
+        meta.update(metadata or {})
         meta.update({
             "embedding_dim": serving_model.embedding_dim,
             "parameters": count_parameters(serving_model),
             "query_length": serving_model.query_preprocessor.seq_length,
             "document_length": serving_model.document_preprocessor.seq_length,
             "vocab_size": serving_model.query_preprocessor.vocab_size,
-            "signatures": list(SIGNATURES),
+            "signatures": [DEFAULT_SIGNATURE, *SIGNATURES],
             "versions": library_versions(),
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"),
-            **(metadata or {}),
         })
         meta["sha256"] = artifact_digest(staging)
         with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
         (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
 
-    write_directory(path, build)
+    write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
+                    what="tt_zoo model export")
     return meta
 
 
@@ -225,7 +240,8 @@ def render_model_card(meta: dict) -> str:
              "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
              "Embedding-based Large-scale Retrieval*, ICLR 2020).", "",
              "| field | value |", "| --- | --- |"]
-    for key in ("encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
+    for key in ("base_model", "fine_tuning",
+                "encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
                 "query_length", "document_length", "vocab_size", "parameters", "training_data",
                 "pairs",
                 "train_steps", "batch_size", "pairs_seen", "learning_rate", "dtype_policy",
@@ -255,8 +271,10 @@ def render_model_card(meta: dict) -> str:
               "index = model.index(passages)", "hits = index.search([\"a question\"], k=10)",
               "```", "",
               "Serving: `saved_model_cli show --dir . --all` lists the signatures "
-              f"{', '.join(SIGNATURES)}; they take raw strings (tensorflow-text ops in the "
-              "graph).", ""]
+              f"{DEFAULT_SIGNATURE} (= encode_query), {', '.join(SIGNATURES)}; they take raw "
+              "strings and tokenize in the graph with tensorflow-text ops, so a process that "
+              "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
+              "first (TF Serving images built with tensorflow-text have the ops).", ""]
     return "\n".join(lines)
 
 
@@ -283,7 +301,7 @@ def load_keras_model(path) -> TwoTowerModel:
     try:
         status = tf.train.Checkpoint(model=model).read(str(path / "variables" / "variables"))
         status.expect_partial().assert_existing_objects_matched()
-    except (tf.errors.OpError, ValueError, AssertionError) as e:
+    except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
         first = str(e).splitlines()[0] if str(e) else ""
         raise ValueError(f"Could not restore the weights of {path} ({type(e).__name__}: "
                          f"{first}).") from e

@@ -35,6 +35,7 @@ from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before Te
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 
 from tt_zoo.atomic_io import write_directory  # noqa: E402
+from tt_zoo.errors import ArtifactError  # noqa: E402
 
 BACKENDS = ("scann", "brute_force")
 INDEX_FORMAT = "tt_zoo.EmbeddingIndex"
@@ -53,7 +54,7 @@ MIN_PARTITIONED_SIZE = 1000
 _BRUTE_FORCE_QUERY_CHUNK = 1024
 
 
-class IndexFileError(ValueError):
+class IndexFileError(ArtifactError):
     """A saved index or retrieval model directory is missing a file or holds a corrupt one."""
 
 
@@ -212,14 +213,16 @@ def _sha256(path: pathlib.Path) -> str:
     return digest.hexdigest()
 
 
-def _hash_tree(root: pathlib.Path, skip: Sequence[str] = ()) -> dict:
-    """sha256 of every file under `root`, keyed by its POSIX path relative to `root`."""
-    return {p.relative_to(root).as_posix(): _sha256(p)
-            for p in sorted(root.rglob("*")) if p.is_file()
-            and p.relative_to(root).as_posix() not in skip}
+def hash_files(root: pathlib.Path, only: Optional[Sequence[str]] = None,
+               skip: Sequence[str] = ()) -> dict:
+    """sha256 of every file under `root` (or of the `only` ones), keyed by its POSIX path
+    relative to `root`."""
+    paths = [root / name for name in only] if only is not None else sorted(root.rglob("*"))
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in paths
+            if p.is_file() and p.relative_to(root).as_posix() not in skip}
 
 
-def _verify_files(root: pathlib.Path, expected: dict, config_file: pathlib.Path) -> None:
+def verify_files(root: pathlib.Path, expected: dict, config_file: pathlib.Path) -> None:
     for relative, digest in expected.items():
         path = root / relative
         if not path.is_file():
@@ -230,7 +233,7 @@ def _verify_files(root: pathlib.Path, expected: dict, config_file: pathlib.Path)
                                  f"recorded in {config_file}.")
 
 
-def _read_json(path: pathlib.Path) -> dict:
+def read_json(path: pathlib.Path) -> dict:
     if not path.is_file():
         raise IndexFileError(f"{path} is missing; is {path.parent} a saved tt_zoo index?")
     try:
@@ -242,7 +245,7 @@ def _read_json(path: pathlib.Path) -> dict:
     return config
 
 
-def _write_json(path: pathlib.Path, config: dict) -> None:
+def write_json(path: pathlib.Path, config: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
 
@@ -409,11 +412,13 @@ class EmbeddingIndex:
                 "num_candidates": len(self),
                 "dim": self.dim,
                 "scann": self.scann_config.to_json() if self.scann_config else None,
-                "files": _hash_tree(tmp),
+                "files": hash_files(tmp),
             }
-            _write_json(tmp / INDEX_CONFIG_FILE, config)
+            write_json(tmp / INDEX_CONFIG_FILE, config)
 
-        return write_directory(path, build, overwrite)
+        return write_directory(
+            path, build, overwrite=overwrite, what="saved tt_zoo EmbeddingIndex",
+            is_replaceable=lambda p: (p / INDEX_CONFIG_FILE).is_file())
 
     @classmethod
     def load(cls, path) -> "EmbeddingIndex":
@@ -422,7 +427,7 @@ class EmbeddingIndex:
         if not root.is_dir():
             raise IndexFileError(f"{root} is not a directory holding a saved tt_zoo index.")
         config_file = root / INDEX_CONFIG_FILE
-        config = _read_json(config_file)
+        config = read_json(config_file)
         if config.get("format") != INDEX_FORMAT:
             raise IndexFileError(f"{config_file}: format is {config.get('format')!r}, "
                                  f"expected {INDEX_FORMAT!r}.")
@@ -438,7 +443,7 @@ class EmbeddingIndex:
             raise IndexFileError(f"{config_file} is malformed: {e!r}.") from e
         if IDS_FILE not in files:
             raise IndexFileError(f"{config_file} lists no {IDS_FILE}.")
-        _verify_files(root, files, config_file)
+        verify_files(root, files, config_file)
 
         ids_path = root / IDS_FILE
         try:
@@ -645,15 +650,17 @@ def save_retrieval_module(module: RetrievalModule, path, overwrite: bool = False
             namespace_whitelist=["Scann"] if needs_scann else None)
         tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve},
                             options=options)
-        _write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings)
+        write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings)
 
-    return write_directory(path, build, overwrite)
+    return write_directory(
+        path, build, overwrite=overwrite, what="tt_zoo retrieve SavedModel",
+        is_replaceable=lambda p: (p / RETRIEVAL_CONFIG_FILE).is_file())
 
 
 def load_retrieval_model(path):
     """Loads a `retrieve` SavedModel, registering ScaNN's TF ops first when it needs them."""
     root = pathlib.Path(path)
-    settings = _read_json(root / RETRIEVAL_CONFIG_FILE)
+    settings = read_json(root / RETRIEVAL_CONFIG_FILE)
     if settings.get("needs_scann_ops"):
         import scann  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     return tf.saved_model.load(str(root))

@@ -87,7 +87,9 @@ def pretrain_mlm(model, examples_dir: str, *, steps: int, batch: int, learning_r
         steps=steps, global_batch=batch,
         settings={"batch_size": batch, "learning_rate": learning_rate, "steps": steps,
                   "warmup_fraction": warmup_fraction, "seed": seed,
-                  "examples": os.path.abspath(examples_dir)},
+                  "examples": os.path.abspath(examples_dir),
+                  "encoder": model.query_tower.get_config(),
+                  "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256},
         checkpoint_dir=f"{workdir}/mlm_checkpoints", checkpoint_every=checkpoint_every,
         log_dir=f"{workdir}/mlm_logs", progress=progress)
     if not model.share_towers:

@@ -159,15 +159,15 @@ class TwoTowerModel(tfrs.Model):
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Embeds query strings; returns float32 [len(texts), dim]."""
-        texts = _as_string_list(texts, "texts")
+        texts = as_string_list(texts, "texts")
         return self._encode_batches(lambda s, e: self._embed_queries_fn(tf.constant(texts[s:e])),
                                     len(texts), batch_size)
 
     def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
                          batch_size: int = 256) -> np.ndarray:
         """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim]."""
-        texts = _as_string_list(texts, "texts")
-        titles = [""] * len(texts) if titles is None else _as_string_list(titles, "titles")
+        texts = as_string_list(texts, "texts")
+        titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
         if len(titles) != len(texts):
             raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
         return self._encode_batches(
@@ -229,7 +229,9 @@ class TwoTowerModel(tfrs.Model):
               F.DOC_TEXT: tf.constant(["a"])}, training=False)
 
 
-def _as_string_list(values, name: str) -> list:
+def as_string_list(values, name: str) -> list:
+    """`values` as a list of strings; a bare string (a sequence of characters) or a non-string
+    item raises TypeError naming `name`. Every API that takes texts checks them here."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of strings, not a single string ({values!r}).")
     values = list(values)
@@ -286,7 +288,7 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
                          normalize_embeddings=normalize_embeddings)
 
 
-def save_model(model: TwoTowerModel, path: str) -> None:
+def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None:
     """Saves config (with the vocabulary) and weights to a directory, atomically.
 
     The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
@@ -297,7 +299,10 @@ def save_model(model: TwoTowerModel, path: str) -> None:
             json.dump(model.artifact_config(), f)
         model.save_weights(str(staging / WEIGHTS_PREFIX))
 
-    write_directory(path, build)
+    write_directory(path, build, overwrite=overwrite,
+                    is_replaceable=lambda p: ((p / CONFIG_FILE).is_file()
+                                              and (p / WEIGHTS_PREFIX).parent.is_dir()),
+                    what="saved tt_zoo model")
 
 
 def load_model(path: str) -> TwoTowerModel:

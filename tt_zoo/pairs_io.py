@@ -108,6 +108,15 @@ def _as_list(value) -> list:
 # --------------------------------------------------------------------------- writing
 
 
+def is_pair_directory(path) -> bool:
+    """Whether `path` holds pairs or MLM examples written by this module (a manifest or shards),
+    which a new `recipes/make_pairs.py` run may replace."""
+    path = str(path)
+    return tf.io.gfile.exists(os.path.join(path, MANIFEST)) or any(
+        tf.io.gfile.glob(os.path.join(path, f"{prefix}-*-of-*"))
+        for prefix in (PAIRS_PREFIX, MLM_PREFIX))
+
+
 def _clear_previous_output(output_dir: str, prefix: str) -> None:
     """Removes an old manifest first (so a half-overwritten directory reads as incomplete),
     then old shards and leftover temporary files of ``prefix``."""

@@ -112,6 +112,18 @@ def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: 
     write_text(path, json.dumps(settings, indent=2, sort_keys=True))
 
 
+def remove_checkpoint_debris(checkpoint_dir: str) -> List[str]:
+    """Removes the ``*_temp*`` folders a checkpoint write leaves when killed midway (TF writes
+    ``ckpt-N_temp/`` then merges it into ``ckpt-N``); returns what it removed."""
+    removed = []
+    if tf.io.gfile.isdir(checkpoint_dir):
+        for path in tf.io.gfile.glob(os.path.join(checkpoint_dir, "*_temp*")):
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+                removed.append(path)
+    return removed
+
+
 class _ProgressAndScalars(tf.keras.callbacks.Callback):
     """tqdm bar with loss and pairs/s; TensorBoard scalars every `log_every` steps; step times."""
 
@@ -200,11 +212,20 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     optimizer = model.optimizer
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
                                      dropout_generators=dropout_generators(model))
+    for debris in remove_checkpoint_debris(checkpoint_dir):
+        log(f"removed {debris}, a checkpoint write cut off by an earlier kill")
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
     if manager.latest_checkpoint:
         check_run_settings(checkpoint_dir, settings, resuming=True)
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        try:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise SettingsMismatchError(
+                f"The checkpoint {manager.latest_checkpoint} does not fit this model ({first}). "
+                "Resume with the model it was trained with, or start a new run with another "
+                "--workdir.") from None
         log(f"resuming from {manager.latest_checkpoint} at step "
             f"{int(optimizer.iterations.numpy())}")
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 import pathlib
@@ -12,13 +13,13 @@ import numpy as np
 
 from tt_zoo import export as export_lib
 from tt_zoo.atomic_io import write_directory
+from tt_zoo.errors import ArtifactError
+from tt_zoo.models import as_string_list
 from tt_zoo.registry import ModelSpec, get_spec
 
 PASSAGES_FILE = "passages.jsonl"
-
-
-class ArtifactError(ValueError):
-    """A saved model directory is missing, incomplete or does not match its recorded sha256."""
+TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
+TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -29,6 +30,11 @@ class Hit:
     score: float
     text: str
     title: str = ""
+
+
+def _is_text_index(path: pathlib.Path) -> bool:
+    return (path / TEXT_INDEX_FILE).is_file() or ((path / PASSAGES_FILE).is_file()
+                                                  and (path / "embeddings").is_dir())
 
 
 class TextIndex:
@@ -61,28 +67,66 @@ class TextIndex:
             results.append(hits)
         return results
 
-    def save(self, path) -> pathlib.Path:
-        """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages."""
+    def save(self, path, overwrite: bool = False) -> pathlib.Path:
+        """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages.
+
+        `path` must be new, empty or an earlier saved TextIndex (replaced atomically); any other
+        existing folder is refused (FileExistsError) unless `overwrite`.
+        """
+        from tt_zoo.index import hash_files, write_json
+
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
             with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
                     f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
+            write_json(staging / TEXT_INDEX_FILE, {"format": TEXT_INDEX_FORMAT,
+                                                   "files": hash_files(staging, [PASSAGES_FILE])})
 
-        path = write_directory(path, build)
-        return path
+        return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
+                               what="saved tt_zoo TextIndex")
 
     @classmethod
     def load(cls, path, model: "ZooModel") -> "TextIndex":
-        from tt_zoo.index import EmbeddingIndex
+        """Loads a directory written by `save`, checking every file against its sha256."""
+        from tt_zoo.index import EmbeddingIndex, read_json, verify_files
         path = pathlib.Path(path)
-        if not (path / PASSAGES_FILE).is_file():
-            raise ArtifactError(f"{path} is not a saved TextIndex: {PASSAGES_FILE} is missing.")
+        manifest_path = path / TEXT_INDEX_FILE
+        if not manifest_path.is_file():
+            raise ArtifactError(f"{path} is not a saved TextIndex (or was saved by a tt_zoo "
+                                f"without {TEXT_INDEX_FILE}; save it again): "
+                                f"{manifest_path} is missing.")
+        manifest = read_json(manifest_path)
+        files = manifest.get("files")
+        if manifest.get("format") != TEXT_INDEX_FORMAT or not isinstance(files, dict) or (
+                PASSAGES_FILE not in files):
+            raise ArtifactError(f"{manifest_path} is not a {TEXT_INDEX_FORMAT} manifest listing "
+                                f"{PASSAGES_FILE}.")
+        verify_files(path, files, manifest_path)
         embedding_index = EmbeddingIndex.load(path / "embeddings")
-        rows = [json.loads(line) for line in open(path / PASSAGES_FILE, encoding="utf-8")]
-        if [r["id"] for r in rows] != list(embedding_index.ids):
-            raise ArtifactError(f"{path}: {PASSAGES_FILE} does not match the index's ids.")
-        return cls(model, embedding_index, [r["text"] for r in rows], [r["title"] for r in rows])
+        rows = []
+        passages_path = path / PASSAGES_FILE
+        with open(passages_path, encoding="utf-8") as f:
+            try:
+                for line_no, line in enumerate(f, 1):
+                    row = json.loads(line)
+                    rows.append((row["id"], row["title"], row["text"]))
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+                raise ArtifactError(f"{passages_path}: line {len(rows) + 1} is not a passage "
+                                    f"record with id, title, text ({e!r}).") from e
+        if [r[0] for r in rows] != list(embedding_index.ids):
+            raise ArtifactError(f"{passages_path} does not match the ids of {path / 'embeddings'}.")
+        return cls(model, embedding_index, [r[2] for r in rows], [r[1] for r in rows])
+
+
+# Facts about a model that fine-tuning does not change.
+_INHERITED_FIELDS = ("encoder", "tower_size", "pretraining", "model_options", "license")
+
+
+def optimizer_steps(keras_model) -> int:
+    """Optimizer steps taken since the model was built or loaded (0 without an optimizer)."""
+    optimizer = getattr(keras_model, "optimizer", None)
+    return 0 if optimizer is None else int(optimizer.iterations.numpy())
 
 
 class ZooModel:
@@ -136,8 +180,10 @@ class ZooModel:
         `embeddings` skips the encoding when the passages' embeddings are already at hand.
         """
         from tt_zoo.index import EmbeddingIndex
-        passages = list(passages)
-        titles = [""] * len(passages) if titles is None else list(titles)
+        passages = as_string_list(passages, "passages")
+        titles = [""] * len(passages) if titles is None else as_string_list(titles, "titles")
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"ids must be a sequence of ids, not a single string ({ids!r}).")
         ids = [str(i) for i in range(len(passages))] if ids is None else [str(i) for i in ids]
         if embeddings is None:
             embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
@@ -153,12 +199,32 @@ class ZooModel:
     def fit(self, *args, **kwargs):
         return self.keras_model.fit(*args, **kwargs)
 
-    def export(self, path, metadata: Optional[dict] = None) -> dict:
-        """Writes a serving SavedModel (see `tt_zoo.export`)."""
-        meta = dict(self.metadata)
-        meta.pop("sha256", None)
+    def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
+        """Writes a serving SavedModel (see `tt_zoo.export.export_saved_model`).
+
+        Weights unchanged since loading keep this model's card. Weights trained since (its
+        optimizer has taken steps, e.g. after `compile` and `fit`) get a card of their own: their
+        lineage (the base model's name, sha256 and training; the steps taken here, and when),
+        the architecture facts that still hold, and none of the base model's metrics, which
+        were not measured on these weights. `metadata` adds what it was fine-tuned on and any
+        metric measured on the new weights.
+        """
+        steps = optimizer_steps(self.keras_model)
+        if steps == 0:
+            meta = {k: v for k, v in self.metadata.items() if k != "sha256"}
+        else:
+            base = self.metadata
+            meta = {k: base[k] for k in _INHERITED_FIELDS if k in base}
+            meta.update(
+                name=f"{self.name}_finetuned", train_steps=steps,
+                base_model={"name": self.name, "sha256": base.get("sha256"),
+                            "path": str(self.path) if self.path else None,
+                            "train_steps": base.get("train_steps"),
+                            "training_data": base.get("training_data")},
+                fine_tuning={"optimizer_steps": steps, "finished": datetime.datetime.now(
+                    datetime.timezone.utc).isoformat(timespec="seconds")})
         meta.update(metadata or {})
-        return export_lib.export_saved_model(self.keras_model, path, meta)
+        return export_lib.export_saved_model(self.keras_model, path, meta, overwrite=overwrite)
 
 
 def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
@@ -208,13 +274,15 @@ def verify_artifact(path, expected_sha256: Optional[str] = None) -> dict:
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
     expected = expected_sha256 or metadata.get("sha256")
-    if expected:
-        actual = export_lib.artifact_digest(path)
-        if actual != expected:
-            raise ArtifactError(
-                f"Saved model {path} is corrupted or truncated: its files hash to {actual[:16]}… "
-                f"but {'the registry' if expected_sha256 else 'metadata.json'} records "
-                f"{expected[:16]}…. Re-train it or restore the directory from git.")
+    if not expected:
+        raise ArtifactError(f"{meta_path} records no sha256, so the files of {path} cannot be "
+                            "verified; every tt_zoo export records one. Export the model again.")
+    actual = export_lib.artifact_digest(path)
+    if actual != expected:
+        raise ArtifactError(
+            f"Saved model {path} is corrupted or truncated: its files hash to {actual[:16]}… "
+            f"but {'the registry' if expected_sha256 else 'metadata.json'} records "
+            f"{expected[:16]}…. Re-train it or restore the directory from git.")
     return metadata
 
 
