@@ -60,10 +60,10 @@ class GridBudget:
     document_length: int = 128
     pairs_per_article: int = 128
     max_doc_tokens: int = 96
-    finetune_steps: int = 150
-    finetune_batch_size: int = 128
+    finetune_steps: int = 100
+    finetune_batch_size: int = 64
     finetune_learning_rate: float = 2e-4
-    finetune_eval_every: int = 25
+    finetune_eval_every: int = 20
     seed: int = 0
 
 
@@ -120,16 +120,20 @@ def pretrain_command(variant: str, args) -> List[str]:
                       "--checkpoint-every", str(max(1, budget.steps // 8))]
 
 
-def run_logged(command: List[str], log: pathlib.Path) -> None:
-    """Runs one step of the grid as its own process, its output appended to `log`."""
+def run_logged(command: List[str], log: pathlib.Path) -> bool:
+    """Runs one step of the grid as its own process, its output appended to `log`; returns
+    whether it succeeded (a failed cell does not stop the others: rerun to retry it)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     print(f"  $ {shlex.join(command)}\n    (log: {log})", flush=True)
     t = time.perf_counter()
     with open(log, "a") as out:
         code = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     if code:
-        sys.exit(f"failed (exit {code}) after {time.perf_counter() - t:.0f} s; see {log}")
+        print(f"    FAILED (exit {code}) after {time.perf_counter() - t:.0f} s; see {log}",
+              flush=True)
+        return False
     print(f"    done in {time.perf_counter() - t:.0f} s", flush=True)
+    return True
 
 
 def stage_data(cells: List[str], args) -> None:
@@ -139,18 +143,26 @@ def stage_data(cells: List[str], args) -> None:
             print(f"data {mix}: {out} exists")
             continue
         print(f"data {mix}: making {out}")
-        run_logged(make_data_command(mix, out, args),
-                   args.runs / "reproduce" / "logs" / f"data_{mix}.log")
+        if not run_logged(make_data_command(mix, out, args),
+                          args.runs / "reproduce" / "logs" / f"data_{mix}.log"):
+            sys.exit(f"data {mix} failed: the cells that need it cannot run")
 
 
 def stage_pretrain(cells: List[str], args) -> None:
+    failed = []
     for variant in cells:
         where = cell_dir(args.runs, variant)
         if (where / "model" / "metadata.json").is_file():
             print(f"pretrain {variant}: {where / 'model'} exists")
             continue
         print(f"pretrain {variant}")
-        run_logged(pretrain_command(variant, args), where / "pretrain.log")
+        if not run_logged(pretrain_command(variant, args), where / "pretrain.log"):
+            failed.append(variant)
+    if failed:  # checkpointed: a retry resumes where each one stopped
+        print(f"pretrain failed for {', '.join(failed)}: retrying once")
+        for variant in failed:
+            run_logged(pretrain_command(variant, args), cell_dir(args.runs, variant) /
+                       "pretrain.log")
 
 
 def split_key(fraction: float) -> str:

@@ -108,7 +108,7 @@ class TextIndex:
         passages_path = path / PASSAGES_FILE
         with open(passages_path, encoding="utf-8") as f:
             try:
-                for line_no, line in enumerate(f, 1):
+                for line in f:
                     row = json.loads(line)
                     rows.append((row["id"], row["title"], row["text"]))
             except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
