@@ -11,11 +11,21 @@ ICLR 2020.
 
 from tt_zoo import _keras_env
 
-_keras_env.check_legacy_keras()
+# Listing models and reading specs load no TensorFlow; `load` (and any module that needs
+# TensorFlow) imports it, with Keras 2 as tf.keras.
+_keras_env.check_legacy_keras(import_tensorflow=False)
 
 __version__ = "0.1.0"
 
+from tt_zoo.errors import ArtifactError  # noqa: E402
 from tt_zoo.registry import get_spec, list_models  # noqa: E402
-from tt_zoo.zoo import ArtifactError, load  # noqa: E402
 
 __all__ = ["load", "list_models", "get_spec", "ArtifactError", "__version__"]
+
+
+def __getattr__(name):
+    if name == "load":
+        _keras_env.check_legacy_keras()
+        from tt_zoo.zoo import load
+        return load
+    raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

@@ -11,11 +11,15 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from tt_zoo import export as export_lib
-from tt_zoo.atomic_io import write_directory
-from tt_zoo.errors import ArtifactError
-from tt_zoo.models import as_string_list
-from tt_zoo.registry import ModelSpec, get_spec
+from tt_zoo import _keras_env
+
+_keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
+
+from tt_zoo import export as export_lib  # noqa: E402
+from tt_zoo.atomic_io import write_directory  # noqa: E402
+from tt_zoo.errors import ArtifactError  # noqa: E402
+from tt_zoo.models import as_string_list  # noqa: E402
+from tt_zoo.registry import ModelSpec, get_spec  # noqa: E402
 
 PASSAGES_FILE = "passages.jsonl"
 TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
