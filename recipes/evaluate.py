@@ -119,13 +119,9 @@ def evaluation_questions(args, reqa):
 
 
 def load_model(name_or_path: str):
-    import tt_zoo  # Lazy: the registry and the models are heavy.
+    import tt_zoo  # Lazy: the models are heavy.
 
-    load = getattr(tt_zoo, "load", None)
-    if load is None:
-        raise SystemExit(f"Cannot evaluate --model {name_or_path!r}: this tt_zoo has no "
-                         "tt_zoo.load yet; run with --bm25 only.")
-    return load(name_or_path)
+    return tt_zoo.load(name_or_path)
 
 
 def scann_index_builder(embeddings):

@@ -99,15 +99,6 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
     assert rows[("Lookup", "exact")]["pretraining"] == "none"
 
 
-def test_recipe_model_without_tt_zoo_load(tmp_path, recipe, monkeypatch):
-    import tt_zoo
-
-    monkeypatch.delattr(tt_zoo, "load", raising=False)
-    squad = write_squad(tmp_path, hand_made_squad())
-    with pytest.raises(SystemExit, match="no tt_zoo.load yet; run with --bm25 only"):
-        recipe.main(["--squad", str(squad), "--model", "ict_bfs_wlp_512"])
-
-
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
     from test_models import tiny_model
     from tt_zoo.export import artifact_digest, export_saved_model
