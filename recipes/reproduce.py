@@ -520,6 +520,8 @@ def stage_ship(cells: List[str], args) -> None:
         shipped[variant] = entry
         print(f"ship {name}: saved_models/{variant} (sha256 {meta['sha256'][:12]}…)")
     write_text(args.shipped, json.dumps(shipped, indent=2, sort_keys=True) + "\n")
+    print("pin the new models' outputs with `python tests/golden/regenerate.py`, then commit "
+          "saved_models/, tests/golden/ and the README together")
     if args.readme.is_file():
         update_readme(args.readme, shipped_models_markdown(shipped, grid, args.shipped.parent))
 
