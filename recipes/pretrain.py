@@ -64,6 +64,10 @@ def parse_args(argv=None):
                    help="divides the logits in the loss (registry default; 0 = none)")
     p.add_argument("--bow-output-activation", choices=("tanh", "linear"), default=None,
                    help="BoW-MLP output layer (registry default)")
+    p.add_argument("--jit-compile", choices=("auto", "yes", "no"), default="auto",
+                   help="compile the training step with XLA (auto: yes for --strategy tpu). The "
+                        "step holds no strings (pairs are tokenized on the host), so it compiles; "
+                        "under XLA dropout ignores the seed, so a resumed run is not bit-exact")
     p.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16"), default="float32",
                    help="Keras dtype policy of the towers (scores and loss stay float32)")
     p.add_argument("--token-cache", default=str(REPO / "runs" / "token_cache"),
@@ -126,7 +130,13 @@ def run_settings(model, args, batch, lr, warmup, steps) -> dict:
               "loss": model.retrieval_loss.get_config()}
     return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
             "steps": steps, "seed": args.seed, "pairs": os.path.abspath(args.pairs),
-            "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy, **towers}
+            "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy,
+            # Recorded only when on, so runs checkpointed before the flag existed still resume.
+            **({"jit_compile": True} if jit_compile(args) else {}), **towers}
+
+
+def jit_compile(args) -> bool:
+    return args.jit_compile == "yes" or (args.jit_compile == "auto" and args.strategy == "tpu")
 
 
 def zero_shot_curve(args, workdir, batch):
@@ -183,7 +193,8 @@ def main(argv=None):
         model.build_by_calling()
         if steps:
             schedule = training.paper_learning_rate(lr, steps, warmup)
-            model.compile(optimizer=tf.keras.optimizers.Adam(schedule))
+            model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
+                          jit_compile=jit_compile(args))
 
     result = None
     if steps and spec.pretraining == "mlm":

@@ -58,3 +58,18 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                  checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
                                  settings={**settings, "steps": 9}, progress=False,
                                  log=lambda *_: None)
+
+
+def test_the_training_step_compiles_with_xla(tmp_path):
+    """The stand-in for a TPU's compilation: tokenized batches (no strings in the step) train
+    under `compile(jit_compile=True)`, through the same resumable loop as recipes/pretrain.py."""
+    model = tiny_model(pooling="mean", share_towers=True)
+    model.build_by_calling()
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), jit_compile=True)
+    arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(PAIRS),
+                               log=lambda *_: None)
+    result = training.train_resumable(
+        model, lambda start: step_batches(arrays, 4, seed=0, start_step=start, end_step=4),
+        steps=4, global_batch=4, checkpoint_dir=str(tmp_path), checkpoint_every=2,
+        progress=False, log=lambda *_: None)
+    assert model._jit_compile and result.steps_done == 4 and np.isfinite(result.final_loss)
