@@ -1,6 +1,8 @@
 """Never lose a user's data, never load a wrong artifact, a clear error for every bad input.
 
-One test per item of the reliability issue (numbers in the test names' docstrings).
+One test per item of the reliability issue (numbers in the docstrings). Item 5 (a rerun of a
+finished pretrain wrote NaN) is covered by tests/test_pretrain_recipe.py::
+test_rerun_of_a_finished_run_and_resume_with_other_settings.
 """
 
 import json
@@ -133,14 +135,6 @@ def test_a_fine_tuned_export_records_its_lineage_not_the_old_card(exported, tmp_
     assert "metrics" not in meta and meta["training_data"] == "4 hand-made pairs"
     card = (tmp_path / "tuned" / "MODEL_CARD.md").read_text()
     assert "base_model" in card and "## Measured quality" not in card
-
-
-def test_rerunning_a_finished_pretrain_writes_valid_json():
-    """5. Fixed by the issue "Pretrained retrievers that retrieve"; covered by
-    tests/test_pretrain_recipe.py::test_rerun_of_a_finished_run_and_resume_with_other_settings
-    (a rerun keeps the first run's final_loss and wall time; strict JSON parsing)."""
-    source = (REPO_ROOT / "tests" / "test_pretrain_recipe.py").read_text()
-    assert "def test_rerun_of_a_finished_run_and_resume_with_other_settings" in source
 
 
 def test_a_saved_index_is_verified_file_by_file(exported, tmp_path):
