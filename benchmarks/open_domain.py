@@ -35,7 +35,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from tt_zoo import bm25, reqa as reqa_lib, retrieval_metrics  # noqa: E402
 from tt_zoo.article_sources import read_articles  # noqa: E402
-from tt_zoo.atomic_io import write_text  # noqa: E402
+from tt_zoo.atomic_io import write_json, write_text  # noqa: E402
 from tt_zoo.index import EmbeddingIndex  # noqa: E402
 from tt_zoo.passages import make_passages, split_sentences  # noqa: E402
 
@@ -102,7 +102,7 @@ def encode_candidates_streaming(model, reqa, path: pathlib.Path) -> np.ndarray:
                 [c.passage for c in chunk], titles=[c.sentence for c in chunk])
             array.flush()
             state["done"] = start + len(chunk)
-            write_text(state_path, json.dumps(state))
+            write_json(state_path, state)
             bar.update(len(chunk))
     return array
 
@@ -208,7 +208,7 @@ def main(argv=None) -> dict:
                         for name in args.model]
     result["wall_s"] = time.perf_counter() - t0
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    write_text(args.output.with_suffix(".json"), json.dumps(result, indent=1) + "\n")
+    write_json(args.output.with_suffix(".json"), result)
     report = format_report(result)
     write_text(args.output.with_suffix(".md"), report)
     print(report)

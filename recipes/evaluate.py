@@ -13,7 +13,6 @@ Examples:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -190,8 +189,8 @@ def main(argv=None) -> dict:
               "num_candidates": len(reqa.candidates), "rows": rows,
               "seconds": time.perf_counter() - t0}
     if args.json_out:
-        from tt_zoo.atomic_io import write_text
-        write_text(args.json_out, json.dumps(result, indent=1) + "\n")
+        from tt_zoo.atomic_io import write_json
+        write_json(args.json_out, result)
         print(f"Wrote {args.json_out}")
     return result
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
 import logging
 import os
 import pathlib
@@ -281,8 +280,8 @@ def main(argv=None) -> dict:
               "model": info, "finetune": result, "rows": rows, "output": args.output,
               "argv": sys.argv[1:] if argv is None else list(argv), "wall_seconds": wall}
     if args.json_out:
-        from tt_zoo.atomic_io import write_text
-        write_text(args.json_out, json.dumps(output, indent=1) + "\n")
+        from tt_zoo.atomic_io import write_json
+        write_json(args.json_out, output)
         print(f"Wrote {args.json_out}")
     print(f"Wall time: {wall:.1f} s (fine-tuning {result['seconds']:.1f} s, "
           f"{result['steps_run']} steps of {result['batch_size']})")

@@ -40,6 +40,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from tt_zoo.atomic_io import write_json, write_text  # noqa: E402  (no TensorFlow)
+
 STAGES = ("data", "pretrain", "evaluate", "report", "ship")
 SPLITS = (0.01, 0.05, 0.8)
 
@@ -173,11 +175,6 @@ def _file_key(fraction: float) -> str:
     return f"{100 * fraction:g}pct"
 
 
-def _write_json(path: pathlib.Path, obj) -> None:
-    from tt_zoo.atomic_io import write_text
-    write_text(path, json.dumps(obj, indent=1) + "\n")
-
-
 def evaluated_models(cells: List[str], runs: pathlib.Path) -> List[tuple]:
     """(name, model directory, result directory) of every model the evaluate stage scores: the
     grid's cells, and the shipped flagships (longer runs, reported beside the grid)."""
@@ -203,7 +200,7 @@ def stage_evaluate(cells: List[str], args) -> None:
     splits = {f: reqa_lib.make_splits(reqa, f, seed=budget.seed) for f in args.splits}
     bm25_path = args.runs / "reproduce" / "bm25.json"
     if not bm25_path.is_file():
-        _write_json(bm25_path, {split_key(f): bm25.evaluate_bm25(reqa, s.test)
+        write_json(bm25_path, {split_key(f): bm25.evaluate_bm25(reqa, s.test)
                                 for f, s in splits.items()})
     for name, model_dir, out_dir in evaluated_models(cells, args.runs):
         if not (model_dir / "metadata.json").is_file():
@@ -214,7 +211,7 @@ def stage_evaluate(cells: List[str], args) -> None:
             t = time.perf_counter()
             model = tt_zoo.load(model_dir)
             candidates = retrieval_metrics.encode_candidates(model, reqa)
-            _write_json(zero_shot, {split_key(f): retrieval_metrics.evaluate_encoder(
+            write_json(zero_shot, {split_key(f): retrieval_metrics.evaluate_encoder(
                 model, reqa, s.test, candidate_embeddings=candidates)
                 for f, s in splits.items()})
             print(f"evaluate {name}: zero-shot in {time.perf_counter() - t:.0f} s", flush=True)
@@ -231,7 +228,7 @@ def stage_evaluate(cells: List[str], args) -> None:
                 learning_rate=budget.finetune_learning_rate,
                 eval_every=budget.finetune_eval_every, seed=budget.seed, progress=False)
             metrics = retrieval_metrics.evaluate_encoder(model, reqa, split.test)
-            _write_json(path, {"split": split_key(fraction), "num_train": len(split.train),
+            write_json(path, {"split": split_key(fraction), "num_train": len(split.train),
                                "num_validation": len(split.validation), "metrics": metrics,
                                "finetune": history})
             print(f"evaluate {name}: fine-tuned on {split_key(fraction)} in "
@@ -415,11 +412,9 @@ TABLE5 = ("ict_512", "bfs_512", "wlp_512", "ict_bfs_wlp_128", "ict_bfs_wlp_256",
 
 
 def stage_report(cells: List[str], args) -> None:
-    from tt_zoo.atomic_io import write_text
-
     grid = collect(list(CELLS), args.runs, args.budget, args.splits)
     args.results.mkdir(parents=True, exist_ok=True)
-    _write_json(args.results / "reproduce.json", grid)
+    write_json(args.results / "reproduce.json", grid)
     write_text(args.results / "table3.md", table_markdown(
         grid, list(TABLE3), "Table 3 at CPU scale: encoder x pretraining x split", paper=True))
     write_text(args.results / "table5.md", table_markdown(
@@ -472,7 +467,7 @@ def stage_ship(cells: List[str], args) -> None:
     the longer run of the same variant), writes its measured numbers into its card, and lists
     it in saved_models/shipped.json, which the registry reads."""
     from tt_zoo import registry
-    from tt_zoo.atomic_io import write_directory, write_text
+    from tt_zoo.atomic_io import write_directory
     from tt_zoo.export import METADATA_FILE, update_metadata
 
     grid = collect(cells, args.runs, args.budget, args.splits)
@@ -519,7 +514,7 @@ def stage_ship(cells: List[str], args) -> None:
                              for split, m in per_split.items()}}
         shipped[variant] = entry
         print(f"ship {name}: saved_models/{variant} (sha256 {meta['sha256'][:12]}…)")
-    write_text(args.shipped, json.dumps(shipped, indent=2, sort_keys=True) + "\n")
+    write_json(args.shipped, shipped, indent=2, sort_keys=True)
     print("pin the new models' outputs with `python tests/golden/regenerate.py`, then commit "
           "saved_models/, tests/golden/ and the README together")
     if args.readme.is_file():
@@ -564,8 +559,6 @@ def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Pat
 
 def update_readme(readme: pathlib.Path, table: str) -> None:
     """Replaces the text between the README's shipped-models markers with `table`."""
-    from tt_zoo.atomic_io import write_text
-
     text = readme.read_text(encoding="utf-8")
     if README_BEGIN not in text or README_END not in text:
         print(f"{readme} has no shipped-models markers; its model list is left as it is")

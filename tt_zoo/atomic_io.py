@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import pathlib
 import shutil
@@ -33,6 +34,11 @@ def write_text(path, text: str) -> pathlib.Path:
     with open_for_replace(path, "w", encoding="utf-8", newline="\n") as f:
         f.write(text)
     return pathlib.Path(path)
+
+
+def write_json(path, obj, *, indent: int = 1, sort_keys: bool = False) -> pathlib.Path:
+    """Writes `obj` as JSON (with a final newline) through `write_text`."""
+    return write_text(path, json.dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
 
 
 def remove_debris(path) -> list:

@@ -19,7 +19,6 @@ Example:
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import math
 import pathlib
@@ -32,7 +31,7 @@ from tqdm.auto import tqdm
 from tt_zoo import features as F
 from tt_zoo import reqa as reqa_lib
 from tt_zoo import retrieval_metrics
-from tt_zoo.atomic_io import write_text
+from tt_zoo.atomic_io import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -138,10 +137,6 @@ def _validation_value(model, reqa, question_ids, monitor, val_dataset) -> float:
         return float(model.evaluate(val_dataset, verbose=0, return_dict=True)["loss"])
     metrics = retrieval_metrics.evaluate_encoder(model, reqa, question_ids)["exact"]
     return float(metrics[monitor[len("val_"):]])
-
-
-def _atomic_write_json(path: pathlib.Path, obj) -> None:
-    write_text(path, json.dumps(obj, indent=1) + "\n")
 
 
 def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = PAPER_BATCH_SIZE,
@@ -282,7 +277,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     else:
         logger.info(message)
     if log_dir is not None:
-        _atomic_write_json(log_dir / HISTORY_FILE, result)
+        write_json(log_dir / HISTORY_FILE, result)
     return result
 
 

@@ -34,7 +34,7 @@ from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before Te
 
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 
-from tt_zoo.atomic_io import write_directory  # noqa: E402
+from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
 
 BACKENDS = ("scann", "brute_force")
@@ -245,11 +245,6 @@ def read_json(path: pathlib.Path) -> dict:
     return config
 
 
-def write_json(path: pathlib.Path, config: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-
-
 # -- ScaNN ------------------------------------------------------------------------------------
 
 def _build_scann_searcher(embeddings: np.ndarray, config: ScannConfig, k: int = 10):
@@ -414,7 +409,7 @@ class EmbeddingIndex:
                 "scann": self.scann_config.to_json() if self.scann_config else None,
                 "files": hash_files(tmp),
             }
-            write_json(tmp / INDEX_CONFIG_FILE, config)
+            write_json(tmp / INDEX_CONFIG_FILE, config, indent=2, sort_keys=True)
 
         return write_directory(
             path, build, overwrite=overwrite, what="saved tt_zoo EmbeddingIndex",
@@ -650,7 +645,7 @@ def save_retrieval_module(module: RetrievalModule, path, overwrite: bool = False
             namespace_whitelist=["Scann"] if needs_scann else None)
         tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve},
                             options=options)
-        write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings)
+        write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings, indent=2, sort_keys=True)
 
     return write_directory(
         path, build, overwrite=overwrite, what="tt_zoo retrieve SavedModel",

@@ -16,7 +16,7 @@ from tt_zoo import _keras_env
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
 from tt_zoo import export as export_lib  # noqa: E402
-from tt_zoo.atomic_io import write_directory  # noqa: E402
+from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
 from tt_zoo.models import as_string_list  # noqa: E402
 from tt_zoo.registry import ModelSpec, get_spec  # noqa: E402
@@ -77,7 +77,7 @@ class TextIndex:
         `path` must be new, empty or an earlier saved TextIndex (replaced atomically); any other
         existing folder is refused (FileExistsError) unless `overwrite`.
         """
-        from tt_zoo.index import hash_files, write_json
+        from tt_zoo.index import hash_files
 
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
