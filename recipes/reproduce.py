@@ -150,12 +150,32 @@ def stage_data(cells: List[str], args) -> None:
             sys.exit(f"data {mix} failed: the cells that need it cannot run")
 
 
+def committed_pretrained(variant: str, args) -> Optional[pathlib.Path]:
+    """saved_models/VARIANT when it holds this variant pretrained at this grid budget (so a
+    fresh clone does not retrain it), else None. The shipped flagships are longer runs."""
+    path = args.shipped.parent / variant
+    meta = _read_json(path / "metadata.json") or {}
+    if variant in FLAGSHIPS or meta.get("name") != variant:
+        return None
+    budget = args.budget
+    if pretraining_of(variant) == "none" or (
+            meta.get("train_steps") == budget.steps and meta.get("batch_size") ==
+            budget.batch_size and meta.get("learning_rate") == budget.learning_rate):
+        return path
+    return None
+
+
 def stage_pretrain(cells: List[str], args) -> None:
     failed = []
     for variant in cells:
         where = cell_dir(args.runs, variant)
         if (where / "model" / "metadata.json").is_file():
             print(f"pretrain {variant}: {where / 'model'} exists")
+            continue
+        committed = committed_pretrained(variant, args)
+        if committed is not None:  # trained at this budget on another machine and committed
+            shutil.copytree(committed, where / "model")
+            print(f"pretrain {variant}: copied the committed {committed} (same budget)")
             continue
         print(f"pretrain {variant}")
         if not run_logged(pretrain_command(variant, args), where / "pretrain.log"):

@@ -95,3 +95,18 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
     tables = model.metadata["metrics"]
     assert any(t.startswith("ReQA-SQuAD(dev) fine-tuned on the 50% split") for t in tables)
     assert "## Measured quality" in (model.path / "MODEL_CARD.md").read_text()
+
+
+def test_a_committed_model_at_the_grid_budget_is_not_retrained(recipe, tmp_path):
+    saved = tmp_path / "saved_models"
+    args = recipe.parse_args(["--stages", "pretrain", "--shipped", str(saved / "shipped.json")])
+    budget = args.budget
+    for name, steps in (("ict_512", budget.steps), ("bfs_512", 50), ("ict_bfs_wlp_512", 800)):
+        (saved / name).mkdir(parents=True)
+        (saved / name / "metadata.json").write_text(json.dumps(
+            {"name": name, "train_steps": steps, "batch_size": budget.batch_size,
+             "learning_rate": budget.learning_rate}))
+    assert recipe.committed_pretrained("ict_512", args) == saved / "ict_512"
+    assert recipe.committed_pretrained("bfs_512", args) is None  # another budget
+    assert recipe.committed_pretrained("ict_bfs_wlp_512", args) is None  # the flagship's name
+    assert recipe.committed_pretrained("wlp_512", args) is None  # nothing committed
