@@ -3,16 +3,18 @@
 Model FLOPs are counted analytically (dense matmuls of the Transformer, 2 FLOPs per
 multiply-add; backward = 2x forward, so a training step is 3x the forward pass).
 
-Each configuration is `POLICY:INPUT`: the Keras dtype policy of the towers (float32 or
-mixed_bfloat16; scores and loss stay float32) and where tokenization happens: `strings` (the
+Each configuration is `POLICY:INPUT[:xla]`: the Keras dtype policy of the towers (float32 or
+mixed_bfloat16; scores and loss stay float32), where tokenization happens: `strings` (the
 in-graph tokenizer runs inside every training step) or `tokens` (ids made once on the host by
-`TwoTowerModel.tokenize_pairs`, as `recipes/pretrain.py` does). All configurations are built
+`TwoTowerModel.tokenize_pairs`, as `recipes/pretrain.py` does), and `xla` to compile the step
+with XLA (`recipes/pretrain.py --jit-compile yes`; needs `tokens`: XLA has no strings). All configurations are built
 in one process and timed in interleaved rounds (A B C A B C ...); the report gives medians and
 each configuration's speed relative to the first.
 
 Usage:
   python benchmarks/train_step.py --size tiny --batch 128 --query-length 64 --doc-length 128 \
       --configs float32:strings,float32:tokens,mixed_bfloat16:tokens --rounds 5
+  python benchmarks/train_step.py --configs float32:tokens,float32:tokens:xla --rounds 5
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import tensorflow as tf  # noqa: E402
 
 from tt_zoo import features as F  # noqa: E402
 from tt_zoo.models import build_two_tower_model  # noqa: E402
+from tt_zoo.step_data import step_batches, tokenize_pair_set  # noqa: E402
 from tt_zoo.towers import resolve_bert_shape  # noqa: E402
 
 FLOPS_PER_CYCLE_PER_CORE = 32  # FP32: two 256-bit FMA pipes x 8 lanes x 2 FLOPs (AVX2/Zen 4).
@@ -88,6 +91,7 @@ def synthetic_pairs(vocab: list[str], batch: int, query_len: int, doc_len: int, 
         F.DOC_TITLE: [text(4) for _ in range(n)],
         F.DOC_TEXT: [text(doc_len) for _ in range(n)],
         F.DOC_ID: [f"d{i}" for i in range(n)],
+        F.DOC_SAMPLING_PROB: [1.0 / n] * n,
     }).repeat().batch(batch, drop_remainder=True)
 
 
@@ -104,10 +108,13 @@ class StepTimer(tf.keras.callbacks.Callback):
 
 
 def build(config: str, vocab, args):
-    """A compiled model and its (repeating) training data for one POLICY:INPUT configuration."""
-    policy, inputs = config.split(":")
-    if inputs not in ("strings", "tokens"):
-        raise SystemExit(f"unknown input {inputs!r} in {config!r}: expected strings or tokens")
+    """A compiled model and its (repeating) training data for one POLICY:INPUT[:xla]."""
+    policy, inputs, *compiler = config.split(":")
+    if inputs not in ("strings", "tokens") or compiler not in ([], ["xla"]):
+        raise SystemExit(f"bad configuration {config!r}: expected POLICY:strings or "
+                         "POLICY:tokens, optionally followed by :xla")
+    if compiler and inputs == "strings":
+        raise SystemExit(f"{config!r}: XLA compiles no strings; use POLICY:tokens:xla")
     tf.keras.mixed_precision.set_global_policy(policy)
     tf.keras.utils.set_random_seed(0)
     model = build_two_tower_model(vocab, encoder="bert", size=args.size,
@@ -115,10 +122,11 @@ def build(config: str, vocab, args):
                                   share_towers=args.share_towers,
                                   query_length=args.query_length, document_length=args.doc_length)
     model.build_by_calling()  # sublayers made in build() take the policy in force now
-    model.compile(optimizer=tf.keras.optimizers.Adam(1e-4))
+    model.compile(optimizer=tf.keras.optimizers.Adam(1e-4), jit_compile=bool(compiler))
     data = synthetic_pairs(vocab, args.batch, args.query_length, args.doc_length)
-    if inputs == "tokens":
-        data = data.take(4).map(model.tokenize_pairs).cache().repeat()
+    if inputs == "tokens":  # the recipe's input path: ids and hashed doc ids made once
+        arrays = tokenize_pair_set(model, data.take(4).unbatch(), log=lambda *_: None)
+        data = step_batches(arrays, args.batch, seed=0, start_step=0)
     tf.keras.mixed_precision.set_global_policy("float32")
     return model, data
 
@@ -133,8 +141,8 @@ def main(argv=None):
     parser.add_argument("--pooling", default="mean", choices=("cls", "mean"))
     parser.add_argument("--share-towers", action="store_true")
     parser.add_argument("--configs", default="float32:strings",
-                        help="comma-separated POLICY:INPUT, e.g. float32:tokens,"
-                             "mixed_bfloat16:tokens")
+                        help="comma-separated POLICY:INPUT[:xla], e.g. float32:tokens,"
+                             "mixed_bfloat16:tokens,float32:tokens:xla")
     parser.add_argument("--steps", type=int, default=10, help="timed steps per round")
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds")
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps (tracing)")

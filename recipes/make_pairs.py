@@ -27,7 +27,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tt_zoo  # noqa: E402,F401  (checks the Keras 2 setup)
 from tt_zoo import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
 from tt_zoo.articles import ReadReport  # noqa: E402
-from tt_zoo.atomic_io import check_replaceable, write_directory  # noqa: E402
+from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory  # noqa: E402
 
 PAIR_TASKS = ("ict", "bfs", "wlp")
 
@@ -145,7 +145,7 @@ def main(argv=None) -> int:
     killed rerun leaves the previous pairs as they were (remote paths such as gs:// are written
     in place)."""
     args = parse_args(argv)
-    if "://" in args.output:
+    if is_remote(args.output):
         args.write_to = args.output
         return make(args)
     what = "pair directory (recipes/make_pairs.py output)"

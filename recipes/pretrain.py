@@ -9,7 +9,9 @@ TensorBoard scalars under --log-dir; a progress bar with pairs/s.
   python recipes/pretrain.py --variant ict_bfs_wlp_512 --pairs runs/pairs/ict_bfs_wlp \
       --batch-size 128 --steps 1000 --strategy cpu --export saved_models/ict_bfs_wlp_512
 
-On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden).
+On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden);
+--workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through
+tf.io.gfile).
 `none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
 pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/make_pairs.py
 --tasks mlm) and initialise both towers from it.
@@ -31,7 +33,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from tt_zoo import registry, training  # noqa: E402
-from tt_zoo.atomic_io import check_replaceable, write_text  # noqa: E402
+from tt_zoo.atomic_io import check_replaceable, is_remote, write_text  # noqa: E402
 from tt_zoo.export import export_saved_model, is_model_export  # noqa: E402
 from tt_zoo.zoo import build_untrained  # noqa: E402
 
@@ -128,8 +130,9 @@ def run_settings(model, args, batch, lr, warmup, steps) -> dict:
               "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256,
               "normalize_embeddings": model.normalize_embeddings,
               "loss": model.retrieval_loss.get_config()}
+    pairs = args.pairs if is_remote(args.pairs) else os.path.abspath(args.pairs)
     return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
-            "steps": steps, "seed": args.seed, "pairs": os.path.abspath(args.pairs),
+            "steps": steps, "seed": args.seed, "pairs": pairs,
             "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy,
             # Recorded only when on, so runs checkpointed before the flag existed still resume.
             **({"jit_compile": True} if jit_compile(args) else {}), **towers}
@@ -148,7 +151,7 @@ def zero_shot_curve(args, workdir, batch):
         sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
     return training.ZeroShotReqaCurve(build_reqa(squad), every_steps=args.eval_every,
                                       num_questions=args.eval_questions, global_batch=batch,
-                                      output=str(workdir / "curve.jsonl"))
+                                      output=os.path.join(workdir, "curve.jsonl"))
 
 
 def main(argv=None):
@@ -180,7 +183,7 @@ def main(argv=None):
         except FileExistsError as e:
             sys.exit(f"--export: {e}")
 
-    workdir = pathlib.Path(args.workdir or REPO / "runs" / "pretrain" / spec.name)
+    workdir = args.workdir or str(REPO / "runs" / "pretrain" / spec.name)
     training.enable_checkpointable_randomness(args.seed)
     tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
     strategy = training.make_strategy(args.strategy, args.tpu)
@@ -202,23 +205,24 @@ def main(argv=None):
         try:
             result = pretrain_mlm(model, args.mlm_examples, steps=steps, batch=batch,
                                   learning_rate=lr, warmup_fraction=warmup, strategy=strategy,
-                                  workdir=str(workdir), checkpoint_every=args.checkpoint_every,
+                                  workdir=workdir, checkpoint_every=args.checkpoint_every,
                                   seed=args.seed, progress=not args.no_progress)
         except training.SettingsMismatchError as e:
             sys.exit(str(e))
     elif steps:
-        from tt_zoo.step_data import cached_tokenize_pair_set, step_batches
+        from tt_zoo.step_data import cached_tokenize_pair_set, distribute_step_batches
         arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,
                                           max_pairs=args.max_pairs)
         callbacks = [zero_shot_curve(args, workdir, batch)] if args.eval_every else []
         try:
             result = training.train_resumable(
-                model, lambda start: step_batches(arrays, batch, seed=args.seed, start_step=start,
-                                                  end_step=steps),
-                steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
+                model, lambda start: distribute_step_batches(
+                    strategy, arrays, batch, seed=args.seed, start_step=start, end_step=steps),
+                steps=steps, global_batch=batch,
+                checkpoint_dir=os.path.join(workdir, "checkpoints"),
                 checkpoint_every=args.checkpoint_every,
                 settings=run_settings(model, args, batch, lr, warmup, steps),
-                log_dir=str(workdir / "logs"), progress=not args.no_progress,
+                log_dir=os.path.join(workdir, "logs"), progress=not args.no_progress,
                 callbacks=callbacks)
         except training.SettingsMismatchError as e:
             sys.exit(str(e))
@@ -249,6 +253,7 @@ def main(argv=None):
         summary.update(batch_size=batch, learning_rate=lr, warmup_fraction=warmup,
                        strategy=args.strategy, dtype_policy=args.dtype_policy,
                        pairs_seen=steps * batch)
+    summary_path = os.path.join(workdir, "train_summary.json")
     if result is not None and result.final_loss is not None:
         # A rerun of a finished run trains nothing: the first run's summary stays the record.
         summary.update(train_wall_time_s=round(result.wall_time_s, 1),
@@ -257,12 +262,12 @@ def main(argv=None):
                        train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),
                        final_loss=round(result.final_loss, 4),
                        resumed_from=result.resumed_from)
-    elif result is not None and (workdir / "train_summary.json").is_file():
-        previous = json.loads((workdir / "train_summary.json").read_text())
+    elif result is not None and tf.io.gfile.exists(summary_path):
+        with tf.io.gfile.GFile(summary_path) as f:
+            previous = json.load(f)
         summary.update({k: v for k, v in previous.items() if k.startswith(("train_", "final_"))
                         or k == "resumed_from"})
-    workdir.mkdir(parents=True, exist_ok=True)
-    write_text(workdir / "train_summary.json", json.dumps(summary, indent=2))
+    write_text(summary_path, json.dumps(summary, indent=2))
     if args.export:
         meta = export_saved_model(model, args.export, summary)
         print(f"exported to {args.export} (sha256 {meta['sha256']})")

@@ -118,6 +118,50 @@ def test_debris_of_killed_writes_is_cleaned_on_the_next_run(tmp_path):
     assert [p.name for p in checkpoints.iterdir()] == ["run_settings.json"]
 
 
+def test_writes_to_a_url_go_through_gfile_with_the_same_guarantees(monkeypatch):
+    """URLs (gs://, ram://: TensorFlow's in-memory filesystem here) get the same rules: a user's
+    folder is refused, an artifact is replaced, the completeness marker is uploaded last, a
+    failed build leaves the old version, and files are renamed into place complete."""
+    gfile = tf.io.gfile
+    gfile.makedirs("ram://bucket/mydir")
+    with gfile.GFile("ram://bucket/mydir/thesis.tex", "w") as f:
+        f.write("keep")
+    with pytest.raises(FileExistsError, match="ram://bucket/mydir exists and is not a"):
+        atomic_io.write_directory("ram://bucket/mydir", lambda d: None)
+    assert gfile.exists("ram://bucket/mydir/thesis.tex")
+
+    def build(version):
+        def fill(d):
+            (d / "sub").mkdir()
+            for name in ("z.bin", "sub/a.bin", "marker.json"):
+                (d / name).write_text(version)
+        return fill
+
+    uploaded = []
+    real_copy = gfile.copy
+    monkeypatch.setattr(gfile, "copy", lambda src, dst, overwrite=False: (
+        uploaded.append(dst), real_copy(src, dst, overwrite)))
+    is_ours = lambda path: gfile.exists(f"{path}/marker.json")  # noqa: E731
+    atomic_io.write_directory("ram://bucket/art", build("v1"), is_replaceable=is_ours,
+                              last=("marker.json",))
+    assert uploaded[-1] == "ram://bucket/art/marker.json" and len(uploaded) == 3
+    with pytest.raises(RuntimeError, match="build failed"):
+        atomic_io.write_directory("ram://bucket/art", lambda d: (_ for _ in ()).throw(
+            RuntimeError("build failed")), is_replaceable=is_ours)
+    with gfile.GFile("ram://bucket/art/marker.json") as f:
+        assert f.read() == "v1"
+    atomic_io.write_directory("ram://bucket/art", build("v2"), is_replaceable=is_ours)
+    with gfile.GFile("ram://bucket/art/sub/a.bin") as f:
+        assert f.read() == "v2"
+
+    with atomic_io.open_for_replace("ram://bucket/arrays.npz", "wb") as f:
+        np.savez(f, a=np.arange(3))  # a zip writer: needs seek/tell, which GFile lacks
+    with gfile.GFile("ram://bucket/arrays.npz", "rb") as f:
+        assert np.load(f)["a"].tolist() == [0, 1, 2]
+    atomic_io.write_json("ram://bucket/x/settings.json", {"batch": 8})
+    assert gfile.listdir("ram://bucket/x") == ["settings.json"]  # no temp file left
+
+
 def test_a_fine_tuned_export_records_its_lineage_not_the_old_card(exported, tmp_path):
     """4. Fine-tune with fit, then export: the card names the base model, the steps and date,
     and carries none of the base model's metrics."""

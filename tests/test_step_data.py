@@ -1,5 +1,9 @@
 """Pairs tokenized once and served in a step-indexed order (tt_zoo.step_data)."""
 
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -7,7 +11,7 @@ import tensorflow as tf
 from test_models import tiny_model
 from tt_zoo import features as F
 from tt_zoo.step_data import (cached_tokenize_pair_set, num_rows, step_batches,
-                              tokenize_pair_set)
+                              tokenize_on_host, tokenize_pair_set)
 
 N = 10
 
@@ -35,6 +39,33 @@ def test_a_resumed_run_sees_exactly_the_remaining_batches():
     straight = rows_of(step_batches(arrays(), 4, seed=0, start_step=0, end_step=7))
     resumed = rows_of(step_batches(arrays(), 4, seed=0, start_step=4, end_step=7))
     assert resumed == straight[4:]
+
+
+def test_input_pipelines_serve_their_replicas_slices_of_each_global_batch():
+    """2 input pipelines x 2 replicas each (as 2 TPU hosts or workers): pipeline p yields, for
+    every step, replica 2p's then replica 2p+1's quarter of the global batch."""
+    global_batches = rows_of(step_batches(arrays(), 8, seed=1, start_step=2, end_step=4))
+    served = [rows_of(step_batches(
+        arrays(), 8, seed=1, start_step=2, end_step=4,
+        input_context=tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=p,
+                                                 num_replicas_in_sync=4))) for p in (0, 1)]
+    for step, rows in enumerate(global_batches):
+        replicas = served[0][2 * step:2 * step + 2] + served[1][2 * step:2 * step + 2]
+        assert sum(replicas, []) == rows and all(len(r) == 2 for r in replicas)
+    with pytest.raises(ValueError, match="global batch 6 must be a multiple of the 4 replicas"):
+        step_batches(arrays(), 6, seed=0, start_step=0, input_context=tf.distribute.InputContext(
+            num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=4))
+
+
+def test_fit_under_mirrored_strategy_equals_one_device():
+    """MirroredStrategy over 2 logical CPUs, fed by `distribute_step_batches` with
+    cross-replica negatives: the same loss, logged numbers and weights as one device, for the
+    BERT and the BoW-MLP towers (tests/scripts/mirrored_fit_check.py, its own process)."""
+    script = pathlib.Path(__file__).parent / "scripts" / "mirrored_fit_check.py"
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr[-3000:]
+    assert "MIRRORED_FIT_OK" in result.stdout, result.stdout
 
 
 def test_dtypes_shapes_and_errors():
@@ -71,6 +102,20 @@ def test_tokenize_pair_set_matches_the_model_tokenizer_and_trains():
     history = model.fit(step_batches(tokens, 4, seed=0, start_step=0, end_step=6),
                         steps_per_epoch=6, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+def test_tokenize_on_host_leaves_no_strings_for_the_step():
+    """What pretraining and fine-tuning feed the step: numbers only (XLA has no strings), the
+    same ids as the serving tokenizer, DOC_ID hashed so equal ids stay equal."""
+    model = tiny_model(pooling="mean", share_towers=True)
+    batch = next(iter(pair_set().batch(6)))
+    out = tokenize_on_host(model, batch)
+    leaves = tf.nest.flatten(out)
+    assert leaves and all(t.dtype != tf.string for t in leaves)
+    assert F.TASK not in out and out[F.DOC_ID].dtype == tf.int64
+    assert out[F.DOC_ID][0] == out[F.DOC_ID][5] != out[F.DOC_ID][1]
+    served = model.query_preprocessor(batch[F.QUERY])["input_word_ids"]
+    np.testing.assert_array_equal(out[F.QUERY_INPUTS]["input_word_ids"], served)
 
 
 def test_token_cache_is_keyed_by_the_inputs(tmp_path):

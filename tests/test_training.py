@@ -10,7 +10,7 @@ from test_models import PAIRS, tiny_model
 from test_reqa import hand_made_squad
 from tt_zoo import training
 from tt_zoo.reqa import build_reqa_from_squad
-from tt_zoo.step_data import step_batches, tokenize_pair_set
+from tt_zoo.step_data import distribute_step_batches, step_batches, tokenize_pair_set
 
 
 def test_settings_are_recorded_then_checked(tmp_path):
@@ -60,16 +60,23 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                  log=lambda *_: None)
 
 
-def test_the_training_step_compiles_with_xla(tmp_path):
+@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+def test_the_training_step_compiles_with_xla_and_lowers_the_loss(tmp_path, encoder):
     """The stand-in for a TPU's compilation: tokenized batches (no strings in the step) train
-    under `compile(jit_compile=True)`, through the same resumable loop as recipes/pretrain.py."""
-    model = tiny_model(pooling="mean", share_towers=True)
+    under `compile(jit_compile=True)`, through the same resumable loop and distributed input
+    (`distribute_step_batches`) as recipes/pretrain.py."""
+    model = tiny_model(encoder, pooling="mean", share_towers=True)
     model.build_by_calling()
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-2), jit_compile=True)
     arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(PAIRS),
                                log=lambda *_: None)
+    batch = next(iter(step_batches(arrays, 4, seed=0, start_step=0)))
+    before = float(model.compute_loss(batch))
     result = training.train_resumable(
-        model, lambda start: step_batches(arrays, 4, seed=0, start_step=start, end_step=4),
-        steps=4, global_batch=4, checkpoint_dir=str(tmp_path), checkpoint_every=2,
+        model, lambda start: distribute_step_batches(tf.distribute.get_strategy(), arrays, 4,
+                                                     seed=0, start_step=start, end_step=10),
+        steps=10, global_batch=4, checkpoint_dir=str(tmp_path), checkpoint_every=5,
         progress=False, log=lambda *_: None)
-    assert model._jit_compile and result.steps_done == 4 and np.isfinite(result.final_loss)
+    after = float(model.compute_loss(batch))
+    assert model._jit_compile and result.steps_done == 10
+    assert after < before, (before, after)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import os
 import pathlib
 from typing import Optional
 
@@ -151,13 +152,14 @@ def _without_keras_traces():
 
 def is_model_export(path) -> bool:
     """Whether `path` holds a tt_zoo model export (which a new export may replace)."""
-    path = pathlib.Path(path)
-    return all((path / name).is_file() for name in (METADATA_FILE, CONFIG_FILE, "saved_model.pb"))
+    return all(tf.io.gfile.exists(os.path.join(str(path), name))
+               for name in (METADATA_FILE, CONFIG_FILE, "saved_model.pb"))
 
 
 def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None, *,
                        overwrite: bool = False) -> dict:
-    """Exports a model for serving, atomically (built in a temp dir, then renamed).
+    """Exports a model for serving, atomically (built in a temp dir, then renamed; to a URL such
+    as gs://, uploaded with metadata.json last: `tt_zoo.atomic_io.write_directory`).
 
     Args:
       model: a built `TwoTowerModel`.
@@ -205,7 +207,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
 
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
-                    what="tt_zoo model export")
+                    what="tt_zoo model export", last=(METADATA_FILE,))
     return meta
 
 

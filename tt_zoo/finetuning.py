@@ -32,6 +32,7 @@ from tt_zoo import features as F
 from tt_zoo import reqa as reqa_lib
 from tt_zoo import retrieval_metrics
 from tt_zoo.atomic_io import write_json
+from tt_zoo.step_data import tokenize_on_host
 
 logger = logging.getLogger(__name__)
 
@@ -211,10 +212,12 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         note(f"batch size {requested_batch_size} exceeds the {n_train} training pairs; "
              f"clamped to {batch_size}.")
     tf.keras.utils.set_random_seed(seed)
+    # Tokenized in the input pipeline (`tokenize_on_host`): the training step sees numbers only.
     train = (reqa_pairs(reqa, split.train, sampling_correction=sampling_correction)
              .shuffle(n_train, seed=seed, reshuffle_each_iteration=True)
              .repeat()
              .batch(batch_size, drop_remainder=True)
+             .map(lambda batch: tokenize_on_host(model, batch))
              .prefetch(tf.data.AUTOTUNE))
     monitor = "val_loss" if validation_metric == "loss" else f"val_{validation_metric}"
     mode = "min" if validation_metric == "loss" else "max"
@@ -222,7 +225,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     val_batch_size = min(batch_size, n_val)
     if n_val:
         val_dataset = (reqa_pairs(reqa, split.validation, sampling_correction=sampling_correction)
-                       .batch(val_batch_size, drop_remainder=True).cache())
+                       .batch(val_batch_size, drop_remainder=True)
+                       .map(lambda batch: tokenize_on_host(model, batch)).cache())
     else:
         note("the split has no validation questions: no early stopping; the last weights are "
              "kept.")

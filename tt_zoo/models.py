@@ -156,6 +156,27 @@ class TwoTowerModel(tfrs.Model):
                                    sampling_probabilities=inputs.get(F.DOC_SAMPLING_PROB),
                                    **hard)
 
+    def train_step(self, inputs):
+        """`tfrs.Model`'s step, logging the global batch's numbers under `tf.distribute`.
+
+        Each replica's loss is its queries' share of the global-batch mean (the loss divides by
+        the global batch), so the logged loss is the sum over replicas, and each metric is the
+        mean over replicas (equal per-replica batches): what one device reports on the same
+        global batch. Every replica then holds the same values and Keras takes the first
+        replica's (`distribute_reduction_method`), under MirroredStrategy as under TPUStrategy.
+        """
+        metrics = super().train_step(inputs)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return metrics
+        self.distribute_reduction_method = "first"
+        reduced = dict(metrics)  # (tf.identity: a value on this replica's device, to reduce)
+        for metric in self.metrics:
+            reduced[metric.name] = context.all_reduce("mean", tf.identity(metrics[metric.name]))
+        reduced["loss"] = context.all_reduce("sum", tf.identity(metrics["loss"]))
+        reduced["total_loss"] = reduced["loss"] + metrics["regularization_loss"]
+        return reduced
+
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
         """Embeds query strings; returns float32 [len(texts), dim]."""

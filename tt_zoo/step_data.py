@@ -9,11 +9,18 @@ cannot tokenize differently) and keeps the ids as NumPy arrays.
 ``perm_e`` is a permutation drawn from ``(seed, epoch e)``: the data of any step is computed
 directly, so a resumed run starts at its step without replaying (and paying for) the batches
 before it, and gives exactly the batches an uninterrupted run would have seen.
+
+Under `tf.distribute` (TPUs, GPUs, several workers), `distribute_step_batches` feeds the same
+global batches through `strategy.distribute_datasets_from_function`: each input pipeline serves
+its replicas their slices of every global batch, so the replicas together train on exactly the
+rows one device would. Every host holds the tokenized pair set in memory (about 1.2 KB a pair at
+lengths 64/128), and the step's data is made by Python on the host: on TPUs, run on a TPU VM.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import time
@@ -55,6 +62,22 @@ def arrays_from_dataset(batches: tf.data.Dataset) -> Arrays:
     return concat(chunks)
 
 
+def tokenize_on_host(model, batch: dict) -> dict:
+    """A raw pair batch as the numbers a compiled training step takes.
+
+    The model's own token ids (`TwoTowerModel.tokenize_pairs`: training and serving cannot
+    tokenize differently), DOC_ID hashed to int64 (`tt_zoo.losses.hash_ids`) and
+    DOC_SAMPLING_PROB as float32 when present; other features are dropped. Mapped over a batched
+    `tf.data` pipeline it runs on the host, so the step holds no strings (XLA and TPUs have none).
+    """
+    tokens = model.tokenize_pairs(batch)
+    out = {side: tokens[side] for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS)}
+    out[F.DOC_ID] = hash_ids(batch[F.DOC_ID])
+    if F.DOC_SAMPLING_PROB in batch:
+        out[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
+    return out
+
+
 def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
                       log=print) -> Arrays:
     """Tokenizes a pair dataset once with the model's preprocessors into in-memory arrays.
@@ -64,22 +87,20 @@ def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
       pairs: unbatched pair dicts (QUERY, DOC_TITLE, DOC_TEXT, DOC_ID, DOC_SAMPLING_PROB).
 
     Returns:
-      {QUERY_INPUTS: {input_word_ids, input_mask, input_type_ids}, DOCUMENT_INPUTS: {...},
-       DOC_ID: int64 [n] (hashed), DOC_SAMPLING_PROB: float32 [n]}; ids int32, masks and segment
-      ids int8 (a 700K-pair set at lengths 64/128 takes about 0.8 GB).
+      `tokenize_on_host`'s features as arrays: {QUERY_INPUTS: {input_word_ids, input_mask,
+      input_type_ids}, DOCUMENT_INPUTS: {...}, DOC_ID: int64 [n] (hashed), DOC_SAMPLING_PROB:
+      float32 [n]}; ids int32, masks and segment ids int8 (a 700K-pair set at lengths 64/128
+      takes about 0.8 GB).
     """
     start = time.perf_counter()
 
     def tokenize(batch):
-        out = model.tokenize_pairs(batch)
-        packed = {}
+        packed = tokenize_on_host(model, batch)
         for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS):
             packed[side] = {
-                "input_word_ids": tf.cast(out[side]["input_word_ids"], tf.int32),
-                "input_mask": tf.cast(out[side]["input_mask"], tf.int8),
-                "input_type_ids": tf.cast(out[side]["input_type_ids"], tf.int8)}
-        packed[F.DOC_ID] = hash_ids(batch[F.DOC_ID])
-        packed[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
+                "input_word_ids": tf.cast(packed[side]["input_word_ids"], tf.int32),
+                "input_mask": tf.cast(packed[side]["input_mask"], tf.int8),
+                "input_type_ids": tf.cast(packed[side]["input_type_ids"], tf.int8)}
         return packed
 
     arrays = arrays_from_dataset(pairs.batch(batch_size).map(
@@ -120,8 +141,8 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
         "document_length": model.document_preprocessor.seq_length}, sort_keys=True)
         .encode("utf-8")).hexdigest()[:24]
     path = os.path.join(cache_dir, f"tokens-{key}.npz")
-    if os.path.isfile(path):
-        with np.load(path) as stored:
+    if tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read())) as stored:
             arrays = _unflatten({name: stored[name] for name in stored.files})
         log(f"read {num_rows(arrays):,} tokenized pairs from {path}")
         return arrays
@@ -176,26 +197,57 @@ class _StepOrder:
 
 
 def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
-                 end_step: Optional[int] = None) -> tf.data.Dataset:
+                 end_step: Optional[int] = None,
+                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
     """Batches `start_step, start_step + 1, ...` (to `end_step`, or forever) of the arrays.
 
     Each batch holds `batch_size` distinct rows while an epoch lasts; epochs are reshuffled
     with their own seed. Deterministic: batch s is the same whatever step the run started from.
+
+    With `input_context` (from `distribute_step_batches`), `batch_size` is the global batch and
+    this input pipeline yields, for each step, the per-replica batches of its replicas in turn:
+    pipeline p of P serves rows [p B / P, (p + 1) B / P) of the global batch, cut into
+    batches of B / replicas.
     """
     n = num_rows(arrays)
     if batch_size <= 0 or batch_size > n:
         raise ValueError(f"batch_size must be in [1, {n}] for {n} training rows "
                          f"(got {batch_size}).")
     order = _StepOrder(n, batch_size, seed)
+    per_replica, first, replicas = batch_size, 0, 1
+    if input_context is not None:
+        _check_divisible(batch_size, input_context.num_replicas_in_sync)
+        per_replica = batch_size // input_context.num_replicas_in_sync
+        replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
+        first = input_context.input_pipeline_id * replicas * per_replica
 
     def generate():
         step = start_step
         while end_step is None or step < end_step:
             rows = order.rows(step)
-            yield _map_arrays(lambda a: _widen(a[rows]), arrays)
+            for replica in range(replicas):
+                start = first + replica * per_replica
+                part = rows[start:start + per_replica]
+                yield _map_arrays(lambda a: _widen(a[part]), arrays)
             step += 1
 
     signature = _map_arrays(
-        lambda a: tf.TensorSpec([batch_size, *a.shape[1:]], tf.as_dtype(_widen(a[:1]).dtype)),
+        lambda a: tf.TensorSpec([per_replica, *a.shape[1:]], tf.as_dtype(_widen(a[:1]).dtype)),
         arrays)
     return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
+
+
+def _check_divisible(global_batch: int, replicas: int) -> None:
+    if global_batch % replicas:
+        raise ValueError(f"The global batch {global_batch} must be a multiple of the "
+                         f"{replicas} replicas in sync (--batch-size).")
+
+
+def distribute_step_batches(strategy: tf.distribute.Strategy, arrays: Arrays, global_batch: int,
+                            *, seed: int, start_step: int, end_step: Optional[int] = None):
+    """`step_batches` of the global batch, distributed over the strategy's replicas with
+    `distribute_datasets_from_function` (per-replica batch = global batch / replicas)."""
+    _check_divisible(global_batch, strategy.num_replicas_in_sync)
+    return strategy.distribute_datasets_from_function(
+        lambda context: step_batches(arrays, global_batch, seed=seed, start_step=start_step,
+                                     end_step=end_step, input_context=context))
