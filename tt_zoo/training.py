@@ -314,8 +314,12 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
                  "num_candidates": result["num_candidates"],
                  "loss": None if loss is None else round(float(loss), 4),
                  **{k: round(float(v), 4) for k, v in metrics.items()}}
-        with tf.io.gfile.GFile(self.output, "a") as f:
-            f.write(json.dumps(point) + "\n")
+        # Rewritten whole, not appended: object stores (gs://) cannot append to a file.
+        earlier = ""
+        if tf.io.gfile.exists(self.output):
+            with tf.io.gfile.GFile(self.output) as f:
+                earlier = f.read()
+        write_text(self.output, earlier + json.dumps(point) + "\n")
         self._eval_seconds += time.perf_counter() - t
         self.log(f"step {step}: zero-shot ReQA " + " ".join(
             f"{k} {v:.3f}" for k, v in metrics.items()) + f" ({time.perf_counter() - t:.0f} s)")
