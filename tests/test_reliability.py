@@ -301,3 +301,14 @@ print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & te
     np.testing.assert_allclose(loaded.signatures["serving_default"](query=query)["embedding"],
                                loaded.signatures["encode_query"](query=query)["embedding"])
     assert "import tensorflow_text" in (exported / "MODEL_CARD.md").read_text()
+
+
+def test_every_tt_zoo_error_has_one_base():
+    """One `except tt_zoo.TtZooError` catches every error tt_zoo raises for bad input; corrupt or
+    incomplete artifacts are `ArtifactError`s; all stay ValueErrors for older callers."""
+    from tt_zoo import article_sources, index, mediawiki, reqa
+    for error in (article_sources.ArticleFormatError, mediawiki.MediaWikiDumpError,
+                  reqa.ReQAFormatError, training.SettingsMismatchError, ArtifactError):
+        assert issubclass(error, tt_zoo.TtZooError) and issubclass(error, ValueError), error
+    for error in (index.IndexFileError, pairs_io.IncompleteOutputError):
+        assert issubclass(error, ArtifactError), error

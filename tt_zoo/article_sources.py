@@ -25,11 +25,12 @@ from tqdm.auto import tqdm
 
 from tt_zoo.articles import Article, ReadReport, Section
 from tt_zoo.atomic_io import open_for_replace
+from tt_zoo.errors import TtZooError
 from tt_zoo.mediawiki import (DROPPED_SECTIONS, normalize_title, open_input,
                               read_mediawiki_dump)
 
 
-class ArticleFormatError(ValueError):
+class ArticleFormatError(TtZooError):
     """An input record that does not hold an article in the expected format."""
 
 

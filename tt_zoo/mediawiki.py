@@ -48,6 +48,7 @@ from mwxml.errors import MalformedXML
 from tqdm.auto import tqdm
 
 from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.errors import TtZooError
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ INLINE_TEMPLATES: Dict[str, Callable] = {
 }
 
 
-class MediaWikiDumpError(ValueError):
+class MediaWikiDumpError(TtZooError):
     """A dump file that cannot be read to its end (truncated, corrupt or malformed XML)."""
 
 

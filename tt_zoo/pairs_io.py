@@ -38,6 +38,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo import features
+from tt_zoo.errors import ArtifactError
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -48,7 +49,7 @@ _STRING_FEATURES = (features.QUERY, features.DOC_TITLE, features.DOC_TEXT, featu
 _MLM_FLOAT_FEATURES = ("masked_lm_weights",)
 
 
-class IncompleteOutputError(ValueError):
+class IncompleteOutputError(ArtifactError):
     """A pair directory has no manifest, or its shards do not match the manifest."""
 
 

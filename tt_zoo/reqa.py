@@ -28,11 +28,12 @@ import numpy as np
 
 from tt_zoo import features
 from tt_zoo.atomic_io import write_text
+from tt_zoo.errors import TtZooError
 
 SPLIT_FORMAT_VERSION = 1
 
 
-class ReQAFormatError(ValueError):
+class ReQAFormatError(TtZooError):
     """A SQuAD-format input that cannot become a ReQA example; the message names where.
 
     ``reason`` is a short key (e.g. "missing_field") used to count skipped inputs.

@@ -21,6 +21,7 @@ import tensorflow as tf
 from official.modeling.optimization import lr_schedule
 
 from tt_zoo.atomic_io import write_text
+from tt_zoo.errors import TtZooError
 
 STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
 
@@ -81,7 +82,7 @@ class TrainResult:
 SETTINGS_FILE = "run_settings.json"
 
 
-class SettingsMismatchError(ValueError):
+class SettingsMismatchError(TtZooError):
     """A checkpoint was trained with settings other than the ones a resumed run asks for."""
 
 
