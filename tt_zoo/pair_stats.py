@@ -31,6 +31,7 @@ import tensorflow_text as tf_text
 from tqdm.auto import tqdm
 
 from tt_zoo import features
+from tt_zoo.atomic_io import write_text
 
 ALL = "all"
 
@@ -106,11 +107,8 @@ class PairStats:
                    obj.get("generator_counters"), dict(obj.get("extra") or {}))
 
     def save(self, path: str) -> None:
-        """Writes the JSON form to ``path`` via a temporary file and a rename."""
-        tmp = f"{path}.tmp"
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(json.dumps(self.to_json(), indent=2, sort_keys=True))
-        tf.io.gfile.rename(tmp, path, overwrite=True)
+        """Writes the JSON form to ``path`` via a temporary file and a rename (`write_text`)."""
+        write_text(path, json.dumps(self.to_json(), indent=2, sort_keys=True))
 
 
 class TokenCounter:

@@ -38,6 +38,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo import features
+from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import ArtifactError
 
 MANIFEST = "manifest.json"
@@ -196,11 +197,7 @@ def write_manifest(output_dir: str, prefix: str, kind: str, shard_names: Sequenc
         "tensorflow_version": tf.__version__,
     }
     manifest.update(extra or {})
-    path = os.path.join(output_dir, MANIFEST)
-    tmp = _tmp_path(path)
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(json.dumps(manifest, indent=2, sort_keys=True))
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    write_text(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2, sort_keys=True))
     return manifest
 
 
