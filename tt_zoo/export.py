@@ -29,9 +29,8 @@ from typing import Optional
 import tensorflow as tf
 
 from tt_zoo.atomic_io import write_directory, write_text
-from tt_zoo.models import TwoTowerModel
+from tt_zoo.models import CONFIG_FILE, TwoTowerModel
 
-CONFIG_FILE = "config.json"
 METADATA_FILE = "metadata.json"
 MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
