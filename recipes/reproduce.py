@@ -28,6 +28,7 @@ import dataclasses
 import json
 import os
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -383,7 +384,7 @@ def plot(grid: dict, path: pathlib.Path) -> None:
 
     names = [n for n, r in grid["models"].items() if r["zero_shot"]]
     settings = ["zero-shot"] + [f"fine-tuned {s}" for s in grid["splits"]]
-    fig, (bars, curves) = plt.subplots(1, 2, figsize=(16, 6),
+    fig, (bars, curves) = plt.subplots(1, 2, figsize=(19, 6.5),
                                        gridspec_kw={"width_ratios": [3, 2]})
     width = 0.8 / len(settings)
     x = np.arange(len(names) + 1)
@@ -397,7 +398,9 @@ def plot(grid: dict, path: pathlib.Path) -> None:
         bm25 = grid["bm25"].get(grid["splits"][-1] if i == 0 else grid["splits"][i - 1])
         values.append(100 * bm25["R@100"] if bm25 else np.nan)
         bars.bar(x + (i - len(settings) / 2 + 0.5) * width, values, width, label=setting)
-    labels = [_row_label(n, grid["models"][n]).replace(", ", "\n") for n in names] + ["BM25"]
+    labels = [re.sub(r" \(flagship, [\d,]+ steps\)", "\nflagship", _row_label(n, grid["models"][n]))
+              .replace(", ", "\n").replace("ICT+BFS+WLP", "ICT+BFS\n+WLP") for n in names]
+    labels.append("BM25")
     bars.set_xticks(x, labels, fontsize=7)
     bars.set_ylabel("R@100 (%)")
     bars.set_title("ReQA-SQuAD(dev) R@100 by model and split (zero-shot on the 80% split's "
@@ -418,7 +421,7 @@ def plot(grid: dict, path: pathlib.Path) -> None:
     curves.set_xlabel("k")
     curves.set_ylabel("R@k (%)")
     curves.set_title(f"R@k after fine-tuning on the {split} split", fontsize=9)
-    curves.legend(fontsize=7)
+    curves.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # off the lines
     fig.tight_layout()
     with open_for_replace(path, "wb") as f:
         fig.savefig(f, format="png", dpi=110)
@@ -488,7 +491,7 @@ def stage_ship(cells: List[str], args) -> None:
     it in saved_models/shipped.json, which the registry reads."""
     from tt_zoo import registry
     from tt_zoo.atomic_io import write_directory
-    from tt_zoo.export import METADATA_FILE, update_metadata
+    from tt_zoo.export import METADATA_FILE, is_model_export, update_metadata
 
     grid = collect(cells, args.runs, args.budget, args.splits)
     shipped = json.loads(args.shipped.read_text()) if args.shipped.is_file() else {}
@@ -515,7 +518,7 @@ def stage_ship(cells: List[str], args) -> None:
             def copy(staging: pathlib.Path, source=source) -> None:
                 shutil.copytree(source, staging, dirs_exist_ok=True)
 
-            write_directory(dest, copy)
+            write_directory(dest, copy, is_replaceable=is_model_export, what="tt_zoo model export")
         meta = update_metadata(dest, metrics=card_metrics(row, grid["bm25"]))
         entry = {"artifact": variant, "sha256": meta["sha256"],
                  "document_length": meta["document_length"],

@@ -47,3 +47,14 @@ def test_pretrained_models_put_the_matching_passage_first(shipped):
     golden = json.loads((GOLDEN / f"{name}.json").read_text())
     scores = np.array(golden["scores"])
     assert (scores.argmax(axis=1) == np.arange(len(scores))).all(), scores
+
+
+def test_every_grid_variant_is_shipped_within_the_size_budget():
+    """The reproduce grid's ten variants (Tables 3 and 5) are all shipped, and saved_models/
+    holds at most 150 MiB."""
+    from helpers import load_recipe
+    cells = load_recipe("reproduce").CELLS
+    assert len(cells) == 10 and set(cells) <= set(SHIPPED), sorted(set(cells) - set(SHIPPED))
+    saved_models = pathlib.Path(tt_zoo.__file__).resolve().parents[1] / "saved_models"
+    size = sum(f.stat().st_size for f in saved_models.rglob("*") if f.is_file())
+    assert size <= 150 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 150)"
