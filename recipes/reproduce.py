@@ -401,17 +401,19 @@ def plot(grid: dict, path: pathlib.Path) -> None:
     labels = [re.sub(r" \(flagship, [\d,]+ steps\)", "\nflagship", _row_label(n, grid["models"][n]))
               .replace(", ", "\n").replace("ICT+BFS+WLP", "ICT+BFS\n+WLP") for n in names]
     labels.append("BM25")
-    bars.set_xticks(x, labels, fontsize=7)
+    bars.set_xticks(x, labels, fontsize=6.5)
     bars.set_ylabel("R@100 (%)")
     bars.set_title("ReQA-SQuAD(dev) R@100 by model and split (zero-shot on the 80% split's "
                    "test questions)", fontsize=9)
     bars.legend(fontsize=8)
     ks = [int(c[2:]) for c in COLUMNS if c.startswith("R@")]
     split = grid["splits"][-1]
-    for name in names:
+    colours = plt.cm.tab20(np.linspace(0, 1, 20))  # 12+ lines: the default cycle repeats at 10
+    for i, name in enumerate(names):
         m = grid["models"][name]["finetuned"].get(split)
         if m:
-            curves.plot(ks, [100 * m[f"R@{k}"] for k in ks], marker="o",
+            curves.plot(ks, [100 * m[f"R@{k}"] for k in ks], marker="o", color=colours[i % 20],
+                        linestyle="--" if "flagship" in name else "-",
                         label=_row_label(name, grid["models"][name]))
     bm25 = grid["bm25"].get(split)
     if bm25:
