@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import collections
+import functools
 import logging
 import math
 import pathlib
@@ -213,11 +214,12 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
              f"clamped to {batch_size}.")
     tf.keras.utils.set_random_seed(seed)
     # Tokenized in the input pipeline (`tokenize_on_host`): the training step sees numbers only.
+    tokenize = functools.partial(tokenize_on_host, model)
     train = (reqa_pairs(reqa, split.train, sampling_correction=sampling_correction)
              .shuffle(n_train, seed=seed, reshuffle_each_iteration=True)
              .repeat()
              .batch(batch_size, drop_remainder=True)
-             .map(lambda batch: tokenize_on_host(model, batch))
+             .map(tokenize)
              .prefetch(tf.data.AUTOTUNE))
     monitor = "val_loss" if validation_metric == "loss" else f"val_{validation_metric}"
     mode = "min" if validation_metric == "loss" else "max"
@@ -226,7 +228,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if n_val:
         val_dataset = (reqa_pairs(reqa, split.validation, sampling_correction=sampling_correction)
                        .batch(val_batch_size, drop_remainder=True)
-                       .map(lambda batch: tokenize_on_host(model, batch)).cache())
+                       .map(tokenize).cache())
     else:
         note("the split has no validation questions: no early stopping; the last weights are "
              "kept.")

@@ -246,8 +246,8 @@ def _check_divisible(global_batch: int, replicas: int) -> None:
 def distribute_step_batches(strategy: tf.distribute.Strategy, arrays: Arrays, global_batch: int,
                             *, seed: int, start_step: int, end_step: Optional[int] = None):
     """`step_batches` of the global batch, distributed over the strategy's replicas with
-    `distribute_datasets_from_function` (per-replica batch = global batch / replicas)."""
-    _check_divisible(global_batch, strategy.num_replicas_in_sync)
+    `distribute_datasets_from_function` (per-replica batch = global batch / replicas; each
+    input pipeline's `step_batches` checks that the replicas divide it)."""
     return strategy.distribute_datasets_from_function(
         lambda context: step_batches(arrays, global_batch, seed=seed, start_step=start_step,
                                      end_step=end_step, input_context=context))

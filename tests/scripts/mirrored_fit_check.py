@@ -55,10 +55,10 @@ for encoder in ("bert", "bow_mlp"):
     first = next(iter(step_batches(arrays, GLOBAL_BATCH, seed=0, start_step=0)))
     single_loss = float(single.compute_loss(first))
     distributed = distribute_step_batches(strategy, arrays, GLOBAL_BATCH, seed=0, start_step=0)
-    per_replica = strategy.run(tf.function(mirrored.compute_loss),
-                               args=(next(iter(distributed)),))
+    distributed_first = next(iter(distributed))
+    per_replica = strategy.run(tf.function(mirrored.compute_loss), args=(distributed_first,))
     sizes = [int(x[F.DOC_ID].shape[0]) for x in
-             strategy.experimental_local_results(next(iter(distributed)))]
+             strategy.experimental_local_results(distributed_first)]
     assert sizes == [GLOBAL_BATCH // 2] * 2, sizes
     distributed_loss = float(strategy.reduce("sum", per_replica, axis=None))
     print(f"{encoder}: single-device loss {single_loss:.6f}, 2 replicas {distributed_loss:.6f}")
