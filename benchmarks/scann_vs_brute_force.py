@@ -24,13 +24,11 @@ Embeddings come from one of three sources:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -38,6 +36,7 @@ from tqdm import tqdm
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
+from tt_zoo.atomic_io import write_json  # noqa: E402
 from tt_zoo.index import EmbeddingIndex, ScannConfig  # noqa: E402
 
 
@@ -147,16 +146,6 @@ def format_results(results: dict, source: str) -> str:
     return "\n".join(rows)
 
 
-def _write_json_atomic(path: str, payload: dict) -> None:
-    target = pathlib.Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, target)
-
-
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     source = parser.add_mutually_exclusive_group(required=True)
@@ -220,7 +209,7 @@ def main(argv=None) -> dict:
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs"
     print(format_results(results, source_name))
     if args.json:
-        _write_json_atomic(args.json, results)
+        write_json(args.json, results, indent=2, sort_keys=True)
     return results
 
 

@@ -101,12 +101,11 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
 
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
     from test_models import tiny_model
-    from tt_zoo.export import artifact_digest, export_saved_model
+    from tt_zoo.export import export_saved_model, verify_export
     model = tiny_model()
     model.build_by_calling()
     path = tmp_path / "model"
-    export_saved_model(model, path, {"name": "tiny_card"})
-    digest = artifact_digest(path)
+    digest = export_saved_model(model, path, {"name": "tiny_card"})["sha256"]
     squad = write_squad(tmp_path, hand_made_squad())
     result = recipe.main(["--squad", str(squad), "--model", str(path), "--bm25",
                           "--record-card"])
@@ -116,6 +115,6 @@ def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recip
     assert table["R@1"] == round(100 * row["R@1"], 2) and set(table) >= {"R@100", "MRR"}
     assert "BM25 on the same questions (%)" in meta["metrics"]
     assert "## Measured quality" in (path / "MODEL_CARD.md").read_text()
-    assert artifact_digest(path) == digest  # the card changed; the weights did not
+    assert verify_export(path)["sha256"] == digest  # the card changed; the weights did not
     with pytest.raises(SystemExit):
         recipe.main(["--squad", str(squad), "--model", "ict_bfs_wlp_512", "--record-card"])

@@ -11,7 +11,9 @@ import tensorflow as tf
 
 from test_models import PAIRS, tiny_model
 from tt_zoo import features as F
-from tt_zoo.export import SIGNATURES, artifact_digest, export_saved_model, load_keras_model
+from tt_zoo.export import (MANIFEST_EXCLUDES, SIGNATURES, export_saved_model, load_keras_model,
+                           verify_export)
+from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
 SENTENCES = PAIRS[F.DOC_TITLE]
@@ -31,7 +33,10 @@ def test_export_files_and_metadata(exported):
     model, path, meta = exported
     for name in ("saved_model.pb", "config.json", "metadata.json", "MODEL_CARD.md"):
         assert (path / name).is_file(), name
-    assert meta["sha256"] == artifact_digest(path)
+    files = describe_files(path, skip=MANIFEST_EXCLUDES)
+    assert meta["files"] == files and "variables/variables.index" in files
+    assert meta["sha256"] == manifest_digest(files)
+    assert verify_export(path) == meta
     assert json.loads((path / "metadata.json").read_text())["embedding_dim"] == 8
     assert "tiny_test" in (path / "MODEL_CARD.md").read_text()
     assert not list(path.parent.glob(".*staging*"))  # nothing half-written left

@@ -6,7 +6,9 @@ import tensorflow as tf
 
 from helpers import json_round_trip, tiny_vocab
 from tt_zoo import features as F
-from tt_zoo.models import TwoTowerModel, build_two_tower_model, load_model, save_model
+from tt_zoo.errors import ArtifactError
+from tt_zoo.export import export_saved_model, load_keras_model
+from tt_zoo.models import TwoTowerModel, build_two_tower_model
 
 PAIRS = {
     F.QUERY: ["who discovered penicillin?", "what is the capital of france?",
@@ -77,8 +79,8 @@ def test_config_round_trip_and_save_load(tmp_path):
     clone.build_by_calling()
     assert json_round_trip(clone.get_config()) == json_round_trip(model.get_config())
 
-    save_model(model, tmp_path / "m")
-    reloaded = load_model(tmp_path / "m")
+    export_saved_model(model, tmp_path / "m")
+    reloaded = load_keras_model(tmp_path / "m")
     np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected_q, rtol=1e-5,
                                atol=1e-6)
     np.testing.assert_allclose(
@@ -90,14 +92,14 @@ def test_config_round_trip_and_save_load(tmp_path):
 
 
 def test_load_model_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="config.json is missing"):
-        load_model(tmp_path)
+    with pytest.raises(ArtifactError, match="config.json is missing"):
+        load_keras_model(tmp_path)
     model = tiny_model()
     model.build_by_calling()
-    save_model(model, tmp_path / "m")
+    export_saved_model(model, tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text("{not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        load_model(tmp_path / "m")
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        load_keras_model(tmp_path / "m")
 
 
 def test_hard_negatives_and_missing_ids():
@@ -114,18 +116,17 @@ def test_hard_negatives_and_missing_ids():
         model.compute_loss({F.QUERY: batch[F.QUERY]})
 
 
-def test_compiled_model_with_paper_schedule_saves_and_exports(tmp_path):
-    from tt_zoo.export import load_keras_model, export_saved_model
+def test_compiled_model_with_paper_schedule_exports_without_its_optimizer(tmp_path):
     from tt_zoo.training import paper_learning_rate
     model = tiny_model()
     model.compile(optimizer=tf.keras.optimizers.Adam(paper_learning_rate(1e-3, 10, 0.1)))
     model.fit(pair_dataset(), epochs=1, verbose=0)
-    save_model(model, tmp_path / "m")
     export_saved_model(model, tmp_path / "e")
     expected = model.encode_queries(PAIRS[F.QUERY])
-    for reloaded in (load_model(tmp_path / "m"), load_keras_model(tmp_path / "e")):
-        np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected,
-                                   rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(load_keras_model(tmp_path / "e").encode_queries(PAIRS[F.QUERY]),
+                               expected, rtol=1e-5, atol=1e-6)
+    assert not [v for v in tf.train.list_variables(str(tmp_path / "e" / "variables" / "variables"))
+                if "optimizer" in v[0].lower()]
 
 
 def test_tokenized_batches_train_and_embed_like_raw_strings():

@@ -20,7 +20,6 @@ trainable model from the SavedModel's own variables), ``metadata.json`` and ``MO
 from __future__ import annotations
 
 import datetime
-import hashlib
 import json
 import os
 import pathlib
@@ -29,8 +28,11 @@ from typing import Optional
 import tensorflow as tf
 
 from tt_zoo.atomic_io import write_directory, write_text
-from tt_zoo.models import CONFIG_FILE, TwoTowerModel
+from tt_zoo.errors import ArtifactError
+from tt_zoo.manifest import describe_files, manifest_digest, verify_files
+from tt_zoo.models import TwoTowerModel
 
+CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
 METADATA_FILE = "metadata.json"
 MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
@@ -104,21 +106,6 @@ def _bytes_feature(value):
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
 
 
-def artifact_digest(path) -> str:
-    """sha256 over the artifact's files (relative path + content), metadata and card excluded."""
-    root = pathlib.Path(path)
-    digest = hashlib.sha256()
-    files = sorted(p for p in root.rglob("*") if p.is_file()
-                   and p.relative_to(root).as_posix() not in MANIFEST_EXCLUDES)
-    for file in files:
-        digest.update(file.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        with open(file, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
 def count_parameters(model: TwoTowerModel) -> int:
     variables = {id(v): v for v in model.trainable_variables}
     return int(sum(v.shape.num_elements() for v in variables.values()))
@@ -168,7 +155,8 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
       overwrite: replace whatever is at `path`.
 
     Returns:
-      the metadata written, including the artifact's sha256.
+      the metadata written, including the artifact's file manifest and its sha256
+      (`tt_zoo.manifest`).
     """
     meta = {}
 
@@ -200,7 +188,8 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"),
         })
-        meta["sha256"] = artifact_digest(staging)
+        meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
+        meta["sha256"] = manifest_digest(meta["files"])
         with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
         (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
@@ -225,7 +214,7 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
 
 def update_metadata(path, **fields) -> dict:
     """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
-    MODEL_CARD.md; the weights and their sha256 are unchanged (neither file is hashed)."""
+    MODEL_CARD.md; the weights and their manifest are unchanged (neither file is in it)."""
     path = pathlib.Path(path)
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     meta.update(fields)
@@ -283,19 +272,53 @@ def _fmt(value):
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
+def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
+    """Checks an export is complete and undamaged; returns its metadata.
+
+    metadata.json's file manifest must hash to `expected_sha256` (the registry's, for a shipped
+    model) or to the sha256 recorded beside it, and every file must match its entry.
+    Raises `ArtifactError` naming what is missing or differs.
+    """
+    path = pathlib.Path(path)
+    if not path.is_dir():
+        raise ArtifactError(f"Saved model directory {path} does not exist.")
+    meta_path = path / METADATA_FILE
+    try:
+        metadata = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is not a tt_zoo export: {meta_path.name} is missing.")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
+    expected = expected_sha256 or metadata.get("sha256")
+    files = metadata.get("files")
+    if not expected or not isinstance(files, dict):
+        raise ArtifactError(f"{meta_path} records no sha256 and file manifest, so the files of "
+                            f"{path} cannot be verified; every tt_zoo export since 0.2 records "
+                            "them. Export the model again.")
+    actual = manifest_digest(files)
+    if actual != expected:
+        raise ArtifactError(
+            f"Saved model {path} is corrupted or truncated: its file manifest hashes to "
+            f"{actual[:16]}… but {'the registry' if expected_sha256 else 'metadata.json'} "
+            f"records {expected[:16]}…. Re-train it or restore the directory from git.")
+    verify_files(path, files, listed_in=meta_path)
+    return metadata
+
+
 def load_keras_model(path) -> TwoTowerModel:
-    """Rebuilds the trainable Keras model of an export from its config and SavedModel variables."""
+    """Rebuilds the trainable Keras model of an export from its config and SavedModel variables
+    (the files are not re-hashed here: `verify_export` does that)."""
     path = pathlib.Path(path)
     config_path = path / CONFIG_FILE
     variables = path / "variables" / "variables.index"
     for required in (config_path, path / "saved_model.pb", variables):
         if not required.is_file():
-            raise FileNotFoundError(f"{path} is not a complete tt_zoo export: {required.name} is "
-                                    "missing.")
+            raise ArtifactError(f"{path} is not a complete tt_zoo export: {required.name} is "
+                                "missing.")
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+        raise ArtifactError(f"{config_path} is not valid JSON ({e}).") from e
     model = tf.keras.layers.deserialize(config)
     if not model.built:
         model.build_by_calling()
@@ -304,6 +327,6 @@ def load_keras_model(path) -> TwoTowerModel:
         status.expect_partial().assert_existing_objects_matched()
     except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
         first = str(e).splitlines()[0] if str(e) else ""
-        raise ValueError(f"Could not restore the weights of {path} ({type(e).__name__}: "
-                         f"{first}).") from e
+        raise ArtifactError(f"Could not restore the weights of {path} ({type(e).__name__}: "
+                            f"{first}).") from e
     return model

@@ -21,7 +21,6 @@ module holds that part, on embeddings only (a text-level wrapper lives elsewhere
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import pathlib
@@ -36,10 +35,11 @@ import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
+from tt_zoo.manifest import describe_files, verify_files  # noqa: E402
 
 BACKENDS = ("scann", "brute_force")
 INDEX_FORMAT = "tt_zoo.EmbeddingIndex"
-INDEX_FORMAT_VERSION = 1
+INDEX_FORMAT_VERSION = 2  # 2: `files` holds size and sha256 (`tt_zoo.manifest`); 1: sha256
 INDEX_CONFIG_FILE = "index.json"
 IDS_FILE = "ids.txt"
 EMBEDDINGS_FILE = "embeddings.npy"
@@ -204,34 +204,6 @@ def _check_k(k) -> int:
 
 
 # -- files ------------------------------------------------------------------------------------
-
-def _sha256(path: pathlib.Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def hash_files(root: pathlib.Path, only: Optional[Sequence[str]] = None,
-               skip: Sequence[str] = ()) -> dict:
-    """sha256 of every file under `root` (or of the `only` ones), keyed by its POSIX path
-    relative to `root`."""
-    paths = [root / name for name in only] if only is not None else sorted(root.rglob("*"))
-    return {p.relative_to(root).as_posix(): _sha256(p) for p in paths
-            if p.is_file() and p.relative_to(root).as_posix() not in skip}
-
-
-def verify_files(root: pathlib.Path, expected: dict, config_file: pathlib.Path) -> None:
-    for relative, digest in expected.items():
-        path = root / relative
-        if not path.is_file():
-            raise IndexFileError(f"{path} is missing (listed in {config_file}).")
-        actual = _sha256(path)
-        if actual != digest:
-            raise IndexFileError(f"{path} is corrupt: sha256 {actual} differs from {digest} "
-                                 f"recorded in {config_file}.")
-
 
 def read_json(path: pathlib.Path) -> dict:
     if not path.is_file():
@@ -407,7 +379,7 @@ class EmbeddingIndex:
                 "num_candidates": len(self),
                 "dim": self.dim,
                 "scann": self.scann_config.to_json() if self.scann_config else None,
-                "files": hash_files(tmp),
+                "files": describe_files(tmp),
             }
             write_json(tmp / INDEX_CONFIG_FILE, config, indent=2, sort_keys=True)
 
@@ -426,10 +398,10 @@ class EmbeddingIndex:
         if config.get("format") != INDEX_FORMAT:
             raise IndexFileError(f"{config_file}: format is {config.get('format')!r}, "
                                  f"expected {INDEX_FORMAT!r}.")
-        if config.get("format_version") != INDEX_FORMAT_VERSION:
+        if config.get("format_version") not in (1, INDEX_FORMAT_VERSION):
             raise IndexFileError(f"{config_file}: format_version "
                                  f"{config.get('format_version')!r} is not supported "
-                                 f"(expected {INDEX_FORMAT_VERSION}).")
+                                 f"(this tt_zoo reads 1 and {INDEX_FORMAT_VERSION}).")
         try:
             backend, num, dim, files = (config["backend"], int(config["num_candidates"]),
                                         int(config["dim"]), dict(config["files"]))
@@ -438,7 +410,9 @@ class EmbeddingIndex:
             raise IndexFileError(f"{config_file} is malformed: {e!r}.") from e
         if IDS_FILE not in files:
             raise IndexFileError(f"{config_file} lists no {IDS_FILE}.")
-        verify_files(root, files, config_file)
+        if config["format_version"] == 1:  # {name: sha256}
+            files = {name: {"sha256": digest} for name, digest in files.items()}
+        verify_files(root, files, listed_in=config_file, error=IndexFileError)
 
         ids_path = root / IDS_FILE
         try:

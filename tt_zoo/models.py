@@ -7,8 +7,6 @@ in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `
 
 from __future__ import annotations
 
-import json
-import os
 from typing import Optional, Sequence
 
 import numpy as np
@@ -16,13 +14,9 @@ import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
 from tt_zoo import features as F
-from tt_zoo.atomic_io import write_directory
 from tt_zoo.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.text import TextPreprocessor
 from tt_zoo.towers import BertTower, BowMlpTower
-
-CONFIG_FILE = "config.json"
-WEIGHTS_PREFIX = "weights/ckpt"
 
 
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
@@ -307,44 +301,3 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
     document_tower = None if share_towers else make_tower("document_tower")
     return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss,
                          normalize_embeddings=normalize_embeddings)
-
-
-def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None:
-    """Saves config (with the vocabulary) and weights to a directory, atomically.
-
-    The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
-    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
-    """
-    def build(staging) -> None:
-        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(model.artifact_config(), f)
-        model.save_weights(str(staging / WEIGHTS_PREFIX))
-
-    write_directory(path, build, overwrite=overwrite,
-                    is_replaceable=lambda p: ((p / CONFIG_FILE).is_file()
-                                              and (p / WEIGHTS_PREFIX).parent.is_dir()),
-                    what="saved tt_zoo model")
-
-
-def load_model(path: str) -> TwoTowerModel:
-    """Loads a model written by `save_model`, with clear errors for a missing or broken directory."""
-    path = os.fspath(path)
-    config_path = os.path.join(path, CONFIG_FILE)
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"{path!r} is not a tt_zoo model directory: {CONFIG_FILE} is "
-                                "missing.")
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
-    model = tf.keras.layers.deserialize(config)
-    if not model.built:
-        model.build_by_calling()
-    weights = os.path.join(path, WEIGHTS_PREFIX)
-    try:
-        model.load_weights(weights).assert_existing_objects_matched()
-    except (tf.errors.OpError, ValueError, AssertionError) as e:
-        raise ValueError(f"Could not restore the weights of {path!r} ({type(e).__name__}: "
-                         f"{str(e).splitlines()[0] if str(e) else ''}).") from e
-    return model

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import collections
 import datetime
-import hashlib
 import json
 import os
 import uuid
@@ -40,6 +39,7 @@ from tqdm.auto import tqdm
 from tt_zoo import features
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import ArtifactError
+from tt_zoo.manifest import CHECKS, describe_file, verify_file
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -139,20 +139,6 @@ def _tmp_path(path: str) -> str:
     return os.path.join(head, f".tmp-{uuid.uuid4().hex[:8]}-{tail}")
 
 
-def _file_digest(path: str) -> tuple[int, str]:
-    """(size in bytes, sha256 hex) of a file."""
-    digest = hashlib.sha256()
-    size = 0
-    with tf.io.gfile.GFile(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 22)
-            if not chunk:
-                break
-            size += len(chunk)
-            digest.update(chunk)
-    return size, digest.hexdigest()
-
-
 def _write_records_atomically(path: str, records: Iterable[bytes]) -> int:
     """Writes records to a temporary name, renames to ``path`` once complete; returns count."""
     tmp = _tmp_path(path)
@@ -182,9 +168,8 @@ def write_manifest(output_dir: str, prefix: str, kind: str, shard_names: Sequenc
         path = os.path.join(output_dir, name)
         if not tf.io.gfile.exists(path):
             raise IncompleteOutputError(f"incomplete output: shard {path} was not written.")
-        size, sha = _file_digest(path)
         n = counts[i] if counts is not None else _count_records(path)
-        shards.append({"name": name, "num_records": int(n), "size": size, "sha256": sha})
+        shards.append({"name": name, "num_records": int(n), **describe_file(path)})
     manifest = {
         "format_version": FORMAT_VERSION,
         "kind": kind,
@@ -361,8 +346,8 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
     Raises:
       IncompleteOutputError: no manifest, or a shard missing / of the wrong size or hash.
     """
-    if verify not in ("size", "sha256", "none"):
-        raise ValueError(f"verify must be 'size', 'sha256' or 'none' (got {verify!r}).")
+    if verify not in CHECKS:
+        raise ValueError(f"verify must be one of {CHECKS} (got {verify!r}).")
     output_dir = str(output_dir)
     path = os.path.join(output_dir, MANIFEST)
     if not tf.io.gfile.exists(path):
@@ -377,21 +362,8 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
     if verify == "none":
         return manifest
     for shard in manifest["shards"]:
-        shard_path = os.path.join(output_dir, shard["name"])
-        if not tf.io.gfile.exists(shard_path):
-            raise IncompleteOutputError(
-                f"incomplete output: shard {shard_path} listed in {MANIFEST} is missing.")
-        size = tf.io.gfile.stat(shard_path).length
-        if size != shard["size"]:
-            raise IncompleteOutputError(
-                f"incomplete output: shard {shard_path} has {size} bytes, the manifest says "
-                f"{shard['size']} (truncated or rewritten after the manifest).")
-        if verify == "sha256":
-            _, sha = _file_digest(shard_path)
-            if sha != shard["sha256"]:
-                raise IncompleteOutputError(
-                    f"incomplete output: shard {shard_path} has sha256 {sha}, the manifest says "
-                    f"{shard['sha256']}.")
+        verify_file(os.path.join(output_dir, shard["name"]), shard, listed_in=MANIFEST,
+                    check=verify, error=IncompleteOutputError)
     return manifest
 
 

@@ -81,7 +81,7 @@ class ModelSpec:
       recipe: the settings that train it.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: directory under saved_models/ when shipped, else None.
-      sha256: sha256 of the artifact's file manifest (see `tt_zoo.export.artifact_digest`).
+      sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
     """

@@ -77,7 +77,7 @@ class TextIndex:
         `path` must be new, empty or an earlier saved TextIndex (replaced atomically); any other
         existing folder is refused (FileExistsError) unless `overwrite`.
         """
-        from tt_zoo.index import hash_files
+        from tt_zoo.manifest import describe_files
 
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
@@ -85,7 +85,7 @@ class TextIndex:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
                     f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
             write_json(staging / TEXT_INDEX_FILE, {"format": TEXT_INDEX_FORMAT,
-                                                   "files": hash_files(staging, [PASSAGES_FILE])})
+                                                   "files": describe_files(staging, [PASSAGES_FILE])})
 
         return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
                                what="saved tt_zoo TextIndex")
@@ -93,7 +93,8 @@ class TextIndex:
     @classmethod
     def load(cls, path, model: "ZooModel") -> "TextIndex":
         """Loads a directory written by `save`, checking every file against its sha256."""
-        from tt_zoo.index import EmbeddingIndex, read_json, verify_files
+        from tt_zoo.index import EmbeddingIndex, read_json
+        from tt_zoo.manifest import verify_files
         path = pathlib.Path(path)
         manifest_path = path / TEXT_INDEX_FILE
         if not manifest_path.is_file():
@@ -106,7 +107,9 @@ class TextIndex:
                 PASSAGES_FILE not in files):
             raise ArtifactError(f"{manifest_path} is not a {TEXT_INDEX_FORMAT} manifest listing "
                                 f"{PASSAGES_FILE}.")
-        verify_files(path, files, manifest_path)
+        files = {name: {"sha256": entry} if isinstance(entry, str) else entry  # before 0.2
+                 for name, entry in files.items()}
+        verify_files(path, files, listed_in=manifest_path)
         embedding_index = EmbeddingIndex.load(path / "embeddings")
         rows = []
         passages_path = path / PASSAGES_FILE
@@ -265,31 +268,6 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
                                  **shape)
 
 
-def verify_artifact(path, expected_sha256: Optional[str] = None) -> dict:
-    """Checks an export directory is complete and matches its sha256; returns its metadata."""
-    path = pathlib.Path(path)
-    if not path.is_dir():
-        raise ArtifactError(f"Saved model directory {path} does not exist.")
-    meta_path = path / export_lib.METADATA_FILE
-    try:
-        metadata = json.loads(meta_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ArtifactError(f"{path} is not a tt_zoo export: {meta_path.name} is missing.")
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
-    expected = expected_sha256 or metadata.get("sha256")
-    if not expected:
-        raise ArtifactError(f"{meta_path} records no sha256, so the files of {path} cannot be "
-                            "verified; every tt_zoo export records one. Export the model again.")
-    actual = export_lib.artifact_digest(path)
-    if actual != expected:
-        raise ArtifactError(
-            f"Saved model {path} is corrupted or truncated: its files hash to {actual[:16]}… "
-            f"but {'the registry' if expected_sha256 else 'metadata.json'} records "
-            f"{expected[:16]}…. Re-train it or restore the directory from git.")
-    return metadata
-
-
 def load(name_or_path) -> ZooModel:
     """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path.
 
@@ -311,9 +289,6 @@ def load(name_or_path) -> ZooModel:
                 "by path.")
         path = spec.artifact_path
         expected_sha = spec.sha256
-    metadata = verify_artifact(path, expected_sha)
-    try:
-        keras_model = export_lib.load_keras_model(path)
-    except (FileNotFoundError, ValueError) as e:
-        raise ArtifactError(str(e)) from e
+    metadata = export_lib.verify_export(path, expected_sha)
+    keras_model = export_lib.load_keras_model(path)
     return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
