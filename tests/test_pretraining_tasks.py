@@ -167,12 +167,6 @@ def test_task_config_validation():
     assert pt.TaskConfig(tasks=["ict"]).tasks == ("ict",)
 
 
-def test_sampling_probabilities_hand_worked():
-    q = pt.sampling_probabilities(["a#0", "b#1", "a#0", "c#2"])
-    assert q == {"a#0": 0.5, "b#1": 0.25, "c#2": 0.25}
-    assert pt.sampling_probabilities([]) == {}
-
-
 def test_stable_seed_is_not_pythons_hash():
     assert pt.stable_seed(0, "Finland") == pt.stable_seed(0, "Finland")
     assert pt.stable_seed(0, "Finland") != pt.stable_seed(1, "Finland")

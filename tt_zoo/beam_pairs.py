@@ -42,6 +42,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from tt_zoo import pairs_io
 from tt_zoo import pretraining_tasks
+from tt_zoo.sampling import sampling_probability
 from tt_zoo.articles import Article, ReadReport
 
 NAMESPACE = "tt_zoo"
@@ -105,7 +106,7 @@ def _examples_for_doc(element, num_pairs):
     """(doc_id, {"pairs": [...], "count": [n]}) -> serialized examples with q(d) = n / num_pairs."""
     _, grouped = element
     (count,) = grouped["count"]
-    prob = count / num_pairs
+    prob = sampling_probability(count, num_pairs)
     for pair in grouped["pairs"]:
         yield pairs_io.pair_to_example(pair, prob)
 

@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import functools
 import logging
 import math
@@ -33,6 +32,7 @@ from tt_zoo import features as F
 from tt_zoo import reqa as reqa_lib
 from tt_zoo import retrieval_metrics
 from tt_zoo.atomic_io import write_json
+from tt_zoo.sampling import sampling_probabilities
 from tt_zoo.step_data import tokenize_on_host
 
 logger = logging.getLogger(__name__)
@@ -53,9 +53,9 @@ def _with_sampling_probabilities(pairs: tf.data.Dataset, doc_ids) -> tf.data.Dat
     whose gold candidate is d; the loss subtracts log q(d) (the logQ correction, Chang et al.
     2020, Sec. 2). A candidate that answers several questions is not over-penalised as a negative.
     """
-    counts = collections.Counter(doc_ids)
-    keys = tf.constant(list(counts), tf.string)
-    values = tf.constant([c / len(doc_ids) for c in counts.values()], tf.float32)
+    probs = sampling_probabilities(doc_ids)
+    keys = tf.constant(list(probs), tf.string)
+    values = tf.constant(list(probs.values()), tf.float32)
     table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), 0.0)
 
     def add(example):

@@ -3,8 +3,8 @@
 The pretraining tasks of Chang et al. 2020 (Sec. 3: ICT, BFS, WLP) produce positive
 (query, document) pairs; the two-tower model trains on them with a sampled softmax over the
 batch's documents and the logQ correction (Sec. 2), which needs q(d), the probability that a
-document appears as a candidate. Here q(d) = count(doc_id) / num_pairs over the whole pair set,
-stored per record as ``DOC_SAMPLING_PROB``.
+document appears as a candidate. Here q(d) = count(doc_id) / num_pairs over the whole pair set
+(`tt_zoo.sampling`), stored per record as ``DOC_SAMPLING_PROB``.
 
 Layout of an output directory::
 
@@ -40,6 +40,7 @@ from tqdm.auto import tqdm
 from tt_zoo import features
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import ArtifactError
+from tt_zoo.sampling import sampling_probabilities
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -255,16 +256,16 @@ def write_pair_shards(pairs: Iterable, output_dir: str, num_shards: int,
 
     try:
         counts = _write_round_robin(spill_paths, counted(pairs), progress, "writing pairs")
-        total = sum(counts)
+        probs = sampling_probabilities(doc_counts)
         # Pass 2: rewrite each spill shard with q(d) = count(doc_id) / num_pairs.
-        bar = tqdm(total=total, desc="adding q(d)", unit="pair", disable=not progress)
+        bar = tqdm(total=sum(counts), desc="adding q(d)", unit="pair", disable=not progress)
         for spill, path in zip(spill_paths, paths):
             def with_probs(spill=spill):
                 for raw in tf.data.TFRecordDataset(spill).as_numpy_iterator():
                     example = tf.train.Example.FromString(raw)
                     doc_id = example.features.feature[features.DOC_ID].bytes_list.value[0]
-                    prob = doc_counts[doc_id.decode("utf-8")] / total
-                    example.features.feature[features.DOC_SAMPLING_PROB].float_list.value[0] = prob
+                    example.features.feature[features.DOC_SAMPLING_PROB].float_list.value[0] = (
+                        probs[doc_id.decode("utf-8")])
                     bar.update(1)
                     yield example.SerializeToString()
             _write_records_atomically(path, with_probs())

@@ -247,17 +247,6 @@ def generate_pairs(articles: ArticleSource, config: TaskConfig = TaskConfig(),
         yield from pairs_for_article(article, index.get(article.title, ()), config, counters)
 
 
-def sampling_probabilities(doc_ids: Iterable[str]) -> Dict[str, float]:
-    """q(d) = count(d) / total: the candidate sampling probability for the logQ correction.
-
-    Chang et al. 2020, Sec. 2 (sampled softmax over in-batch documents with the correction of
-    Yi et al. 2019: subtract log q(d) from each candidate's logit).
-    """
-    counts = collections.Counter(doc_ids)
-    total = sum(counts.values())
-    return {d: c / total for d, c in counts.items()}
-
-
 # ----------------------------------------------------------------------------- MLM baseline
 
 _SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
