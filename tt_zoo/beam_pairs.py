@@ -186,8 +186,8 @@ class WriteShardsWithTF(beam.PTransform):
 def _write_shard(element, output_dir: str, num_shards: int, prefix: str):
     index, records = element
     name = pairs_io.shard_name(prefix, index, num_shards)
-    count = pairs_io._write_records_atomically(os.path.join(output_dir, name),
-                                               (r for r in records if r is not None))
+    count = pairs_io.write_records_atomically(os.path.join(output_dir, name),
+                                              (r for r in records if r is not None))
     return name, count
 
 
@@ -215,11 +215,11 @@ def run_beam_pipeline(articles_source: Union[str, Iterable[Article]], output_dir
     Returns:
       The manifest dict, with ``read_report`` and ``generator_counters`` from Beam metrics.
     """
-    pairs_io._check_num_shards(num_shards)
+    pairs_io.check_num_shards(num_shards)
     output_dir = str(output_dir)
     import tensorflow as tf  # noqa: PLC0415 (only for gfile; keeps Beam workers' imports lean)
     tf.io.gfile.makedirs(output_dir)
-    pairs_io._clear_previous_output(output_dir, pairs_io.PAIRS_PREFIX)
+    pairs_io.clear_previous_output(output_dir, pairs_io.PAIRS_PREFIX)
 
     options = PipelineOptions(list(pipeline_args or []), runner=runner)
     with beam.Pipeline(options=options) as p:

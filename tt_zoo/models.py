@@ -309,6 +309,38 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
                          normalize_embeddings=normalize_embeddings)
 
 
+def with_sequence_lengths(model: TwoTowerModel, query_length: Optional[int] = None,
+                          document_length: Optional[int] = None) -> TwoTowerModel:
+    """The same model (weights copied) with other query/document token budgets.
+
+    Only the preprocessors change; a BERT tower's position embeddings must cover the new
+    lengths (its ``max_sequence_length``). Returns ``model`` itself when nothing changes.
+    """
+    query_length = query_length or model.query_preprocessor.seq_length
+    document_length = document_length or model.document_preprocessor.seq_length
+    if (query_length, document_length) == (model.query_preprocessor.seq_length,
+                                           model.document_preprocessor.seq_length):
+        return model
+    config = tf.keras.layers.serialize(model)
+    inner = config["config"]
+    for key, length in (("query_preprocessor", query_length),
+                        ("document_preprocessor", document_length)):
+        inner[key]["config"]["seq_length"] = int(length)
+    for key in ("query_tower", "document_tower"):
+        tower = inner.get(key)
+        limit = (tower or {}).get("config", {}).get("max_sequence_length")
+        if limit is not None and max(query_length, document_length) > limit:
+            raise ValueError(f"The {key.replace('_', ' ')} covers at most {limit} positions; "
+                             f"cannot use query length {query_length} / document length "
+                             f"{document_length}.")
+    resized = tf.keras.layers.deserialize(config)
+    resized.build_by_calling()
+    if not model.built:
+        model.build_by_calling()
+    resized.set_weights(model.get_weights())
+    return resized
+
+
 def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None:
     """Saves config (with the vocabulary) and weights to a directory, atomically.
 

@@ -120,9 +120,10 @@ def is_pair_directory(path) -> bool:
         for prefix in (PAIRS_PREFIX, MLM_PREFIX))
 
 
-def _clear_previous_output(output_dir: str, prefix: str) -> None:
+def clear_previous_output(output_dir: str, prefix: str) -> None:
     """Removes an old manifest first (so a half-overwritten directory reads as incomplete),
-    then old shards and leftover temporary files of ``prefix``."""
+    then old shards and leftover temporary files of ``prefix``. Every writer of a pair
+    directory (here and ``tt_zoo.beam_pairs``) calls it before writing."""
     manifest = os.path.join(output_dir, MANIFEST)
     if tf.io.gfile.exists(manifest):
         tf.io.gfile.remove(manifest)
@@ -154,7 +155,7 @@ def _file_digest(path: str) -> tuple[int, str]:
     return size, digest.hexdigest()
 
 
-def _write_records_atomically(path: str, records: Iterable[bytes]) -> int:
+def write_records_atomically(path: str, records: Iterable[bytes]) -> int:
     """Writes records to a temporary name, renames to ``path`` once complete; returns count."""
     tmp = _tmp_path(path)
     count = 0
@@ -206,7 +207,8 @@ def _count_records(path: str) -> int:
     return sum(1 for _ in tf.data.TFRecordDataset(path).as_numpy_iterator())
 
 
-def _check_num_shards(num_shards: int) -> None:
+def check_num_shards(num_shards: int) -> None:
+    """Raises ``ValueError`` unless ``num_shards`` is a positive int (every shard writer)."""
     if not isinstance(num_shards, int) or num_shards < 1:
         raise ValueError(f"num_shards must be a positive int (got {num_shards!r}).")
 
@@ -231,10 +233,10 @@ def write_pair_shards(pairs: Iterable, output_dir: str, num_shards: int,
     Returns:
       The manifest dict.
     """
-    _check_num_shards(num_shards)
+    check_num_shards(num_shards)
     output_dir = str(output_dir)
     tf.io.gfile.makedirs(output_dir)
-    _clear_previous_output(output_dir, PAIRS_PREFIX)
+    clear_previous_output(output_dir, PAIRS_PREFIX)
     names = [shard_name(PAIRS_PREFIX, i, num_shards) for i in range(num_shards)]
     paths = [os.path.join(output_dir, n) for n in names]
 
@@ -268,7 +270,7 @@ def write_pair_shards(pairs: Iterable, output_dir: str, num_shards: int,
                         probs[doc_id.decode("utf-8")])
                     bar.update(1)
                     yield example.SerializeToString()
-            _write_records_atomically(path, with_probs())
+            write_records_atomically(path, with_probs())
         bar.close()
     finally:
         for spill in spill_paths:
@@ -322,10 +324,10 @@ def write_mlm_shards(examples: Iterable[Mapping[str, Sequence]], output_dir: str
     ``max_predictions_per_seq`` for the masked-LM ones); the lengths go into the manifest so
     ``read_mlm_examples`` needs no arguments. ``masked_lm_weights`` is float, the rest int.
     """
-    _check_num_shards(num_shards)
+    check_num_shards(num_shards)
     output_dir = str(output_dir)
     tf.io.gfile.makedirs(output_dir)
-    _clear_previous_output(output_dir, MLM_PREFIX)
+    clear_previous_output(output_dir, MLM_PREFIX)
     names = [shard_name(MLM_PREFIX, i, num_shards) for i in range(num_shards)]
     lengths: Dict[str, int] = {}
 
