@@ -180,11 +180,11 @@ def build_untrained(args):
 
 def load_pretrained(args):
     import tt_zoo
-    from tt_zoo import finetuning
+    from tt_zoo.models import with_sequence_lengths
 
     zoo_model = tt_zoo.load(args.model)
-    model = finetuning.with_sequence_lengths(zoo_model.keras_model, args.query_length,
-                                             args.document_length)
+    model = with_sequence_lengths(zoo_model.keras_model, args.query_length,
+                                  args.document_length)
     zoo_model.keras_model = model
     spec, meta = zoo_model.spec, zoo_model.metadata
     info = {"name": args.name or f"{zoo_model.name}_reqa",

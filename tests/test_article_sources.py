@@ -3,12 +3,11 @@
 import gzip
 import json
 import os
-import sys
-import types
 
 import pytest
 
 from conftest import data_file
+from tt_zoo import article_sources
 from tt_zoo.article_sources import (ArticleFormatError, read_articles, read_hf_articles,
                                     read_jsonl_articles, text_to_sections, write_jsonl_articles)
 from tt_zoo.articles import Article, ReadReport, Section
@@ -201,9 +200,8 @@ def test_read_articles_dispatches_xml_dumps():
 
 def test_read_articles_dispatches_wikispeedia(tmp_path, monkeypatch):
     calls = []
-    fake = types.ModuleType("tt_zoo.wikispeedia")
-    fake.read_wikispeedia = lambda source, report=None, progress=True: calls.append(source) or iter(ARTICLES)
-    monkeypatch.setitem(sys.modules, "tt_zoo.wikispeedia", fake)
+    fake = lambda source, report=None, progress=True: calls.append(source) or iter(ARTICLES)
+    monkeypatch.setattr(article_sources, "read_wikispeedia", fake)
     (tmp_path / "plaintext_articles").mkdir()
     assert list(read_articles(str(tmp_path), progress=False)) == ARTICLES
     shared = data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")

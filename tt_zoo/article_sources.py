@@ -14,7 +14,6 @@ WLP) and counts what it kept and skipped in an optional :class:`ReadReport`.
 from __future__ import annotations
 
 import gzip
-import importlib
 import json
 import os
 import pathlib
@@ -28,6 +27,7 @@ from tt_zoo.atomic_io import open_for_replace
 from tt_zoo.errors import TtZooError
 from tt_zoo.mediawiki import (DROPPED_SECTIONS, normalize_title, open_input,
                               read_mediawiki_dump)
+from tt_zoo.wikispeedia import read_wikispeedia
 
 
 class ArticleFormatError(TtZooError):
@@ -373,8 +373,7 @@ def read_articles(source, *, report: Optional[ReadReport] = None, progress: bool
     if _JSONL_NAME.search(path.name) and path.is_file():
         return read_jsonl_articles(path, report=report, progress=progress, **kwargs)
     if _is_wikispeedia(path):
-        wikispeedia = importlib.import_module("tt_zoo.wikispeedia")
-        return wikispeedia.read_wikispeedia(source, report=report, progress=progress, **kwargs)
+        return read_wikispeedia(source, report=report, progress=progress, **kwargs)
     if _is_saved_dataset(path):
         return read_hf_articles(source, report=report, progress=progress, **kwargs)
     accepted = "\n  - ".join(ACCEPTED_SOURCES)

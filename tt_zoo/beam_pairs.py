@@ -42,6 +42,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from tt_zoo import pairs_io
 from tt_zoo import pretraining_tasks
+from tt_zoo.sampling import sampling_probability
 from tt_zoo.articles import Article, ReadReport
 
 NAMESPACE = "tt_zoo"
@@ -105,7 +106,7 @@ def _examples_for_doc(element, num_pairs):
     """(doc_id, {"pairs": [...], "count": [n]}) -> serialized examples with q(d) = n / num_pairs."""
     _, grouped = element
     (count,) = grouped["count"]
-    prob = count / num_pairs
+    prob = sampling_probability(count, num_pairs)
     for pair in grouped["pairs"]:
         yield pairs_io.pair_to_example(pair, prob)
 
@@ -185,8 +186,8 @@ class WriteShardsWithTF(beam.PTransform):
 def _write_shard(element, output_dir: str, num_shards: int, prefix: str):
     index, records = element
     name = pairs_io.shard_name(prefix, index, num_shards)
-    count = pairs_io._write_records_atomically(os.path.join(output_dir, name),
-                                               (r for r in records if r is not None))
+    count = pairs_io.write_records_atomically(os.path.join(output_dir, name),
+                                              (r for r in records if r is not None))
     return name, count
 
 
@@ -214,11 +215,11 @@ def run_beam_pipeline(articles_source: Union[str, Iterable[Article]], output_dir
     Returns:
       The manifest dict, with ``read_report`` and ``generator_counters`` from Beam metrics.
     """
-    pairs_io._check_num_shards(num_shards)
+    pairs_io.check_num_shards(num_shards)
     output_dir = str(output_dir)
     import tensorflow as tf  # noqa: PLC0415 (only for gfile; keeps Beam workers' imports lean)
     tf.io.gfile.makedirs(output_dir)
-    pairs_io._clear_previous_output(output_dir, pairs_io.PAIRS_PREFIX)
+    pairs_io.clear_previous_output(output_dir, pairs_io.PAIRS_PREFIX)
 
     options = PipelineOptions(list(pipeline_args or []), runner=runner)
     with beam.Pipeline(options=options) as p:

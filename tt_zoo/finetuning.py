@@ -18,7 +18,6 @@ Example:
 
 from __future__ import annotations
 
-import collections
 import functools
 import logging
 import math
@@ -33,6 +32,7 @@ from tt_zoo import features as F
 from tt_zoo import reqa as reqa_lib
 from tt_zoo import retrieval_metrics
 from tt_zoo.atomic_io import write_json
+from tt_zoo.sampling import sampling_probabilities
 from tt_zoo.step_data import tokenize_on_host
 
 logger = logging.getLogger(__name__)
@@ -53,9 +53,9 @@ def _with_sampling_probabilities(pairs: tf.data.Dataset, doc_ids) -> tf.data.Dat
     whose gold candidate is d; the loss subtracts log q(d) (the logQ correction, Chang et al.
     2020, Sec. 2). A candidate that answers several questions is not over-penalised as a negative.
     """
-    counts = collections.Counter(doc_ids)
-    keys = tf.constant(list(counts), tf.string)
-    values = tf.constant([c / len(doc_ids) for c in counts.values()], tf.float32)
+    probs = sampling_probabilities(doc_ids)
+    keys = tf.constant(list(probs), tf.string)
+    values = tf.constant(list(probs.values()), tf.float32)
     table = tf.lookup.StaticHashTable(tf.lookup.KeyValueTensorInitializer(keys, values), 0.0)
 
     def add(example):
@@ -285,35 +285,3 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if log_dir is not None:
         write_json(log_dir / HISTORY_FILE, result)
     return result
-
-
-def with_sequence_lengths(model, query_length: Optional[int] = None,
-                          document_length: Optional[int] = None):
-    """The same model (weights copied) with other query/document token budgets.
-
-    Only the preprocessors change; a BERT tower's position embeddings must cover the new
-    lengths (its ``max_sequence_length``). Returns ``model`` itself when nothing changes.
-    """
-    query_length = query_length or model.query_preprocessor.seq_length
-    document_length = document_length or model.document_preprocessor.seq_length
-    if (query_length, document_length) == (model.query_preprocessor.seq_length,
-                                           model.document_preprocessor.seq_length):
-        return model
-    config = tf.keras.layers.serialize(model)
-    inner = config["config"]
-    for key, length in (("query_preprocessor", query_length),
-                        ("document_preprocessor", document_length)):
-        inner[key]["config"]["seq_length"] = int(length)
-    for key in ("query_tower", "document_tower"):
-        tower = inner.get(key)
-        limit = (tower or {}).get("config", {}).get("max_sequence_length")
-        if limit is not None and max(query_length, document_length) > limit:
-            raise ValueError(f"The {key.replace('_', ' ')} covers at most {limit} positions; "
-                             f"cannot use query length {query_length} / document length "
-                             f"{document_length}.")
-    resized = tf.keras.layers.deserialize(config)
-    resized.build_by_calling()
-    if not model.built:
-        model.build_by_calling()
-    resized.set_weights(model.get_weights())
-    return resized

@@ -3,7 +3,8 @@ initialise both towers.
 
 Chang et al. 2020, Sec. 5 / Table 3: token-level MLM pretraining (as in BERT) gives only
 marginal gains for retrieval over no pretraining, unlike the paragraph-level tasks. Examples
-come from `tt_zoo.pretraining_tasks.mlm_examples` (15% of WordPiece tokens, 80/10/10).
+come from `tt_zoo.pretraining_tasks.mlm_examples` (packed by the towers' `TextPreprocessor`;
+15% of WordPiece tokens, 80/10/10).
 """
 
 from __future__ import annotations

@@ -301,3 +301,76 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
     document_tower = None if share_towers else make_tower("document_tower")
     return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss,
                          normalize_embeddings=normalize_embeddings)
+
+
+def with_sequence_lengths(model: TwoTowerModel, query_length: Optional[int] = None,
+                          document_length: Optional[int] = None) -> TwoTowerModel:
+    """The same model (weights copied) with other query/document token budgets.
+
+    Only the preprocessors change; a BERT tower's position embeddings must cover the new
+    lengths (its ``max_sequence_length``). Returns ``model`` itself when nothing changes.
+    """
+    query_length = query_length or model.query_preprocessor.seq_length
+    document_length = document_length or model.document_preprocessor.seq_length
+    if (query_length, document_length) == (model.query_preprocessor.seq_length,
+                                           model.document_preprocessor.seq_length):
+        return model
+    config = tf.keras.layers.serialize(model)
+    inner = config["config"]
+    for key, length in (("query_preprocessor", query_length),
+                        ("document_preprocessor", document_length)):
+        inner[key]["config"]["seq_length"] = int(length)
+    for key in ("query_tower", "document_tower"):
+        tower = inner.get(key)
+        limit = (tower or {}).get("config", {}).get("max_sequence_length")
+        if limit is not None and max(query_length, document_length) > limit:
+            raise ValueError(f"The {key.replace('_', ' ')} covers at most {limit} positions; "
+                             f"cannot use query length {query_length} / document length "
+                             f"{document_length}.")
+    resized = tf.keras.layers.deserialize(config)
+    resized.build_by_calling()
+    if not model.built:
+        model.build_by_calling()
+    resized.set_weights(model.get_weights())
+    return resized
+
+
+def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None:
+    """Saves config (with the vocabulary) and weights to a directory, atomically.
+
+    The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
+    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
+    """
+    def build(staging) -> None:
+        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
+            json.dump(model.artifact_config(), f)
+        model.save_weights(str(staging / WEIGHTS_PREFIX))
+
+    write_directory(path, build, overwrite=overwrite,
+                    is_replaceable=lambda p: ((p / CONFIG_FILE).is_file()
+                                              and (p / WEIGHTS_PREFIX).parent.is_dir()),
+                    what="saved tt_zoo model")
+
+
+def load_model(path: str) -> TwoTowerModel:
+    """Loads a model written by `save_model`, with clear errors for a missing or broken directory."""
+    path = os.fspath(path)
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{path!r} is not a tt_zoo model directory: {CONFIG_FILE} is "
+                                "missing.")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    if not model.built:
+        model.build_by_calling()
+    weights = os.path.join(path, WEIGHTS_PREFIX)
+    try:
+        model.load_weights(weights).assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        raise ValueError(f"Could not restore the weights of {path!r} ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''}).") from e
+    return model

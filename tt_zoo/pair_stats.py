@@ -1,8 +1,9 @@
 """Table 1 of Chang et al. 2020 (Sec. 4.1) for any pair set: per task #pairs, #tokens,
 average query tokens and average document tokens.
 
-Token counts are WordPiece tokens of ``tensorflow_text.BertTokenizer`` over the vocabulary the
-towers use (uncased BERT by default), without special tokens:
+Token counts are WordPiece tokens of the towers' own tokenizer
+(:meth:`tt_zoo.text.TextPreprocessor.count_wordpieces`) over the vocabulary the towers use
+(uncased BERT by default), without special tokens:
 
 - query tokens = tokens(query);
 - doc tokens = tokens(doc_title) + tokens(doc_text) (the document is the text pair
@@ -27,11 +28,11 @@ import json
 from typing import Dict, Iterable, List, Mapping, Optional
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 from tqdm.auto import tqdm
 
 from tt_zoo import features
 from tt_zoo.atomic_io import write_text
+from tt_zoo.text import TextPreprocessor
 
 ALL = "all"
 
@@ -112,7 +113,11 @@ class PairStats:
 
 
 class TokenCounter:
-    """Counts tokens per string, batched: WordPiece with a vocab file, else whitespace words.
+    """Counts tokens per string: the towers' WordPiece tokens with a vocab file, else words.
+
+    WordPiece counts come from :meth:`tt_zoo.text.TextPreprocessor.count_wordpieces`, the
+    towers' own tokenizer (same vocabulary handling, same text cleaning), so Table 1 counts the
+    tokens the model sees before truncation and special tokens.
 
     Args:
       vocab_file: a BERT ``vocab.txt``; None counts whitespace-separated words.
@@ -122,18 +127,8 @@ class TokenCounter:
     def __init__(self, vocab_file: Optional[str] = None, lower_case: bool = True):
         self.vocab_file = None if vocab_file is None else str(vocab_file)
         self.lower_case = lower_case
-        if self.vocab_file is None:
-            self._count = None
-            return
-        if not tf.io.gfile.exists(self.vocab_file):
-            raise FileNotFoundError(f"vocabulary file {self.vocab_file} does not exist.")
-        tokenizer = tf_text.BertTokenizer(self.vocab_file, lower_case=lower_case)
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def count(texts):
-            return tokenizer.tokenize(texts).merge_dims(-2, -1).row_lengths()
-
-        self._count = count
+        self._preprocessor = (None if self.vocab_file is None
+                              else TextPreprocessor(self.vocab_file, lower_case=lower_case))
 
     @property
     def unit(self) -> str:
@@ -142,9 +137,9 @@ class TokenCounter:
     def __call__(self, texts: List[str]) -> List[int]:
         if not texts:
             return []
-        if self._count is None:
+        if self._preprocessor is None:
             return [len(t.split()) for t in texts]
-        return self._count(tf.constant(texts, tf.string)).numpy().tolist()
+        return self._preprocessor.count_wordpieces(texts, batch_size=len(texts))
 
 
 class PairStatsAccumulator:

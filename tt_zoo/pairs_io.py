@@ -3,8 +3,8 @@
 The pretraining tasks of Chang et al. 2020 (Sec. 3: ICT, BFS, WLP) produce positive
 (query, document) pairs; the two-tower model trains on them with a sampled softmax over the
 batch's documents and the logQ correction (Sec. 2), which needs q(d), the probability that a
-document appears as a candidate. Here q(d) = count(doc_id) / num_pairs over the whole pair set,
-stored per record as ``DOC_SAMPLING_PROB``.
+document appears as a candidate. Here q(d) = count(doc_id) / num_pairs over the whole pair set
+(`tt_zoo.sampling`), stored per record as ``DOC_SAMPLING_PROB``.
 
 Layout of an output directory::
 
@@ -40,6 +40,7 @@ from tt_zoo import features
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import CHECKS, describe_file, verify_file
+from tt_zoo.sampling import sampling_probabilities
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -119,9 +120,10 @@ def is_pair_directory(path) -> bool:
         for prefix in (PAIRS_PREFIX, MLM_PREFIX))
 
 
-def _clear_previous_output(output_dir: str, prefix: str) -> None:
+def clear_previous_output(output_dir: str, prefix: str) -> None:
     """Removes an old manifest first (so a half-overwritten directory reads as incomplete),
-    then old shards and leftover temporary files of ``prefix``."""
+    then old shards and leftover temporary files of ``prefix``. Every writer of a pair
+    directory (here and ``tt_zoo.beam_pairs``) calls it before writing."""
     manifest = os.path.join(output_dir, MANIFEST)
     if tf.io.gfile.exists(manifest):
         tf.io.gfile.remove(manifest)
@@ -139,7 +141,7 @@ def _tmp_path(path: str) -> str:
     return os.path.join(head, f".tmp-{uuid.uuid4().hex[:8]}-{tail}")
 
 
-def _write_records_atomically(path: str, records: Iterable[bytes]) -> int:
+def write_records_atomically(path: str, records: Iterable[bytes]) -> int:
     """Writes records to a temporary name, renames to ``path`` once complete; returns count."""
     tmp = _tmp_path(path)
     count = 0
@@ -190,7 +192,8 @@ def _count_records(path: str) -> int:
     return sum(1 for _ in tf.data.TFRecordDataset(path).as_numpy_iterator())
 
 
-def _check_num_shards(num_shards: int) -> None:
+def check_num_shards(num_shards: int) -> None:
+    """Raises ``ValueError`` unless ``num_shards`` is a positive int (every shard writer)."""
     if not isinstance(num_shards, int) or num_shards < 1:
         raise ValueError(f"num_shards must be a positive int (got {num_shards!r}).")
 
@@ -215,10 +218,10 @@ def write_pair_shards(pairs: Iterable, output_dir: str, num_shards: int,
     Returns:
       The manifest dict.
     """
-    _check_num_shards(num_shards)
+    check_num_shards(num_shards)
     output_dir = str(output_dir)
     tf.io.gfile.makedirs(output_dir)
-    _clear_previous_output(output_dir, PAIRS_PREFIX)
+    clear_previous_output(output_dir, PAIRS_PREFIX)
     names = [shard_name(PAIRS_PREFIX, i, num_shards) for i in range(num_shards)]
     paths = [os.path.join(output_dir, n) for n in names]
 
@@ -240,19 +243,19 @@ def write_pair_shards(pairs: Iterable, output_dir: str, num_shards: int,
 
     try:
         counts = _write_round_robin(spill_paths, counted(pairs), progress, "writing pairs")
-        total = sum(counts)
+        probs = sampling_probabilities(doc_counts)
         # Pass 2: rewrite each spill shard with q(d) = count(doc_id) / num_pairs.
-        bar = tqdm(total=total, desc="adding q(d)", unit="pair", disable=not progress)
+        bar = tqdm(total=sum(counts), desc="adding q(d)", unit="pair", disable=not progress)
         for spill, path in zip(spill_paths, paths):
             def with_probs(spill=spill):
                 for raw in tf.data.TFRecordDataset(spill).as_numpy_iterator():
                     example = tf.train.Example.FromString(raw)
                     doc_id = example.features.feature[features.DOC_ID].bytes_list.value[0]
-                    prob = doc_counts[doc_id.decode("utf-8")] / total
-                    example.features.feature[features.DOC_SAMPLING_PROB].float_list.value[0] = prob
+                    example.features.feature[features.DOC_SAMPLING_PROB].float_list.value[0] = (
+                        probs[doc_id.decode("utf-8")])
                     bar.update(1)
                     yield example.SerializeToString()
-            _write_records_atomically(path, with_probs())
+            write_records_atomically(path, with_probs())
         bar.close()
     finally:
         for spill in spill_paths:
@@ -306,10 +309,10 @@ def write_mlm_shards(examples: Iterable[Mapping[str, Sequence]], output_dir: str
     ``max_predictions_per_seq`` for the masked-LM ones); the lengths go into the manifest so
     ``read_mlm_examples`` needs no arguments. ``masked_lm_weights`` is float, the rest int.
     """
-    _check_num_shards(num_shards)
+    check_num_shards(num_shards)
     output_dir = str(output_dir)
     tf.io.gfile.makedirs(output_dir)
-    _clear_previous_output(output_dir, MLM_PREFIX)
+    clear_previous_output(output_dir, MLM_PREFIX)
     names = [shard_name(MLM_PREFIX, i, num_shards) for i in range(num_shards)]
     lengths: Dict[str, int] = {}
 

@@ -8,7 +8,7 @@ follow paragraph boundaries (see :func:`make_passages` for the exact rule).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 import blingfire
 
@@ -18,16 +18,48 @@ DEFAULT_MAX_TOKENS = 288  # the paper's document length (Chang et al. 2020, Sec.
 DEFAULT_MIN_TOKENS = 64
 
 
+def sentence_spans(text: str) -> List[Tuple[int, int]]:
+    """The one sentence splitter (blingfire): ``(start, end)`` character offsets into ``text``.
+
+    One span per non-empty sentence, in order, end exclusive, without surrounding whitespace.
+    If blingfire finds no sentence in a non-blank text, the whole (stripped) text is one.
+    ReQA needs the offsets (to find the sentence holding an answer); everything else reads the
+    sentences themselves through :func:`split_sentences`.
+
+    Example:
+      >>> sentence_spans("It rains. It pours!")
+      [(0, 9), (10, 19)]
+    """
+    if not text or not text.strip():
+        return []
+    _, offsets = blingfire.text_to_sentences_and_offsets(text)
+    spans = []
+    for start, end in offsets:
+        # blingfire's spans exclude surrounding whitespace; trim defensively anyway.
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if end > start:
+            spans.append((start, end))
+    if not spans:  # blingfire failed on this text: the text is one sentence.
+        stripped = text.strip()
+        start = text.index(stripped)
+        spans = [(start, start + len(stripped))]
+    return spans
+
+
 def split_sentences(text: str) -> List[str]:
-    """Splits text into sentences with blingfire; empty sentences are dropped.
+    """The sentences of ``text``: ``text[start:end]`` for each of :func:`sentence_spans`.
+
+    Each sentence is an exact substring of ``text`` (a line break inside a sentence stays a
+    line break; WordPiece tokenization treats it as any other whitespace).
 
     Example:
       >>> split_sentences("It rains. It pours!")
       ['It rains.', 'It pours!']
     """
-    if not text or not text.strip():
-        return []
-    return [s.strip() for s in blingfire.text_to_sentences(text).split("\n") if s.strip()]
+    return [text[start:end] for start, end in sentence_spans(text)]
 
 
 def whitespace_token_count(text: str) -> int:

@@ -247,97 +247,84 @@ def generate_pairs(articles: ArticleSource, config: TaskConfig = TaskConfig(),
         yield from pairs_for_article(article, index.get(article.title, ()), config, counters)
 
 
-def sampling_probabilities(doc_ids: Iterable[str]) -> Dict[str, float]:
-    """q(d) = count(d) / total: the candidate sampling probability for the logQ correction.
-
-    Chang et al. 2020, Sec. 2 (sampled softmax over in-batch documents with the correction of
-    Yi et al. 2019: subtract log q(d) from each candidate's logit).
-    """
-    counts = collections.Counter(doc_ids)
-    total = sum(counts.values())
-    return {d: c / total for d, c in counts.items()}
-
-
 # ----------------------------------------------------------------------------- MLM baseline
 
-_SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-
-def mlm_examples(passages: Iterable[Union[Passage, str]], tokenizer_vocab_file,
-                 seq_length: int = 288, mask_prob: float = 0.15,
+def mlm_examples(passages: Iterable[Union[Passage, str]], vocabulary,
+                 seq_length: Optional[int] = None, mask_prob: float = 0.15,
                  max_predictions: Optional[int] = None, seed: int = 0,
                  batch_size: int = 256) -> Iterator[Dict[str, np.ndarray]]:
     """Masked-LM examples in the Model Garden BERT pretraining format (the MLM baseline).
 
-    A :class:`Passage` becomes ``[CLS] title [SEP] text [SEP]`` (type ids 0 then 1, the document
-    tower's input format); a plain string becomes ``[CLS] text [SEP]``. Sequences are truncated
-    to ``seq_length`` (the text segment first). ``round(mask_prob * n)`` of the n real tokens
-    (at least 1, at most ``max_predictions``) are selected, never [CLS]/[SEP]/[PAD]; of those
-    80% become [MASK], 10% a random vocabulary token, 10% stay unchanged (Devlin et al. 2019).
+    The inputs are packed by the towers' own :class:`tt_zoo.text.TextPreprocessor`, so MLM
+    pretraining sees exactly what the document tower sees: a :class:`Passage` is the text pair
+    ``[CLS] title [SEP] text [SEP]`` (type ids 0 then 1; the two segments share the budget
+    round-robin, as for every document), a plain string is ``[CLS] text [SEP]``. Then
+    ``round(mask_prob * n)`` of the n real tokens (at least 1, at most ``max_predictions``) are
+    selected, never [CLS]/[SEP]/[PAD]; of those 80% become [MASK], 10% a random vocabulary
+    token, 10% stay unchanged (Devlin et al. 2019, Sec. 3.1).
 
     Args:
       passages: Passages or strings.
-      tokenizer_vocab_file: a BERT WordPiece vocabulary (lower-cased tokenization).
-      seq_length: sequence length (paper's document length: 288).
+      vocabulary: the towers' ``TextPreprocessor`` (e.g. ``model.document_preprocessor``), or
+        a ``vocab.txt`` path / token list for one (lower-cased, as the towers' default). The
+        vocabulary needs ``[MASK]``.
+      seq_length: sequence length; default the preprocessor's, or 288 (the paper's document
+        length) for a vocabulary. A preprocessor of another length is copied with this one.
       mask_prob: fraction of tokens selected for prediction.
       max_predictions: size of the masked_lm_* features; default ``ceil(seq_length * mask_prob)``.
       seed: numpy seed; the output is a pure function of the inputs and the seed.
-      batch_size: how many texts are tokenized per tokenizer call.
+      batch_size: how many texts are tokenized per preprocessor call.
 
     Yields:
       Dicts with ``input_word_ids``, ``input_mask``, ``input_type_ids`` (int32 [seq_length]),
       ``masked_lm_positions``, ``masked_lm_ids`` (int32 [max_predictions]) and
       ``masked_lm_weights`` (float32 [max_predictions]).
     """
-    import tensorflow as tf
-    import tensorflow_text as tf_text
+    import tensorflow as tf  # noqa: PLC0415 (TensorFlow only for MLM; the pair tasks need none)
+    from tt_zoo.text import MASK, TextPreprocessor  # noqa: PLC0415
 
-    if seq_length < 3:
-        raise ValueError(f"seq_length must be at least 3 (got {seq_length}).")
+    if isinstance(vocabulary, TextPreprocessor):
+        preprocessor = vocabulary
+        if seq_length is not None and seq_length != preprocessor.seq_length:
+            preprocessor = TextPreprocessor.from_config(
+                {**preprocessor.get_config(), "seq_length": seq_length})
+    else:
+        preprocessor = TextPreprocessor(vocabulary, seq_length=seq_length or 288)
+    seq_length = preprocessor.seq_length
     if not 0.0 < mask_prob < 1.0:
         raise ValueError(f"mask_prob must be in (0, 1) (got {mask_prob}).")
+    if preprocessor.mask_id is None:
+        raise ValueError(f"MLM needs {MASK} in the vocabulary (vocabulary sha256 "
+                         f"{preprocessor.vocabulary_sha256[:12]} has none).")
     max_predictions = max_predictions or int(math.ceil(seq_length * mask_prob))
-    with open(tokenizer_vocab_file, encoding="utf-8") as f:
-        vocab = [line.rstrip("\n") for line in f]
-    ids = {token: i for i, token in enumerate(vocab)}
-    missing = [t for t in _SPECIAL if t not in ids]
-    if missing:
-        raise ValueError(f"Vocabulary {tokenizer_vocab_file} lacks the special tokens {missing}.")
-    cls_id, sep_id, mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
+    cls_id, sep_id, mask_id = preprocessor.cls_id, preprocessor.sep_id, preprocessor.mask_id
     # Random replacements come from real tokens, not from [PAD]/[unusedN]/[CLS]/... entries.
-    replacement_ids = np.array([i for i, t in enumerate(vocab)
+    replacement_ids = np.array([i for i, t in enumerate(preprocessor.vocabulary)
                                 if not (t.startswith("[") and t.endswith("]"))], np.int32)
-    tokenizer = tf_text.BertTokenizer(str(tokenizer_vocab_file), lower_case=True,
-                                      token_out_type=tf.int64)
     rng = np.random.default_rng(seed)
 
-    def tokenize(texts: List[str]) -> List[List[int]]:
-        ragged = tokenizer.tokenize(tf.constant(texts)).merge_dims(-2, -1)
-        return [list(map(int, row)) for row in ragged.to_list()]
+    def packed(batch) -> List[Tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """(word ids, mask, type ids) of each item, in order: pairs and strings packed apart."""
+        rows: List = [None] * len(batch)
+        pairs = [i for i, item in enumerate(batch) if isinstance(item, Passage)]
+        singles = [i for i, item in enumerate(batch) if not isinstance(item, Passage)]
+        if pairs:
+            place(rows, pairs, preprocessor((tf.constant([batch[i].title for i in pairs]),
+                                             tf.constant([batch[i].text for i in pairs]))))
+        if singles:
+            place(rows, singles, preprocessor(tf.constant([batch[i] for i in singles])))
+        return rows
 
-    def examples(batch):
-        texts = tokenize([p.text if isinstance(p, Passage) else p for p in batch])
-        titles = tokenize([p.title if isinstance(p, Passage) else "" for p in batch])
-        for item, text_ids, title_ids in zip(batch, texts, titles):
-            if isinstance(item, Passage):
-                title_ids = title_ids[:max(0, seq_length - 4)]
-                text_ids = text_ids[:seq_length - 3 - len(title_ids)]
-                tokens = [cls_id] + title_ids + [sep_id] + text_ids + [sep_id]
-                types = [0] * (len(title_ids) + 2) + [1] * (len(text_ids) + 1)
-            else:
-                tokens = [cls_id] + text_ids[:seq_length - 2] + [sep_id]
-                types = [0] * len(tokens)
-            yield _mask(tokens, types)
+    def place(rows, indices, inputs):
+        word_ids, mask, type_ids = (inputs[k].numpy() for k in
+                                    ("input_word_ids", "input_mask", "input_type_ids"))
+        for row, i in enumerate(indices):  # copies: an example does not pin its whole batch
+            rows[i] = (word_ids[row].copy(), mask[row].copy(), type_ids[row].copy())
 
-    def _mask(tokens, types):
-        word_ids = np.zeros(seq_length, np.int32)
-        word_ids[:len(tokens)] = tokens
-        input_mask = np.zeros(seq_length, np.int32)
-        input_mask[:len(tokens)] = 1
-        type_ids = np.zeros(seq_length, np.int32)
-        type_ids[:len(types)] = types
-        candidates = np.array([i for i, t in enumerate(tokens) if t not in (cls_id, sep_id)],
-                              np.int32)
+    def masked(word_ids, input_mask, type_ids):
+        n_real = int(input_mask.sum())  # real tokens come first, then [PAD]s
+        candidates = np.array([i for i, t in enumerate(word_ids[:n_real])
+                               if t not in (cls_id, sep_id)], np.int32)
         n = min(max_predictions, max(1, int(round(len(candidates) * mask_prob))),
                 len(candidates))
         positions = np.sort(rng.permutation(candidates)[:n]) if n else np.zeros(0, np.int32)
@@ -360,7 +347,9 @@ def mlm_examples(passages: Iterable[Union[Passage, str]], tokenizer_vocab_file,
             raise TypeError(f"mlm_examples takes Passages or strings (got {type(item).__name__}).")
         batch.append(item)
         if len(batch) == batch_size:
-            yield from examples(batch)
+            for row in packed(batch):
+                yield masked(*row)
             batch = []
     if batch:
-        yield from examples(batch)
+        for row in packed(batch):
+            yield masked(*row)

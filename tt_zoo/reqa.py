@@ -23,12 +23,12 @@ import json
 import pathlib
 from typing import Dict, Iterable, List, Sequence
 
-import blingfire
 import numpy as np
 
 from tt_zoo import features
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import TtZooError
+from tt_zoo.passages import sentence_spans
 
 SPLIT_FORMAT_VERSION = 1
 
@@ -136,32 +136,6 @@ class ReQA:
                 f"skipped questions: {dict(r.skipped_questions) or 'none'}")
 
 
-def split_sentences(passage: str) -> List[tuple]:
-    """Splits a passage into sentences with blingfire.
-
-    Returns:
-      A list of ``(start, end)`` character offsets into ``passage`` (end exclusive), one per
-      non-empty sentence, in order.
-    """
-    if not passage.strip():
-        return []
-    _, offsets = blingfire.text_to_sentences_and_offsets(passage)
-    spans = []
-    for start, end in offsets:
-        # blingfire's spans exclude surrounding whitespace; trim defensively anyway.
-        while start < end and passage[start].isspace():
-            start += 1
-        while end > start and passage[end - 1].isspace():
-            end -= 1
-        if end > start:
-            spans.append((start, end))
-    if not spans:  # blingfire failed on this text: the passage is one sentence.
-        stripped = passage.strip()
-        start = passage.index(stripped)
-        spans = [(start, start + len(stripped))]
-    return spans
-
-
 def _require(obj, key, where, expected_type=None):
     if not isinstance(obj, dict) or key not in obj:
         raise ReQAFormatError(f"{where}: missing field {key!r}.", "missing_field")
@@ -210,7 +184,7 @@ def build_reqa_from_squad(squad: dict, *, on_error: str = "raise", source: str =
             except ReQAFormatError as e:
                 fail(e, report.skipped_paragraphs)
                 continue
-            spans = split_sentences(context)
+            spans = sentence_spans(context)
             if not spans:
                 n = len(qas)
                 if on_error == "raise":
@@ -284,9 +258,10 @@ def build_reqa_from_squad(squad: dict, *, on_error: str = "raise", source: str =
 def build_reqa(squad_json_path, *, on_error: str = "raise") -> ReQA:
     """Builds ReQA (Ahmad et al. 2019) from a SQuAD v1.1-format JSON file.
 
-    Each passage is split into sentences with blingfire; every (sentence, passage) pair is a
-    candidate, deduplicated (the same sentence text in the same passage text is one candidate,
-    wherever it occurs); each question's gold candidate is the sentence whose span holds its
+    Each passage is split into sentences (`tt_zoo.passages.sentence_spans`, blingfire); every
+    (sentence, passage) pair is a candidate, deduplicated (the same sentence text in the same
+    passage text is one candidate, wherever it occurs); each question's gold candidate is the
+    sentence whose span holds its
     first answer's ``answer_start``. Natural Questions converted to SQuAD format works the same.
 
     Args:
