@@ -27,17 +27,17 @@ Paths go through ``tf.io.gfile``, so ``gs://`` output directories work as well a
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime
 import json
 import os
-import uuid
 from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo import features
-from tt_zoo.atomic_io import write_text
+from tt_zoo.atomic_io import replacing, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import CHECKS, describe_file, verify_file
 from tt_zoo.sampling import sampling_probabilities
@@ -127,7 +127,7 @@ def clear_previous_output(output_dir: str, prefix: str) -> None:
     manifest = os.path.join(output_dir, MANIFEST)
     if tf.io.gfile.exists(manifest):
         tf.io.gfile.remove(manifest)
-    for pattern in (f"{prefix}-*", f".spill-{prefix}-*", f".tmp-*-{prefix}-*",
+    for pattern in (f"{prefix}-*", f".spill-{prefix}-*", f".{prefix}-*.tmp", f".tmp-*-{prefix}-*",
                     f"beam-temp-{prefix}-*"):
         for path in tf.io.gfile.glob(os.path.join(output_dir, pattern)):
             if tf.io.gfile.isdir(path):
@@ -136,25 +136,13 @@ def clear_previous_output(output_dir: str, prefix: str) -> None:
                 tf.io.gfile.remove(path)
 
 
-def _tmp_path(path: str) -> str:
-    head, tail = os.path.split(path)
-    return os.path.join(head, f".tmp-{uuid.uuid4().hex[:8]}-{tail}")
-
-
 def write_records_atomically(path: str, records: Iterable[bytes]) -> int:
-    """Writes records to a temporary name, renames to ``path`` once complete; returns count."""
-    tmp = _tmp_path(path)
+    """Writes records to a temporary name, renamed to ``path`` once complete; returns count."""
     count = 0
-    try:
-        with tf.io.TFRecordWriter(tmp) as writer:
-            for record in records:
-                writer.write(record)
-                count += 1
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.remove(tmp)
-        raise
+    with replacing(path) as tmp, tf.io.TFRecordWriter(tmp) as writer:
+        for record in records:
+            writer.write(record)
+            count += 1
     return count
 
 
@@ -278,25 +266,14 @@ def _write_round_robin(paths: Sequence[str], records: Iterator[bytes], progress:
                        desc: str) -> list:
     """Writes record i to ``paths[i % len(paths)]``, each under a temporary name renamed at the
     end only if every record was written; on any error no file of ``paths`` is left behind."""
-    tmps = [_tmp_path(p) for p in paths]
     counts = [0] * len(paths)
-    writers = [tf.io.TFRecordWriter(t) for t in tmps]
-    try:
+    with contextlib.ExitStack() as stack:  # on exit: writers closed first, then renamed
+        tmps = [stack.enter_context(replacing(p)) for p in paths]
+        writers = [stack.enter_context(tf.io.TFRecordWriter(t)) for t in tmps]
         for i, record in enumerate(tqdm(records, desc=desc, unit="pair", disable=not progress)):
             k = i % len(paths)
             writers[k].write(record)
             counts[k] += 1
-        for w in writers:
-            w.close()
-        for tmp, path in zip(tmps, paths):
-            tf.io.gfile.rename(tmp, path, overwrite=True)
-    except BaseException:
-        for w in writers:
-            w.close()
-        for tmp in tmps:
-            if tf.io.gfile.exists(tmp):
-                tf.io.gfile.remove(tmp)
-        raise
     return counts
 
 
