@@ -51,8 +51,8 @@ def main(argv=None):
         m = bm25.evaluate_bm25(reqa, field=field, stemmer=stemmer, stopwords=stopwords)
         rows.append(m)
         print(f"{field:<17} {str(stemmer):<8} {str(stopwords):<5} " + " ".join(
-            f"{100 * m[c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
-            + f"  {m['seconds']['index']:7.2f} {m['seconds']['search']:8.2f}")
+            f"{100 * m['exact'][c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
+            + f"  {m['seconds']['build']:7.2f} {m['seconds']['exact_search']:8.2f}")
     if args.json_out:
         write_text(args.json_out, json.dumps(
             {"source": reqa.source, "num_questions": len(reqa.questions),

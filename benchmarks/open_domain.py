@@ -123,7 +123,7 @@ def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict
         return index
 
     m = retrieval_metrics.evaluate_encoder(model, reqa, candidate_embeddings=embeddings,
-                                           index=scann_index)
+                                           build_index=scann_index)
     queries = model.encode_queries([q.text for q in reqa.questions])
     timing = scann_benchmark(embeddings, queries, k=10, runs=3, single_queries=500)
     return {"model": model.name, "exact": m["exact"], "scann": m["index"],
@@ -141,7 +141,7 @@ def format_report(result: dict) -> str:
              f"({result['wall_s'] / 60:.0f} min on this machine).", "",
              "| model | search | " + " | ".join(COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
-    b = result["bm25"]
+    b = result["bm25"]["exact"]
     lines.append("| BM25 | exact | " + " | ".join(f"{100 * b[c]:.1f}" for c in COLUMNS) + " |")
     for r in result["models"]:
         for search in ("exact", "scann"):
@@ -201,7 +201,8 @@ def main(argv=None) -> dict:
               "num_reqa_candidates": len(squad.candidates), "num_added": added,
               "num_questions": len(reqa.questions), "limit_articles": args.limit_articles,
               "bm25": bm25.evaluate_bm25(reqa, show_progress=True)}
-    print(f"BM25 in {time.perf_counter() - t:.0f} s: R@100 {100 * result['bm25']['R@100']:.1f}",
+    print(f"BM25 in {time.perf_counter() - t:.0f} s: "
+          f"R@100 {100 * result['bm25']['exact']['R@100']:.1f}",
           file=sys.stderr)
     scann_benchmark = _scann_benchmark()
     result["models"] = [evaluate_model(name, reqa, args.work, scann_benchmark)

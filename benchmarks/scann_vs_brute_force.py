@@ -106,8 +106,8 @@ def benchmark(candidates: np.ndarray, queries: np.ndarray, k: int = 10, runs: in
         results[f"{backend}_build_s"] = time.perf_counter() - start
     results["scann_config"] = indexes["scann"].scann_config.to_json()
 
-    exact_ids, _ = indexes["brute_force"].search(queries, k)
-    scann_ids, _ = indexes["scann"].search(queries, k)
+    exact_ids = indexes["brute_force"].search(queries, k).ids
+    scann_ids = indexes["scann"].search(queries, k).ids
     per_query = [len(set(a) & set(e)) / len(e) for a, e in zip(scann_ids, exact_ids)]
     results[f"scann_recall_at_{k}"] = float(np.mean(per_query))
 

@@ -61,17 +61,16 @@ def main(argv=None):
     t = time.perf_counter()
     queries = [q.text for q in reqa.questions]
     gold = [q.gold_index for q in reqa.questions]
-    ids, _ = index.embedding_index.search(model.encode_queries(queries), k=100)
-    ranked = [[int(i) for i in row] for row in ids]
-    model_metrics = retrieval_metrics.ranking_metrics(ranked, gold)
+    model_metrics = retrieval_metrics.evaluate(index.embedding_index,
+                                               model.encode_queries(queries), gold)["exact"]
     search_s = time.perf_counter() - t
-    bm25_metrics = bm25.evaluate_bm25(reqa)
+    bm25_metrics = bm25.evaluate_bm25(reqa)["exact"]
     print(f"\nAll {len(queries):,} questions (model search {search_s:.0f} s; "
           "* = the gold (sentence, passage) pair):")
     print(f"{'':<24}{'R@1':>7}{'R@10':>7}{'R@100':>7}")
     for name, metrics in ((f"{args.model} ({args.backend})", model_metrics), ("BM25", bm25_metrics)):
-        row = metrics.get("exact", metrics)
-        print(f"{name:<24}" + "".join(f"{100 * row[k]:7.1f}" for k in ("R@1", "R@10", "R@100")))
+        print(f"{name:<24}"
+              + "".join(f"{100 * metrics[k]:7.1f}" for k in ("R@1", "R@10", "R@100")))
     print(f"\ndone in {time.perf_counter() - start:.0f} s")
 
 

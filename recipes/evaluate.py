@@ -171,11 +171,11 @@ def main(argv=None) -> dict:
     if args.bm25:
         m = bm25_lib.evaluate_bm25(reqa, question_ids, field=args.bm25_field)
         rows.append({"encoder": "BM25", "pretraining": "-", "search": "exact",
-                     **{c: m[c] for c in COLUMNS}, "details": m})
+                     **{c: m["exact"][c] for c in COLUMNS}, "details": m})
     for name in args.model:
         model = load_model(name)
         m = retrieval_metrics.evaluate_encoder(
-            model, reqa, question_ids, index=scann_index_builder if args.scann else None)
+            model, reqa, question_ids, build_index=scann_index_builder if args.scann else None)
         base = {"encoder": str(getattr(model, "encoder_name", name)),
                 "pretraining": str(getattr(model, "pretraining", "?")), "model": name}
         rows.append({**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS},

@@ -245,7 +245,7 @@ def main(argv=None) -> dict:
                      "details": m})
         b = bm25.evaluate_bm25(reqa, split.test)
         rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
-                     "search": "exact", **{c: b[c] for c in COLUMNS}, "details": b})
+                     "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
         table = evaluate_recipe.format_table(rows)
         print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "
               f"{len(reqa.candidates):,} candidates (evaluation {time.perf_counter() - t:.0f} s)")

@@ -210,6 +210,12 @@ def evaluated_models(cells: List[str], runs: pathlib.Path) -> List[tuple]:
     return models
 
 
+def _flat_bm25(metrics: dict) -> dict:
+    """`evaluate_bm25`'s dict as runs/reproduce/bm25.json keeps it (written before the one
+    evaluation shape, so earlier runs still read): R@k and MRR beside the counts and settings."""
+    return {**metrics["exact"], **{k: v for k, v in metrics.items() if k not in ("exact", "index")}}
+
+
 def stage_evaluate(cells: List[str], args) -> None:
     """Zero-shot and fine-tuned ReQA scores of each model on each split's test questions."""
     import tensorflow as tf
@@ -221,7 +227,7 @@ def stage_evaluate(cells: List[str], args) -> None:
     splits = {f: reqa_lib.make_splits(reqa, f, seed=budget.seed) for f in args.splits}
     bm25_path = args.runs / "reproduce" / "bm25.json"
     if not bm25_path.is_file():
-        write_json(bm25_path, {split_key(f): bm25.evaluate_bm25(reqa, s.test)
+        write_json(bm25_path, {split_key(f): _flat_bm25(bm25.evaluate_bm25(reqa, s.test))
                                 for f, s in splits.items()})
     for name, model_dir, out_dir in evaluated_models(cells, args.runs):
         if not (model_dir / "metadata.json").is_file():

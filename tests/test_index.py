@@ -30,16 +30,17 @@ def exact_top_k(queries, candidates, k):
 
 def test_brute_force_hand_worked():
     index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
-    ids, scores = index.search(QUERIES, k=2)
-    assert ids == [["c2", "c1"], ["c3", "c1"]]
-    np.testing.assert_allclose(scores, [[3, 2], [2, 0]])
-    assert scores.dtype == np.float32 and index.is_exact
+    result = index.search(QUERIES, k=2)
+    assert result.ids == (("c2", "c1"), ("c3", "c1"))
+    assert result.rows.tolist() == [[2, 1], [3, 1]]
+    np.testing.assert_allclose(result.scores, [[3, 2], [2, 0]])
+    assert result.scores.dtype == np.float32 and index.is_exact
 
 
 def test_k_is_capped_at_num_candidates():
-    ids, scores = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").search(QUERIES, k=50)
-    assert scores.shape == (2, 4)
-    assert ids[0] == ["c2", "c1", "c0", "c3"]
+    result = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").search(QUERIES, k=50)
+    assert result.scores.shape == (2, 4)
+    assert result.ids[0] == ("c2", "c1", "c0", "c3")
 
 
 @pytest.mark.parametrize("num", [4, 5])
@@ -50,23 +51,25 @@ def test_scann_tiny_corpus_is_exact(num):
     exact_index = EmbeddingIndex(candidates, ids, backend="brute_force")
     assert scann_index.scann_config.is_exact
     for queries in (QUERIES, QUERIES[:1]):  # batched and single-query paths
-        got_ids, got_scores = scann_index.search(queries, k=3)
-        want_ids, want_scores = exact_index.search(queries, k=3)
-        assert got_ids == want_ids
-        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
+        got, want = scann_index.search(queries, k=3), exact_index.search(queries, k=3)
+        assert got.ids == want.ids
+        np.testing.assert_array_equal(got.rows, want.rows)
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6)
 
 
 def test_scann_recall_at_10_on_clustered_data():
     candidates, queries = gaussian_mixture(3000, 300, 64)
     index = EmbeddingIndex(candidates, [str(i) for i in range(3000)], backend="scann")
     assert not index.scann_config.is_exact  # the tree + AH path, not exact scoring
-    ids, scores = index.search(queries, k=10)
+    result = index.search(queries, k=10)
+    ids, scores = result.ids, result.scores
     exact = exact_top_k(queries, candidates, 10)
     recall = np.mean([len({int(i) for i in got} & set(want)) / 10
                       for got, want in zip(ids, exact)])
     assert recall >= 0.95, recall
     # Scores are the true inner products of the returned candidates (re-ordered exactly).
     rows = np.array([[int(i) for i in got] for got in ids])
+    np.testing.assert_array_equal(result.rows, rows)  # the ids are those of the rows
     true = np.einsum("qd,qkd->qk", queries, candidates[rows])
     np.testing.assert_allclose(scores, true, rtol=1e-4, atol=1e-4)
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
@@ -85,17 +88,16 @@ def test_save_load_round_trip(tmp_path, backend):
     assert not list(path.rglob("*.pkl"))
     loaded = EmbeddingIndex.load(path)
     assert loaded.ids == index.ids and loaded.scann_config == index.scann_config
-    want_ids, want_scores = index.search(queries, k=10)
-    got_ids, got_scores = loaded.search(queries, k=10)
-    assert got_ids == want_ids
-    np.testing.assert_array_equal(got_scores, want_scores)
+    want, got = index.search(queries, k=10), loaded.search(queries, k=10)
+    assert got.ids == want.ids
+    np.testing.assert_array_equal(got.scores, want.scores)
 
 
 def test_save_replaces_an_index_but_refuses_a_users_folder(tmp_path):
     index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
     index.save(tmp_path / "idx")
     EmbeddingIndex(CANDIDATES[::-1].copy(), IDS, backend="brute_force").save(tmp_path / "idx")
-    assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1)[0] == [["c1"], ["c0"]]
+    assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1).ids == (("c1",), ("c0",))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -312,7 +314,8 @@ def test_scann_fills_k_when_searched_leaves_are_too_small():
     index = EmbeddingIndex(candidates, [str(i) for i in range(1000)], backend="scann",
                            scann_config=ScannConfig(num_leaves=32, num_leaves_to_search=1))
     for batch in (queries, queries[:1]):
-        ids, scores = index.search(batch, k=100)
+        result = index.search(batch, k=100)
+        ids, scores = result.ids, result.scores
         assert scores.shape == (len(batch), 100) and np.isfinite(scores).all()
         assert all(len(set(row)) == 100 for row in ids)
         assert np.all(np.diff(scores, axis=1) <= 1e-6)

@@ -31,12 +31,12 @@ passage context (R@100 93.9). The paper's BM25 R@100 of 77.9 is on the full ReQA
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import Optional, Sequence
 
 import bm25s
 import numpy as np
 
-from tt_zoo import retrieval_metrics
+from tt_zoo import retrieval_metrics, search
 
 FIELDS = ("sentence+passage", "sentence", "passage")
 
@@ -65,50 +65,57 @@ def _make_stemmer(stemmer):
 
 
 class BM25Retriever:
-    """A bm25s index over texts, searched with texts.
+    """A bm25s index over texts, searched with texts: a `tt_zoo.search.Searcher`.
 
     Args:
       texts: the documents.
+      ids: unique str ids, one per document; default their positions (`"0"`, `"1"`, ...).
       stemmer: a PyStemmer language name ("english"), a stemmer object, or None.
       stopwords: "en", a list of words, or None.
       k1, b, method: the BM25 parameters and variant (bm25s's defaults: 1.5, 0.75, "lucene").
     """
 
-    def __init__(self, texts: Sequence[str], *, stemmer="english", stopwords="en",
-                 k1: float = 1.5, b: float = 0.75, method: str = "lucene",
-                 show_progress: bool = False):
+    def __init__(self, texts: Sequence[str], *, ids: Optional[Sequence[str]] = None,
+                 stemmer="english", stopwords="en", k1: float = 1.5, b: float = 0.75,
+                 method: str = "lucene", show_progress: bool = False):
         if len(texts) == 0:
             raise ValueError("BM25Retriever: no texts to index.")
+        self.ids = tuple(search.check_ids(search.default_ids(len(texts)) if ids is None else ids,
+                                          len(texts)))
         self.stemmer = _make_stemmer(stemmer)
         self.stopwords = stopwords if stopwords is not None else []
         self.show_progress = show_progress
-        self.num_docs = len(texts)
         tokens = bm25s.tokenize(list(texts), stopwords=self.stopwords, stemmer=self.stemmer,
                                 return_ids=False, show_progress=show_progress)
         self.retriever = bm25s.BM25(k1=k1, b=b, method=method)
         self.retriever.index(tokens, show_progress=show_progress)
 
-    def search(self, queries: Sequence[str], k: int):
-        """Top-k documents per query.
+    def __len__(self) -> int:
+        return len(self.ids)
 
-        Returns:
-          ``(ids, scores, empty)``: ``ids [num_queries, k]`` (``-1`` pads), ``scores`` alike,
-          and a boolean mask of the queries with no indexed term (they get no results).
+    def search(self, queries: Sequence[str], k: int) -> search.SearchResult:
+        """The top-k documents of each query string, best first.
+
+        A query with no indexed term (all its tokens unknown or stop words) gets no results:
+        its `rows` are all -1 (`SearchResult.empty`).
         """
-        k = min(int(k), self.num_docs)
+        if isinstance(queries, (str, bytes)):
+            raise ValueError("BM25Retriever.search: queries must be a sequence of strings, "
+                             "not one string.")
+        k = min(search.check_k(k), len(self))
         tokens = bm25s.tokenize(list(queries), stopwords=self.stopwords, stemmer=self.stemmer,
                                 return_ids=False, show_progress=False)
         vocab = self.retriever.vocab_dict
         empty = np.array([not any(t in vocab for t in q) for q in tokens], dtype=bool)
-        ids = np.full((len(tokens), k), -1, dtype=np.int64)
+        rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
         keep = np.flatnonzero(~empty)
         if keep.size:
             docs, sc = self.retriever.retrieve([tokens[i] for i in keep], k=k,
                                                show_progress=self.show_progress)
-            ids[keep] = docs
+            rows[keep] = docs
             scores[keep] = sc
-        return ids, scores, empty
+        return search.SearchResult.from_rows(rows, scores, self.ids)
 
 
 def bm25_rankings(reqa, question_ids=None, k: int = 100, stemmer="english", stopwords="en",
@@ -116,14 +123,13 @@ def bm25_rankings(reqa, question_ids=None, k: int = 100, stemmer="english", stop
     """Ranks ReQA candidates for each question with BM25.
 
     Returns:
-      ``[num_questions, k]`` candidate ids, best first; ``-1`` pads (a question with no
+      ``[num_questions, k]`` candidate indices, best first; ``-1`` pads (a question with no
       indexed term gets no results).
     """
     retriever = BM25Retriever(candidate_texts(reqa, field), stemmer=stemmer,
                               stopwords=stopwords, show_progress=show_progress)
     questions = reqa.questions_for(question_ids)
-    ids, _, _ = retriever.search([q.text for q in questions], k)
-    return ids
+    return retriever.search([q.text for q in questions], k).rows
 
 
 def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = retrieval_metrics.DEFAULT_KS,
@@ -132,8 +138,10 @@ def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = retrieval_metrics
     """Recall@k and MRR of BM25 on ReQA (the gold candidate only counts as a hit).
 
     Returns:
-      ``{"R@1": ..., "MRR": ..., "num_queries", "num_candidates", "queries_without_terms",
-      "settings": {...}, "seconds": {"index", "search"}}``.
+      `tt_zoo.retrieval_metrics.evaluate`'s dict, BM25 being the searcher that scores every
+      candidate (``"exact"``; ``"index"`` is None), with ``"settings"`` and the index build
+      time in ``"seconds"["build"]``; ``"queries_without_results"`` counts the questions
+      without an indexed term.
     """
     questions = reqa.questions_for(question_ids)
     if not questions:
@@ -141,17 +149,12 @@ def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = retrieval_metrics
     t = time.perf_counter()
     retriever = BM25Retriever(candidate_texts(reqa, field), stemmer=stemmer,
                               stopwords=stopwords, show_progress=show_progress)
-    t_index = time.perf_counter() - t
-    t = time.perf_counter()
-    ids, _, empty = retriever.search([q.text for q in questions], max(ks))
-    t_search = time.perf_counter() - t
-    gold = np.array([q.gold_index for q in questions])
-    out = retrieval_metrics.ranking_metrics(ids, gold, ks)
-    out.update({"num_queries": len(questions), "num_candidates": len(reqa.candidates),
-                "queries_without_terms": int(empty.sum()),
-                "settings": {"field": field, "stemmer": stemmer if isinstance(stemmer, str)
-                             or stemmer is None else repr(stemmer),
-                             "stopwords": stopwords if isinstance(stopwords, str)
-                             or stopwords is None else f"{len(stopwords)} words"},
-                "seconds": {"index": t_index, "search": t_search}})
+    build_s = time.perf_counter() - t
+    out = retrieval_metrics.evaluate(retriever, [q.text for q in questions],
+                                     [q.gold_index for q in questions], ks)
+    out["seconds"]["build"] = build_s
+    out["settings"] = {"field": field, "stemmer": stemmer if isinstance(stemmer, str)
+                       or stemmer is None else repr(stemmer),
+                       "stopwords": stopwords if isinstance(stopwords, str)
+                       or stopwords is None else f"{len(stopwords)} words"}
     return out

@@ -7,7 +7,8 @@ module holds that part, on embeddings only (a text-level wrapper lives elsewhere
 
 - `EmbeddingIndex`: build from `[n, dim]` float32 candidate embeddings and their string ids,
   with `backend="scann"` (tree partitioning + anisotropic hashing + exact re-ordering, via the
-  ScaNN pybind API) or `backend="brute_force"` (a matmul and an exact top-k).
+  ScaNN pybind API) or `backend="brute_force"` (`tt_zoo.search.ExactSearcher`). Both are
+  `tt_zoo.search.Searcher`s: `search` returns a `tt_zoo.search.SearchResult`.
   `save(path)` / `EmbeddingIndex.load(path)` use a plain directory: ScaNN's own serializer,
   the ids as UTF-8 text, the embeddings as `.npy`, and an `index.json` with the settings and
   a sha256 for each file. Nothing is pickled.
@@ -25,7 +26,7 @@ import json
 import math
 import pathlib
 import uuid
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -36,6 +37,8 @@ import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
 from tt_zoo.manifest import describe_files, verify_files  # noqa: E402
+from tt_zoo.search import (ExactSearcher, SearchResult, check_embeddings, check_ids,  # noqa: E402
+                           check_k, check_queries)
 
 BACKENDS = ("scann", "brute_force")
 INDEX_FORMAT = "tt_zoo.EmbeddingIndex"
@@ -50,8 +53,6 @@ RETRIEVAL_CONFIG_FILE = "assets.extra/tt_zoo_retrieval.json"
 # brute-force scorer): a tree over a few hundred points buys nothing and anisotropic hashing
 # needs at least 16 points per block to train its codebooks.
 MIN_PARTITIONED_SIZE = 1000
-# Brute-force scoring works on query chunks of this size so [chunk, n] scores fit in memory.
-_BRUTE_FORCE_QUERY_CHUNK = 1024
 
 
 class IndexFileError(ArtifactError):
@@ -157,52 +158,6 @@ def _check_backend(backend: str) -> None:
         raise ValueError(f"backend must be one of {BACKENDS} (got {backend!r}).")
 
 
-def _check_embeddings(embeddings, what: str = "candidate embeddings") -> np.ndarray:
-    array = np.asarray(embeddings)
-    if array.ndim != 2:
-        raise ValueError(f"The {what} must be 2D [num, dim] (got shape {array.shape}).")
-    if array.shape[0] == 0 or array.shape[1] == 0:
-        raise ValueError(f"The {what} must be non-empty (got shape {array.shape}).")
-    if not np.issubdtype(array.dtype, np.floating):
-        raise ValueError(f"The {what} must be floating point (got dtype {array.dtype}).")
-    array = np.ascontiguousarray(array, dtype=np.float32)
-    bad = np.flatnonzero(~np.isfinite(array).all(axis=1))
-    if bad.size:
-        raise ValueError(f"The {what} hold NaN or inf in {bad.size} rows "
-                         f"(first at row {int(bad[0])}).")
-    return array
-
-
-def _check_ids(ids: Sequence[str], num_candidates: int) -> List[str]:
-    if isinstance(ids, (str, bytes)):
-        raise ValueError("candidate ids must be a sequence of strings, not one string.")
-    ids = list(ids)
-    if len(ids) != num_candidates:
-        raise ValueError(f"Got {len(ids)} candidate ids for {num_candidates} candidate "
-                         "embeddings; they must match one to one.")
-    seen = {}
-    for position, candidate_id in enumerate(ids):
-        if not isinstance(candidate_id, str):
-            raise ValueError(f"Candidate id at position {position} must be str "
-                             f"(got {type(candidate_id).__name__}: {candidate_id!r}).")
-        if not candidate_id:
-            raise ValueError(f"Candidate id at position {position} is empty.")
-        if any(c in candidate_id for c in "\n\r\t"):
-            raise ValueError(f"Candidate id at position {position} ({candidate_id!r}) holds a "
-                             "newline, carriage return or tab; ids are stored one per line.")
-        if candidate_id in seen:
-            raise ValueError(f"Candidate id {candidate_id!r} is duplicated (positions "
-                             f"{seen[candidate_id]} and {position}); ids must be unique.")
-        seen[candidate_id] = position
-    return ids
-
-
-def _check_k(k) -> int:
-    if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k must be a positive int (got {k!r}).")
-    return int(k)
-
-
 # -- files ------------------------------------------------------------------------------------
 
 def read_json(path: pathlib.Path) -> dict:
@@ -241,8 +196,9 @@ class EmbeddingIndex:
 
     Example:
     >>> index = EmbeddingIndex(np.eye(3, dtype="float32"), ["a", "b", "c"], backend="brute_force")
-    >>> index.search(np.array([[0.0, 2.0, 1.0]], "float32"), k=2)
-    ([['b', 'c']], array([[2., 1.]], dtype=float32))
+    >>> result = index.search(np.array([[0.0, 2.0, 1.0]], "float32"), k=2)
+    >>> result.ids, result.rows, result.scores
+    ((('b', 'c'),), array([[1, 2]]), array([[2., 1.]], dtype=float32))
 
     References:
       Chang et al., Pre-training Tasks for Embedding-based Large-scale Retrieval, ICLR 2020,
@@ -252,27 +208,25 @@ class EmbeddingIndex:
     def __init__(self, embeddings, ids: Sequence[str], backend: str = "scann",
                  scann_config: Optional[ScannConfig] = None):
         _check_backend(backend)
-        embeddings = _check_embeddings(embeddings)
-        ids = _check_ids(ids, embeddings.shape[0])
-        if backend == "scann":
-            scann_config = scann_config or ScannConfig.for_size(embeddings.shape[0])
-            searcher = _build_scann_searcher(embeddings, scann_config)
-        else:
+        if backend == "brute_force":
             if scann_config is not None:
                 raise ValueError("scann_config is only for backend='scann'.")
-            searcher = None
-        self._init(backend, ids, embeddings.shape[1],
-                   embeddings if backend == "brute_force" else None, searcher, scann_config)
+            exact = ExactSearcher(embeddings, ids)
+            self._init(backend, exact.ids, exact.dim, exact, None, None)
+            return
+        embeddings = check_embeddings(embeddings)
+        ids = check_ids(ids, embeddings.shape[0])
+        scann_config = scann_config or ScannConfig.for_size(embeddings.shape[0])
+        self._init(backend, ids, embeddings.shape[1], None,
+                   _build_scann_searcher(embeddings, scann_config), scann_config)
 
-    def _init(self, backend, ids, dim, embeddings, searcher, scann_config):
+    def _init(self, backend, ids, dim, exact: Optional[ExactSearcher], searcher, scann_config):
         self.backend = backend
         self.ids = tuple(ids)
         self.dim = int(dim)
         self.scann_config = scann_config
-        self._embeddings = embeddings
-        self._candidates_tensor = None
-        self._searcher = searcher
-        self._ids_array = np.asarray(self.ids, dtype=object)
+        self._exact = exact  # the brute-force backend
+        self._searcher = searcher  # the ScaNN backend
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -286,7 +240,7 @@ class EmbeddingIndex:
         """True when `search` returns the exact top-k."""
         return self.backend == "brute_force" or self.scann_config.is_exact
 
-    def search(self, query_embeddings, k: int = 10) -> Tuple[List[List[str]], np.ndarray]:
+    def search(self, query_embeddings, k: int = 10) -> SearchResult:
         """Returns the top-k candidates by inner product for each query.
 
         Args:
@@ -294,32 +248,14 @@ class EmbeddingIndex:
           k: results per query; capped at the number of candidates.
 
         Returns:
-          `(ids, scores)`: `ids[i]` the `k` candidate ids for query `i`, best first;
-          `scores` float32 `[num_queries, k]` their inner products.
+          A `tt_zoo.search.SearchResult`: per query, best first, the `k` candidates' `rows`
+          (positions in `ids`), `scores` (float32 inner products) and `ids`.
         """
-        queries = _check_embeddings(query_embeddings, "query embeddings")
-        if queries.shape[1] != self.dim:
-            raise ValueError(f"The query embeddings must be [num_queries, {self.dim}] for this "
-                             f"index (got shape {queries.shape}).")
-        k = min(_check_k(k), len(self))
-        if self.backend == "brute_force":
-            indices, scores = self._search_brute_force(queries, k)
-        else:
-            indices, scores = self._search_scann(queries, k)
-        ids = [list(row) for row in self._ids_array[indices]]
-        return ids, scores
-
-    def _search_brute_force(self, queries: np.ndarray, k: int):
-        indices, scores = [], []
-        if self._candidates_tensor is None:  # converted once, not per search
-            self._candidates_tensor = tf.constant(self._embeddings)
-        candidates = self._candidates_tensor
-        for start in range(0, queries.shape[0], _BRUTE_FORCE_QUERY_CHUNK):
-            chunk = tf.constant(queries[start:start + _BRUTE_FORCE_QUERY_CHUNK])
-            values, top = tf.math.top_k(tf.linalg.matmul(chunk, candidates, transpose_b=True), k)
-            indices.append(top.numpy())
-            scores.append(values.numpy())
-        return np.concatenate(indices), np.concatenate(scores).astype(np.float32)
+        if self._exact is not None:
+            return self._exact.search(query_embeddings, k)
+        queries = check_queries(query_embeddings, self.dim)
+        rows, scores = self._search_scann(queries, min(check_k(k), len(self)))
+        return SearchResult.from_rows(rows, scores, self.ids)
 
     def _search_scann(self, queries: np.ndarray, k: int):
         config = self.scann_config
@@ -371,7 +307,7 @@ class EmbeddingIndex:
                 # relative_path=True keeps the asset paths valid after the rename.
                 self._searcher.serialize(str(tmp / SCANN_DIR), relative_path=True)
             else:
-                np.save(tmp / EMBEDDINGS_FILE, self._embeddings, allow_pickle=False)
+                np.save(tmp / EMBEDDINGS_FILE, self._exact.embeddings, allow_pickle=False)
             config = {
                 "format": INDEX_FORMAT,
                 "format_version": INDEX_FORMAT_VERSION,
@@ -423,7 +359,7 @@ class EmbeddingIndex:
             ids.pop()
         if len(ids) != num:
             raise IndexFileError(f"{ids_path} holds {len(ids)} ids; {config_file} says {num}.")
-        _check_ids(ids, num)
+        check_ids(ids, num)
 
         index = cls.__new__(cls)
         if backend == "brute_force":
@@ -437,7 +373,8 @@ class EmbeddingIndex:
             if embeddings.shape != (num, dim) or embeddings.dtype != np.float32:
                 raise IndexFileError(f"{emb_path} holds {embeddings.dtype} {embeddings.shape}; "
                                      f"expected float32 ({num}, {dim}).")
-            index._init(backend, ids, dim, embeddings, None, None)
+            exact = ExactSearcher(embeddings, ids)
+            index._init(backend, exact.ids, dim, exact, None, None)
             return index
 
         scann_dir = root / SCANN_DIR
@@ -542,9 +479,9 @@ def build_retrieval_module(query_encoder, candidate_embeddings, candidate_ids: S
     import tensorflow_recommenders as tfrs  # pylint: disable=import-outside-toplevel
 
     _check_backend(backend)
-    embeddings = _check_embeddings(candidate_embeddings)
-    ids = _check_ids(candidate_ids, embeddings.shape[0])
-    k = min(_check_k(k), len(ids))
+    embeddings = check_embeddings(candidate_embeddings)
+    ids = check_ids(candidate_ids, embeddings.shape[0])
+    k = min(check_k(k), len(ids))
     num, dim = embeddings.shape
     _probe_encoder(query_encoder, dim)
 

@@ -1,9 +1,11 @@
-"""Retrieval metrics for ReQA: recall@k and MRR, exact top-k by dot product, encoder evaluation.
+"""Retrieval metrics for ReQA: recall@k and MRR, and the evaluation of any searcher.
 
 ReQA (Ahmad et al. 2019) scores a question by the rank of its single gold (sentence, passage)
 candidate; Chang et al. 2020 (Sec. 4, Tables 3-5) report recall@1/5/10/50/100. A hit is the gold
 candidate index only, never another sentence of the same passage. Metric values are fractions in
-[0, 1]; tables multiply by 100.
+[0, 1]; tables multiply by 100. `evaluate` scores any `tt_zoo.search.Searcher` (exact search,
+ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `tt_zoo.bm25.evaluate_bm25` return
+its dict.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from typing import Dict, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
+
+from tt_zoo.search import ExactSearcher, SearchResult, Searcher
 
 DEFAULT_KS = (1, 5, 10, 50, 100)
 
@@ -71,45 +75,6 @@ def ranking_metrics(ranked_ids, gold_ids, ks: Sequence[int] = DEFAULT_KS) -> Dic
     return out
 
 
-def exact_top_k(query_emb, cand_emb, k: int, *, block_size: int = 1024):
-    """Brute-force top-k by dot product, in blocks of queries.
-
-    Args:
-      query_emb: ``[num_queries, dim]``.
-      cand_emb: ``[num_candidates, dim]``.
-      k: how many to return; capped at ``num_candidates``.
-
-    Returns:
-      ``(ids, scores)``, both ``[num_queries, k]``, best first; ties go to the lower id.
-    """
-    query_emb = np.asarray(query_emb, dtype=np.float32)
-    cand_emb = np.asarray(cand_emb, dtype=np.float32)
-    if query_emb.ndim != 2 or cand_emb.ndim != 2:
-        raise ValueError(f"Embeddings must be 2D (got query {query_emb.shape}, "
-                         f"candidates {cand_emb.shape}).")
-    if query_emb.shape[1] != cand_emb.shape[1]:
-        raise ValueError(f"Query and candidate dims differ (got {query_emb.shape[1]} and "
-                         f"{cand_emb.shape[1]}).")
-    n_cand = cand_emb.shape[0]
-    if n_cand == 0:
-        raise ValueError("exact_top_k: no candidates.")
-    k = min(int(k), n_cand)
-    ids = np.empty((query_emb.shape[0], k), dtype=np.int64)
-    scores = np.empty((query_emb.shape[0], k), dtype=np.float32)
-    for start in range(0, query_emb.shape[0], block_size):
-        block = query_emb[start:start + block_size] @ cand_emb.T  # [b, n_cand]
-        if k < n_cand:
-            top = np.argpartition(-block, k - 1, axis=1)[:, :k]
-        else:
-            top = np.broadcast_to(np.arange(n_cand), block.shape)
-        top_scores = np.take_along_axis(block, top, axis=1)
-        # Sort by score descending, then id ascending (lexsort: last key is primary).
-        order = np.lexsort((top, -top_scores), axis=1)
-        ids[start:start + block_size] = np.take_along_axis(top, order, axis=1)
-        scores[start:start + block_size] = np.take_along_axis(top_scores, order, axis=1)
-    return ids, scores
-
-
 def _encode_in_batches(fn, n, batch_size, desc, **columns):
     parts = []
     for start in tqdm(range(0, n, batch_size), desc=desc, unit="batch", leave=False):
@@ -124,17 +89,6 @@ def _encode_in_batches(fn, n, batch_size, desc, **columns):
     return np.concatenate(parts, axis=0)
 
 
-def _as_int_ids(ids) -> np.ndarray:
-    """Index results as an int array ``[num_queries, k]``: ids may be ints or their strings
-    (``EmbeddingIndex`` returns str ids); short rows are padded with -1."""
-    rows = [[int(x.decode() if isinstance(x, bytes) else x) for x in row] for row in ids]
-    width = max((len(r) for r in rows), default=0)
-    out = np.full((len(rows), width), -1, dtype=np.int64)
-    for i, r in enumerate(rows):
-        out[i, :len(r)] = r
-    return out
-
-
 def encode_candidates(encoder, reqa, *, batch_size: int = 256) -> np.ndarray:
     """``[num_candidates, dim]``: every ReQA (sentence, passage) candidate through the document
     tower, ``encoder.encode_documents(texts=passages, titles=sentences)``, in candidate order."""
@@ -144,12 +98,64 @@ def encode_candidates(encoder, reqa, *, batch_size: int = 256) -> np.ndarray:
         texts=[c.passage for c in reqa.candidates], titles=[c.sentence for c in reqa.candidates])
 
 
+def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,
+             index=None) -> dict:
+    """Recall@k and MRR of any searcher, and of an approximate index beside it.
+
+    Args:
+      searcher: a `tt_zoo.search.Searcher` that scores every candidate: `ExactSearcher` (brute
+        force over embeddings), `EmbeddingIndex(backend="brute_force")` or `BM25Retriever`.
+      queries: what `searcher.search` takes (query embeddings, or strings for BM25).
+      gold_rows: ``[num_queries]`` the row of each query's gold candidate in the searcher's
+        candidates.
+      ks: recall cut-offs.
+      index: optional approximate `Searcher` (e.g. a ScaNN `EmbeddingIndex`) over the same
+        candidates in the same order, searched with the same queries.
+
+    Returns:
+      ``{"num_queries", "num_candidates", "exact": {"R@k"..., "MRR"}, "index": same or None,
+      "queries_without_results": queries the searcher found nothing for,
+      "seconds": {"exact_search", "index_search"}}``.
+    """
+    gold = np.asarray(gold_rows)
+    if gold.size == 0:
+        raise ValueError("evaluate: no queries to evaluate.")
+    max_k = max(ks)
+    seconds = {}
+    results = {}
+    for name, s in (("exact", searcher), ("index", index)):
+        if s is None:
+            continue
+        if isinstance(s, type) or not isinstance(s, Searcher):
+            raise TypeError(f"evaluate: the {name} searcher must be a built "
+                            "tt_zoo.search.Searcher (len() and search(queries, k) -> "
+                            f"SearchResult); got {getattr(s, '__name__', type(s).__name__)} "
+                            "(a builder goes to evaluate_encoder(build_index=...)).")
+        if len(s) != len(searcher):
+            raise ValueError(f"evaluate: the index holds {len(s)} candidates and the searcher "
+                             f"{len(searcher)}; both must search the same candidates.")
+        t = time.perf_counter()
+        results[name] = s.search(queries, max_k)
+        seconds[f"{name}_search"] = time.perf_counter() - t
+        if not isinstance(results[name], SearchResult):
+            raise TypeError(f"evaluate: {type(s).__name__}.search returned "
+                            f"{type(results[name]).__name__}, not a tt_zoo.search.SearchResult.")
+    return {"num_queries": int(gold.size), "num_candidates": len(searcher),
+            "exact": ranking_metrics(results["exact"].rows, gold, ks),
+            "index": ranking_metrics(results["index"].rows, gold, ks) if index is not None
+            else None,
+            "queries_without_results": int(results["exact"].empty.sum()),
+            "seconds": seconds}
+
+
 def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAULT_KS,
-                     index=None, *, batch_size: int = 256, candidate_embeddings=None) -> dict:
+                     index=None, *, build_index=None, batch_size: int = 256,
+                     candidate_embeddings=None) -> dict:
     """Scores a two-tower encoder on ReQA by exact dot-product search (and an index, if given).
 
     The document is the (sentence, passage) pair: ``encoder.encode_documents(texts=passages,
-    titles=sentences)``; queries go through ``encoder.encode_queries``.
+    titles=sentences)``; queries go through ``encoder.encode_queries``. The exact search is a
+    `tt_zoo.search.ExactSearcher` over the candidate embeddings (Chang et al. 2020, Sec. 4).
 
     Args:
       encoder: has ``encode_queries(list[str]) -> [n, dim]`` and
@@ -157,20 +163,22 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
       reqa: a ``tt_zoo.reqa.ReQA``.
       question_ids: the questions to score (e.g. a split's test ids); all when None.
       ks: recall cut-offs.
-      index: optional approximate index, either an object with ``search(query_embeddings, k)
-        -> (ids, scores)`` already built over the candidate embeddings in candidate order, or a
-        callable ``index(candidate_embeddings) -> such an object``.
+      index: optional approximate `tt_zoo.search.Searcher` already built over this encoder's
+        candidate embeddings in candidate order.
+      build_index: instead of `index`, ``build_index(candidate_embeddings) -> Searcher``,
+        called on the embeddings encoded here (its time goes to ``seconds["index_build"]``).
       candidate_embeddings: `encode_candidates` of this encoder, when scoring several question
         sets with the same weights (encoded here when None).
 
     Returns:
-      ``{"num_queries", "num_candidates", "exact": {"R@k"..., "MRR"}, "index": same or None,
-      "seconds": {...}}``.
+      `evaluate`'s dict; ``"seconds"`` also holds ``"encode_candidates"``, ``"encode_queries"``
+      (and ``"index_build"``).
     """
     questions = reqa.questions_for(question_ids)
     if not questions:
         raise ValueError("evaluate_encoder: no questions to evaluate.")
-    max_k = max(ks)
+    if index is not None and build_index is not None:
+        raise ValueError("evaluate_encoder: pass index or build_index, not both.")
     seconds = {}
     t = time.perf_counter()
     if candidate_embeddings is None:
@@ -185,19 +193,11 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
     query_emb = _encode_in_batches(lambda texts: encoder.encode_queries(texts), len(questions),
                                    batch_size, "encode queries", texts=[q.text for q in questions])
     seconds["encode_queries"] = time.perf_counter() - t
-    gold = np.array([q.gold_index for q in questions])
-    t = time.perf_counter()
-    ids, _ = exact_top_k(query_emb, cand_emb, max_k)
-    seconds["exact_search"] = time.perf_counter() - t
-    result = {"num_queries": len(questions), "num_candidates": len(reqa.candidates),
-              "exact": ranking_metrics(ids, gold, ks), "index": None, "seconds": seconds}
-    if index is not None:
-        if isinstance(index, type) or not hasattr(index, "search"):  # a builder
-            t = time.perf_counter()
-            index = index(cand_emb)
-            seconds["index_build"] = time.perf_counter() - t
+    if build_index is not None:
         t = time.perf_counter()
-        index_ids, _ = index.search(query_emb, max_k)
-        seconds["index_search"] = time.perf_counter() - t
-        result["index"] = ranking_metrics(_as_int_ids(index_ids), gold, ks)
+        index = build_index(cand_emb)
+        seconds["index_build"] = time.perf_counter() - t
+    result = evaluate(ExactSearcher(cand_emb), query_emb, [q.gold_index for q in questions], ks,
+                      index=index)
+    result["seconds"] = {**seconds, **result["seconds"]}
     return result

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import os
@@ -20,20 +19,11 @@ from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
 from tt_zoo.models import as_string_list  # noqa: E402
 from tt_zoo.registry import ModelSpec, get_spec  # noqa: E402
+from tt_zoo.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 
 PASSAGES_FILE = "passages.jsonl"
 TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
 TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
-
-
-@dataclasses.dataclass(frozen=True)
-class Hit:
-    """One search result: the candidate's id, score, and text."""
-
-    id: str
-    score: float
-    text: str
-    title: str = ""
 
 
 def _is_text_index(path: pathlib.Path) -> bool:
@@ -54,22 +44,15 @@ class TextIndex:
         self.embedding_index = embedding_index
         self.texts = list(texts)
         self.titles = list(titles)
-        self._position = {cid: i for i, cid in enumerate(embedding_index.ids)}
 
     def __len__(self):
         return len(self.texts)
 
     def search(self, queries: Sequence[str], k: int = 10) -> List[List[Hit]]:
-        """Top-k hits for each query string, best first."""
-        ids, scores = self.embedding_index.search(self.model.encode_queries(queries), k)
-        results = []
-        for row_ids, row_scores in zip(ids, scores):
-            hits = []
-            for cid, score in zip(row_ids, row_scores):
-                i = self._position[cid]
-                hits.append(Hit(cid, float(score), self.texts[i], self.titles[i]))
-            results.append(hits)
-        return results
+        """Top-k hits for each query string, best first: the `tt_zoo.search.SearchResult` of
+        `embedding_index` (a `Searcher`) for the encoded queries, seen as `Hit`s."""
+        result = self.embedding_index.search(self.model.encode_queries(queries), k)
+        return result.hits(self.texts, self.titles)
 
     def save(self, path, overwrite: bool = False) -> pathlib.Path:
         """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages.
