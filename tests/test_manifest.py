@@ -60,4 +60,4 @@ def test_an_index_saved_before_sizes_were_recorded_still_loads(tmp_path):
     config["format_version"] = 1
     config["files"] = {name: entry["sha256"] for name, entry in config["files"].items()}
     (path / "index.json").write_text(json.dumps(config))
-    assert EmbeddingIndex.load(path).search(embeddings[:1], k=1).ids == [["a"]]
+    assert EmbeddingIndex.load(path).search(embeddings[:1], k=1).ids == (("a",),)
