@@ -49,3 +49,21 @@ def load_recipe(name: str):
     sys.modules[spec.name] = module  # dataclasses resolve their module's annotations there
     spec.loader.exec_module(module)
     return module
+
+
+GOLDEN_DIR = pathlib.Path(__file__).resolve().parent / "golden"
+
+
+def read_golden(name: str) -> dict:
+    """tests/golden/NAME.json: fixed texts and a shipped model's pinned outputs for them."""
+    path = GOLDEN_DIR / f"{name}.json"
+    assert path.is_file(), f"no golden file for {name}: run tests/golden/regenerate.py"
+    return json.loads(path.read_text())
+
+
+def assert_matches_golden(golden: dict, query_embeddings, document_embeddings):
+    """The embeddings of the golden texts equal the pinned ones (first 8 dims, all scores)."""
+    q, d = np.asarray(query_embeddings), np.asarray(document_embeddings)
+    np.testing.assert_allclose(q[:, :8], golden["query_embeddings_first8"], atol=1e-5)
+    np.testing.assert_allclose(d[:, :8], golden["document_embeddings_first8"], atol=1e-5)
+    np.testing.assert_allclose(q @ d.T, golden["scores"], atol=1e-5)

@@ -17,10 +17,11 @@ _keras_env.check_legacy_keras(import_tensorflow=False)
 
 __version__ = "0.1.0"
 
-from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
+from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
 from tt_zoo.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "list_models", "get_spec", "ArtifactError", "TtZooError", "__version__"]
+__all__ = ["load", "list_models", "get_spec", "ArtifactError", "DownloadError", "TtZooError",
+           "__version__"]
 
 
 def __getattr__(name):

@@ -1,4 +1,4 @@
-"""Every named variant of the paper's Tables 3 and 5, and what is shipped under saved_models/.
+"""Every named variant of the paper's Tables 3 and 5, and which of them ship trained weights.
 
 A name reads like the paper: ``{pretraining}_{dim}`` for the default BERT tower
 (``ict_bfs_wlp_512``, ``mlm_128``, ``none_512``), with an encoder prefix for the others
@@ -27,6 +27,8 @@ ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
     "bert_base_": ("bert", "base"),
     "bow_mlp_": ("bow_mlp", None),
 }
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.download` then finds
+# the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[1] / "saved_models"
 
 
@@ -80,8 +82,10 @@ class ModelSpec:
       query_length, document_length: token budgets (paper: 64 and 288).
       recipe: the settings that train it.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
-      artifact: directory under saved_models/ when shipped, else None.
+      artifact: the export's folder name when shipped (saved_models/<artifact> in a git
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.download`), else None.
       sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
     """
@@ -97,6 +101,7 @@ class ModelSpec:
     options: ModelOptions = PAPER
     artifact: Optional[str] = None
     sha256: Optional[str] = None
+    url: Optional[str] = None
     provenance: str = ""
     metrics: Tuple[Tuple[str, float], ...] = ()
 
@@ -106,6 +111,8 @@ class ModelSpec:
 
     @property
     def artifact_path(self) -> Optional[pathlib.Path]:
+        """saved_models/<artifact> of the git clone (it may be absent: an installed wheel has
+        no saved_models/; `tt_zoo.load` then uses the cache or downloads)."""
         return SAVED_MODELS_DIR / self.artifact if self.artifact else None
 
     def recipe_command(self) -> str:
@@ -169,11 +176,12 @@ def register_shipped(name: str, **fields) -> None:
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
 
 
-# -- What saved_models/ ships: saved_models/shipped.json, name -> artifact directory, sha256 of
-# its files, recipe settings, provenance and measured metrics (written by `recipes/reproduce.py
-# --stages ship` from real runs; see each MODEL_CARD.md).
-SHIPPED_FILE = SAVED_MODELS_DIR / "shipped.json"
-_SHIPPED_FIELDS = ("artifact", "sha256", "document_length", "query_length", "recipe",
+# -- What ships trained weights: tt_zoo/shipped_models.json (package data, so an installed wheel
+# has it), name -> artifact folder, sha256 of its files, download URL, recipe settings,
+# provenance and measured metrics (written by `recipes/reproduce.py --stages ship` from real
+# runs; see each MODEL_CARD.md). The weights themselves are in the clone's saved_models/.
+SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
+_SHIPPED_FIELDS = ("artifact", "sha256", "url", "document_length", "query_length", "recipe",
                    "provenance", "metrics")
 
 

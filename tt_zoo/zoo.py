@@ -14,6 +14,7 @@ from tt_zoo import _keras_env
 
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
+from tt_zoo import download  # noqa: E402
 from tt_zoo import export as export_lib  # noqa: E402
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
@@ -254,9 +255,16 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
 def load(name_or_path) -> ZooModel:
     """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path.
 
+    A shipped name is looked for in the git clone's saved_models/, then in the cache
+    (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.download`; no release
+    is published yet: the weights ship in the git clone).
+
     A registered name whose weights are not shipped raises FileNotFoundError with the recipe
     command that trains it; an unknown name raises KeyError listing close matches; a corrupted
-    or truncated directory raises `ArtifactError` (sha256 checked against the registry).
+    or truncated directory raises `ArtifactError` (sha256 checked against the registry); a
+    download that cannot reach its URL raises `DownloadError` naming the URL and the folder
+    where the files may be placed by hand.
     """
     path = pathlib.Path(os.fspath(name_or_path))
     spec = None
@@ -270,8 +278,14 @@ def load(name_or_path) -> ZooModel:
                 f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
                 f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
                 "by path.")
-        path = spec.artifact_path
+        path = download.locate(spec)
         expected_sha = spec.sha256
-    metadata = export_lib.verify_export(path, expected_sha)
+    try:
+        metadata = export_lib.verify_export(path, expected_sha)
+    except ArtifactError as e:
+        if spec is not None and download.in_cache(path):
+            raise ArtifactError(f"{e} (This copy is in tt_zoo's cache: delete {path} and load "
+                                f"{spec.name!r} again to download it anew.)") from e
+        raise
     keras_model = export_lib.load_keras_model(path)
     return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
