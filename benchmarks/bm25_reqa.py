@@ -1,7 +1,7 @@
 """BM25 on ReQA-SQuAD(dev), all questions: which text field, with and without stemming.
 
 Usage:
-  TF_USE_LEGACY_KERAS=1 python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
+  python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
 
 Prints one row per variant (R@1/5/10/50/100, MRR in %, wall seconds for index and search).
 The default of ``tt_zoo.bm25`` is the first row (sentence + passage, English stemming,
@@ -14,14 +14,10 @@ import argparse
 import json
 import os
 import pathlib
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-
-from tt_zoo import bm25, reqa as reqa_lib  # noqa: E402
-from tt_zoo.atomic_io import write_text  # noqa: E402
+from tt_zoo import bm25, reqa as reqa_lib
+from tt_zoo.atomic_io import write_text
 
 VARIANTS = [  # (field, stemmer, stopwords)
     ("sentence+passage", "english", "en"),

@@ -17,12 +17,9 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tt_zoo.cli.common import default_data_dir
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "recipes"))
-from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
 
 DATA = default_data_dir()
 

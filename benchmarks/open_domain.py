@@ -28,16 +28,13 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tt_zoo import bm25, reqa as reqa_lib, retrieval_metrics
+from tt_zoo.article_sources import read_articles
+from tt_zoo.atomic_io import write_json, write_text
+from tt_zoo.index import EmbeddingIndex
+from tt_zoo.passages import make_passages, split_sentences
 
-from tt_zoo import bm25, reqa as reqa_lib, retrieval_metrics  # noqa: E402
-from tt_zoo.article_sources import read_articles  # noqa: E402
-from tt_zoo.atomic_io import write_json, write_text  # noqa: E402
-from tt_zoo.index import EmbeddingIndex  # noqa: E402
-from tt_zoo.passages import make_passages, split_sentences  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 CHUNK = 8192

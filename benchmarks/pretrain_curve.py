@@ -24,9 +24,9 @@ import pathlib
 import subprocess
 import sys
 
+from tt_zoo.cli.common import default_data_dir
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "recipes"))
-from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
 
 DATA = default_data_dir()
 

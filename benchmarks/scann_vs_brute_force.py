@@ -34,10 +34,8 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from tt_zoo.atomic_io import write_json  # noqa: E402
-from tt_zoo.index import EmbeddingIndex, ScannConfig  # noqa: E402
+from tt_zoo.atomic_io import write_json
+from tt_zoo.index import EmbeddingIndex, ScannConfig
 
 
 def gaussian_mixture(num_candidates: int, num_queries: int, dim: int, components: int = 50,

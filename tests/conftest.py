@@ -5,8 +5,7 @@ import pathlib
 
 import pytest
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tt_zoo  # noqa: F401  (before any test imports TensorFlow: sets Keras 2 as tf.keras)
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 DATA_DIR = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO_ROOT.parent / "shared" / "data"))

@@ -1,10 +1,9 @@
 """Shared checks for every layer and model (STYLE.md: one helper, used by every test)."""
 
-import importlib.util
+import importlib
 import json
 import pathlib
 import string
-import sys
 
 import numpy as np
 import tensorflow as tf
@@ -42,13 +41,8 @@ def assert_layer_round_trip(layer, inputs, cls=None):
 
 
 def load_recipe(name: str):
-    """recipes/NAME.py as a module (recipes is not a package), to call its main() in-process."""
-    path = pathlib.Path(__file__).resolve().parents[1] / "recipes" / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"{name}_recipe", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve their module's annotations there
-    spec.loader.exec_module(module)
-    return module
+    """The command behind recipes/NAME.py (`tt_zoo.cli.NAME`), to call its main() in-process."""
+    return importlib.import_module(f"tt_zoo.cli.{name}")
 
 
 GOLDEN_DIR = pathlib.Path(__file__).resolve().parent / "golden"

@@ -187,7 +187,7 @@ def test_the_wheel_installed_in_a_fresh_venv_loads_a_model_by_name(tmp_path, htt
     server = http_server(served_copy(tmp_path))
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env.update({download.HOME_ENV: str(tmp_path / "home"), download.BASE_URL_ENV: server.url,
-                "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+                "TF_CPP_MIN_LOG_LEVEL": "2"})
     (tmp_path / "cwd").mkdir()
     golden = read_golden(NAME)
     done = _run([python, "-I", "-c", LOAD_BY_NAME, NAME, json.dumps(golden)], env=env,

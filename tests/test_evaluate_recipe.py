@@ -23,7 +23,7 @@ def recipe():
 
 
 def run_recipe(*args):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=300)
     return proc

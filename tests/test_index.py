@@ -270,7 +270,7 @@ def test_retrieve_savedmodel_both_backends(exported_retrieval_models):
 @pytest.mark.slow  # ~15-25 s: a fresh Python process imports TensorFlow
 def test_retrieve_savedmodel_reloads_in_fresh_process(exported_retrieval_models):
     in_process, paths, _ = exported_retrieval_models
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, "-c", _RELOAD_SCRIPT, json.dumps(SERVING_QUERIES),
                            *paths.values()], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -16,7 +16,7 @@ RECIPE = REPO_ROOT / "recipes" / "make_pairs.py"
 
 
 def _run(*args):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=300)
 

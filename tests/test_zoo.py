@@ -51,7 +51,7 @@ def test_every_registered_variant_is_consistent(name):
 def test_untrained_variants_build_and_encode(encoder_prefix):
     spec = REGISTRY[f"{encoder_prefix}none_128"]
     model = build_untrained(spec, tiny_vocab(), query_length=16, document_length=24,
-                            tower_shape=(1, 16, 2))
+                            tower_shape=dict(num_layers=1, hidden_size=16, num_attention_heads=2))
     assert model.encode_queries(["who?"]).shape == (1, 128)
 
 

@@ -30,8 +30,6 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow)
-
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402

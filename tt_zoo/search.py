@@ -29,8 +29,6 @@ from typing import List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
 import numpy as np
 
-from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow)
-
 # Brute-force scoring works on query blocks of this size so [block, n] scores fit in memory.
 QUERY_BLOCK = 1024
 

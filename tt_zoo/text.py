@@ -24,8 +24,6 @@ import os
 import pathlib
 from typing import Iterable, Sequence
 
-from tt_zoo import _keras_env  # noqa: F401  (sets TF_USE_LEGACY_KERAS before TensorFlow)
-
 import tensorflow as tf
 import tensorflow_text as tf_text
 from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset as bert_vocab

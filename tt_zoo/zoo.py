@@ -220,26 +220,28 @@ class ZooModel:
 
 def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
                     document_length: Optional[int] = None, dropout_rate: float = 0.1,
-                    tower_shape: Optional[tuple] = None, options=None):
+                    tower_shape: Optional[dict] = None, options=None):
     """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining).
 
     Args:
       spec: the variant.
       vocabulary: vocab.txt path or token list.
       query_length, document_length: override the spec's token budgets.
-      tower_shape: (layers, hidden, heads) overriding the BERT size, for smoke tests.
+      tower_shape: BERT shape fields overriding the size (``num_layers``, ``hidden_size``,
+        ``num_attention_heads``, ``inner_dim``, which defaults to 4 x hidden_size); a BoW-MLP
+        takes ``hidden_size`` as its token embedding size and 4 x it as its hidden size.
       options: a `tt_zoo.registry.ModelOptions` overriding the spec's.
     """
     from tt_zoo.losses import CorrectedSampledSoftmaxLoss
     from tt_zoo.models import build_two_tower_model
     options = options or spec.options
-    if tower_shape:
-        layers, hidden, heads = tower_shape
-        shape = dict(size=None, num_layers=layers, hidden_size=hidden, num_attention_heads=heads,
-                     inner_dim=4 * hidden, bow_token_embedding_dim=hidden,
-                     bow_hidden_dim=4 * hidden)
-    else:
-        shape = dict(size=spec.tower_size)
+    shape = dict(size=spec.tower_size, **(tower_shape or {}))
+    if "hidden_size" in shape:
+        hidden = shape["hidden_size"]
+        shape.setdefault("inner_dim", 4 * hidden)
+        shape.update(bow_token_embedding_dim=hidden, bow_hidden_dim=4 * hidden)
+    if spec.encoder != "bert":
+        shape = {k: v for k, v in shape.items() if k.startswith("bow_")}
     return build_two_tower_model(vocabulary, encoder=spec.encoder,
                                  embedding_dim=spec.embedding_dim,
                                  query_length=query_length or spec.query_length,

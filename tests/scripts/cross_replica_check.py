@@ -5,10 +5,10 @@ single-device ones (allclose); exits non-zero otherwise. Run as a separate proce
 logical devices must be configured before TensorFlow initialises.
 """
 
-import os
 import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import tt_zoo  # noqa: F401  (first: the package sets Keras 2 as tf.keras)
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
