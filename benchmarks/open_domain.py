@@ -18,7 +18,6 @@ a progress bar, and a rerun resumes at the first chunk not yet written).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import pathlib
@@ -38,15 +37,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 CHUNK = 8192
-
-
-def _scann_benchmark():
-    """benchmarks/scann_vs_brute_force.py's `benchmark` (one way to time the two indexes)."""
-    spec = importlib.util.spec_from_file_location(
-        "tt_zoo_scann_vs_brute_force", REPO / "benchmarks" / "scann_vs_brute_force.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.benchmark
 
 
 def open_domain_reqa(reqa, wikipedia, limit_articles=None):
@@ -201,7 +191,7 @@ def main(argv=None) -> dict:
     print(f"BM25 in {time.perf_counter() - t:.0f} s: "
           f"R@100 {100 * result['bm25']['exact']['R@100']:.1f}",
           file=sys.stderr)
-    scann_benchmark = _scann_benchmark()
+    from scann_vs_brute_force import benchmark as scann_benchmark  # beside this file
     result["models"] = [evaluate_model(name, reqa, args.work, scann_benchmark)
                         for name in args.model]
     result["wall_s"] = time.perf_counter() - t0
