@@ -1,4 +1,5 @@
-"""Shared test fixtures: the data path and small real slices of the shared data."""
+"""Shared test fixtures: the data path, small real slices of the shared data, a tiny exported
+model and a local HTTP server. (Plain helpers and data live in helpers.py.)"""
 
 import os
 import pathlib
@@ -22,6 +23,25 @@ def data_file(relative: str) -> pathlib.Path:
 @pytest.fixture
 def bert_vocab_file():
     return data_file("bert-vocab/vocab.txt")
+
+
+TINY_EXPORT_METADATA = {"name": "tiny_test", "encoder": "bert", "pretraining": "none"}
+
+
+@pytest.fixture(scope="module")
+def exported(request, tmp_path_factory):
+    """`helpers.tiny_model()` exported once per test module: ``(model, path, meta)``, `meta` as
+    `export_saved_model` returned it. A module sets ``TINY_EXPORT_METADATA`` to choose the
+    metadata written (default: name "tiny_test", encoder "bert", pretraining "none")."""
+    from helpers import TinyExport, tiny_model
+    from tt_zoo.export import export_saved_model
+
+    model = tiny_model()
+    model.build_by_calling()
+    path = tmp_path_factory.mktemp("exported") / "tiny"
+    metadata = getattr(request.module, "TINY_EXPORT_METADATA", TINY_EXPORT_METADATA)
+    meta = export_saved_model(model, path, dict(metadata))
+    return TinyExport(model, path, meta)
 
 
 class LocalServer:

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
+from helpers import hand_made_squad
 from tt_zoo import bm25
 from tt_zoo import reqa as reqa_lib
-
-from test_reqa import hand_made_squad
 
 DOCS = ["The cat sat on the mat.",
         "A dog barks at the postman every morning.",

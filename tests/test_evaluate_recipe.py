@@ -7,10 +7,9 @@ import sys
 
 import pytest
 
-from helpers import load_recipe
+from helpers import LookupEncoder, hand_made_squad, load_recipe, tiny_model, write_squad
 
 from conftest import REPO_ROOT, data_file
-from test_reqa import hand_made_squad, write_squad
 from tt_zoo import bm25
 
 RECIPE = REPO_ROOT / "recipes" / "evaluate.py"
@@ -80,7 +79,6 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
     pytest.importorskip("tt_zoo.index")
     import tt_zoo
     from tt_zoo import reqa as reqa_lib
-    from test_retrieval_metrics import LookupEncoder
 
     squad = write_squad(tmp_path, hand_made_squad())
     built = reqa_lib.build_reqa(squad)
@@ -100,7 +98,6 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
 
 
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
-    from test_models import tiny_model
     from tt_zoo.export import export_saved_model, verify_export
     model = tiny_model()
     model.build_by_calling()

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from helpers import gaussian_mixture
 from tt_zoo import index as index_lib
 from tt_zoo.index import EmbeddingIndex, IndexFileError, ScannConfig
 
@@ -18,10 +19,6 @@ CANDIDATES = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 2]], np.float32)
 QUERIES = np.array([[1, 2, 0], [-1, 0, 1]], np.float32)
 # All-pair scores: [[1, 2, 3, 0], [-1, 0, -1, 2]]
 IDS = ["c0", "c1", "c2", "c3"]
-
-
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-from scann_vs_brute_force import gaussian_mixture  # noqa: E402  (the benchmark's data, shared)
 
 
 def exact_top_k(queries, candidates, k):

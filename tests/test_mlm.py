@@ -3,8 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
-from helpers import tiny_vocab
-from test_models import tiny_model
+from helpers import assert_model_round_trip, tiny_model, tiny_vocab
 from tt_zoo.mlm import pretrain_mlm
 from tt_zoo.pairs_io import write_mlm_shards
 from tt_zoo.pretraining_tasks import mlm_examples
@@ -35,3 +34,5 @@ def test_mlm_pretraining_lowers_loss_and_initialises_both_towers(tmp_path):
     for q, d in zip(model.query_tower.encoder.get_weights(),
                     model.document_tower.encoder.get_weights()):
         np.testing.assert_array_equal(q, d)
+    # The MLM-initialised model is an ordinary two-tower model: the shared round trip holds.
+    assert_model_round_trip(model, tmp_path / "export")

@@ -3,11 +3,10 @@
 import numpy as np
 import pytest
 
+from helpers import LookupEncoder, hand_made_squad
 from tt_zoo import retrieval_metrics as rm
 from tt_zoo import reqa as reqa_lib
 from tt_zoo.search import ExactSearcher, SearchResult
-
-from test_reqa import hand_made_squad
 
 
 # Rankings (best first) and gold ids:
@@ -39,36 +38,6 @@ def test_metric_input_errors():
         rm.recall_at_k(RANKED, GOLD, ks=(0,))
     with pytest.raises(ValueError, match="at least one query"):
         rm.mrr([], [])
-
-
-class LookupEncoder:
-    """One-hot embeddings: a query points at a chosen candidate; a document at its candidate.
-
-    With ``passage_only=True`` the document embedding ignores the sentence, so all sentences of
-    a passage tie (and the tie goes to the lowest candidate id).
-    """
-
-    def __init__(self, reqa, targets, passage_only=False):
-        self.reqa, self.targets, self.passage_only = reqa, targets, passage_only
-        self.dim = len(reqa.candidates)
-        self.key_to_index = {(c.sentence, c.passage): i for i, c in enumerate(reqa.candidates)}
-        self.first_of_passage = {}
-        for i, c in enumerate(reqa.candidates):
-            self.first_of_passage.setdefault(c.passage, i)
-
-    def encode_queries(self, texts):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for row, text in enumerate(texts):
-            out[row, self.targets[text]] = 1.0
-        return out
-
-    def encode_documents(self, texts, titles):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for row, (passage, sentence) in enumerate(zip(texts, titles)):
-            col = (self.first_of_passage[passage] if self.passage_only
-                   else self.key_to_index[(sentence, passage)])
-            out[row, col] = 1.0
-        return out
 
 
 @pytest.fixture

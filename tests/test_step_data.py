@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_models import tiny_model
+from helpers import tiny_model
 from tt_zoo import features as F
 from tt_zoo.step_data import (cached_tokenize_pair_set, num_rows, step_batches,
                               tokenize_on_host, tokenize_pair_set)

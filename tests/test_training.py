@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_models import PAIRS, tiny_model
-from test_reqa import hand_made_squad
+from helpers import PAIRS, hand_made_squad, tiny_model
 from tt_zoo import training
 from tt_zoo.reqa import build_reqa_from_squad
 from tt_zoo.step_data import distribute_step_batches, step_batches, tokenize_pair_set
