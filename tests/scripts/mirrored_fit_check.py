@@ -9,7 +9,6 @@ MIRRORED_FIT_OK; exits non-zero otherwise. A separate process, because logical d
 configured before TensorFlow initialises.
 """
 
-import os
 import pathlib
 import sys
 
