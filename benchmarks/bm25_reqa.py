@@ -4,7 +4,7 @@ Usage:
   python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
 
 Prints one row per variant (R@1/5/10/50/100, MRR in %, wall seconds for index and search).
-The default of ``tt_zoo.bm25`` is the first row (sentence + passage, English stemming,
+The default of ``tt_zoo.retrieval.bm25`` is the first row (sentence + passage, English stemming,
 English stop words).
 """
 
@@ -16,7 +16,7 @@ import os
 import pathlib
 import time
 
-from tt_zoo import bm25, reqa as reqa_lib
+from tt_zoo.retrieval import bm25, reqa as reqa_lib
 from tt_zoo.atomic_io import write_text
 
 VARIANTS = [  # (field, stemmer, stopwords)

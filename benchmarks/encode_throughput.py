@@ -38,7 +38,7 @@ def main(argv=None):
 
     import tt_zoo
     from tt_zoo.atomic_io import write_text
-    from tt_zoo.reqa import build_reqa
+    from tt_zoo.retrieval.reqa import build_reqa
 
     candidates = build_reqa(args.squad).candidates[:args.documents]
     texts = [c.passage for c in candidates]

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 
-from tt_zoo import features, pairs_io
+from tt_zoo.data import features, pairs_io
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

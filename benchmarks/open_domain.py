@@ -3,7 +3,7 @@
 Chang et al. 2020, Sec. 5.3 / Table 6 add 1M (sentence, passage) candidates from DrQA's
 Wikipedia to ReQA's, so a retriever must find the gold sentence among far more distractors.
 Here the distractors are every (sentence, passage) candidate of the Wikispeedia articles (the
-passages of `tt_zoo.passages.make_passages`, cut into sentences as ReQA cuts SQuAD's), about
+passages of `tt_zoo.data.passages.make_passages`, cut into sentences as ReQA cuts SQuAD's), about
 700,000. For each model: R@1/5/10/50/100 and MRR by exact search and through ScaNN, then ScaNN
 against brute force at that size (recall@10 of ScaNN against the exact top-10, queries/s of
 both, build time, memory), with BM25 over the same candidates beside them.
@@ -27,11 +27,11 @@ import time
 import numpy as np
 from tqdm import tqdm
 
-from tt_zoo import bm25, reqa as reqa_lib, retrieval_metrics
-from tt_zoo.article_sources import read_articles
+from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
+from tt_zoo.data.article_sources import read_articles
 from tt_zoo.atomic_io import write_json, write_text
-from tt_zoo.index import EmbeddingIndex
-from tt_zoo.passages import make_passages, split_sentences
+from tt_zoo.retrieval.index import EmbeddingIndex
+from tt_zoo.data.passages import make_passages, split_sentences
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -134,7 +134,7 @@ def format_report(result: dict) -> str:
         for search in ("exact", "scann"):
             lines.append(f"| {r['model']} | {search} | "
                          + " | ".join(f"{100 * r[search][c]:.1f}" for c in COLUMNS) + " |")
-    lines += ["", "ScaNN against brute force over the same embeddings (`tt_zoo.index."
+    lines += ["", "ScaNN against brute force over the same embeddings (`tt_zoo.retrieval.index."
               "EmbeddingIndex`, default `ScannConfig.for_size`; queries/s medians of 3 runs, "
               "one batch of all questions, and one question at a time over 500):", "",
               "| model | ScaNN recall@10 vs exact | ScaNN q/s (batch) | brute force q/s (batch) "

@@ -29,10 +29,10 @@ import time
 
 import numpy as np
 
-from tt_zoo import features as F  # first: the package sets Keras 2 as tf.keras
-from tt_zoo.models import build_two_tower_model
-from tt_zoo.step_data import step_batches, tokenize_pair_set
-from tt_zoo.towers import resolve_bert_shape
+from tt_zoo.data import features as F  # first: the package sets Keras 2 as tf.keras
+from tt_zoo.modeling.models import build_two_tower_model
+from tt_zoo.training.step_data import step_batches, tokenize_pair_set
+from tt_zoo.modeling.towers import resolve_bert_shape
 
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 

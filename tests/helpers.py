@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tt_zoo import features as F
+from tt_zoo.data import features as F
 
 # TensorFlow is imported inside the functions that need it: modules that only use the data here
 # (BM25, ReQA, metrics) collect in a fraction of a second.
@@ -95,7 +95,7 @@ PAIRS = {
 def tiny_model(encoder="bert", **kwargs):
     """A seeded two-tower model small enough to build, fit and export in seconds."""
     import tensorflow as tf
-    from tt_zoo.models import build_two_tower_model
+    from tt_zoo.modeling.models import build_two_tower_model
     tf.keras.utils.set_random_seed(0)
     return build_two_tower_model(tiny_vocab(), encoder=encoder, size=None, num_layers=1,
                                  hidden_size=16, num_attention_heads=2, inner_dim=32,
@@ -133,8 +133,8 @@ def assert_model_round_trip(model, path, *, exported=False,
     call); `run_eagerly=False` traces it as training does (test_models does this once)."""
     import tensorflow as tf
 
-    from tt_zoo.export import export_saved_model, load_keras_model
-    from tt_zoo.models import TwoTowerModel
+    from tt_zoo.serving.export import export_saved_model, load_keras_model
+    from tt_zoo.modeling.models import TwoTowerModel
     path = pathlib.Path(path)
     model.build_by_calling()
     expected_q = model.encode_queries(PAIRS[F.QUERY])

@@ -1,4 +1,4 @@
-"""Tests for tt_zoo.article_sources: JSON Lines, Hugging Face datasets and the dispatcher."""
+"""Tests for tt_zoo.data.article_sources: JSON Lines, Hugging Face datasets and the dispatcher."""
 
 import gzip
 import json
@@ -7,10 +7,10 @@ import os
 import pytest
 
 from conftest import data_file
-from tt_zoo import article_sources
-from tt_zoo.article_sources import (ArticleFormatError, read_articles, read_hf_articles,
-                                    read_jsonl_articles, text_to_sections, write_jsonl_articles)
-from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.data import article_sources
+from tt_zoo.data.article_sources import (ArticleFormatError, read_articles, read_hf_articles,
+                                         read_jsonl_articles, text_to_sections, write_jsonl_articles)
+from tt_zoo.data.articles import Article, ReadReport, Section
 
 TABLES = "wikitext/enwiki-table-markup.xml.bz2"
 SHORTENED = "wikitext/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -37,7 +37,7 @@ def test_jsonl_round_trip(tmp_path, name):
 
 
 def test_jsonl_round_trip_of_real_dump_articles(tmp_path):
-    from tt_zoo.mediawiki import read_mediawiki_dump
+    from tt_zoo.data.mediawiki import read_mediawiki_dump
     articles = list(read_mediawiki_dump(data_file(TABLES), progress=False))
     path = tmp_path / "tables.jsonl"
     write_jsonl_articles(articles, path)

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from helpers import hand_made_squad
-from tt_zoo import bm25
-from tt_zoo import reqa as reqa_lib
+from tt_zoo.retrieval import bm25
+from tt_zoo.retrieval import reqa as reqa_lib
 
 DOCS = ["The cat sat on the mat.",
         "A dog barks at the postman every morning.",

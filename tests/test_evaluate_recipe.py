@@ -10,7 +10,7 @@ import pytest
 from helpers import LookupEncoder, hand_made_squad, load_recipe, tiny_model, write_squad
 
 from conftest import REPO_ROOT, data_file
-from tt_zoo import bm25
+from tt_zoo.retrieval import bm25
 
 RECIPE = REPO_ROOT / "recipes" / "evaluate.py"
 
@@ -75,10 +75,10 @@ def test_recipe_argument_errors(recipe, capsys):
 
 def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
     """--model goes through tt_zoo.load (replaced here by a one-hot lookup model) and --scann
-    adds a row searched through tt_zoo.index.EmbeddingIndex."""
-    pytest.importorskip("tt_zoo.index")
+    adds a row searched through tt_zoo.retrieval.index.EmbeddingIndex."""
+    pytest.importorskip("tt_zoo.retrieval.index")
     import tt_zoo
-    from tt_zoo import reqa as reqa_lib
+    from tt_zoo.retrieval import reqa as reqa_lib
 
     squad = write_squad(tmp_path, hand_made_squad())
     built = reqa_lib.build_reqa(squad)
@@ -98,7 +98,7 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
 
 
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
-    from tt_zoo.export import export_saved_model, verify_export
+    from tt_zoo.serving.export import export_saved_model, verify_export
     model = tiny_model()
     model.build_by_calling()
     path = tmp_path / "model"

@@ -9,8 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from helpers import PAIRS, assert_model_round_trip
-from tt_zoo import features as F
-from tt_zoo.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
+from tt_zoo.data import features as F
+from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
 from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
@@ -60,7 +60,7 @@ def test_fresh_process_reload_matches_keras(exported, tmp_path):
 import os, json, numpy as np
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
-from tt_zoo.export import serialize_reqa_examples
+from tt_zoo.serving.export import serialize_reqa_examples
 loaded = tf.saved_model.load({str(path)!r})
 q = loaded.signatures["encode_query"](query=tf.constant({QUERIES!r}))["embedding"].numpy()
 d = loaded.signatures["encode_document"](title=tf.constant({SENTENCES!r}),

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import PAIRS
-from tt_zoo import features as F
+from tt_zoo.data import features as F
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,4 @@
-"""tt_zoo.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
+"""tt_zoo.training.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
 
 import json
 import os
@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file
 from helpers import load_recipe, tiny_vocab
-from tt_zoo import features as F
-from tt_zoo import finetuning
-from tt_zoo import reqa as reqa_lib
-from tt_zoo.models import build_two_tower_model, with_sequence_lengths
+from tt_zoo.data import features as F
+from tt_zoo.training import finetuning
+from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
 
 RECIPE = REPO_ROOT / "recipes" / "finetune.py"
 TINY_SHAPE = dict(num_layers=1, hidden_size=16, num_attention_heads=2, inner_dim=32)

@@ -1,4 +1,4 @@
-"""Tests for tt_zoo.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
+"""Tests for tt_zoo.retrieval.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
 
 import json
 import os
@@ -11,8 +11,9 @@ import pytest
 import tensorflow as tf
 
 from helpers import gaussian_mixture
-from tt_zoo import index as index_lib
-from tt_zoo.index import EmbeddingIndex, IndexFileError, ScannConfig
+from tt_zoo.retrieval import index as index_lib
+from tt_zoo.retrieval.index import EmbeddingIndex, IndexFileError, ScannConfig
+from tt_zoo.serving import retrieve as retrieve_lib
 
 # 4 candidates x 3 dims, 2 queries.
 CANDIDATES = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 2]], np.float32)
@@ -236,12 +237,12 @@ def exported_retrieval_models(tmp_path_factory):
 
     in_process, paths = {}, {}
     for backend in ("brute_force", "scann"):
-        module = index_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
+        module = retrieve_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
         result = module.serve(tf.constant(SERVING_QUERIES))
         in_process[backend] = {"ids": [[i.decode() for i in row] for row in result["ids"].numpy()],
                                "scores": result["scores"].numpy()}
         assert result["scores"].dtype == tf.float32 and result["ids"].dtype == tf.string
-        paths[backend] = str(index_lib.save_retrieval_module(module, tmp_path / backend))
+        paths[backend] = str(retrieve_lib.save_retrieval_module(module, tmp_path / backend))
     return in_process, paths, exact
 
 
@@ -252,10 +253,10 @@ def test_retrieve_savedmodel_both_backends(exported_retrieval_models):
                             for a, b in zip(in_process["scann"]["ids"], exact)])
     assert scann_recall >= 0.9, scann_recall
     for backend, path in paths.items():
-        settings = json.loads((pathlib.Path(path) / index_lib.RETRIEVAL_CONFIG_FILE).read_text())
+        settings = json.loads((pathlib.Path(path) / retrieve_lib.RETRIEVAL_CONFIG_FILE).read_text())
         assert settings["backend"] == backend and settings["k"] == 10
         assert settings["needs_scann_ops"] == (backend == "scann")
-        served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+        served = retrieve_lib.load_retrieval_model(path).signatures["serving_default"](
             queries=tf.constant(SERVING_QUERIES))
         assert served["scores"].shape == (4, 10) and served["ids"].shape == (4, 10)
         assert [[i.decode() for i in row] for row in served["ids"].numpy()] == \
@@ -281,17 +282,17 @@ def test_retrieve_savedmodel_reloads_in_fresh_process(exported_retrieval_models)
 @pytest.mark.parametrize("backend", ["brute_force", "scann"])
 def test_export_tiny_corpus_atomically_and_checks_encoder(tmp_path, backend):
     encoder = HashBagQueryEncoder(dim=3)
-    path = index_lib.export_retrieval_model(encoder, CANDIDATES, IDS, tmp_path / "m", k=10,
+    path = retrieve_lib.export_retrieval_model(encoder, CANDIDATES, IDS, tmp_path / "m", k=10,
                                             backend=backend)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
-    served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+    served = retrieve_lib.load_retrieval_model(path).signatures["serving_default"](
         queries=tf.constant(["a b", "c"]))
     assert served["ids"].shape == (2, 4)  # k capped at the 4 candidates
     embedded = encoder(tf.constant(["a b", "c"])).numpy()
     want = [[IDS[j] for j in row] for row in exact_top_k(embedded, CANDIDATES, 4)]
     assert [[i.decode() for i in row] for row in served["ids"].numpy()] == want
     with pytest.raises(ValueError, match=r"float32 \[batch, 5\].*shape \(2, 3\)"):
-        index_lib.export_retrieval_model(encoder, np.ones((4, 5), np.float32), IDS,
+        retrieve_lib.export_retrieval_model(encoder, np.ones((4, 5), np.float32), IDS,
                                          tmp_path / "bad", backend=backend)
     assert not (tmp_path / "bad").exists()
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_layer_round_trip
-from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 
 # Two queries, two in-batch documents (the positives), one hard negative:
 #   queries   q0 = [1, 0], q1 = [0, 1]

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tt_zoo import features, pairs_io
+from tt_zoo.data import features, pairs_io
 
 from conftest import REPO_ROOT, data_file
 from helpers import load_recipe

@@ -53,7 +53,7 @@ def test_verify_names_the_damaged_file(tmp_path, damage, match):
 
 def test_an_index_saved_before_sizes_were_recorded_still_loads(tmp_path):
     import numpy as np
-    from tt_zoo.index import EmbeddingIndex
+    from tt_zoo.retrieval.index import EmbeddingIndex
     embeddings = np.eye(4, dtype=np.float32)
     path = EmbeddingIndex(embeddings, list("abcd"), backend="brute_force").save(tmp_path / "i")
     config = json.loads((path / "index.json").read_text())

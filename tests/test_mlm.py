@@ -4,9 +4,9 @@ import numpy as np
 import tensorflow as tf
 
 from helpers import assert_model_round_trip, tiny_model, tiny_vocab
-from tt_zoo.mlm import pretrain_mlm
-from tt_zoo.pairs_io import write_mlm_shards
-from tt_zoo.pretraining_tasks import mlm_examples
+from tt_zoo.training.mlm import pretrain_mlm
+from tt_zoo.data.pairs_io import write_mlm_shards
+from tt_zoo.data.pretraining_tasks import mlm_examples
 
 TEXTS = ["the seine flows through paris the capital of france",
          "alexander fleming discovered penicillin in london england",
@@ -21,8 +21,8 @@ def test_mlm_pretraining_lowers_loss_and_initialises_both_towers(tmp_path):
 
     model = tiny_model()
     model.build_by_calling()
-    from tt_zoo.mlm import MaskedLMPretrainer
-    from tt_zoo.pairs_io import read_mlm_examples
+    from tt_zoo.training.mlm import MaskedLMPretrainer
+    from tt_zoo.data.pairs_io import read_mlm_examples
     batch = next(iter(read_mlm_examples(str(tmp_path / "mlm")).batch(8)))
     before = float(MaskedLMPretrainer(model.query_tower.encoder).masked_lm_loss(batch))
 

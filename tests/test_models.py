@@ -5,9 +5,9 @@ import pytest
 import tensorflow as tf
 
 from helpers import PAIRS, assert_model_round_trip, pair_dataset, tiny_model
-from tt_zoo import features as F
+from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError
-from tt_zoo.export import export_saved_model, load_keras_model
+from tt_zoo.serving.export import export_saved_model, load_keras_model
 
 @pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
 def test_fit_lowers_the_loss(encoder):
@@ -77,7 +77,7 @@ def test_hard_negatives_and_missing_ids():
 
 
 def test_compiled_model_with_paper_schedule_exports_without_its_optimizer(tmp_path):
-    from tt_zoo.training import paper_learning_rate
+    from tt_zoo.training.loop import paper_learning_rate
     model = tiny_model()
     model.compile(optimizer=tf.keras.optimizers.Adam(paper_learning_rate(1e-3, 10, 0.1)))
     model.fit(pair_dataset(), epochs=1, verbose=0)
@@ -108,7 +108,7 @@ def test_tokenized_batches_train_and_embed_like_raw_strings():
 
 
 def test_normalized_embeddings_and_options_round_trip(tmp_path):
-    from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+    from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
     model = tiny_model(pooling="mean", share_towers=True, normalize_embeddings=True,
                        loss=CorrectedSampledSoftmaxLoss(temperature=0.05))
     q = model.encode_queries(PAIRS[F.QUERY])

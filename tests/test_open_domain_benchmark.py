@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from conftest import REPO_ROOT, data_file
-from tt_zoo import reqa as reqa_lib
+from tt_zoo.retrieval import reqa as reqa_lib
 
 
 @pytest.fixture(scope="module")

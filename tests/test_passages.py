@@ -1,9 +1,9 @@
-"""Tests of sentence splitting and passage cutting (tt_zoo.passages)."""
+"""Tests of sentence splitting and passage cutting (tt_zoo.data.passages)."""
 
 import pytest
 
-from tt_zoo.articles import Article, Section
-from tt_zoo.passages import Passage, make_passages, sentence_spans, split_sentences
+from tt_zoo.data.articles import Article, Section
+from tt_zoo.data.passages import Passage, make_passages, sentence_spans, split_sentences
 
 
 def _sentence(i, words=10):

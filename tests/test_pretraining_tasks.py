@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import data_file
-from tt_zoo import pretraining_tasks as pt
-from tt_zoo.articles import Article, Section
-from tt_zoo.passages import make_passages, split_sentences
-from tt_zoo.wikispeedia import read_wikispeedia
+from tt_zoo.data import pretraining_tasks as pt
+from tt_zoo.data.articles import Article, Section
+from tt_zoo.data.passages import make_passages, split_sentences
+from tt_zoo.data.wikispeedia import read_wikispeedia
 
 SLICE = 80  # the first 80 articles of the tarball: Finland and Television have in-links among them
 
@@ -256,7 +256,7 @@ def _unmasked(example):
 def test_mlm_inputs_are_the_document_towers_inputs(mlm, bert_vocab_file):
     """One tokenizer path: MLM examples hold what the towers' TextPreprocessor packs."""
     import tensorflow as tf
-    from tt_zoo.text import TextPreprocessor
+    from tt_zoo.modeling.text import TextPreprocessor
 
     passages, examples, _, _ = mlm
     pre = TextPreprocessor(str(bert_vocab_file), seq_length=128)

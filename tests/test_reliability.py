@@ -17,9 +17,12 @@ import tensorflow as tf
 import tt_zoo
 from conftest import REPO_ROOT, data_file
 from helpers import load_recipe, pair_dataset, tiny_model
-from tt_zoo import atomic_io, export, features as F, pairs_io, training
+from tt_zoo import atomic_io
+from tt_zoo.serving import export
+from tt_zoo.data import features as F, pairs_io
+from tt_zoo.training import loop as training
 from tt_zoo.errors import ArtifactError
-from tt_zoo.zoo import ZooModel
+from tt_zoo.serving.zoo import ZooModel
 
 
 # conftest's `exported` fixture writes this metadata: a base model with a card to be replaced.
@@ -67,8 +70,8 @@ def test_a_failed_make_pairs_rerun_keeps_the_old_pairs(tmp_path, capsys):
     """2. The new output is written beside the old one and swapped in only when complete."""
     recipe = load_recipe("make_pairs")
     out = tmp_path / "pairs"
-    from tt_zoo.article_sources import write_jsonl_articles
-    from tt_zoo.articles import Article, Section
+    from tt_zoo.data.article_sources import write_jsonl_articles
+    from tt_zoo.data.articles import Article, Section
     articles = [Article(f"Page {i}", [
         Section("", [f"Page {i} has a lead sentence here. Another lead sentence of page {i}."]),
         Section("Body", [f"Body {i} has one sentence. And a second one for good measure."])])
@@ -233,7 +236,7 @@ def test_resuming_with_another_tower_shape_is_one_clear_error(tmp_path):
 
 def _wider_tiny_model():
     from helpers import tiny_vocab
-    from tt_zoo.models import build_two_tower_model
+    from tt_zoo.modeling.models import build_two_tower_model
     return build_two_tower_model(tiny_vocab(), size=None, num_layers=1, hidden_size=32,
                                  num_attention_heads=2, inner_dim=32, embedding_dim=8,
                                  query_length=16, document_length=24)
@@ -299,7 +302,8 @@ print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & te
 def test_every_tt_zoo_error_has_one_base():
     """One `except tt_zoo.TtZooError` catches every error tt_zoo raises for bad input; corrupt or
     incomplete artifacts are `ArtifactError`s; all stay ValueErrors for older callers."""
-    from tt_zoo import article_sources, index, mediawiki, reqa
+    from tt_zoo.data import article_sources, mediawiki
+    from tt_zoo.retrieval import index, reqa
     for error in (article_sources.ArticleFormatError, mediawiki.MediaWikiDumpError,
                   reqa.ReQAFormatError, training.SettingsMismatchError, ArtifactError):
         assert issubclass(error, tt_zoo.TtZooError) and issubclass(error, ValueError), error

@@ -7,7 +7,7 @@ import pytest
 from conftest import data_file
 from helpers import load_recipe, tiny_vocab
 import tt_zoo
-from tt_zoo import download, registry
+from tt_zoo.serving import download, registry
 
 
 @pytest.fixture(scope="module")

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from helpers import LookupEncoder, hand_made_squad
-from tt_zoo import retrieval_metrics as rm
-from tt_zoo import reqa as reqa_lib
-from tt_zoo.search import ExactSearcher, SearchResult
+from tt_zoo.retrieval import metrics as rm
+from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.retrieval.search import ExactSearcher, SearchResult
 
 
 # Rankings (best first) and gold ids:
@@ -96,7 +96,7 @@ def test_evaluate_encoder_with_index_reports_both(hand_made):
 
 
 def test_evaluate_encoder_with_embedding_index(hand_made):
-    index_lib = pytest.importorskip("tt_zoo.index")
+    index_lib = pytest.importorskip("tt_zoo.retrieval.index")
     targets = {q.text: q.gold_index for q in hand_made.questions}
     enc = LookupEncoder(hand_made, targets)
     cand = enc.encode_documents([c.passage for c in hand_made.candidates],
@@ -118,7 +118,7 @@ def test_evaluate_encoder_bad_encoder_output(hand_made):
 
 
 def test_encoder_and_bm25_evaluations_share_one_shape(hand_made):
-    from tt_zoo import bm25
+    from tt_zoo.retrieval import bm25
 
     targets = {q.text: q.gold_index for q in hand_made.questions}
     encoder = rm.evaluate_encoder(LookupEncoder(hand_made, targets), hand_made, ks=(1, 2))

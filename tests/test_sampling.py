@@ -1,10 +1,10 @@
-"""q(d) = count(d) / total, worked out by hand (tt_zoo.sampling), and its callers agree."""
+"""q(d) = count(d) / total, worked out by hand (tt_zoo.data.sampling), and its callers agree."""
 
 import collections
 
 import pytest
 
-from tt_zoo import sampling
+from tt_zoo.data import sampling
 
 
 def test_sampling_probabilities_hand_worked():

@@ -1,13 +1,13 @@
-"""tt_zoo.search: the one result type, the searcher protocol and the one brute force, on
+"""tt_zoo.retrieval.search: the one result type, the searcher protocol and the one brute force, on
 hand-worked numbers; every searcher (exact, ScaNN, BM25) answers with the same type."""
 
 import numpy as np
 import pytest
 
-from tt_zoo import search
-from tt_zoo.bm25 import BM25Retriever
-from tt_zoo.retrieval_metrics import evaluate
-from tt_zoo.search import ExactSearcher, Hit, SearchResult, Searcher
+from tt_zoo.retrieval import search
+from tt_zoo.retrieval.bm25 import BM25Retriever
+from tt_zoo.retrieval.metrics import evaluate
+from tt_zoo.retrieval.search import ExactSearcher, Hit, SearchResult, Searcher
 
 # 4 candidates x 2 dims, 2 queries. Scores = queries @ cands.T = [[1, 0, 2, 2], [0, 3, 0, -1]].
 QUERIES = np.array([[1.0, 0.0], [0.0, 1.0]], np.float32)
@@ -71,7 +71,7 @@ def test_search_result_padding_hits_and_read_only_arrays():
 
 
 def test_every_searcher_returns_the_one_result_type():
-    index_lib = pytest.importorskip("tt_zoo.index")
+    index_lib = pytest.importorskip("tt_zoo.retrieval.index")
     texts = ["the cat sat", "a dog barks", "paris is in france", "dogs and birds"]
     searchers = {"exact": (ExactSearcher(CANDS, IDS), QUERIES),
                  "brute_force": (index_lib.EmbeddingIndex(CANDS, IDS, backend="brute_force"),
@@ -88,7 +88,7 @@ def test_every_searcher_returns_the_one_result_type():
 
 
 def test_exact_and_scann_agree_on_a_small_set():
-    index_lib = pytest.importorskip("tt_zoo.index")
+    index_lib = pytest.importorskip("tt_zoo.retrieval.index")
     rng = np.random.default_rng(3)
     candidates = rng.normal(size=(300, 8)).astype(np.float32)
     queries = rng.normal(size=(20, 8)).astype(np.float32)
@@ -116,7 +116,7 @@ def test_evaluate_any_searcher_hand_worked():
 
 
 def test_evaluate_names_what_is_wrong():
-    with pytest.raises(TypeError, match="must be a built tt_zoo.search.Searcher.*got ndarray"):
+    with pytest.raises(TypeError, match="must be a built tt_zoo.retrieval.search.Searcher.*got ndarray"):
         evaluate(CANDS, QUERIES, [0, 1])
     with pytest.raises(TypeError, match="got ExactSearcher .*build_index"):  # a class, unbuilt
         evaluate(ExactSearcher(CANDS), QUERIES, [0, 1], index=ExactSearcher)

@@ -8,9 +8,9 @@ import pytest
 
 import tt_zoo
 from helpers import PAIRS, tiny_vocab
-from tt_zoo import features as F
-from tt_zoo.registry import EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY
-from tt_zoo.zoo import ArtifactError, build_untrained
+from tt_zoo.data import features as F
+from tt_zoo.serving.registry import EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY
+from tt_zoo.serving.zoo import ArtifactError, build_untrained
 
 
 def test_registry_names_read_like_the_paper():
@@ -105,7 +105,7 @@ def test_corrupted_or_truncated_artifact_is_refused(exported, tmp_path):
 
 
 def test_shipped_list_is_read_from_saved_models(tmp_path):
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
 
     shipped = registry.read_shipped()
     assert set(shipped) == set(tt_zoo.list_models(shipped_only=True))

@@ -18,7 +18,7 @@ _keras_env.check_legacy_keras(import_tensorflow=False)
 __version__ = "0.1.0"
 
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
-from tt_zoo.registry import get_spec, list_models  # noqa: E402
+from tt_zoo.serving.registry import get_spec, list_models  # noqa: E402
 
 __all__ = ["load", "list_models", "get_spec", "ArtifactError", "DownloadError", "TtZooError",
            "__version__"]
@@ -27,6 +27,6 @@ __all__ = ["load", "list_models", "get_spec", "ArtifactError", "DownloadError", 
 def __getattr__(name):
     if name == "load":
         _keras_env.check_legacy_keras()
-        from tt_zoo.zoo import load
+        from tt_zoo.serving.zoo import load
         return load
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

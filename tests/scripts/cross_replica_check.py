@@ -15,7 +15,7 @@ import tensorflow as tf  # noqa: E402
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from tt_zoo.losses import CorrectedSampledSoftmaxLoss  # noqa: E402
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss  # noqa: E402
 
 rng = np.random.default_rng(0)
 GLOBAL_BATCH, DIM = 8, 4

@@ -22,8 +22,8 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for helpers
 from helpers import tiny_model  # noqa: E402
-from tt_zoo import features as F  # noqa: E402
-from tt_zoo.step_data import distribute_step_batches, step_batches, tokenize_pair_set  # noqa: E402
+from tt_zoo.data import features as F  # noqa: E402
+from tt_zoo.training.step_data import distribute_step_batches, step_batches, tokenize_pair_set  # noqa: E402
 
 N, GLOBAL_BATCH, STEPS = 8, 4, 3
 PAIRS = tf.data.Dataset.from_tensor_slices({

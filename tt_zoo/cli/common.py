@@ -8,7 +8,7 @@ import pathlib
 import sys
 from typing import Optional
 
-from tt_zoo.registry import SAVED_MODELS_DIR
+from tt_zoo.serving.registry import SAVED_MODELS_DIR
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 # The git clone's root (README.md, saved_models/): what `tt-zoo reproduce` updates. Work
@@ -37,7 +37,7 @@ def default_vocab_path() -> str:
 def load_reqa(path: Optional[str] = None):
     """ReQA from the SQuAD file a user named (which must exist), or by default from
     $TT_ZOO_DATA/squad/dev-v1.1.json, else from Hugging Face datasets (online only)."""
-    from tt_zoo import reqa as reqa_lib  # noqa: PLC0415 (imports TensorFlow: after argparse)
+    from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415 (imports TensorFlow: after argparse)
 
     if path is not None:
         if not pathlib.Path(path).is_file():

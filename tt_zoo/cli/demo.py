@@ -29,7 +29,7 @@ def main(argv=None):
         parser.error(f"--squad: {args.squad} does not exist")
 
     import tt_zoo
-    from tt_zoo import bm25, retrieval_metrics
+    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics
 
     start = time.perf_counter()
     model = tt_zoo.load(args.model)

@@ -18,12 +18,12 @@ import time
 
 from tt_zoo.cli.common import COLUMNS, format_table, load_reqa
 
-BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.bm25.FIELDS
+BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
 
 
 def _libs():
     """The tt_zoo modules, imported after the arguments are checked (tt_zoo imports TensorFlow)."""
-    from tt_zoo import bm25, reqa, retrieval_metrics
+    from tt_zoo.retrieval import bm25, reqa, metrics as retrieval_metrics
 
     return bm25, reqa, retrieval_metrics
 
@@ -40,7 +40,7 @@ def parse_args(argv=None):
     p.add_argument("--bm25-field", default="sentence+passage", choices=BM25_FIELDS)
     p.add_argument("--scann", action="store_true",
                    help="also search each model's candidates through a ScaNN index")
-    p.add_argument("--split-file", help="a split written by tt_zoo.reqa.save_split")
+    p.add_argument("--split-file", help="a split written by tt_zoo.retrieval.reqa.save_split")
     p.add_argument("--train-fraction", type=float,
                    help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
     p.add_argument("--seed", type=int, default=0, help="seed of the split made here")
@@ -92,14 +92,14 @@ def load_model(name_or_path: str):
 
 
 def scann_index_builder(embeddings):
-    from tt_zoo.index import EmbeddingIndex  # Lazy: imports TensorFlow and ScaNN.
+    from tt_zoo.retrieval.index import EmbeddingIndex  # Lazy: imports TensorFlow and ScaNN.
 
     return EmbeddingIndex(embeddings, [str(i) for i in range(len(embeddings))], backend="scann")
 
 
 def record_cards(args, rows, where, num_questions, num_candidates) -> None:
     """Adds this evaluation's numbers (in %) to each evaluated export's card."""
-    from tt_zoo.export import update_metadata
+    from tt_zoo.serving.export import update_metadata
     search = "exact search"
     bm25 = next((r for r in rows if r["encoder"] == "BM25"), None)
     for row in rows:

@@ -52,8 +52,8 @@ def restore_from_checkpoint(args):
     """Rebuilds the variant and restores the latest checkpoint; returns (model, metadata)."""
     import tensorflow as tf
 
-    from tt_zoo.registry import get_spec
-    from tt_zoo.zoo import build_untrained
+    from tt_zoo.serving.registry import get_spec
+    from tt_zoo.serving.zoo import build_untrained
 
     spec = get_spec(args.variant)
     root = pathlib.Path(args.checkpoint)
@@ -102,13 +102,13 @@ def main(argv=None):
 
 def export(args):
     import tt_zoo
-    import tt_zoo.zoo
-    from tt_zoo.export import QueryEncoder, export_saved_model
-    from tt_zoo.index import export_retrieval_model
+    import tt_zoo.serving.zoo
+    from tt_zoo.serving.export import QueryEncoder, export_saved_model
+    from tt_zoo.serving.retrieve import export_retrieval_model
 
     if args.variant:
         keras_model, meta = restore_from_checkpoint(args)
-        model = tt_zoo.zoo.ZooModel(keras_model, metadata=meta)
+        model = tt_zoo.serving.zoo.ZooModel(keras_model, metadata=meta)
     else:
         model = tt_zoo.load(args.model)
         keras_model, meta = model.keras_model, dict(model.metadata)

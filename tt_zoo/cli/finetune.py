@@ -55,7 +55,7 @@ def parse_args(argv=None):
                       help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
     data.add_argument("--seed", type=int, default=0,
                       help="seed of the split, of --limit-questions, of shuffling and init")
-    data.add_argument("--split-file", help="load a split written by tt_zoo.reqa.save_split")
+    data.add_argument("--split-file", help="load a split written by tt_zoo.retrieval.reqa.save_split")
     data.add_argument("--split-out", help="save the split made here (JSON)")
     data.add_argument("--limit-questions", type=int,
                       help="keep a random, seeded subset of N questions (all candidates stay)")
@@ -102,7 +102,7 @@ def parse_args(argv=None):
         p.error(f"--learning-rate must be positive (got {args.learning_rate})")
     if args.output:
         from tt_zoo.atomic_io import check_replaceable
-        from tt_zoo.export import is_model_export
+        from tt_zoo.serving.export import is_model_export
         try:  # before fine-tuning, so the run never ends in a refused write
             check_replaceable(args.output, is_replaceable=is_model_export,
                               what="tt_zoo model export")
@@ -121,7 +121,7 @@ def limit_questions(reqa, n: int, seed: int):
     """A ReQA with a random, seeded subset of n questions (in their original order) and all the
     candidates."""
     import numpy as np
-    from tt_zoo import reqa as reqa_lib
+    from tt_zoo.retrieval import reqa as reqa_lib
 
     if n >= len(reqa.questions):
         return reqa
@@ -132,9 +132,9 @@ def limit_questions(reqa, n: int, seed: int):
 
 def build_untrained(args):
     """The "no pretraining" model: towers at their random initialisation (seeded), with the
-    paper's choices ([CLS], separate towers; `tt_zoo.registry.PAPER`)."""
+    paper's choices ([CLS], separate towers; `tt_zoo.serving.registry.PAPER`)."""
     import tensorflow as tf
-    from tt_zoo import registry, zoo
+    from tt_zoo.serving import registry, zoo
 
     tf.keras.utils.set_random_seed(args.seed)
     shape = {k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
@@ -158,7 +158,7 @@ def build_untrained(args):
 
 def load_pretrained(args):
     import tt_zoo
-    from tt_zoo.models import with_sequence_lengths
+    from tt_zoo.modeling.models import with_sequence_lengths
 
     zoo_model = tt_zoo.load(args.model)
     model = with_sequence_lengths(zoo_model.keras_model, args.query_length,
@@ -176,8 +176,10 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     t_start = time.perf_counter()
-    from tt_zoo import bm25, export as export_lib, finetuning, reqa as reqa_lib
-    from tt_zoo import retrieval_metrics
+    from tt_zoo.retrieval import bm25, reqa as reqa_lib
+    from tt_zoo.serving import export as export_lib
+    from tt_zoo.training import finetuning
+    from tt_zoo.retrieval import metrics as retrieval_metrics
 
     reqa = reqa_lib.build_reqa(args.squad)
     if args.limit_questions:

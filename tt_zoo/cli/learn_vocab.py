@@ -12,8 +12,8 @@ import random
 import sys
 import time
 
-from tt_zoo.article_sources import read_articles
-from tt_zoo.text import learn_wordpiece_vocab, save_vocab
+from tt_zoo.data.article_sources import read_articles
+from tt_zoo.modeling.text import learn_wordpiece_vocab, save_vocab
 
 
 def main(argv=None):

@@ -20,8 +20,8 @@ import os
 import sys
 import time
 
-from tt_zoo import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
-from tt_zoo.articles import ReadReport  # noqa: E402
+from tt_zoo.data import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
+from tt_zoo.data.articles import ReadReport  # noqa: E402
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory  # noqa: E402
 
 PAIR_TASKS = ("ict", "bfs", "wlp")
@@ -30,9 +30,9 @@ PAIR_TASKS = ("ict", "bfs", "wlp")
 def read_articles(source, report, progress=True):
     """``article_sources.read_articles`` when present, else the Wikispeedia reader."""
     try:
-        from tt_zoo.article_sources import read_articles as reader
+        from tt_zoo.data.article_sources import read_articles as reader
     except ImportError:
-        from tt_zoo.wikispeedia import read_wikispeedia as reader
+        from tt_zoo.data.wikispeedia import read_wikispeedia as reader
     return reader(source, report=report, progress=progress)
 
 
@@ -104,7 +104,7 @@ def make_pairs_local(args, config):
 
 
 def make_pairs_beam(args, config):
-    from tt_zoo import beam_pairs  # noqa: PLC0415 (Beam is an optional extra)
+    from tt_zoo.data import beam_pairs  # noqa: PLC0415 (Beam is an optional extra)
     manifest = beam_pairs.run_beam_pipeline(args.input, args.write_to, config, args.num_shards,
                                             runner=args.beam_runner, pipeline_args=args.beam_arg,
                                             limit=args.limit)
@@ -112,7 +112,7 @@ def make_pairs_beam(args, config):
 
 
 def make_mlm(args):
-    from tt_zoo import passages as passages_lib  # noqa: PLC0415
+    from tt_zoo.data import passages as passages_lib  # noqa: PLC0415
     report = ReadReport()
     articles = itertools.islice(read_articles(args.input, report, not args.no_progress),
                                 args.limit)

@@ -28,11 +28,12 @@ import sys
 
 import tensorflow as tf
 
-from tt_zoo import registry, training
+from tt_zoo.serving import registry
+from tt_zoo.training import loop as training
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
 from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
-from tt_zoo.export import export_saved_model, is_model_export
-from tt_zoo.zoo import build_untrained
+from tt_zoo.serving.export import export_saved_model, is_model_export
+from tt_zoo.serving.zoo import build_untrained
 
 
 def parse_args(argv=None):
@@ -139,7 +140,7 @@ def jit_compile(args) -> bool:
 
 def zero_shot_curve(args, workdir, batch):
     """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
-    from tt_zoo.reqa import build_reqa
+    from tt_zoo.retrieval.reqa import build_reqa
     squad = args.squad or default_squad_path()
     if not os.path.isfile(squad):
         sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
@@ -195,7 +196,7 @@ def main(argv=None):
 
     result = None
     if steps and spec.pretraining == "mlm":
-        from tt_zoo.mlm import pretrain_mlm
+        from tt_zoo.training.mlm import pretrain_mlm
         try:
             result = pretrain_mlm(model, args.mlm_examples, steps=steps, batch=batch,
                                   learning_rate=lr, warmup_fraction=warmup, strategy=strategy,
@@ -204,7 +205,7 @@ def main(argv=None):
         except training.SettingsMismatchError as e:
             sys.exit(str(e))
     elif steps:
-        from tt_zoo.step_data import cached_tokenize_pair_set, distribute_step_batches
+        from tt_zoo.training.step_data import cached_tokenize_pair_set, distribute_step_batches
         arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,
                                           max_pairs=args.max_pairs)
         callbacks = [zero_shot_curve(args, workdir, batch)] if args.eval_every else []
@@ -238,7 +239,7 @@ def main(argv=None):
     summary["command"] = shlex.join(["python", "recipes/pretrain.py",
                                      *(sys.argv[1:] if argv is None else argv)])
     if steps and args.pairs:
-        from tt_zoo.pairs_io import read_manifest
+        from tt_zoo.data.pairs_io import read_manifest
         manifest = read_manifest(args.pairs, verify="none")
         summary["pairs"] = {"num_pairs": manifest["num_records"],
                             "num_distinct_docs": manifest.get("num_distinct_docs"),

@@ -13,7 +13,7 @@ Stages, each skipped where its output already exists (so the grid resumes where 
   evaluate  zero-shot and fine-tuned scores per cell and split -> runs/reproduce/CELL/*.json
   report    results/table3.md, results/table5.md, results/reproduce.json and the plots
   ship      fully evaluated models to saved_models/ with measured cards, listed with their
-            sha256 and release URL in tt_zoo/shipped_models.json (the registry's list of
+            sha256 and release URL in tt_zoo/serving/shipped_models.json (the registry's list of
             shipped weights, package data)
 
   python recipes/reproduce.py                      # everything not yet done
@@ -38,7 +38,7 @@ from typing import List, Optional
 
 from tt_zoo.atomic_io import write_json, write_text  # no TensorFlow
 from tt_zoo.cli.common import CLONE_ROOT, PROJECT_VOCAB, default_data_dir
-from tt_zoo.registry import SHIPPED_FILE
+from tt_zoo.serving.registry import SHIPPED_FILE
 
 STAGES = ("data", "pretrain", "evaluate", "report", "ship")
 SPLITS = (0.01, 0.05, 0.8)
@@ -78,7 +78,7 @@ FLAGSHIPS = ("ict_bfs_wlp_512", "bow_mlp_ict_bfs_wlp_512")
 
 
 def pretraining_of(variant: str) -> str:
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
     return registry.get_spec(variant).pretraining
 
 
@@ -197,7 +197,7 @@ def evaluated_models(cells: List[str], runs: pathlib.Path) -> List[tuple]:
     """(name, model directory, result directory) of every model the evaluate stage scores: the
     grid's cells, and the shipped flagships (longer runs, reported beside the grid)."""
     models = [(c, cell_dir(runs, c) / "model", cell_dir(runs, c)) for c in cells]
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
     for name in FLAGSHIPS:
         if name in cells:
             spec = registry.get_spec(name)
@@ -217,7 +217,8 @@ def stage_evaluate(cells: List[str], args) -> None:
     """Zero-shot and fine-tuned ReQA scores of each model on each split's test questions."""
     import tensorflow as tf
     import tt_zoo
-    from tt_zoo import bm25, finetuning, reqa as reqa_lib, retrieval_metrics
+    from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
+    from tt_zoo.training import finetuning
 
     budget = args.budget
     reqa = reqa_lib.build_reqa(args.squad)
@@ -280,7 +281,7 @@ def _read_json(path: pathlib.Path):
 
 def collect(cells: List[str], runs: pathlib.Path, budget: GridBudget, splits) -> dict:
     """Every measured number of the grid so far, as one JSON-ready dict."""
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
 
     out = {"budget": dataclasses.asdict(budget), "splits": [split_key(f) for f in splits],
            "bm25": {}, "models": {}, "paper_r100": PAPER_R100}
@@ -493,11 +494,11 @@ def provenance(row: dict, meta: dict) -> str:
 def stage_ship(cells: List[str], args) -> None:
     """Copies each fully evaluated grid model to saved_models/ (a shipped flagship stays: it is
     the longer run of the same variant), writes its measured numbers into its card, and lists
-    it in tt_zoo/shipped_models.json (which the registry reads) with its sha256 and the URL a
-    release is to publish it at (`tt_zoo.download.release_url`)."""
-    from tt_zoo import download, registry
+    it in tt_zoo/serving/shipped_models.json (which the registry reads) with its sha256 and the URL a
+    release is to publish it at (`tt_zoo.serving.download.release_url`)."""
+    from tt_zoo.serving import download, registry
     from tt_zoo.atomic_io import write_directory
-    from tt_zoo.export import METADATA_FILE, is_model_export, update_metadata
+    from tt_zoo.serving.export import METADATA_FILE, is_model_export, update_metadata
 
     grid = collect(cells, args.runs, args.budget, args.splits)
     shipped = json.loads(args.shipped.read_text()) if args.shipped.is_file() else {}
@@ -562,7 +563,7 @@ def _directory_mib(path: pathlib.Path) -> float:
 
 def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Path) -> str:
     """The README's model list: every shipped model with its measured R@100 (%)."""
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
 
     splits = grid["splits"]
     head = ("| name | tower | pretraining | zero-shot R@100 | "

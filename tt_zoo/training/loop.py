@@ -191,7 +191,7 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     exactly.
 
     `make_dataset(start_step)` returns the batches of steps `start_step, start_step + 1, ...`
-    (e.g. `tt_zoo.step_data.step_batches`), so a resumed run starts at its step without replaying
+    (e.g. `tt_zoo.training.step_data.step_batches`), so a resumed run starts at its step without replaying
     the batches before it. Checkpoints hold the model, the optimizer (with its step counter) and
     the Keras random generators (dropout masks), so a resumed run ends with the same weights as an
     uninterrupted one. `settings` are recorded beside the checkpoints; resuming with different
@@ -275,7 +275,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
 
     Each line: step, pairs_seen, train_seconds (this run's wall time without the evaluations),
     loss, and R@1/5/10/50/100 and MRR of `num_questions` questions (sampled with seed 0) against
-    all candidates, by exact search (`tt_zoo.retrieval_metrics.evaluate_encoder`).
+    all candidates, by exact search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
     """
 
     def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
@@ -303,7 +303,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
             self.evaluate(loss=(logs or {}).get("loss"))
 
     def evaluate(self, loss) -> dict:
-        from tt_zoo.retrieval_metrics import evaluate_encoder
+        from tt_zoo.retrieval.metrics import evaluate_encoder
         t = time.perf_counter()
         step = int(self.model.optimizer.iterations.numpy())
         train_seconds = t - self._start - self._eval_seconds

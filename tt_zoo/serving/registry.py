@@ -27,9 +27,9 @@ ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
     "bert_base_": ("bert", "base"),
     "bow_mlp_": ("bow_mlp", None),
 }
-# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.download` then finds
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.serving.download` then finds
 # the weights in the cache or downloads them).
-SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[1] / "saved_models"
+SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,9 +83,9 @@ class ModelSpec:
       recipe: the settings that train it.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
-        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.download`), else None.
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.serving.download`), else None.
       sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
-      url: the folder URL its files are to be downloaded from (`tt_zoo.download`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.serving.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
     """
@@ -176,7 +176,7 @@ def register_shipped(name: str, **fields) -> None:
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
 
 
-# -- What ships trained weights: tt_zoo/shipped_models.json (package data, so an installed wheel
+# -- What ships trained weights: tt_zoo/serving/shipped_models.json (package data, so an installed wheel
 # has it), name -> artifact folder, sha256 of its files, download URL, recipe settings,
 # provenance and measured metrics (written by `recipes/reproduce.py --stages ship` from real
 # runs; see each MODEL_CARD.md). The weights themselves are in the clone's saved_models/.

@@ -14,7 +14,7 @@ pairs:
 * MLM: the token-level masked-LM baseline, as Model Garden BERT pretraining examples.
 
 This module is the ONE implementation of the task logic; the single-machine path
-(:func:`generate_pairs`) and the Beam pipeline (``tt_zoo.beam_pairs``) both call
+(:func:`generate_pairs`) and the Beam pipeline (``tt_zoo.data.beam_pairs``) both call
 :func:`linking_passages` and :func:`pairs_for_article`.
 
 Decisions (documented here once):
@@ -51,8 +51,8 @@ from typing import (Callable, Counter, Dict, Iterable, Iterator, List, Optional,
 
 import numpy as np
 
-from tt_zoo.articles import Article
-from tt_zoo.passages import Passage, make_passages, split_sentences
+from tt_zoo.data.articles import Article
+from tt_zoo.data.passages import Passage, make_passages, split_sentences
 
 TASKS = ("ict", "bfs", "wlp")
 
@@ -86,7 +86,7 @@ class TaskConfig:
       pairs_per_article: slots per article (query page); impossible slots are skipped.
       ict_keep_query_prob: probability that ICT leaves the query sentence in the document
         (0.1, as ORQA).
-      max_doc_tokens: passage budget for :func:`tt_zoo.passages.make_passages` (paper: 288).
+      max_doc_tokens: passage budget for :func:`tt_zoo.data.passages.make_passages` (paper: 288).
       min_query_words: a query sentence needs at least this many words.
       seed: the base seed; pairs are a pure function of (seed, article, its WLP candidates).
     """
@@ -255,7 +255,7 @@ def mlm_examples(passages: Iterable[Union[Passage, str]], vocabulary,
                  batch_size: int = 256) -> Iterator[Dict[str, np.ndarray]]:
     """Masked-LM examples in the Model Garden BERT pretraining format (the MLM baseline).
 
-    The inputs are packed by the towers' own :class:`tt_zoo.text.TextPreprocessor`, so MLM
+    The inputs are packed by the towers' own :class:`tt_zoo.modeling.text.TextPreprocessor`, so MLM
     pretraining sees exactly what the document tower sees: a :class:`Passage` is the text pair
     ``[CLS] title [SEP] text [SEP]`` (type ids 0 then 1; the two segments share the budget
     round-robin, as for every document), a plain string is ``[CLS] text [SEP]``. Then
@@ -281,7 +281,7 @@ def mlm_examples(passages: Iterable[Union[Passage, str]], vocabulary,
       ``masked_lm_weights`` (float32 [max_predictions]).
     """
     import tensorflow as tf  # noqa: PLC0415 (TensorFlow only for MLM; the pair tasks need none)
-    from tt_zoo.text import MASK, TextPreprocessor  # noqa: PLC0415
+    from tt_zoo.modeling.text import MASK, TextPreprocessor  # noqa: PLC0415
 
     if isinstance(vocabulary, TextPreprocessor):
         preprocessor = vocabulary

@@ -2,7 +2,7 @@
 average query tokens and average document tokens.
 
 Token counts are WordPiece tokens of the towers' own tokenizer
-(:meth:`tt_zoo.text.TextPreprocessor.count_wordpieces`) over the vocabulary the towers use
+(:meth:`tt_zoo.modeling.text.TextPreprocessor.count_wordpieces`) over the vocabulary the towers use
 (uncased BERT by default), without special tokens:
 
 - query tokens = tokens(query);
@@ -30,9 +30,9 @@ from typing import Dict, Iterable, List, Mapping, Optional
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tt_zoo import features
+from tt_zoo.data import features
 from tt_zoo.atomic_io import write_text
-from tt_zoo.text import TextPreprocessor
+from tt_zoo.modeling.text import TextPreprocessor
 
 ALL = "all"
 
@@ -115,7 +115,7 @@ class PairStats:
 class TokenCounter:
     """Counts tokens per string: the towers' WordPiece tokens with a vocab file, else words.
 
-    WordPiece counts come from :meth:`tt_zoo.text.TextPreprocessor.count_wordpieces`, the
+    WordPiece counts come from :meth:`tt_zoo.modeling.text.TextPreprocessor.count_wordpieces`, the
     towers' own tokenizer (same vocabulary handling, same text cleaning), so Table 1 counts the
     tokens the model sees before truncation and special tokens.
 
@@ -145,7 +145,7 @@ class TokenCounter:
 class PairStatsAccumulator:
     """Streams pairs into a ``PairStats``, tokenizing ``batch_size`` pairs at a time.
 
-    Accepts ``Pair`` objects or dicts keyed by ``tt_zoo.features`` names (str or bytes values),
+    Accepts ``Pair`` objects or dicts keyed by ``tt_zoo.data.features`` names (str or bytes values),
     so it can run on pairs as they are generated or on a written directory.
     """
 
@@ -266,7 +266,7 @@ def stats_for_directory(output_dir: str, vocab_file: Optional[str] = None, *,
     The reader and generator counts come from the manifest when the writer recorded them (the
     Beam pipeline does) or from a ``stats.json`` beside the shards (the recipe writes one).
     """
-    from tt_zoo import pairs_io  # noqa: PLC0415 (pairs_io imports nothing from here)
+    from tt_zoo.data import pairs_io  # noqa: PLC0415 (pairs_io imports nothing from here)
     import os  # noqa: PLC0415
 
     manifest = pairs_io.read_manifest(output_dir)
@@ -284,7 +284,7 @@ def stats_for_directory(output_dir: str, vocab_file: Optional[str] = None, *,
 
 
 def main(argv=None) -> int:
-    """``python -m tt_zoo.pair_stats DIR [--vocab vocab.txt] [--json]``: print Table 1."""
+    """``python -m tt_zoo.data.pair_stats DIR [--vocab vocab.txt] [--json]``: print Table 1."""
     import argparse  # noqa: PLC0415
 
     parser = argparse.ArgumentParser(description="Print Table 1 statistics of a pair directory.")

@@ -3,7 +3,7 @@ initialise both towers.
 
 Chang et al. 2020, Sec. 5 / Table 3: token-level MLM pretraining (as in BERT) gives only
 marginal gains for retrieval over no pretraining, unlike the paragraph-level tasks. Examples
-come from `tt_zoo.pretraining_tasks.mlm_examples` (packed by the towers' `TextPreprocessor`;
+come from `tt_zoo.data.pretraining_tasks.mlm_examples` (packed by the towers' `TextPreprocessor`;
 15% of WordPiece tokens, 80/10/10).
 """
 
@@ -14,9 +14,9 @@ import os
 import tensorflow as tf
 from official.nlp.modeling import layers as nlp_layers
 
-from tt_zoo import training
-from tt_zoo.step_data import arrays_from_dataset, step_batches
-from tt_zoo.towers import BertTower
+from tt_zoo.training import loop as training
+from tt_zoo.training.step_data import arrays_from_dataset, step_batches
+from tt_zoo.modeling.towers import BertTower
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -70,7 +70,7 @@ def pretrain_mlm(model, examples_dir: str, *, steps: int, batch: int, learning_r
       model: a `TwoTowerModel` with BERT towers (built).
       examples_dir: MLM shards from `recipes/make_pairs.py --tasks mlm` (same vocabulary).
     """
-    from tt_zoo.pairs_io import read_mlm_examples
+    from tt_zoo.data.pairs_io import read_mlm_examples
 
     if not isinstance(model.query_tower, BertTower):
         raise ValueError(f"MLM pretraining needs a BERT tower (got "

@@ -3,8 +3,8 @@
 ReQA (Ahmad et al. 2019) scores a question by the rank of its single gold (sentence, passage)
 candidate; Chang et al. 2020 (Sec. 4, Tables 3-5) report recall@1/5/10/50/100. A hit is the gold
 candidate index only, never another sentence of the same passage. Metric values are fractions in
-[0, 1]; tables multiply by 100. `evaluate` scores any `tt_zoo.search.Searcher` (exact search,
-ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `tt_zoo.bm25.evaluate_bm25` return
+[0, 1]; tables multiply by 100. `evaluate` scores any `tt_zoo.retrieval.search.Searcher` (exact search,
+ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `tt_zoo.retrieval.bm25.evaluate_bm25` return
 its dict.
 """
 
@@ -16,7 +16,7 @@ from typing import Dict, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from tt_zoo.search import ExactSearcher, SearchResult, Searcher
+from tt_zoo.retrieval.search import ExactSearcher, SearchResult, Searcher
 
 DEFAULT_KS = (1, 5, 10, 50, 100)
 
@@ -103,7 +103,7 @@ def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,
     """Recall@k and MRR of any searcher, and of an approximate index beside it.
 
     Args:
-      searcher: a `tt_zoo.search.Searcher` that scores every candidate: `ExactSearcher` (brute
+      searcher: a `tt_zoo.retrieval.search.Searcher` that scores every candidate: `ExactSearcher` (brute
         force over embeddings), `EmbeddingIndex(backend="brute_force")` or `BM25Retriever`.
       queries: what `searcher.search` takes (query embeddings, or strings for BM25).
       gold_rows: ``[num_queries]`` the row of each query's gold candidate in the searcher's
@@ -128,7 +128,7 @@ def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,
             continue
         if isinstance(s, type) or not isinstance(s, Searcher):
             raise TypeError(f"evaluate: the {name} searcher must be a built "
-                            "tt_zoo.search.Searcher (len() and search(queries, k) -> "
+                            "tt_zoo.retrieval.search.Searcher (len() and search(queries, k) -> "
                             f"SearchResult); got {getattr(s, '__name__', type(s).__name__)} "
                             "(a builder goes to evaluate_encoder(build_index=...)).")
         if len(s) != len(searcher):
@@ -139,7 +139,7 @@ def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,
         seconds[f"{name}_search"] = time.perf_counter() - t
         if not isinstance(results[name], SearchResult):
             raise TypeError(f"evaluate: {type(s).__name__}.search returned "
-                            f"{type(results[name]).__name__}, not a tt_zoo.search.SearchResult.")
+                            f"{type(results[name]).__name__}, not a tt_zoo.retrieval.search.SearchResult.")
     return {"num_queries": int(gold.size), "num_candidates": len(searcher),
             "exact": ranking_metrics(results["exact"].rows, gold, ks),
             "index": ranking_metrics(results["index"].rows, gold, ks) if index is not None
@@ -155,15 +155,15 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
 
     The document is the (sentence, passage) pair: ``encoder.encode_documents(texts=passages,
     titles=sentences)``; queries go through ``encoder.encode_queries``. The exact search is a
-    `tt_zoo.search.ExactSearcher` over the candidate embeddings (Chang et al. 2020, Sec. 4).
+    `tt_zoo.retrieval.search.ExactSearcher` over the candidate embeddings (Chang et al. 2020, Sec. 4).
 
     Args:
       encoder: has ``encode_queries(list[str]) -> [n, dim]`` and
         ``encode_documents(texts, titles) -> [n, dim]``.
-      reqa: a ``tt_zoo.reqa.ReQA``.
+      reqa: a ``tt_zoo.retrieval.reqa.ReQA``.
       question_ids: the questions to score (e.g. a split's test ids); all when None.
       ks: recall cut-offs.
-      index: optional approximate `tt_zoo.search.Searcher` already built over this encoder's
+      index: optional approximate `tt_zoo.retrieval.search.Searcher` already built over this encoder's
         candidate embeddings in candidate order.
       build_index: instead of `index`, ``build_index(candidate_embeddings) -> Searcher``,
         called on the embeddings encoded here (its time goes to ``seconds["index_build"]``).

@@ -1,7 +1,7 @@
 """Reader for the SNAP Wikispeedia release (West & Leskovec): 4,598 plain-text articles of the
 2007 Wikipedia for Schools selection plus their hyperlink graph.
 
-It produces the :class:`tt_zoo.articles.Article` model the pretraining tasks consume: the lead
+It produces the :class:`tt_zoo.data.articles.Article` model the pretraining tasks consume: the lead
 section (the "first section" BFS and WLP draw queries from) and the outgoing links WLP needs
 (Chang et al. 2020, Sec. 3).
 
@@ -59,7 +59,7 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tupl
 
 from tqdm.auto import tqdm
 
-from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.data.articles import Article, ReadReport, Section
 
 ARTICLES_TARBALL = "wikispeedia_articles_plaintext.tar.gz"
 GRAPH_TARBALL = "wikispeedia_paths-and-graph.tar.gz"

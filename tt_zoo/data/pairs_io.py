@@ -4,7 +4,7 @@ The pretraining tasks of Chang et al. 2020 (Sec. 3: ICT, BFS, WLP) produce posit
 (query, document) pairs; the two-tower model trains on them with a sampled softmax over the
 batch's documents and the logQ correction (Sec. 2), which needs q(d), the probability that a
 document appears as a candidate. Here q(d) = count(doc_id) / num_pairs over the whole pair set
-(`tt_zoo.sampling`), stored per record as ``DOC_SAMPLING_PROB``.
+(`tt_zoo.data.sampling`), stored per record as ``DOC_SAMPLING_PROB``.
 
 Layout of an output directory::
 
@@ -36,11 +36,11 @@ from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tt_zoo import features
+from tt_zoo.data import features
 from tt_zoo.atomic_io import replacing, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import CHECKS, describe_file, verify_file
-from tt_zoo.sampling import sampling_probabilities
+from tt_zoo.data.sampling import sampling_probabilities
 
 MANIFEST = "manifest.json"
 FORMAT_VERSION = 1
@@ -123,7 +123,7 @@ def is_pair_directory(path) -> bool:
 def clear_previous_output(output_dir: str, prefix: str) -> None:
     """Removes an old manifest first (so a half-overwritten directory reads as incomplete),
     then old shards and leftover temporary files of ``prefix``. Every writer of a pair
-    directory (here and ``tt_zoo.beam_pairs``) calls it before writing."""
+    directory (here and ``tt_zoo.data.beam_pairs``) calls it before writing."""
     manifest = os.path.join(output_dir, MANIFEST)
     if tf.io.gfile.exists(manifest):
         tf.io.gfile.remove(manifest)
@@ -375,7 +375,7 @@ def read_pairs(output_dir: str, *, shuffle_files: bool = False, seed: Optional[i
     """Reads a pair directory as an unbatched ``tf.data.Dataset`` of feature dicts.
 
     Each element is ``{QUERY, DOC_TITLE, DOC_TEXT, DOC_ID, TASK: tf.string [],
-    DOC_SAMPLING_PROB: tf.float32 []}`` (names from ``tt_zoo.features``), ready for
+    DOC_SAMPLING_PROB: tf.float32 []}`` (names from ``tt_zoo.data.features``), ready for
     ``.shuffle(...).batch(...)`` and ``model.fit``.
 
     Args:

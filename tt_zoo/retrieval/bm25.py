@@ -36,7 +36,7 @@ from typing import Optional, Sequence
 import bm25s
 import numpy as np
 
-from tt_zoo import retrieval_metrics, search
+from tt_zoo.retrieval import metrics as retrieval_metrics, search
 
 FIELDS = ("sentence+passage", "sentence", "passage")
 
@@ -65,7 +65,7 @@ def _make_stemmer(stemmer):
 
 
 class BM25Retriever:
-    """A bm25s index over texts, searched with texts: a `tt_zoo.search.Searcher`.
+    """A bm25s index over texts, searched with texts: a `tt_zoo.retrieval.search.Searcher`.
 
     Args:
       texts: the documents.
@@ -138,7 +138,7 @@ def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = retrieval_metrics
     """Recall@k and MRR of BM25 on ReQA (the gold candidate only counts as a hit).
 
     Returns:
-      `tt_zoo.retrieval_metrics.evaluate`'s dict, BM25 being the searcher that scores every
+      `tt_zoo.retrieval.metrics.evaluate`'s dict, BM25 being the searcher that scores every
       candidate (``"exact"``; ``"index"`` is None), with ``"settings"`` and the index build
       time in ``"seconds"["build"]``; ``"queries_without_results"`` counts the questions
       without an indexed term.

@@ -2,7 +2,7 @@
 
 Chang et al. 2020, Sec. 2 and 4.1: two separate towers by default (no weight sharing), raw text
 in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `model.fit` on a
-`tf.data` of pair dicts (see `tt_zoo.features`) trains it with no custom loop.
+`tf.data` of pair dicts (see `tt_zoo.data.features`) trains it with no custom loop.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
-from tt_zoo import features as F
-from tt_zoo.losses import CorrectedSampledSoftmaxLoss
-from tt_zoo.text import TextPreprocessor
-from tt_zoo.towers import BertTower, BowMlpTower
+from tt_zoo.data import features as F
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.modeling.text import TextPreprocessor
+from tt_zoo.modeling.towers import BertTower, BowMlpTower
 
 
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
@@ -123,7 +123,7 @@ class TwoTowerModel(tfrs.Model):
                                      training=training))
 
     def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
-        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.features`)."""
+        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`)."""
         query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
         document_ids = inputs.get(F.DOC_ID)
         if document_ids is None and F.DOC_TEXT in inputs:
@@ -339,7 +339,7 @@ def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None
     """Saves config (with the vocabulary) and weights to a directory, atomically.
 
     The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
-    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.export`.)
+    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.serving.export`.)
     """
     def build(staging) -> None:
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:

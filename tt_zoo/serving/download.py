@@ -7,7 +7,7 @@ A shipped model is looked for, in order:
 2. in the cache: ``$TT_ZOO_HOME/models/<artifact>`` (``TT_ZOO_HOME`` defaults to
    ``~/.cache/tt_zoo``);
 3. at its URL: ``$TT_ZOO_BASE_URL/<artifact>`` when that variable is set, else the ``url`` its
-   registry entry records (``tt_zoo/shipped_models.json``). The files are downloaded into the
+   registry entry records (``tt_zoo/serving/shipped_models.json``). The files are downloaded into the
    cache: first ``metadata.json``, whose file manifest must hash to the registry's sha256
    before anything else is fetched; then every file it lists (with a progress bar) and
    ``MODEL_CARD.md``, into a temp folder beside the cache entry, each checked against its size
@@ -80,7 +80,7 @@ def artifact_url(spec) -> str:
 def locate(spec) -> pathlib.Path:
     """The folder of a shipped model's files: the clone's ``saved_models/<artifact>``, else the
     cache's, else the cache's after `download_export`. The caller verifies it
-    (`tt_zoo.export.verify_export`)."""
+    (`tt_zoo.serving.export.verify_export`)."""
     clone = spec.artifact_path
     if clone is not None and clone.is_dir():
         return clone
@@ -164,7 +164,7 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
     from tqdm.auto import tqdm
 
     from tt_zoo.atomic_io import write_directory
-    from tt_zoo.export import METADATA_FILE, MODEL_CARD_FILE, is_model_export
+    from tt_zoo.serving.export import METADATA_FILE, MODEL_CARD_FILE, is_model_export
     from tt_zoo.manifest import manifest_digest, verify_file
 
     base = artifact_url(spec)

@@ -10,8 +10,8 @@ improvement, and the best weights are restored (`tf.keras.callbacks.EarlyStoppin
 
 Example:
 
->>> reqa = tt_zoo.reqa.build_reqa("dev-v1.1.json")              # doctest: +SKIP
->>> split = tt_zoo.reqa.make_splits(reqa, 0.05, seed=0)          # doctest: +SKIP
+>>> reqa = tt_zoo.retrieval.reqa.build_reqa("dev-v1.1.json")              # doctest: +SKIP
+>>> split = tt_zoo.retrieval.reqa.make_splits(reqa, 0.05, seed=0)          # doctest: +SKIP
 >>> result = finetune(model, reqa, split, steps=300, batch_size=128)  # doctest: +SKIP
 >>> result["best_step"], result["history"][-1]["val_loss"]      # doctest: +SKIP
 """
@@ -28,12 +28,12 @@ from typing import Optional
 import tensorflow as tf
 from tqdm.auto import tqdm
 
-from tt_zoo import features as F
-from tt_zoo import reqa as reqa_lib
-from tt_zoo import retrieval_metrics
+from tt_zoo.data import features as F
+from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.retrieval import metrics as retrieval_metrics
 from tt_zoo.atomic_io import write_json
-from tt_zoo.sampling import sampling_probabilities
-from tt_zoo.step_data import tokenize_on_host
+from tt_zoo.data.sampling import sampling_probabilities
+from tt_zoo.training.step_data import tokenize_on_host
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ def _with_sampling_probabilities(pairs: tf.data.Dataset, doc_ids) -> tf.data.Dat
 
 
 def reqa_pairs(reqa, question_ids, *, sampling_correction: bool = True) -> tf.data.Dataset:
-    """`tt_zoo.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
+    """`tt_zoo.retrieval.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
     same gold (sentence, passage) in a batch are accidental hits, not negatives), plus q(d)."""
     pairs = reqa_lib.training_pairs(reqa, question_ids)
     if not sampling_correction:
@@ -118,7 +118,7 @@ class _Progress(tf.keras.callbacks.Callback):
 
 class _ValidationRecall(tf.keras.callbacks.Callback):
     """Adds ``val_R@k`` (and ``val_MRR``) to the epoch logs: validation questions retrieved among
-    all ReQA candidates with `tt_zoo.retrieval_metrics.evaluate_encoder`. Runs before
+    all ReQA candidates with `tt_zoo.retrieval.metrics.evaluate_encoder`. Runs before
     `EarlyStopping` in the callback list so that it can monitor the value."""
 
     def __init__(self, reqa, question_ids, batch_size: int = 256):
@@ -157,10 +157,10 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     weights.
 
     Args:
-      model: a `tt_zoo.models.TwoTowerModel` (e.g. ``tt_zoo.load(name).keras_model``); trained
+      model: a `tt_zoo.modeling.models.TwoTowerModel` (e.g. ``tt_zoo.load(name).keras_model``); trained
         in place.
-      reqa: the `tt_zoo.reqa.ReQA` benchmark the split's ids refer to.
-      split: a `tt_zoo.reqa.Split`; ``split.train`` is trained on, ``split.validation`` monitored.
+      reqa: the `tt_zoo.retrieval.reqa.ReQA` benchmark the split's ids refer to.
+      split: a `tt_zoo.retrieval.reqa.Split`; ``split.train`` is trained on, ``split.validation`` monitored.
       steps: optimizer steps (paper: 2,000).
       batch_size: pairs per step (paper: 512); clamped to the number of training pairs.
       learning_rate: Adam's learning rate (paper: 5e-5).

@@ -3,14 +3,14 @@
 Chang et al. 2020, Sec. 2 train the two towers with a sampled softmax over the batch's
 documents. A document that is the positive of many pairs is also drawn often as an in-batch
 negative; the correction of Yi et al. 2019 (RecSys, "Sampling-bias-corrected neural modeling")
-subtracts log q(d) from each candidate's logit (`tt_zoo.losses`). With batches drawn uniformly
+subtracts log q(d) from each candidate's logit (`tt_zoo.modeling.losses`). With batches drawn uniformly
 over a pair set, q(d) is the fraction of the pairs whose document is d::
 
     q(d) = count(d) / total
 
-This module is the one place that formula lives. Its callers: `tt_zoo.pairs_io` (pair shards,
-counted in a first pass), `tt_zoo.beam_pairs` (per-doc counts combined in parallel, the total
-as a side input) and `tt_zoo.finetuning` (ReQA pairs: d is a question's gold candidate).
+This module is the one place that formula lives. Its callers: `tt_zoo.data.pairs_io` (pair shards,
+counted in a first pass), `tt_zoo.data.beam_pairs` (per-doc counts combined in parallel, the total
+as a side input) and `tt_zoo.training.finetuning` (ReQA pairs: d is a question's gold candidate).
 """
 
 from __future__ import annotations

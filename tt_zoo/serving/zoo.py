@@ -14,13 +14,13 @@ from tt_zoo import _keras_env
 
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
-from tt_zoo import download  # noqa: E402
-from tt_zoo import export as export_lib  # noqa: E402
+from tt_zoo.serving import download  # noqa: E402
+from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError  # noqa: E402
-from tt_zoo.models import as_string_list  # noqa: E402
-from tt_zoo.registry import ModelSpec, get_spec  # noqa: E402
-from tt_zoo.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
+from tt_zoo.modeling.models import as_string_list  # noqa: E402
+from tt_zoo.serving.registry import ModelSpec, get_spec  # noqa: E402
+from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 
 PASSAGES_FILE = "passages.jsonl"
 TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
@@ -35,7 +35,7 @@ def _is_text_index(path: pathlib.Path) -> bool:
 class TextIndex:
     """An index over passages encoded by a two-tower model; search with raw query strings.
 
-    Built by `ZooModel.index`; the embedding search is `tt_zoo.index.EmbeddingIndex` (ScaNN or
+    Built by `ZooModel.index`; the embedding search is `tt_zoo.retrieval.index.EmbeddingIndex` (ScaNN or
     brute force).
     """
 
@@ -50,7 +50,7 @@ class TextIndex:
         return len(self.texts)
 
     def search(self, queries: Sequence[str], k: int = 10) -> List[List[Hit]]:
-        """Top-k hits for each query string, best first: the `tt_zoo.search.SearchResult` of
+        """Top-k hits for each query string, best first: the `tt_zoo.retrieval.search.SearchResult` of
         `embedding_index` (a `Searcher`) for the encoded queries, seen as `Hit`s."""
         result = self.embedding_index.search(self.model.encode_queries(queries), k)
         return result.hits(self.texts, self.titles)
@@ -77,7 +77,7 @@ class TextIndex:
     @classmethod
     def load(cls, path, model: "ZooModel") -> "TextIndex":
         """Loads a directory written by `save`, checking every file against its sha256."""
-        from tt_zoo.index import EmbeddingIndex, read_json
+        from tt_zoo.retrieval.index import EmbeddingIndex, read_json
         from tt_zoo.manifest import verify_files
         path = pathlib.Path(path)
         manifest_path = path / TEXT_INDEX_FILE
@@ -124,7 +124,7 @@ class ZooModel:
     """A loaded two-tower model: encoders, indexing, and the Keras model for fine-tuning.
 
     Attributes:
-      keras_model: the `tt_zoo.models.TwoTowerModel` (compile and `fit` it as usual).
+      keras_model: the `tt_zoo.modeling.models.TwoTowerModel` (compile and `fit` it as usual).
       spec: the registry spec, when loaded by name.
       metadata: the artifact's metadata.json.
     """
@@ -170,7 +170,7 @@ class ZooModel:
 
         `embeddings` skips the encoding when the passages' embeddings are already at hand.
         """
-        from tt_zoo.index import EmbeddingIndex
+        from tt_zoo.retrieval.index import EmbeddingIndex
         passages = as_string_list(passages, "passages")
         titles = [""] * len(passages) if titles is None else as_string_list(titles, "titles")
         if isinstance(ids, (str, bytes)):
@@ -191,7 +191,7 @@ class ZooModel:
         return self.keras_model.fit(*args, **kwargs)
 
     def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
-        """Writes a serving SavedModel (see `tt_zoo.export.export_saved_model`).
+        """Writes a serving SavedModel (see `tt_zoo.serving.export.export_saved_model`).
 
         Weights unchanged since loading keep this model's card. Weights trained since (its
         optimizer has taken steps, e.g. after `compile` and `fit`) get a card of their own: their
@@ -230,10 +230,10 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
       tower_shape: BERT shape fields overriding the size (``num_layers``, ``hidden_size``,
         ``num_attention_heads``, ``inner_dim``, which defaults to 4 x hidden_size); a BoW-MLP
         takes ``hidden_size`` as its token embedding size and 4 x it as its hidden size.
-      options: a `tt_zoo.registry.ModelOptions` overriding the spec's.
+      options: a `tt_zoo.serving.registry.ModelOptions` overriding the spec's.
     """
-    from tt_zoo.losses import CorrectedSampledSoftmaxLoss
-    from tt_zoo.models import build_two_tower_model
+    from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+    from tt_zoo.modeling.models import build_two_tower_model
     options = options or spec.options
     shape = dict(size=spec.tower_size, **(tower_shape or {}))
     if "hidden_size" in shape:
@@ -259,7 +259,7 @@ def load(name_or_path) -> ZooModel:
 
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
-    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.download`; no release
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.serving.download`; no release
     is published yet: the weights ship in the git clone).
 
     A registered name whose weights are not shipped raises FileNotFoundError with the recipe

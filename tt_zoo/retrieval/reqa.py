@@ -25,10 +25,10 @@ from typing import Dict, Iterable, List, Sequence
 
 import numpy as np
 
-from tt_zoo import features
+from tt_zoo.data import features
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import TtZooError
-from tt_zoo.passages import sentence_spans
+from tt_zoo.data.passages import sentence_spans
 
 SPLIT_FORMAT_VERSION = 1
 
@@ -258,7 +258,7 @@ def build_reqa_from_squad(squad: dict, *, on_error: str = "raise", source: str =
 def build_reqa(squad_json_path, *, on_error: str = "raise") -> ReQA:
     """Builds ReQA (Ahmad et al. 2019) from a SQuAD v1.1-format JSON file.
 
-    Each passage is split into sentences (`tt_zoo.passages.sentence_spans`, blingfire); every
+    Each passage is split into sentences (`tt_zoo.data.passages.sentence_spans`, blingfire); every
     (sentence, passage) pair is a candidate, deduplicated (the same sentence text in the same
     passage text is one candidate, wherever it occurs); each question's gold candidate is the
     sentence whose span holds its
@@ -420,7 +420,7 @@ def training_examples(reqa: ReQA, question_ids: Sequence[str]) -> Dict[str, List
 def training_pairs(reqa: ReQA, question_ids: Sequence[str]):
     """A ``tf.data.Dataset`` of ReQA fine-tuning pairs, one per question, unbatched.
 
-    Each element is a dict of scalar ``tf.string`` with the keys of ``tt_zoo.features``:
+    Each element is a dict of scalar ``tf.string`` with the keys of ``tt_zoo.data.features``:
     QUERY = question, DOC_TITLE = gold sentence, DOC_TEXT = gold passage, DOC_ID = gold
     candidate index (so identical documents are recognised as accidental hits).
     """

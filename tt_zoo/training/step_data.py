@@ -29,8 +29,8 @@ from typing import Dict, Optional
 import numpy as np
 import tensorflow as tf
 
-from tt_zoo import features as F
-from tt_zoo.losses import hash_ids
+from tt_zoo.data import features as F
+from tt_zoo.modeling.losses import hash_ids
 
 Arrays = Dict[str, object]  # a nested dict of np.ndarray, all with the same first dimension
 
@@ -66,7 +66,7 @@ def tokenize_on_host(model, batch: dict) -> dict:
     """A raw pair batch as the numbers a compiled training step takes.
 
     The model's own token ids (`TwoTowerModel.tokenize_pairs`: training and serving cannot
-    tokenize differently), DOC_ID hashed to int64 (`tt_zoo.losses.hash_ids`) and
+    tokenize differently), DOC_ID hashed to int64 (`tt_zoo.modeling.losses.hash_ids`) and
     DOC_SAMPLING_PROB as float32 when present; other features are dropped. Mapped over a batched
     `tf.data` pipeline it runs on the host, so the step holds no strings (XLA and TPUs have none).
     """
@@ -124,7 +124,7 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
     """
     from tt_zoo.atomic_io import open_for_replace
-    from tt_zoo.pairs_io import MANIFEST, read_pairs
+    from tt_zoo.data.pairs_io import MANIFEST, read_pairs
 
     pairs = read_pairs(pairs_dir)
     if max_pairs:

@@ -6,15 +6,15 @@ embeddings psi(d), computed once; Section 4 compares every model with BM25 over 
 candidates. All of these are searchers over a fixed, ordered list of candidates:
 
 - `ExactSearcher` (here): brute force over embeddings, the exact top-k by inner product;
-- `tt_zoo.index.EmbeddingIndex`: ScaNN (approximate) or brute force (this module's
+- `tt_zoo.retrieval.index.EmbeddingIndex`: ScaNN (approximate) or brute force (this module's
   `ExactSearcher`), with save/load;
-- `tt_zoo.bm25.BM25Retriever`: BM25 over texts.
+- `tt_zoo.retrieval.bm25.BM25Retriever`: BM25 over texts.
 
 Each has `len(searcher)` (the number of candidates) and `search(queries, k) -> SearchResult`,
 with queries of the searcher's kind (embeddings `[num_queries, dim]` or strings). A
 `SearchResult` holds, per query and best first, the candidates' row numbers (their positions in
 the searcher's candidate list, which evaluation compares with the gold rows), their scores and
-their ids; `SearchResult.hits` is the per-query `Hit` view that `tt_zoo.zoo.TextIndex.search`
+their ids; `SearchResult.hits` is the per-query `Hit` view that `tt_zoo.serving.zoo.TextIndex.search`
 returns.
 
 `exact_top_k` is the only brute-force top-k in tt_zoo (TensorFlow matmul + `tf.math.top_k`;
@@ -109,7 +109,7 @@ class SearchResult:
 @runtime_checkable
 class Searcher(Protocol):
     """Anything that searches a fixed list of candidates: `ExactSearcher`,
-    `tt_zoo.index.EmbeddingIndex` (ScaNN or brute force), `tt_zoo.bm25.BM25Retriever`."""
+    `tt_zoo.retrieval.index.EmbeddingIndex` (ScaNN or brute force), `tt_zoo.retrieval.bm25.BM25Retriever`."""
 
     def __len__(self) -> int:
         """The number of candidates."""

@@ -30,7 +30,7 @@ import tensorflow as tf
 from tt_zoo.atomic_io import write_directory, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_files, manifest_digest, verify_files
-from tt_zoo.models import TwoTowerModel
+from tt_zoo.modeling.models import TwoTowerModel
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
 METADATA_FILE = "metadata.json"
@@ -74,7 +74,7 @@ class QueryEncoder(tf.Module):
     """The query tower as a trackable callable: tf.string [batch] -> float32 [batch, dim].
 
     Pass it where a serving graph needs phi(q) with its variables tracked (e.g.
-    `tt_zoo.index.export_retrieval_model`).
+    `tt_zoo.serving.retrieve.export_retrieval_model`).
     """
 
     def __init__(self, model: TwoTowerModel):

@@ -1,6 +1,6 @@
 """Article sources: JSON Lines, Hugging Face ``datasets``, and one dispatcher over all readers.
 
-Every reader streams :class:`tt_zoo.articles.Article`s (the page model behind the pretraining
+Every reader streams :class:`tt_zoo.data.articles.Article`s (the page model behind the pretraining
 tasks of Chang et al. 2020, Sec. 3: paragraphs for ICT, the first section for BFS/WLP, links for
 WLP) and counts what it kept and skipped in an optional :class:`ReadReport`.
 
@@ -22,12 +22,12 @@ from typing import Iterable, Iterator, List, Optional, Tuple
 
 from tqdm.auto import tqdm
 
-from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.data.articles import Article, ReadReport, Section
 from tt_zoo.atomic_io import open_for_replace
 from tt_zoo.errors import TtZooError
-from tt_zoo.mediawiki import (DROPPED_SECTIONS, normalize_title, open_input,
-                              read_mediawiki_dump)
-from tt_zoo.wikispeedia import read_wikispeedia
+from tt_zoo.data.inputs import open_input
+from tt_zoo.data.mediawiki import DROPPED_SECTIONS, normalize_title, read_mediawiki_dump
+from tt_zoo.data.wikispeedia import read_wikispeedia
 
 
 class ArticleFormatError(TtZooError):
@@ -260,7 +260,7 @@ def read_hf_articles(dataset_or_name, *, split: str = "train", title_column: str
       title_column, text_column: the columns holding the title and the plain text, split into
         sections by :func:`text_to_sections`.
       links_column: optional column holding a list of linked titles (normalised with
-        :func:`tt_zoo.mediawiki.normalize_title`); without it, articles have no links.
+        :func:`tt_zoo.data.mediawiki.normalize_title`); without it, articles have no links.
       report: counts ``missing_title``, ``empty_article`` and (with ``on_error="skip"``)
         ``bad_row`` (a text or links value of the wrong type).
       on_error: "raise" an :class:`ArticleFormatError` naming the row, or "skip" and count.
@@ -354,9 +354,9 @@ def read_articles(source, *, report: Optional[ReadReport] = None, progress: bool
     """Reads articles from any supported source, chosen by its path or prefix.
 
     ``*.xml``/``*.xml.bz2``/``*.xml.gz`` (and partitioned ``*.xml-p1p41242.bz2``) ->
-    :func:`tt_zoo.mediawiki.read_mediawiki_dump`; ``*.jsonl``/``*.jsonl.gz`` ->
+    :func:`tt_zoo.data.mediawiki.read_mediawiki_dump`; ``*.jsonl``/``*.jsonl.gz`` ->
     :func:`read_jsonl_articles`; a Wikispeedia folder or tarball ->
-    ``tt_zoo.wikispeedia.read_wikispeedia``; ``hf:NAME`` or a ``save_to_disk`` folder ->
+    ``tt_zoo.data.wikispeedia.read_wikispeedia``; ``hf:NAME`` or a ``save_to_disk`` folder ->
     :func:`read_hf_articles`. ``kwargs`` go to the chosen reader. The source is resolved
     when called, so an unknown or missing source fails here, not at the first ``next()``.
 

@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Tuple
 
 import blingfire
 
-from tt_zoo.articles import Article
+from tt_zoo.data.articles import Article
 
 DEFAULT_MAX_TOKENS = 288  # the paper's document length (Chang et al. 2020, Sec. 4)
 DEFAULT_MIN_TOKENS = 64

@@ -40,10 +40,10 @@ import apache_beam as beam
 from apache_beam.metrics.metric import Metrics, MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from tt_zoo import pairs_io
-from tt_zoo import pretraining_tasks
-from tt_zoo.sampling import sampling_probability
-from tt_zoo.articles import Article, ReadReport
+from tt_zoo.data import pairs_io
+from tt_zoo.data import pretraining_tasks
+from tt_zoo.data.sampling import sampling_probability
+from tt_zoo.data.articles import Article, ReadReport
 
 NAMESPACE = "tt_zoo"
 _READ_KEPT = "read/kept"
@@ -55,9 +55,9 @@ _BEAM = "beam/"
 def _read_source(source: str, report: Optional[ReadReport] = None):
     """``article_sources.read_articles`` when present, else the Wikispeedia reader."""
     try:
-        from tt_zoo.article_sources import read_articles
+        from tt_zoo.data.article_sources import read_articles
     except ImportError:
-        from tt_zoo.wikispeedia import read_wikispeedia as read_articles
+        from tt_zoo.data.wikispeedia import read_wikispeedia as read_articles
     return read_articles(source, report=report, progress=False)
 
 
