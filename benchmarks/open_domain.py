@@ -9,7 +9,8 @@ against brute force at that size (recall@10 of ScaNN against the exact top-10, q
 both, build time, memory), with BM25 over the same candidates beside them.
 
 Candidate embeddings are encoded in chunks into a float32 file under --work (bounded memory,
-a progress bar, and a rerun resumes at the first chunk not yet written).
+a progress bar, and a rerun resumes at the first chunk not yet written): the candidate set and
+the encoding are `tt_zoo.retrieval.open_domain`.
 
   python benchmarks/open_domain.py --model ict_bfs_wlp_512 --model bow_mlp_ict_bfs_wlp_512
   python benchmarks/open_domain.py --model none_512 --limit-articles 50 --output /tmp/od
@@ -18,47 +19,21 @@ a progress bar, and a rerun resumes at the first chunk not yet written).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import sys
 import time
 
 import numpy as np
-from tqdm import tqdm
 
-from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
-from tt_zoo.data.article_sources import read_articles
 from tt_zoo.atomic_io import write_json, write_text
+from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
 from tt_zoo.retrieval.index import EmbeddingIndex
-from tt_zoo.data.passages import make_passages, split_sentences
+from tt_zoo.retrieval.open_domain import encode_candidates_to_file, open_domain_reqa
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
-CHUNK = 8192
-
-
-def open_domain_reqa(reqa, wikipedia, limit_articles=None):
-    """ReQA with every Wikispeedia (sentence, passage) candidate appended after SQuAD's own, so
-    the gold indices are unchanged."""
-    candidates = list(reqa.candidates)
-    seen = {(c.sentence, c.passage) for c in candidates}
-    passage_index = 1 + max(c.passage_index for c in candidates)
-    articles = 0
-    for article in read_articles(wikipedia, progress=True):
-        if limit_articles is not None and articles >= limit_articles:
-            break
-        articles += 1
-        for passage in make_passages(article):
-            for sentence in split_sentences(passage.text):
-                if (sentence, passage.text) not in seen:
-                    seen.add((sentence, passage.text))
-                    candidates.append(reqa_lib.Candidate(sentence, passage.text, passage_index))
-            passage_index += 1
-    added = len(candidates) - len(reqa.candidates)
-    source = f"{reqa.source} + {added:,} Wikispeedia candidates ({articles:,} articles)"
-    return reqa_lib.ReQA(reqa.questions, candidates, reqa.report, source=source), added
 
 
 def _rss_bytes() -> int:
@@ -69,37 +44,12 @@ def _rss_bytes() -> int:
     return 0
 
 
-def encode_candidates_streaming(model, reqa, path: pathlib.Path) -> np.ndarray:
-    """All candidate embeddings in a float32 file ``path`` (memory-mapped), written chunk by
-    chunk; ``path.with_suffix('.json')`` records the chunks done, so a rerun resumes."""
-    n = len(reqa.candidates)
-    dim = model.keras_model.embedding_dim
-    state_path = path.with_suffix(".json")
-    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-    if state.get("shape") != [n, dim] or state.get("model") != str(model.path):
-        state = {"shape": [n, dim], "model": str(model.path), "done": 0}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    array = np.lib.format.open_memmap(path, mode="r+" if state["done"] and path.is_file()
-                                      else "w+", dtype=np.float32, shape=(n, dim))
-    with tqdm(total=n, initial=state["done"], desc=f"encode {model.name}", unit="doc",
-              file=sys.stderr, mininterval=10) as bar:
-        for start in range(state["done"], n, CHUNK):
-            chunk = reqa.candidates[start:start + CHUNK]
-            array[start:start + len(chunk)] = model.encode_documents(
-                [c.passage for c in chunk], titles=[c.sentence for c in chunk])
-            array.flush()
-            state["done"] = start + len(chunk)
-            write_json(state_path, state)
-            bar.update(len(chunk))
-    return array
-
-
 def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict:
     import tt_zoo
 
     model = tt_zoo.load(name)
     t = time.perf_counter()
-    embeddings = encode_candidates_streaming(model, reqa, work / f"{model.name}.npy")
+    embeddings = encode_candidates_to_file(model, reqa, work / f"{model.name}.npy")
     encode_s = time.perf_counter() - t
     embeddings = np.asarray(embeddings)  # the indexes hold their own copies in memory
 
