@@ -83,7 +83,7 @@ def test_stats_for_directory(tmp_path, bert_vocab_file):
 def test_token_counts_are_the_towers_tokens(bert_vocab_file):
     """Table 1 counts what the towers' TextPreprocessor packs: its real tokens minus [CLS]/[SEP]."""
     import tensorflow as tf
-    from tt_zoo.modeling.text import TextPreprocessor
+    from tt_zoo.data.text import TextPreprocessor
 
     texts = [t for p in PAIRS for t in (p.query, p.doc_title, p.doc_text)] + [
         "", "Bad \ufffd byte and\ttabs\nand lines", "Ünïcödé ÀCCENTS, numbers 1984!"]

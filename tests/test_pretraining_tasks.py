@@ -256,7 +256,7 @@ def _unmasked(example):
 def test_mlm_inputs_are_the_document_towers_inputs(mlm, bert_vocab_file):
     """One tokenizer path: MLM examples hold what the towers' TextPreprocessor packs."""
     import tensorflow as tf
-    from tt_zoo.modeling.text import TextPreprocessor
+    from tt_zoo.data.text import TextPreprocessor
 
     passages, examples, _, _ = mlm
     pre = TextPreprocessor(str(bert_vocab_file), seq_length=128)

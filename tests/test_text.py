@@ -1,4 +1,4 @@
-"""Tests for tt_zoo.modeling.text: vocab files, the WordPiece learner and the TextPreprocessor layer."""
+"""Tests for tt_zoo.data.text: vocab files, the WordPiece learner and the TextPreprocessor layer."""
 
 import json
 import os
@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from conftest import data_file
 from helpers import assert_layer_round_trip
-from tt_zoo.modeling import text
+from tt_zoo.data import text
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ from tt_zoo import _keras_env
 # TensorFlow) imports it, with Keras 2 as tf.keras.
 _keras_env.check_legacy_keras(import_tensorflow=False)
 
-__version__ = "0.1.0"
+from tt_zoo._version import __version__  # noqa: E402
 
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
 from tt_zoo.serving.registry import get_spec, list_models  # noqa: E402

@@ -13,7 +13,7 @@ import sys
 import time
 
 from tt_zoo.data.article_sources import read_articles
-from tt_zoo.modeling.text import learn_wordpiece_vocab, save_vocab
+from tt_zoo.data.text import learn_wordpiece_vocab, save_vocab
 
 
 def main(argv=None):

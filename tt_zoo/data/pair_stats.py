@@ -2,7 +2,7 @@
 average query tokens and average document tokens.
 
 Token counts are WordPiece tokens of the towers' own tokenizer
-(:meth:`tt_zoo.modeling.text.TextPreprocessor.count_wordpieces`) over the vocabulary the towers use
+(:meth:`tt_zoo.data.text.TextPreprocessor.count_wordpieces`) over the vocabulary the towers use
 (uncased BERT by default), without special tokens:
 
 - query tokens = tokens(query);
@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from tt_zoo.data import features
 from tt_zoo.atomic_io import write_text
-from tt_zoo.modeling.text import TextPreprocessor
+from tt_zoo.data.text import TextPreprocessor
 
 ALL = "all"
 
@@ -115,7 +115,7 @@ class PairStats:
 class TokenCounter:
     """Counts tokens per string: the towers' WordPiece tokens with a vocab file, else words.
 
-    WordPiece counts come from :meth:`tt_zoo.modeling.text.TextPreprocessor.count_wordpieces`, the
+    WordPiece counts come from :meth:`tt_zoo.data.text.TextPreprocessor.count_wordpieces`, the
     towers' own tokenizer (same vocabulary handling, same text cleaning), so Table 1 counts the
     tokens the model sees before truncation and special tokens.
 

@@ -255,7 +255,7 @@ def mlm_examples(passages: Iterable[Union[Passage, str]], vocabulary,
                  batch_size: int = 256) -> Iterator[Dict[str, np.ndarray]]:
     """Masked-LM examples in the Model Garden BERT pretraining format (the MLM baseline).
 
-    The inputs are packed by the towers' own :class:`tt_zoo.modeling.text.TextPreprocessor`, so MLM
+    The inputs are packed by the towers' own :class:`tt_zoo.data.text.TextPreprocessor`, so MLM
     pretraining sees exactly what the document tower sees: a :class:`Passage` is the text pair
     ``[CLS] title [SEP] text [SEP]`` (type ids 0 then 1; the two segments share the budget
     round-robin, as for every document), a plain string is ``[CLS] text [SEP]``. Then
@@ -281,7 +281,7 @@ def mlm_examples(passages: Iterable[Union[Passage, str]], vocabulary,
       ``masked_lm_weights`` (float32 [max_predictions]).
     """
     import tensorflow as tf  # noqa: PLC0415 (TensorFlow only for MLM; the pair tasks need none)
-    from tt_zoo.modeling.text import MASK, TextPreprocessor  # noqa: PLC0415
+    from tt_zoo.data.text import MASK, TextPreprocessor  # noqa: PLC0415
 
     if isinstance(vocabulary, TextPreprocessor):
         preprocessor = vocabulary

@@ -15,7 +15,7 @@ import tensorflow_recommenders as tfrs
 
 from tt_zoo.data import features as F
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-from tt_zoo.modeling.text import TextPreprocessor
+from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
 
 

@@ -1,6 +1,6 @@
 """The two encoders of Chang et al. 2020, Sec. 4.1: a BERT Transformer tower and a BoW-MLP tower.
 
-Both take the packed inputs of `tt_zoo.modeling.text.TextPreprocessor` (``input_word_ids``, ``input_mask``,
+Both take the packed inputs of `tt_zoo.data.text.TextPreprocessor` (``input_word_ids``, ``input_mask``,
 ``input_type_ids``, each ``[batch, seq_length]``) and return embeddings ``[batch, embedding_dim]``.
 """
 

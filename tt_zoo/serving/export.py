@@ -27,6 +27,7 @@ from typing import Optional
 
 import tensorflow as tf
 
+from tt_zoo._version import __version__
 from tt_zoo.atomic_io import write_directory, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_files, manifest_digest, verify_files
@@ -114,8 +115,7 @@ def count_parameters(model: TwoTowerModel) -> int:
 def library_versions() -> dict:
     import tensorflow_recommenders as tfrs
     import tensorflow_text
-    import tt_zoo
-    return {"tt_zoo": tt_zoo.__version__, "tensorflow": tf.__version__,
+    return {"tt_zoo": __version__, "tensorflow": tf.__version__,
             "tensorflow_text": tensorflow_text.__version__, "tensorflow_recommenders":
             tfrs.__version__}
 
