@@ -1,10 +1,10 @@
 """BM25 on ReQA-SQuAD(dev), all questions: which text field, with and without stemming.
 
 Usage:
-  TF_USE_LEGACY_KERAS=1 python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
+  python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
 
 Prints one row per variant (R@1/5/10/50/100, MRR in %, wall seconds for index and search).
-The default of ``tt_zoo.bm25`` is the first row (sentence + passage, English stemming,
+The default of ``tt_zoo.retrieval.bm25`` is the first row (sentence + passage, English stemming,
 English stop words).
 """
 
@@ -14,14 +14,10 @@ import argparse
 import json
 import os
 import pathlib
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-
-from tt_zoo import bm25, reqa as reqa_lib  # noqa: E402
-from tt_zoo.atomic_io import write_text  # noqa: E402
+from tt_zoo.retrieval import bm25, reqa as reqa_lib
+from tt_zoo.atomic_io import write_text
 
 VARIANTS = [  # (field, stemmer, stopwords)
     ("sentence+passage", "english", "en"),
@@ -51,8 +47,8 @@ def main(argv=None):
         m = bm25.evaluate_bm25(reqa, field=field, stemmer=stemmer, stopwords=stopwords)
         rows.append(m)
         print(f"{field:<17} {str(stemmer):<8} {str(stopwords):<5} " + " ".join(
-            f"{100 * m[c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
-            + f"  {m['seconds']['index']:7.2f} {m['seconds']['search']:8.2f}")
+            f"{100 * m['exact'][c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
+            + f"  {m['seconds']['build']:7.2f} {m['seconds']['exact_search']:8.2f}")
     if args.json_out:
         write_text(args.json_out, json.dumps(
             {"source": reqa.source, "num_questions": len(reqa.questions),

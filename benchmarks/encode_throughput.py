@@ -17,12 +17,9 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tt_zoo.cli.common import default_data_dir
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "recipes"))
-from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
 
 DATA = default_data_dir()
 
@@ -41,7 +38,7 @@ def main(argv=None):
 
     import tt_zoo
     from tt_zoo.atomic_io import write_text
-    from tt_zoo.reqa import build_reqa
+    from tt_zoo.retrieval.reqa import build_reqa
 
     candidates = build_reqa(args.squad).candidates[:args.documents]
     texts = [c.passage for c in candidates]

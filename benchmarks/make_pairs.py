@@ -24,29 +24,24 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from tt_zoo.data import features, pairs_io
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from tt_zoo import features, pairs_io  # noqa: E402
 
 
 def snapshot_code(workdir: str) -> str:
-    """Copies tt_zoo/ and the recipe to WORKDIR/code, so both runs use the very same code even
-    while the working tree changes under them; returns the folder to put on PYTHONPATH."""
+    """Copies tt_zoo/ to WORKDIR/code, so both runs use the very same code even while the
+    working tree changes under them; returns the folder to put on PYTHONPATH."""
     code = os.path.join(workdir, "code")
     if os.path.exists(code):
         shutil.rmtree(code)
     shutil.copytree(REPO / "tt_zoo", os.path.join(code, "tt_zoo"),
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(REPO / "recipes" / "make_pairs.py", os.path.join(code, "make_pairs.py"))
     return code
 
 
 def run_recipe(runner: str, output: str, args, code: str) -> dict:
-    cmd = [sys.executable, os.path.join(code, "make_pairs.py"), "--input", args.input,
+    cmd = [sys.executable, "-m", "tt_zoo.cli", "make-pairs", "--input", args.input,
            "--output", output, "--runner", runner, "--tasks", args.tasks,
            "--seed", str(args.seed), "--pairs-per-article", str(args.pairs_per_article),
            "--num-shards", str(args.num_shards)]

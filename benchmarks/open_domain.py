@@ -3,13 +3,14 @@
 Chang et al. 2020, Sec. 5.3 / Table 6 add 1M (sentence, passage) candidates from DrQA's
 Wikipedia to ReQA's, so a retriever must find the gold sentence among far more distractors.
 Here the distractors are every (sentence, passage) candidate of the Wikispeedia articles (the
-passages of `tt_zoo.passages.make_passages`, cut into sentences as ReQA cuts SQuAD's), about
+passages of `tt_zoo.data.passages.make_passages`, cut into sentences as ReQA cuts SQuAD's), about
 700,000. For each model: R@1/5/10/50/100 and MRR by exact search and through ScaNN, then ScaNN
 against brute force at that size (recall@10 of ScaNN against the exact top-10, queries/s of
 both, build time, memory), with BM25 over the same candidates beside them.
 
 Candidate embeddings are encoded in chunks into a float32 file under --work (bounded memory,
-a progress bar, and a rerun resumes at the first chunk not yet written).
+a progress bar, and a rerun resumes at the first chunk not yet written): the candidate set and
+the encoding are `tt_zoo.retrieval.open_domain`.
 
   python benchmarks/open_domain.py --model ict_bfs_wlp_512 --model bow_mlp_ict_bfs_wlp_512
   python benchmarks/open_domain.py --model none_512 --limit-articles 50 --output /tmp/od
@@ -18,60 +19,21 @@ a progress bar, and a rerun resumes at the first chunk not yet written).
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import json
 import os
 import pathlib
 import sys
 import time
 
 import numpy as np
-from tqdm import tqdm
+
+from tt_zoo.atomic_io import write_json, write_text
+from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
+from tt_zoo.retrieval.index import EmbeddingIndex
+from tt_zoo.retrieval.open_domain import encode_candidates_to_file, open_domain_reqa
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-from tt_zoo import bm25, reqa as reqa_lib, retrieval_metrics  # noqa: E402
-from tt_zoo.article_sources import read_articles  # noqa: E402
-from tt_zoo.atomic_io import write_json, write_text  # noqa: E402
-from tt_zoo.index import EmbeddingIndex  # noqa: E402
-from tt_zoo.passages import make_passages, split_sentences  # noqa: E402
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
-CHUNK = 8192
-
-
-def _scann_benchmark():
-    """benchmarks/scann_vs_brute_force.py's `benchmark` (one way to time the two indexes)."""
-    spec = importlib.util.spec_from_file_location(
-        "tt_zoo_scann_vs_brute_force", REPO / "benchmarks" / "scann_vs_brute_force.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.benchmark
-
-
-def open_domain_reqa(reqa, wikipedia, limit_articles=None):
-    """ReQA with every Wikispeedia (sentence, passage) candidate appended after SQuAD's own, so
-    the gold indices are unchanged."""
-    candidates = list(reqa.candidates)
-    seen = {(c.sentence, c.passage) for c in candidates}
-    passage_index = 1 + max(c.passage_index for c in candidates)
-    articles = 0
-    for article in read_articles(wikipedia, progress=True):
-        if limit_articles is not None and articles >= limit_articles:
-            break
-        articles += 1
-        for passage in make_passages(article):
-            for sentence in split_sentences(passage.text):
-                if (sentence, passage.text) not in seen:
-                    seen.add((sentence, passage.text))
-                    candidates.append(reqa_lib.Candidate(sentence, passage.text, passage_index))
-            passage_index += 1
-    added = len(candidates) - len(reqa.candidates)
-    source = f"{reqa.source} + {added:,} Wikispeedia candidates ({articles:,} articles)"
-    return reqa_lib.ReQA(reqa.questions, candidates, reqa.report, source=source), added
 
 
 def _rss_bytes() -> int:
@@ -82,37 +44,12 @@ def _rss_bytes() -> int:
     return 0
 
 
-def encode_candidates_streaming(model, reqa, path: pathlib.Path) -> np.ndarray:
-    """All candidate embeddings in a float32 file ``path`` (memory-mapped), written chunk by
-    chunk; ``path.with_suffix('.json')`` records the chunks done, so a rerun resumes."""
-    n = len(reqa.candidates)
-    dim = model.keras_model.embedding_dim
-    state_path = path.with_suffix(".json")
-    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-    if state.get("shape") != [n, dim] or state.get("model") != str(model.path):
-        state = {"shape": [n, dim], "model": str(model.path), "done": 0}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    array = np.lib.format.open_memmap(path, mode="r+" if state["done"] and path.is_file()
-                                      else "w+", dtype=np.float32, shape=(n, dim))
-    with tqdm(total=n, initial=state["done"], desc=f"encode {model.name}", unit="doc",
-              file=sys.stderr, mininterval=10) as bar:
-        for start in range(state["done"], n, CHUNK):
-            chunk = reqa.candidates[start:start + CHUNK]
-            array[start:start + len(chunk)] = model.encode_documents(
-                [c.passage for c in chunk], titles=[c.sentence for c in chunk])
-            array.flush()
-            state["done"] = start + len(chunk)
-            write_json(state_path, state)
-            bar.update(len(chunk))
-    return array
-
-
 def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict:
     import tt_zoo
 
     model = tt_zoo.load(name)
     t = time.perf_counter()
-    embeddings = encode_candidates_streaming(model, reqa, work / f"{model.name}.npy")
+    embeddings = encode_candidates_to_file(model, reqa, work / f"{model.name}.npy")
     encode_s = time.perf_counter() - t
     embeddings = np.asarray(embeddings)  # the indexes hold their own copies in memory
 
@@ -123,7 +60,7 @@ def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict
         return index
 
     m = retrieval_metrics.evaluate_encoder(model, reqa, candidate_embeddings=embeddings,
-                                           index=scann_index)
+                                           build_index=scann_index)
     queries = model.encode_queries([q.text for q in reqa.questions])
     timing = scann_benchmark(embeddings, queries, k=10, runs=3, single_queries=500)
     return {"model": model.name, "exact": m["exact"], "scann": m["index"],
@@ -141,13 +78,13 @@ def format_report(result: dict) -> str:
              f"({result['wall_s'] / 60:.0f} min on this machine).", "",
              "| model | search | " + " | ".join(COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
-    b = result["bm25"]
+    b = result["bm25"]["exact"]
     lines.append("| BM25 | exact | " + " | ".join(f"{100 * b[c]:.1f}" for c in COLUMNS) + " |")
     for r in result["models"]:
         for search in ("exact", "scann"):
             lines.append(f"| {r['model']} | {search} | "
                          + " | ".join(f"{100 * r[search][c]:.1f}" for c in COLUMNS) + " |")
-    lines += ["", "ScaNN against brute force over the same embeddings (`tt_zoo.index."
+    lines += ["", "ScaNN against brute force over the same embeddings (`tt_zoo.retrieval.index."
               "EmbeddingIndex`, default `ScannConfig.for_size`; queries/s medians of 3 runs, "
               "one batch of all questions, and one question at a time over 500):", "",
               "| model | ScaNN recall@10 vs exact | ScaNN q/s (batch) | brute force q/s (batch) "
@@ -201,9 +138,10 @@ def main(argv=None) -> dict:
               "num_reqa_candidates": len(squad.candidates), "num_added": added,
               "num_questions": len(reqa.questions), "limit_articles": args.limit_articles,
               "bm25": bm25.evaluate_bm25(reqa, show_progress=True)}
-    print(f"BM25 in {time.perf_counter() - t:.0f} s: R@100 {100 * result['bm25']['R@100']:.1f}",
+    print(f"BM25 in {time.perf_counter() - t:.0f} s: "
+          f"R@100 {100 * result['bm25']['exact']['R@100']:.1f}",
           file=sys.stderr)
-    scann_benchmark = _scann_benchmark()
+    from scann_vs_brute_force import benchmark as scann_benchmark  # beside this file
     result["models"] = [evaluate_model(name, reqa, args.work, scann_benchmark)
                         for name in args.model]
     result["wall_s"] = time.perf_counter() - t0

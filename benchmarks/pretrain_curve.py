@@ -12,7 +12,7 @@ at equal pairs, and at equal wall time by linear interpolation of each curve).
 
 The issue behind it: towers pretrained from random initialisation on a CPU budget barely learned
 with the paper's settings ([CLS], separate towers); these curves are how the zoo's CPU-scale
-recipe (`tt_zoo.registry.CPU_SCALE`) was chosen.
+recipe (`tt_zoo.serving.registry.CPU_SCALE`) was chosen.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ import pathlib
 import subprocess
 import sys
 
+from tt_zoo.cli.common import default_data_dir
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "recipes"))
-from evaluate import default_data_dir  # noqa: E402  (recipes/evaluate.py: the one default)
 
 DATA = default_data_dir()
 

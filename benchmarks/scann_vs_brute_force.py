@@ -24,21 +24,18 @@ Embeddings come from one of three sources:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 import time
 
 import numpy as np
 from tqdm import tqdm
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-
-from tt_zoo.index import EmbeddingIndex, ScannConfig  # noqa: E402
+from tt_zoo.atomic_io import write_json
+from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
 
 
 def gaussian_mixture(num_candidates: int, num_queries: int, dim: int, components: int = 50,
@@ -67,7 +64,7 @@ def _load_npy(path: str, what: str) -> np.ndarray:
 def _model_embeddings(model_name: str, squad_path: str, num_queries: int | None):
     """Encodes ReQA-SQuAD(dev) questions and (sentence, passage) candidates with a tt_zoo model."""
     import tt_zoo  # pylint: disable=import-outside-toplevel
-    from tt_zoo.reqa import build_reqa  # pylint: disable=import-outside-toplevel
+    from tt_zoo.retrieval.reqa import build_reqa  # pylint: disable=import-outside-toplevel
 
     if not hasattr(tt_zoo, "load"):
         raise SystemExit("--model needs tt_zoo.load, which this checkout does not have yet; "
@@ -107,8 +104,8 @@ def benchmark(candidates: np.ndarray, queries: np.ndarray, k: int = 10, runs: in
         results[f"{backend}_build_s"] = time.perf_counter() - start
     results["scann_config"] = indexes["scann"].scann_config.to_json()
 
-    exact_ids, _ = indexes["brute_force"].search(queries, k)
-    scann_ids, _ = indexes["scann"].search(queries, k)
+    exact_ids = indexes["brute_force"].search(queries, k).ids
+    scann_ids = indexes["scann"].search(queries, k).ids
     per_query = [len(set(a) & set(e)) / len(e) for a, e in zip(scann_ids, exact_ids)]
     results[f"scann_recall_at_{k}"] = float(np.mean(per_query))
 
@@ -145,16 +142,6 @@ def format_results(results: dict, source: str) -> str:
                     f"{results[f'{backend}_batch_qps']:>12,.0f} "
                     f"{results[f'{backend}_single_qps']:>12,.0f}")
     return "\n".join(rows)
-
-
-def _write_json_atomic(path: str, payload: dict) -> None:
-    target = pathlib.Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(payload, f, indent=2, sort_keys=True)
-        f.write("\n")
-    os.replace(tmp, target)
 
 
 def main(argv=None) -> dict:
@@ -220,7 +207,7 @@ def main(argv=None) -> dict:
     results["machine"] = f"{platform.machine()}, {os.cpu_count()} CPUs"
     print(format_results(results, source_name))
     if args.json:
-        _write_json_atomic(args.json, results)
+        write_json(args.json, results, indent=2, sort_keys=True)
     return results
 
 

@@ -27,16 +27,14 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import numpy as np
 
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+from tt_zoo.data import features as F  # first: the package sets Keras 2 as tf.keras
+from tt_zoo.modeling.models import build_two_tower_model
+from tt_zoo.training.step_data import step_batches, tokenize_pair_set
+from tt_zoo.modeling.towers import resolve_bert_shape
 
-from tt_zoo import features as F  # noqa: E402
-from tt_zoo.models import build_two_tower_model  # noqa: E402
-from tt_zoo.step_data import step_batches, tokenize_pair_set  # noqa: E402
-from tt_zoo.towers import resolve_bert_shape  # noqa: E402
+import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
 
 FLOPS_PER_CYCLE_PER_CORE = 32  # FP32: two 256-bit FMA pipes x 8 lanes x 2 FLOPs (AVX2/Zen 4).
 

@@ -1,45 +1,12 @@
-"""Learns a WordPiece vocabulary from an article corpus, so a model ships its own vocabulary.
+"""`tt-zoo learn-vocab` (`tt_zoo.cli.learn_vocab`), at the path the design card and README name.
 
-Usage:
-  python recipes/learn_vocab.py --input $TT_ZOO_DATA/wikispeedia --vocab-size 8192 \
-      --output saved_models/vocab/vocab.txt
+    python recipes/learn_vocab.py --help
 """
 
-from __future__ import annotations
-
-import argparse
-import os
-import random
 import sys
-import time
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-
-from tt_zoo.article_sources import read_articles  # noqa: E402
-from tt_zoo.text import learn_wordpiece_vocab, save_vocab  # noqa: E402
-
-
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", required=True, help="any source read_articles accepts")
-    parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--output", required=True, help="vocab.txt to write (atomically)")
-    parser.add_argument("--sample", type=float, default=0.25,
-                        help="fraction of paragraphs to learn from (seeded)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if not 0 < args.sample <= 1:
-        sys.exit(f"--sample must be in (0, 1], got {args.sample}")
-
-    rng = random.Random(args.seed)
-    start = time.time()
-    paragraphs = [p for article in read_articles(args.input)
-                  for p in (article.title,) + article.paragraphs if rng.random() < args.sample]
-    print(f"learning a {args.vocab_size}-token vocabulary from {len(paragraphs):,} paragraphs")
-    tokens = learn_wordpiece_vocab(paragraphs, args.vocab_size)
-    save_vocab(tokens, args.output)
-    print(f"wrote {len(tokens):,} tokens to {args.output} in {time.time() - start:.0f} s")
-
+from tt_zoo.cli import exit_code
+from tt_zoo.cli.learn_vocab import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(exit_code(main()))

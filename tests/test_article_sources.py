@@ -1,17 +1,16 @@
-"""Tests for tt_zoo.article_sources: JSON Lines, Hugging Face datasets and the dispatcher."""
+"""Tests for tt_zoo.data.article_sources: JSON Lines, Hugging Face datasets and the dispatcher."""
 
 import gzip
 import json
 import os
-import sys
-import types
 
 import pytest
 
 from conftest import data_file
-from tt_zoo.article_sources import (ArticleFormatError, read_articles, read_hf_articles,
-                                    read_jsonl_articles, text_to_sections, write_jsonl_articles)
-from tt_zoo.articles import Article, ReadReport, Section
+from tt_zoo.data import article_sources
+from tt_zoo.data.article_sources import (ArticleFormatError, read_articles, read_hf_articles,
+                                         read_jsonl_articles, text_to_sections, write_jsonl_articles)
+from tt_zoo.data.articles import Article, ReadReport, Section
 
 TABLES = "wikitext/enwiki-table-markup.xml.bz2"
 SHORTENED = "wikitext/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -38,7 +37,7 @@ def test_jsonl_round_trip(tmp_path, name):
 
 
 def test_jsonl_round_trip_of_real_dump_articles(tmp_path):
-    from tt_zoo.mediawiki import read_mediawiki_dump
+    from tt_zoo.data.mediawiki import read_mediawiki_dump
     articles = list(read_mediawiki_dump(data_file(TABLES), progress=False))
     path = tmp_path / "tables.jsonl"
     write_jsonl_articles(articles, path)
@@ -201,9 +200,8 @@ def test_read_articles_dispatches_xml_dumps():
 
 def test_read_articles_dispatches_wikispeedia(tmp_path, monkeypatch):
     calls = []
-    fake = types.ModuleType("tt_zoo.wikispeedia")
-    fake.read_wikispeedia = lambda source, report=None, progress=True: calls.append(source) or iter(ARTICLES)
-    monkeypatch.setitem(sys.modules, "tt_zoo.wikispeedia", fake)
+    fake = lambda source, report=None, progress=True: calls.append(source) or iter(ARTICLES)
+    monkeypatch.setattr(article_sources, "read_wikispeedia", fake)
     (tmp_path / "plaintext_articles").mkdir()
     assert list(read_articles(str(tmp_path), progress=False)) == ARTICLES
     shared = data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")

@@ -5,8 +5,8 @@ import os
 
 import pytest
 
-from tt_zoo import beam_pairs, features, pairs_io, pretraining_tasks
-from tt_zoo.wikispeedia import read_wikispeedia
+from tt_zoo.data import beam_pairs, features, pairs_io, pretraining_tasks
+from tt_zoo.data.wikispeedia import read_wikispeedia
 
 from conftest import data_file
 

@@ -3,10 +3,9 @@
 import numpy as np
 import pytest
 
-from tt_zoo import bm25
-from tt_zoo import reqa as reqa_lib
-
-from test_reqa import hand_made_squad
+from helpers import hand_made_squad
+from tt_zoo.retrieval import bm25
+from tt_zoo.retrieval import reqa as reqa_lib
 
 DOCS = ["The cat sat on the mat.",
         "A dog barks at the postman every morning.",
@@ -15,30 +14,30 @@ DOCS = ["The cat sat on the mat.",
 
 def test_obvious_document_ranks_first():
     retriever = bm25.BM25Retriever(DOCS)
-    ids, scores, empty = retriever.search(["What is the capital of France?",
-                                           "which animal sat on a mat"], k=3)
-    assert ids[:, 0].tolist() == [2, 0]
-    assert scores[0, 0] > scores[0, 1] and not empty.any()
+    result = retriever.search(["What is the capital of France?", "which animal sat on a mat"],
+                              k=3)
+    assert result.rows[:, 0].tolist() == [2, 0]
+    assert result.ids[0][0] == "2"  # the default ids are the documents' positions
+    assert result.scores[0, 0] > result.scores[0, 1] and not result.empty.any()
 
 
 def test_stemming_matches_inflections_and_can_be_turned_off():
     # "barking" and "barks" share the stem "bark" only with a stemmer.
-    ids, _, empty = bm25.BM25Retriever(DOCS).search(["barking"], k=3)
-    assert ids[0, 0] == 1 and not empty[0]
-    ids, _, empty = bm25.BM25Retriever(DOCS, stemmer=None).search(["barking"], k=3)
-    assert empty[0] and ids[0].tolist() == [-1, -1, -1]  # no indexed term: no results
+    result = bm25.BM25Retriever(DOCS).search(["barking"], k=3)
+    assert result.rows[0, 0] == 1 and not result.empty[0]
+    result = bm25.BM25Retriever(DOCS, stemmer=None).search(["barking"], k=3)
+    assert result.empty[0] and result.rows[0].tolist() == [-1, -1, -1]  # no indexed term:
+    assert result.ids == ((),) and np.isnan(result.scores).all()        # no results
 
 
 def test_stop_words_setting():
-    ids, _, empty = bm25.BM25Retriever(DOCS).search(["the"], k=2)
-    assert empty[0]
-    ids, _, empty = bm25.BM25Retriever(DOCS, stopwords=None).search(["the"], k=2)
-    assert not empty[0] and set(ids[0]) <= {0, 1, 2}
+    assert bm25.BM25Retriever(DOCS).search(["the"], k=2).empty[0]
+    result = bm25.BM25Retriever(DOCS, stopwords=None).search(["the"], k=2)
+    assert not result.empty[0] and set(result.rows[0]) <= {0, 1, 2}
 
 
 def test_k_is_capped_and_bad_settings_are_named():
-    ids, _, _ = bm25.BM25Retriever(DOCS).search(["cat"], k=50)
-    assert ids.shape == (1, 3)
+    assert bm25.BM25Retriever(DOCS).search(["cat"], k=50).rows.shape == (1, 3)
     with pytest.raises(ValueError, match="PyStemmer language 'klingon'"):
         bm25.BM25Retriever(DOCS, stemmer="klingon")
     with pytest.raises(ValueError, match="no texts"):
@@ -65,8 +64,9 @@ def test_bm25_on_hand_made_reqa():
     result = bm25.evaluate_bm25(reqa, ks=(1, 5))
     assert result["num_queries"] == 6 and result["num_candidates"] == 5
     # "How did it end?" has no indexed term ("end" is in no candidate): no results, a miss.
-    assert result["queries_without_terms"] == 1
-    assert 0.0 <= result["R@1"] <= result["R@5"] == pytest.approx(5 / 6)
+    assert result["queries_without_results"] == 1
+    assert 0.0 <= result["exact"]["R@1"] <= result["exact"]["R@5"] == pytest.approx(5 / 6)
+    assert result["index"] is None and set(result["seconds"]) == {"build", "exact_search"}
     assert result["settings"] == {"field": "sentence+passage", "stemmer": "english",
                                   "stopwords": "en"}
 
@@ -79,7 +79,7 @@ def test_bm25_full_squad_dev():
     result = bm25.evaluate_bm25(reqa)
     print(result)
     # Measured: R@1 67.4, R@100 97.6 (benchmarks/bm25_reqa.py).
-    assert 0.65 < result["R@1"] < 0.70
-    assert 0.97 < result["R@100"] < 0.985
-    assert result["queries_without_terms"] == 0
+    assert 0.65 < result["exact"]["R@1"] < 0.70
+    assert 0.97 < result["exact"]["R@100"] < 0.985
+    assert result["queries_without_results"] == 0
     assert np.isclose(result["num_queries"], 10570)

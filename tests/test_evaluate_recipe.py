@@ -7,11 +7,10 @@ import sys
 
 import pytest
 
-from helpers import load_recipe
+from helpers import LookupEncoder, hand_made_squad, load_recipe, tiny_model, write_squad
 
 from conftest import REPO_ROOT, data_file
-from test_reqa import hand_made_squad, write_squad
-from tt_zoo import bm25
+from tt_zoo.retrieval import bm25
 
 RECIPE = REPO_ROOT / "recipes" / "evaluate.py"
 
@@ -23,7 +22,7 @@ def recipe():
 
 
 def run_recipe(*args):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=300)
     return proc
@@ -76,11 +75,10 @@ def test_recipe_argument_errors(recipe, capsys):
 
 def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
     """--model goes through tt_zoo.load (replaced here by a one-hot lookup model) and --scann
-    adds a row searched through tt_zoo.index.EmbeddingIndex."""
-    pytest.importorskip("tt_zoo.index")
+    adds a row searched through tt_zoo.retrieval.index.EmbeddingIndex."""
+    pytest.importorskip("tt_zoo.retrieval.index")
     import tt_zoo
-    from tt_zoo import reqa as reqa_lib
-    from test_retrieval_metrics import LookupEncoder
+    from tt_zoo.retrieval import reqa as reqa_lib
 
     squad = write_squad(tmp_path, hand_made_squad())
     built = reqa_lib.build_reqa(squad)
@@ -100,13 +98,11 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
 
 
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
-    from test_models import tiny_model
-    from tt_zoo.export import artifact_digest, export_saved_model
+    from tt_zoo.serving.export import export_saved_model, verify_export
     model = tiny_model()
     model.build_by_calling()
     path = tmp_path / "model"
-    export_saved_model(model, path, {"name": "tiny_card"})
-    digest = artifact_digest(path)
+    digest = export_saved_model(model, path, {"name": "tiny_card"})["sha256"]
     squad = write_squad(tmp_path, hand_made_squad())
     result = recipe.main(["--squad", str(squad), "--model", str(path), "--bm25",
                           "--record-card"])
@@ -116,6 +112,6 @@ def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recip
     assert table["R@1"] == round(100 * row["R@1"], 2) and set(table) >= {"R@100", "MRR"}
     assert "BM25 on the same questions (%)" in meta["metrics"]
     assert "## Measured quality" in (path / "MODEL_CARD.md").read_text()
-    assert artifact_digest(path) == digest  # the card changed; the weights did not
+    assert verify_export(path)["sha256"] == digest  # the card changed; the weights did not
     with pytest.raises(SystemExit):
         recipe.main(["--squad", str(squad), "--model", "ict_bfs_wlp_512", "--record-card"])

@@ -6,32 +6,26 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
-from test_models import PAIRS, tiny_model
-from tt_zoo import features as F
-from tt_zoo.export import SIGNATURES, artifact_digest, export_saved_model, load_keras_model
+from helpers import PAIRS, assert_model_round_trip
+from tt_zoo.data import features as F
+from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
+from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
 SENTENCES = PAIRS[F.DOC_TITLE]
 PASSAGES = PAIRS[F.DOC_TEXT]
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model = tiny_model()
-    model.build_by_calling()
-    path = tmp_path_factory.mktemp("export") / "tiny"
-    meta = export_saved_model(model, path, {"name": "tiny_test", "pretraining": "none"})
-    return model, path, meta
-
-
 def test_export_files_and_metadata(exported):
     model, path, meta = exported
     for name in ("saved_model.pb", "config.json", "metadata.json", "MODEL_CARD.md"):
         assert (path / name).is_file(), name
-    assert meta["sha256"] == artifact_digest(path)
+    files = describe_files(path, skip=MANIFEST_EXCLUDES)
+    assert meta["files"] == files and "variables/variables.index" in files
+    assert meta["sha256"] == manifest_digest(files)
+    assert verify_export(path) == meta
     assert json.loads((path / "metadata.json").read_text())["embedding_dim"] == 8
     assert "tiny_test" in (path / "MODEL_CARD.md").read_text()
     assert not list(path.parent.glob(".*staging*"))  # nothing half-written left
@@ -50,10 +44,10 @@ def test_export_holds_our_signatures_not_keras_layer_traces(exported):
 
 
 def test_keras_model_rebuilds_from_export(exported):
+    # The shared case on the module's export (conftest's `exported`): config through JSON,
+    # load_keras_model gives the same query and document embeddings, one fit step.
     model, path, _ = exported
-    clone = load_keras_model(path)
-    np.testing.assert_allclose(clone.encode_queries(QUERIES), model.encode_queries(QUERIES),
-                               rtol=1e-5, atol=1e-6)
+    assert_model_round_trip(model, path, exported=True)
 
 
 def test_fresh_process_reload_matches_keras(exported, tmp_path):
@@ -66,7 +60,7 @@ def test_fresh_process_reload_matches_keras(exported, tmp_path):
 import os, json, numpy as np
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
-from tt_zoo.export import serialize_reqa_examples
+from tt_zoo.serving.export import serialize_reqa_examples
 loaded = tf.saved_model.load({str(path)!r})
 q = loaded.signatures["encode_query"](query=tf.constant({QUERIES!r}))["embedding"].numpy()
 d = loaded.signatures["encode_document"](title=tf.constant({SENTENCES!r}),

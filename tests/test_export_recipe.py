@@ -9,15 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_models import PAIRS
-from test_zoo import exported  # noqa: F401  (module fixture: a tiny exported model)
-from tt_zoo import features as F
+from helpers import PAIRS
+from tt_zoo.data import features as F
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
-def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):  # noqa: F811
-    model, path = exported
+def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):
+    model, path, _ = exported
     corpus = tmp_path / "corpus.jsonl"
     with open(corpus, "w") as f:
         for i, (title, text) in enumerate(zip(PAIRS[F.DOC_TITLE], PAIRS[F.DOC_TEXT])):
@@ -42,8 +41,8 @@ def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):  # noq
     assert [x.decode() for x in out["ids"].numpy()[0]] == [f"doc{i}" for i in best]
 
 
-def test_bad_corpus_line_is_named(exported, tmp_path):  # noqa: F811
-    _, path = exported
+def test_bad_corpus_line_is_named(exported, tmp_path):
+    path = exported.path
     corpus = tmp_path / "bad.jsonl"
     corpus.write_text('{"id": "a", "text": "x"}\n{"title": "no id"}\n')
     result = subprocess.run(

@@ -1,4 +1,4 @@
-"""tt_zoo.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
+"""tt_zoo.training.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
 
 import json
 import os
@@ -11,10 +11,10 @@ import tensorflow as tf
 
 from conftest import REPO_ROOT, data_file
 from helpers import load_recipe, tiny_vocab
-from tt_zoo import features as F
-from tt_zoo import finetuning
-from tt_zoo import reqa as reqa_lib
-from tt_zoo.models import build_two_tower_model
+from tt_zoo.data import features as F
+from tt_zoo.training import finetuning
+from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
 
 RECIPE = REPO_ROOT / "recipes" / "finetune.py"
 TINY_SHAPE = dict(num_layers=1, hidden_size=16, num_attention_heads=2, inner_dim=32)
@@ -27,7 +27,7 @@ def recipe():
 
 
 def run_recipe(*args, timeout=300):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=timeout)
 
@@ -135,15 +135,15 @@ def test_reqa_pairs_carry_gold_ids_and_gold_frequencies():
 
 def test_with_sequence_lengths_keeps_the_weights():
     model = tiny_model()
-    longer = finetuning.with_sequence_lengths(model, query_length=20, document_length=20)
+    longer = with_sequence_lengths(model, query_length=20, document_length=20)
     assert (longer.query_preprocessor.seq_length, longer.document_preprocessor.seq_length) == (
         20, 20)
     # Short texts fit both budgets; padding is masked, so the embeddings agree.
     np.testing.assert_allclose(longer.encode_queries(["who discovered penicillin?"]),
                                model.encode_queries(["who discovered penicillin?"]), atol=1e-5)
-    assert finetuning.with_sequence_lengths(model) is model
+    assert with_sequence_lengths(model) is model
     with pytest.raises(ValueError, match="covers at most 24 positions"):
-        finetuning.with_sequence_lengths(model, document_length=64)
+        with_sequence_lengths(model, document_length=64)
 
 
 def squad_slice(tmp_path, articles=2, paragraphs=4):

@@ -1,4 +1,4 @@
-"""Tests for tt_zoo.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
+"""Tests for tt_zoo.retrieval.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
 
 import json
 import os
@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tt_zoo import index as index_lib
-from tt_zoo.index import EmbeddingIndex, IndexFileError, ScannConfig
+from helpers import gaussian_mixture
+from tt_zoo.retrieval import index as index_lib
+from tt_zoo.retrieval.index import EmbeddingIndex, IndexFileError, ScannConfig
+from tt_zoo.serving import retrieve as retrieve_lib
 
 # 4 candidates x 3 dims, 2 queries.
 CANDIDATES = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 2]], np.float32)
@@ -20,26 +22,23 @@ QUERIES = np.array([[1, 2, 0], [-1, 0, 1]], np.float32)
 IDS = ["c0", "c1", "c2", "c3"]
 
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
-from scann_vs_brute_force import gaussian_mixture  # noqa: E402  (the benchmark's data, shared)
-
-
 def exact_top_k(queries, candidates, k):
     return np.argsort(-(queries @ candidates.T), axis=1, kind="stable")[:, :k]
 
 
 def test_brute_force_hand_worked():
     index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
-    ids, scores = index.search(QUERIES, k=2)
-    assert ids == [["c2", "c1"], ["c3", "c1"]]
-    np.testing.assert_allclose(scores, [[3, 2], [2, 0]])
-    assert scores.dtype == np.float32 and index.is_exact
+    result = index.search(QUERIES, k=2)
+    assert result.ids == (("c2", "c1"), ("c3", "c1"))
+    assert result.rows.tolist() == [[2, 1], [3, 1]]
+    np.testing.assert_allclose(result.scores, [[3, 2], [2, 0]])
+    assert result.scores.dtype == np.float32 and index.is_exact
 
 
 def test_k_is_capped_at_num_candidates():
-    ids, scores = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").search(QUERIES, k=50)
-    assert scores.shape == (2, 4)
-    assert ids[0] == ["c2", "c1", "c0", "c3"]
+    result = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").search(QUERIES, k=50)
+    assert result.scores.shape == (2, 4)
+    assert result.ids[0] == ("c2", "c1", "c0", "c3")
 
 
 @pytest.mark.parametrize("num", [4, 5])
@@ -50,23 +49,25 @@ def test_scann_tiny_corpus_is_exact(num):
     exact_index = EmbeddingIndex(candidates, ids, backend="brute_force")
     assert scann_index.scann_config.is_exact
     for queries in (QUERIES, QUERIES[:1]):  # batched and single-query paths
-        got_ids, got_scores = scann_index.search(queries, k=3)
-        want_ids, want_scores = exact_index.search(queries, k=3)
-        assert got_ids == want_ids
-        np.testing.assert_allclose(got_scores, want_scores, rtol=1e-6)
+        got, want = scann_index.search(queries, k=3), exact_index.search(queries, k=3)
+        assert got.ids == want.ids
+        np.testing.assert_array_equal(got.rows, want.rows)
+        np.testing.assert_allclose(got.scores, want.scores, rtol=1e-6)
 
 
 def test_scann_recall_at_10_on_clustered_data():
     candidates, queries = gaussian_mixture(3000, 300, 64)
     index = EmbeddingIndex(candidates, [str(i) for i in range(3000)], backend="scann")
     assert not index.scann_config.is_exact  # the tree + AH path, not exact scoring
-    ids, scores = index.search(queries, k=10)
+    result = index.search(queries, k=10)
+    ids, scores = result.ids, result.scores
     exact = exact_top_k(queries, candidates, 10)
     recall = np.mean([len({int(i) for i in got} & set(want)) / 10
                       for got, want in zip(ids, exact)])
     assert recall >= 0.95, recall
     # Scores are the true inner products of the returned candidates (re-ordered exactly).
     rows = np.array([[int(i) for i in got] for got in ids])
+    np.testing.assert_array_equal(result.rows, rows)  # the ids are those of the rows
     true = np.einsum("qd,qkd->qk", queries, candidates[rows])
     np.testing.assert_allclose(scores, true, rtol=1e-4, atol=1e-4)
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
@@ -85,17 +86,16 @@ def test_save_load_round_trip(tmp_path, backend):
     assert not list(path.rglob("*.pkl"))
     loaded = EmbeddingIndex.load(path)
     assert loaded.ids == index.ids and loaded.scann_config == index.scann_config
-    want_ids, want_scores = index.search(queries, k=10)
-    got_ids, got_scores = loaded.search(queries, k=10)
-    assert got_ids == want_ids
-    np.testing.assert_array_equal(got_scores, want_scores)
+    want, got = index.search(queries, k=10), loaded.search(queries, k=10)
+    assert got.ids == want.ids
+    np.testing.assert_array_equal(got.scores, want.scores)
 
 
 def test_save_replaces_an_index_but_refuses_a_users_folder(tmp_path):
     index = EmbeddingIndex(CANDIDATES, IDS, backend="brute_force")
     index.save(tmp_path / "idx")
     EmbeddingIndex(CANDIDATES[::-1].copy(), IDS, backend="brute_force").save(tmp_path / "idx")
-    assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1)[0] == [["c1"], ["c0"]]
+    assert EmbeddingIndex.load(tmp_path / "idx").search(QUERIES, k=1).ids == (("c1",), ("c0",))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]
     mine = tmp_path / "mine"
     mine.mkdir()
@@ -237,12 +237,12 @@ def exported_retrieval_models(tmp_path_factory):
 
     in_process, paths = {}, {}
     for backend in ("brute_force", "scann"):
-        module = index_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
+        module = retrieve_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
         result = module.serve(tf.constant(SERVING_QUERIES))
         in_process[backend] = {"ids": [[i.decode() for i in row] for row in result["ids"].numpy()],
                                "scores": result["scores"].numpy()}
         assert result["scores"].dtype == tf.float32 and result["ids"].dtype == tf.string
-        paths[backend] = str(index_lib.save_retrieval_module(module, tmp_path / backend))
+        paths[backend] = str(retrieve_lib.save_retrieval_module(module, tmp_path / backend))
     return in_process, paths, exact
 
 
@@ -253,10 +253,10 @@ def test_retrieve_savedmodel_both_backends(exported_retrieval_models):
                             for a, b in zip(in_process["scann"]["ids"], exact)])
     assert scann_recall >= 0.9, scann_recall
     for backend, path in paths.items():
-        settings = json.loads((pathlib.Path(path) / index_lib.RETRIEVAL_CONFIG_FILE).read_text())
+        settings = json.loads((pathlib.Path(path) / retrieve_lib.RETRIEVAL_CONFIG_FILE).read_text())
         assert settings["backend"] == backend and settings["k"] == 10
         assert settings["needs_scann_ops"] == (backend == "scann")
-        served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+        served = retrieve_lib.load_retrieval_model(path).signatures["serving_default"](
             queries=tf.constant(SERVING_QUERIES))
         assert served["scores"].shape == (4, 10) and served["ids"].shape == (4, 10)
         assert [[i.decode() for i in row] for row in served["ids"].numpy()] == \
@@ -268,7 +268,7 @@ def test_retrieve_savedmodel_both_backends(exported_retrieval_models):
 @pytest.mark.slow  # ~15-25 s: a fresh Python process imports TensorFlow
 def test_retrieve_savedmodel_reloads_in_fresh_process(exported_retrieval_models):
     in_process, paths, _ = exported_retrieval_models
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, "-c", _RELOAD_SCRIPT, json.dumps(SERVING_QUERIES),
                            *paths.values()], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -282,17 +282,17 @@ def test_retrieve_savedmodel_reloads_in_fresh_process(exported_retrieval_models)
 @pytest.mark.parametrize("backend", ["brute_force", "scann"])
 def test_export_tiny_corpus_atomically_and_checks_encoder(tmp_path, backend):
     encoder = HashBagQueryEncoder(dim=3)
-    path = index_lib.export_retrieval_model(encoder, CANDIDATES, IDS, tmp_path / "m", k=10,
+    path = retrieve_lib.export_retrieval_model(encoder, CANDIDATES, IDS, tmp_path / "m", k=10,
                                             backend=backend)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
-    served = index_lib.load_retrieval_model(path).signatures["serving_default"](
+    served = retrieve_lib.load_retrieval_model(path).signatures["serving_default"](
         queries=tf.constant(["a b", "c"]))
     assert served["ids"].shape == (2, 4)  # k capped at the 4 candidates
     embedded = encoder(tf.constant(["a b", "c"])).numpy()
     want = [[IDS[j] for j in row] for row in exact_top_k(embedded, CANDIDATES, 4)]
     assert [[i.decode() for i in row] for row in served["ids"].numpy()] == want
     with pytest.raises(ValueError, match=r"float32 \[batch, 5\].*shape \(2, 3\)"):
-        index_lib.export_retrieval_model(encoder, np.ones((4, 5), np.float32), IDS,
+        retrieve_lib.export_retrieval_model(encoder, np.ones((4, 5), np.float32), IDS,
                                          tmp_path / "bad", backend=backend)
     assert not (tmp_path / "bad").exists()
 
@@ -312,7 +312,8 @@ def test_scann_fills_k_when_searched_leaves_are_too_small():
     index = EmbeddingIndex(candidates, [str(i) for i in range(1000)], backend="scann",
                            scann_config=ScannConfig(num_leaves=32, num_leaves_to_search=1))
     for batch in (queries, queries[:1]):
-        ids, scores = index.search(batch, k=100)
+        result = index.search(batch, k=100)
+        ids, scores = result.ids, result.scores
         assert scores.shape == (len(batch), 100) and np.isfinite(scores).all()
         assert all(len(set(row)) == 100 for row in ids)
         assert np.all(np.diff(scores, axis=1) <= 1e-6)

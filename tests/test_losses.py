@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+from helpers import assert_layer_round_trip
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 
 # Two queries, two in-batch documents (the positives), one hard negative:
 #   queries   q0 = [1, 0], q1 = [0, 1]
@@ -80,12 +81,11 @@ def test_bad_inputs_are_named():
 
 def test_config_round_trip():
     layer = CorrectedSampledSoftmaxLoss(temperature=0.5, cross_replica_negatives=False)
-    import json
-    clone = CorrectedSampledSoftmaxLoss.from_config(json.loads(json.dumps(layer.get_config())))
-    assert clone.get_config() == layer.get_config()
-    args = dict(document_ids=tf.constant(["a", "b"]))
-    assert float(clone(QUERIES, DOCUMENTS, **args)) == pytest.approx(
-        float(layer(QUERIES, DOCUMENTS, **args)))
+    args = dict(document_embeddings=DOCUMENTS, document_ids=tf.constant(["a", "b"]))
+    # The shared case: config through JSON, the same config, the same loss (allclose)...
+    clone = assert_layer_round_trip(layer, QUERIES, **args)
+    # ...and, as pinned before, to pytest.approx's default (rel 1e-6).
+    assert float(clone(QUERIES, **args)) == pytest.approx(float(layer(QUERIES, **args)))
 
 
 def test_cross_replica_loss_equals_single_device_loss():

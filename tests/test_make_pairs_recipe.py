@@ -1,6 +1,5 @@
 """recipes/make_pairs.py end to end on 20 real Wikispeedia articles."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -8,15 +7,16 @@ import sys
 
 import pytest
 
-from tt_zoo import features, pairs_io
+from tt_zoo.data import features, pairs_io
 
 from conftest import REPO_ROOT, data_file
+from helpers import load_recipe
 
 RECIPE = REPO_ROOT / "recipes" / "make_pairs.py"
 
 
 def _run(*args):
-    env = dict(os.environ, TF_USE_LEGACY_KERAS="1", TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=300)
 
@@ -49,7 +49,7 @@ def test_recipe_writes_batchable_shards(tmp_path, bert_vocab_file):
 def test_recipe_main_in_process(tmp_path, bert_vocab_file, capsys):
     """The fast variant: the same CLI through ``main(argv)`` on 8 articles, Beam runner."""
     out = tmp_path / "pairs"
-    recipe = _recipe_module()
+    recipe = load_recipe("make_pairs")
     assert recipe.main(["--input", str(data_file("wikispeedia")), "--output", str(out),
                         "--limit", "8", "--num-shards", "2", "--runner", "beam",
                         "--vocab", str(bert_vocab_file), "--no-progress"]) == 0
@@ -63,20 +63,13 @@ def test_recipe_main_in_process(tmp_path, bert_vocab_file, capsys):
     assert sum(sizes) == n and sizes[0] == 4
 
 
-def _recipe_module():
-    spec = importlib.util.spec_from_file_location("make_pairs_recipe", RECIPE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.parametrize("argv, message", [
     (["--tasks", "ict,foo"], "--tasks must be a subset of ict,bfs,wlp or 'mlm'"),
     (["--tasks", "mlm"], "--tasks mlm needs --vocab"),
     (["--num-shards", "0"], "--num-shards must be >= 1"),
 ])
 def test_bad_arguments_are_named(argv, message, capsys):
-    recipe = _recipe_module()
+    recipe = load_recipe("make_pairs")
     with pytest.raises(SystemExit):
         recipe.parse_args(["--input", "x", "--output", "y", *argv])
     assert message in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Tests for tt_zoo.mediawiki on the real dump fragments in TT_ZOO_DATA and on hand-made wikitext."""
+"""Tests for tt_zoo.data.mediawiki on the real dump fragments in TT_ZOO_DATA and on hand-made wikitext."""
 
 import bz2
 import gzip
@@ -7,9 +7,9 @@ import re
 import pytest
 
 from conftest import data_file
-from tt_zoo.articles import ReadReport
-from tt_zoo.mediawiki import (MediaWikiDumpError, normalize_title, read_mediawiki_dump,
-                              wikitext_to_article)
+from tt_zoo.data.articles import ReadReport
+from tt_zoo.data.mediawiki import (MediaWikiDumpError, normalize_title, read_mediawiki_dump,
+                                   wikitext_to_article)
 
 SHORTENED = "wikitext/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 TABLES = "wikitext/enwiki-table-markup.xml.bz2"

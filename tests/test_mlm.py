@@ -3,11 +3,10 @@
 import numpy as np
 import tensorflow as tf
 
-from helpers import tiny_vocab
-from test_models import tiny_model
-from tt_zoo.mlm import pretrain_mlm
-from tt_zoo.pairs_io import write_mlm_shards
-from tt_zoo.pretraining_tasks import mlm_examples
+from helpers import assert_model_round_trip, tiny_model, tiny_vocab
+from tt_zoo.training.mlm import pretrain_mlm
+from tt_zoo.data.pairs_io import write_mlm_shards
+from tt_zoo.data.pretraining_tasks import mlm_examples
 
 TEXTS = ["the seine flows through paris the capital of france",
          "alexander fleming discovered penicillin in london england",
@@ -22,8 +21,8 @@ def test_mlm_pretraining_lowers_loss_and_initialises_both_towers(tmp_path):
 
     model = tiny_model()
     model.build_by_calling()
-    from tt_zoo.mlm import MaskedLMPretrainer
-    from tt_zoo.pairs_io import read_mlm_examples
+    from tt_zoo.training.mlm import MaskedLMPretrainer
+    from tt_zoo.data.pairs_io import read_mlm_examples
     batch = next(iter(read_mlm_examples(str(tmp_path / "mlm")).batch(8)))
     before = float(MaskedLMPretrainer(model.query_tower.encoder).masked_lm_loss(batch))
 
@@ -35,3 +34,5 @@ def test_mlm_pretraining_lowers_loss_and_initialises_both_towers(tmp_path):
     for q, d in zip(model.query_tower.encoder.get_weights(),
                     model.document_tower.encoder.get_weights()):
         np.testing.assert_array_equal(q, d)
+    # The MLM-initialised model is an ordinary two-tower model: the shared round trip holds.
+    assert_model_round_trip(model, tmp_path / "export")

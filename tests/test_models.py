@@ -4,32 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import json_round_trip, tiny_vocab
-from tt_zoo import features as F
-from tt_zoo.models import TwoTowerModel, build_two_tower_model, load_model, save_model
-
-PAIRS = {
-    F.QUERY: ["who discovered penicillin?", "what is the capital of france?",
-              "what river flows through paris?", "when does water boil?"],
-    F.DOC_TITLE: ["penicillin", "paris", "seine", "water"],
-    F.DOC_TEXT: ["alexander fleming discovered penicillin.", "paris is the capital of france.",
-                 "the seine flows through paris.", "water boils at 100 degrees."],
-    F.DOC_ID: ["d0", "d1", "d2", "d3"],
-    F.DOC_SAMPLING_PROB: [0.25, 0.25, 0.25, 0.25],
-}
-
-
-def tiny_model(encoder="bert", **kwargs):
-    tf.keras.utils.set_random_seed(0)
-    return build_two_tower_model(tiny_vocab(), encoder=encoder, size=None, num_layers=1,
-                                 hidden_size=16, num_attention_heads=2, inner_dim=32,
-                                 embedding_dim=8, query_length=16, document_length=24,
-                                 bow_token_embedding_dim=8, bow_hidden_dim=16, **kwargs)
-
-
-def pair_dataset():
-    return tf.data.Dataset.from_tensor_slices(PAIRS).batch(4)
-
+from helpers import PAIRS, assert_model_round_trip, pair_dataset, tiny_model
+from tt_zoo.data import features as F
+from tt_zoo.errors import ArtifactError
+from tt_zoo.serving.export import export_saved_model, load_keras_model
 
 @pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
 def test_fit_lowers_the_loss(encoder):
@@ -63,41 +41,25 @@ def test_shared_towers_share_weights():
     # embeddings agree when the text fits both budgets... and the tower weights are one set.
     model.build_by_calling()
     assert len(model.query_tower.weights) == len(model.document_tower.weights)
-    clone = TwoTowerModel.from_config(json_round_trip(model.get_config()))
-    assert clone.query_tower is clone.document_tower
+    # That the sharing survives the config round trip (and the export) is checked on the shared
+    # model of test_normalized_embeddings_and_options_round_trip, which round-trips anyway.
 
 
 def test_config_round_trip_and_save_load(tmp_path):
-    model = tiny_model()
-    model.build_by_calling()
-    expected_q = model.encode_queries(PAIRS[F.QUERY])
-    expected_d = model.encode_documents(PAIRS[F.DOC_TEXT], titles=PAIRS[F.DOC_TITLE])
-
-    clone = TwoTowerModel.from_config(json_round_trip(model.get_config()))
-    clone.build_by_calling()
-    assert json_round_trip(clone.get_config()) == json_round_trip(model.get_config())
-
-    save_model(model, tmp_path / "m")
-    reloaded = load_model(tmp_path / "m")
-    np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected_q, rtol=1e-5,
-                               atol=1e-6)
-    np.testing.assert_allclose(
-        reloaded.encode_documents(PAIRS[F.DOC_TEXT], titles=PAIRS[F.DOC_TITLE]), expected_d,
-        rtol=1e-5, atol=1e-6)
-    # The reloaded model fine-tunes with plain Keras.
-    reloaded.compile(optimizer=tf.keras.optimizers.Adam(1e-3))
-    reloaded.fit(pair_dataset(), epochs=1, verbose=0)
+    # Config through JSON, export + load_keras_model allclose, and one fit step of the reload
+    # (here traced as in training, not eagerly).
+    assert_model_round_trip(tiny_model(), tmp_path / "m", run_eagerly=False)
 
 
 def test_load_model_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="config.json is missing"):
-        load_model(tmp_path)
+    with pytest.raises(ArtifactError, match="config.json is missing"):
+        load_keras_model(tmp_path)
     model = tiny_model()
     model.build_by_calling()
-    save_model(model, tmp_path / "m")
+    export_saved_model(model, tmp_path / "m")
     (tmp_path / "m" / "config.json").write_text("{not json")
-    with pytest.raises(ValueError, match="not valid JSON"):
-        load_model(tmp_path / "m")
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        load_keras_model(tmp_path / "m")
 
 
 def test_hard_negatives_and_missing_ids():
@@ -114,18 +76,14 @@ def test_hard_negatives_and_missing_ids():
         model.compute_loss({F.QUERY: batch[F.QUERY]})
 
 
-def test_compiled_model_with_paper_schedule_saves_and_exports(tmp_path):
-    from tt_zoo.export import load_keras_model, export_saved_model
-    from tt_zoo.training import paper_learning_rate
+def test_compiled_model_with_paper_schedule_exports_without_its_optimizer(tmp_path):
+    from tt_zoo.training.loop import paper_learning_rate
     model = tiny_model()
     model.compile(optimizer=tf.keras.optimizers.Adam(paper_learning_rate(1e-3, 10, 0.1)))
     model.fit(pair_dataset(), epochs=1, verbose=0)
-    save_model(model, tmp_path / "m")
-    export_saved_model(model, tmp_path / "e")
-    expected = model.encode_queries(PAIRS[F.QUERY])
-    for reloaded in (load_model(tmp_path / "m"), load_keras_model(tmp_path / "e")):
-        np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), expected,
-                                   rtol=1e-5, atol=1e-6)
+    assert_model_round_trip(model, tmp_path / "e")
+    assert not [v for v in tf.train.list_variables(str(tmp_path / "e" / "variables" / "variables"))
+                if "optimizer" in v[0].lower()]
 
 
 def test_tokenized_batches_train_and_embed_like_raw_strings():
@@ -150,20 +108,17 @@ def test_tokenized_batches_train_and_embed_like_raw_strings():
 
 
 def test_normalized_embeddings_and_options_round_trip(tmp_path):
-    from tt_zoo.export import export_saved_model, load_keras_model
-    from tt_zoo.losses import CorrectedSampledSoftmaxLoss
+    from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
     model = tiny_model(pooling="mean", share_towers=True, normalize_embeddings=True,
                        loss=CorrectedSampledSoftmaxLoss(temperature=0.05))
     q = model.encode_queries(PAIRS[F.QUERY])
     np.testing.assert_allclose(np.linalg.norm(q, axis=1), 1.0, rtol=1e-5)
-    for clone in (TwoTowerModel.from_config(json_round_trip(model.get_config())),):
-        assert clone.normalize_embeddings and clone.query_tower.pooling == "mean"
-        assert clone.share_towers and clone.retrieval_loss.temperature == 0.05
-    export_saved_model(model, tmp_path / "e")
-    reloaded = load_keras_model(tmp_path / "e")
-    assert reloaded.normalize_embeddings and reloaded.query_tower.pooling == "mean"
-    assert reloaded.share_towers and reloaded.retrieval_loss.temperature == 0.05
-    np.testing.assert_allclose(reloaded.encode_queries(PAIRS[F.QUERY]), q, rtol=1e-5, atol=1e-6)
+    # The shared case checks the reload's embeddings equal q (allclose) and that it fits a step.
+    clone, reloaded, _ = assert_model_round_trip(model, tmp_path / "e")
+    for restored in (clone, reloaded):
+        assert restored.normalize_embeddings and restored.query_tower.pooling == "mean"
+        assert restored.share_towers and restored.retrieval_loss.temperature == 0.05
+        assert restored.query_tower is restored.document_tower
     # The serving signature gives the same normalised embeddings.
     served = tf.saved_model.load(str(tmp_path / "e")).signatures["encode_query"](
         query=tf.constant(PAIRS[F.QUERY]))["embedding"].numpy()

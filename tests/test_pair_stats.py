@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from tt_zoo import features
-from tt_zoo import pair_stats
-from tt_zoo.articles import ReadReport
+from tt_zoo.data import features
+from tt_zoo.data import pair_stats
+from tt_zoo.data.articles import ReadReport
 
-from tt_zoo.pretraining_tasks import Pair
+from tt_zoo.data.pretraining_tasks import Pair
 
 # WordPiece (uncased BERT), no special tokens:
 #   "the cat sat" -> the cat sat                                     3
@@ -73,8 +73,21 @@ def test_save_is_json(tmp_path, bert_vocab_file):
 
 
 def test_stats_for_directory(tmp_path, bert_vocab_file):
-    from tt_zoo import pairs_io
+    from tt_zoo.data import pairs_io
     pairs_io.write_pair_shards(PAIRS, tmp_path, 2, progress=False)
     stats = pair_stats.stats_for_directory(tmp_path, bert_vocab_file)
     assert stats.total.num_tokens == 26 and stats.tasks["ict"].num_pairs == 2
     assert stats.read_report is None
+
+
+def test_token_counts_are_the_towers_tokens(bert_vocab_file):
+    """Table 1 counts what the towers' TextPreprocessor packs: its real tokens minus [CLS]/[SEP]."""
+    import tensorflow as tf
+    from tt_zoo.data.text import TextPreprocessor
+
+    texts = [t for p in PAIRS for t in (p.query, p.doc_title, p.doc_text)] + [
+        "", "Bad \ufffd byte and\ttabs\nand lines", "Ünïcödé ÀCCENTS, numbers 1984!"]
+    packed = TextPreprocessor(str(bert_vocab_file), seq_length=64)(tf.constant(texts))
+    expected = (packed["input_mask"].numpy().sum(axis=1) - 2).tolist()
+    assert pair_stats.TokenCounter(bert_vocab_file)(texts) == expected
+    assert expected[:9] == [3, 1, 4, 6, 1, 3, 4, 1, 3]  # the hand counts above

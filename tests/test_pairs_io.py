@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tt_zoo import features
-from tt_zoo import pairs_io
-from tt_zoo.pretraining_tasks import Pair
+from tt_zoo.data import features
+from tt_zoo.data import pairs_io
+from tt_zoo.data.pretraining_tasks import Pair
 
 
 def _pairs():

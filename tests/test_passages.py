@@ -1,9 +1,9 @@
-"""Tests of sentence splitting and passage cutting (tt_zoo.passages)."""
+"""Tests of sentence splitting and passage cutting (tt_zoo.data.passages)."""
 
 import pytest
 
-from tt_zoo.articles import Article, Section
-from tt_zoo.passages import Passage, make_passages, split_sentences
+from tt_zoo.data.articles import Article, Section
+from tt_zoo.data.passages import Passage, make_passages, sentence_spans, split_sentences
 
 
 def _sentence(i, words=10):
@@ -16,6 +16,15 @@ def test_split_sentences_drops_empties():
     assert split_sentences("Mr. Smith went to Washington. He left.") == [
         "Mr. Smith went to Washington.", "He left."]
     assert split_sentences("") == [] and split_sentences("   \n ") == []
+
+
+def test_one_splitter_sentences_are_the_spans_substrings():
+    text = "  It rains. It pours!  The carbon dioxide (CO\n2) stays. "
+    spans = sentence_spans(text)
+    assert spans == [(2, 11), (12, 21), (23, 55)]
+    assert split_sentences(text) == [text[s:e] for s, e in spans] == [
+        "It rains.", "It pours!", "The carbon dioxide (CO\n2) stays."]
+    assert sentence_spans("") == [] and sentence_spans(" \n ") == []
 
 
 def test_passage_ids_and_lead():

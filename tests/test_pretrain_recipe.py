@@ -13,8 +13,8 @@ import pytest
 import tensorflow as tf
 
 from helpers import tiny_vocab
-from tt_zoo.pairs_io import write_pair_shards
-from tt_zoo.pretraining_tasks import Pair
+from tt_zoo.data.pairs_io import write_pair_shards
+from tt_zoo.data.pretraining_tasks import Pair
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 STEPS, EVERY = 40, 8
@@ -133,7 +133,7 @@ def test_unknown_variant_and_missing_pairs_are_clear(inputs):
 
 def test_command_line_overrides_the_registry_options():
     from helpers import load_recipe
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
     recipe = load_recipe("pretrain")
     spec = registry.get_spec("bow_mlp_ict_bfs_wlp_512")
     assert recipe.model_options(spec, recipe.parse_args(["--variant", spec.name])) == spec.options

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from conftest import data_file
-from tt_zoo import pretraining_tasks as pt
-from tt_zoo.articles import Article, Section
-from tt_zoo.passages import make_passages, split_sentences
-from tt_zoo.wikispeedia import read_wikispeedia
+from tt_zoo.data import pretraining_tasks as pt
+from tt_zoo.data.articles import Article, Section
+from tt_zoo.data.passages import make_passages, split_sentences
+from tt_zoo.data.wikispeedia import read_wikispeedia
 
 SLICE = 80  # the first 80 articles of the tarball: Finland and Television have in-links among them
 
@@ -167,12 +167,6 @@ def test_task_config_validation():
     assert pt.TaskConfig(tasks=["ict"]).tasks == ("ict",)
 
 
-def test_sampling_probabilities_hand_worked():
-    q = pt.sampling_probabilities(["a#0", "b#1", "a#0", "c#2"])
-    assert q == {"a#0": 0.5, "b#1": 0.25, "c#2": 0.25}
-    assert pt.sampling_probabilities([]) == {}
-
-
 def test_stable_seed_is_not_pythons_hash():
     assert pt.stable_seed(0, "Finland") == pt.stable_seed(0, "Finland")
     assert pt.stable_seed(0, "Finland") != pt.stable_seed(1, "Finland")
@@ -193,6 +187,16 @@ def mlm(articles):
         tokenize([p.text for p in passages])
 
 
+def _round_robin(a, b, budget):
+    """The document tower's truncation, by hand: tokens dealt one at a time to a, then b."""
+    keep = [0, 0]
+    while sum(keep) < budget and (keep[0] < len(a) or keep[1] < len(b)):
+        for j, segment in enumerate((a, b)):
+            if sum(keep) < budget and keep[j] < len(segment):
+                keep[j] += 1
+    return a[:keep[0]], b[:keep[1]]
+
+
 def test_mlm_features_shapes_and_dtypes(mlm):
     _, examples, _, _ = mlm
     for ex in examples:
@@ -207,7 +211,7 @@ def test_mlm_masked_ids_are_the_original_tokens_and_rates_hold(mlm, bert_vocab_f
     selected = real = masked = unchanged = 0
     for ex, title_ids, text_ids in zip(examples, titles, texts):
         # The unmasked sequence, rebuilt from an independent tokenization: [CLS] title [SEP] text [SEP]
-        text_ids = text_ids[:128 - 3 - len(title_ids)]
+        title_ids, text_ids = _round_robin(title_ids, text_ids, 128 - 3)
         original = [101] + title_ids + [102] + text_ids + [102]
         n = len(original)
         assert list(ex["input_mask"][:n]) == [1] * n and not ex["input_mask"][n:].any()
@@ -239,3 +243,47 @@ def test_mlm_is_deterministic_for_the_seed(mlm, bert_vocab_file):
                for a, b in zip(other, examples[:5]))
     single = next(pt.mlm_examples(["a plain string of text"], bert_vocab_file, seq_length=16))
     assert not single["input_type_ids"].any() and single["input_mask"].sum() == 7
+
+
+def _unmasked(example):
+    """The example's input ids with the masked-out original ids put back."""
+    k = int(example["masked_lm_weights"].sum())
+    ids = example["input_word_ids"].copy()
+    ids[example["masked_lm_positions"][:k]] = example["masked_lm_ids"][:k]
+    return ids
+
+
+def test_mlm_inputs_are_the_document_towers_inputs(mlm, bert_vocab_file):
+    """One tokenizer path: MLM examples hold what the towers' TextPreprocessor packs."""
+    import tensorflow as tf
+    from tt_zoo.data.text import TextPreprocessor
+
+    passages, examples, _, _ = mlm
+    pre = TextPreprocessor(str(bert_vocab_file), seq_length=128)
+    packed = pre((tf.constant([p.title for p in passages]), tf.constant([p.text for p in passages])))
+    for i, ex in enumerate(examples):
+        np.testing.assert_array_equal(_unmasked(ex), packed["input_word_ids"][i].numpy())
+        np.testing.assert_array_equal(ex["input_mask"], packed["input_mask"][i].numpy())
+        np.testing.assert_array_equal(ex["input_type_ids"], packed["input_type_ids"][i].numpy())
+    # Passing the preprocessor itself (e.g. model.document_preprocessor) gives the same examples;
+    # one of another length is used with the requested length.
+    for given in (pre, TextPreprocessor(str(bert_vocab_file), seq_length=288)):
+        again = list(pt.mlm_examples(passages[:5], given, seq_length=128, seed=3))
+        for a, b in zip(again, examples[:5]):
+            for key in a:
+                np.testing.assert_array_equal(a[key], b[key])
+    # Plain strings are single segments, cleaned like the towers' inputs (U+FFFD dropped).
+    texts = ["a plain string of text", "bad \ufffd byte", "Mixed\tWHITE space\nhere"]
+    singles = list(pt.mlm_examples(texts, pre, seed=0))
+    packed = pre(tf.constant(texts))
+    for i, ex in enumerate(singles):
+        np.testing.assert_array_equal(_unmasked(ex), packed["input_word_ids"][i].numpy())
+        np.testing.assert_array_equal(ex["input_mask"], packed["input_mask"][i].numpy())
+    assert singles[1]["input_mask"].sum() == 4  # [CLS] bad byte [SEP]
+
+
+def test_mlm_needs_a_mask_token():
+    from helpers import tiny_vocab
+    vocab = [t for t in tiny_vocab() if t != "[MASK]"]
+    with pytest.raises(ValueError, match=r"\[MASK\]"):
+        next(pt.mlm_examples(["the city"], vocab, seq_length=8))

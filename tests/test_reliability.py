@@ -16,22 +16,18 @@ import tensorflow as tf
 
 import tt_zoo
 from conftest import REPO_ROOT, data_file
-from helpers import load_recipe
-from test_models import PAIRS, pair_dataset, tiny_model
-from tt_zoo import atomic_io, export, features as F, pairs_io, training
+from helpers import load_recipe, pair_dataset, tiny_model
+from tt_zoo import atomic_io
+from tt_zoo.serving import export
+from tt_zoo.data import features as F, pairs_io
+from tt_zoo.training import loop as training
 from tt_zoo.errors import ArtifactError
-from tt_zoo.zoo import ZooModel
+from tt_zoo.serving.zoo import ZooModel
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model = tiny_model()
-    model.build_by_calling()
-    path = tmp_path_factory.mktemp("reliability") / "tiny"
-    export.export_saved_model(model, path, {"name": "tiny_base", "pretraining": "none",
-                                            "train_steps": 0,
-                                            "metrics": {"ReQA zero-shot": {"R@1": 0.5}}})
-    return path
+# conftest's `exported` fixture writes this metadata: a base model with a card to be replaced.
+TINY_EXPORT_METADATA = {"name": "tiny_base", "pretraining": "none", "train_steps": 0,
+                        "metrics": {"ReQA zero-shot": {"R@1": 0.5}}}
 
 
 def users_folder(tmp_path):
@@ -43,7 +39,7 @@ def users_folder(tmp_path):
 
 def test_saving_over_a_users_folder_is_refused(exported, tmp_path):
     """1. TextIndex.save, ZooModel.export and pretrain --export never delete a user's folder."""
-    model = tt_zoo.load(exported)
+    model = tt_zoo.load(exported.path)
     folder = users_folder(tmp_path)
     index = model.index(["a passage", "another passage"], backend="brute_force")
     with pytest.raises(FileExistsError, match="mydir exists and is not a saved tt_zoo TextIndex"):
@@ -74,8 +70,8 @@ def test_a_failed_make_pairs_rerun_keeps_the_old_pairs(tmp_path, capsys):
     """2. The new output is written beside the old one and swapped in only when complete."""
     recipe = load_recipe("make_pairs")
     out = tmp_path / "pairs"
-    from tt_zoo.article_sources import write_jsonl_articles
-    from tt_zoo.articles import Article, Section
+    from tt_zoo.data.article_sources import write_jsonl_articles
+    from tt_zoo.data.articles import Article, Section
     articles = [Article(f"Page {i}", [
         Section("", [f"Page {i} has a lead sentence here. Another lead sentence of page {i}."]),
         Section("Body", [f"Body {i} has one sentence. And a second one for good measure."])])
@@ -165,7 +161,7 @@ def test_writes_to_a_url_go_through_gfile_with_the_same_guarantees(monkeypatch):
 def test_a_fine_tuned_export_records_its_lineage_not_the_old_card(exported, tmp_path):
     """4. Fine-tune with fit, then export: the card names the base model, the steps and date,
     and carries none of the base model's metrics."""
-    base = tt_zoo.load(exported)
+    base = tt_zoo.load(exported.path)
     unchanged = base.export(tmp_path / "same")  # weights as loaded: the card stays
     assert unchanged["name"] == "tiny_base" and "metrics" in unchanged
 
@@ -184,7 +180,7 @@ def test_a_fine_tuned_export_records_its_lineage_not_the_old_card(exported, tmp_
 def test_a_saved_index_is_verified_file_by_file(exported, tmp_path):
     """6. passages.jsonl is in the manifest: an edited, truncated or garbled one is refused
     with an ArtifactError naming the file."""
-    model = tt_zoo.load(exported)
+    model = tt_zoo.load(exported.path)
     model.index(["first passage", "second passage"], backend="brute_force").save(tmp_path / "i")
     passages = tmp_path / "i" / "passages.jsonl"
     original = passages.read_bytes()
@@ -202,7 +198,7 @@ def test_a_saved_index_is_verified_file_by_file(exported, tmp_path):
 
 def test_a_bare_string_is_refused_wherever_texts_are_taken(exported):
     """7. A string is a sequence of characters: "abc" is not three passages."""
-    model = tt_zoo.load(exported)
+    model = tt_zoo.load(exported.path)
     for call in (lambda: model.index("abc"), lambda: model.index(["a"], titles="t"),
                  lambda: model.index(["a"], ids="i"), lambda: model.encode_queries("abc"),
                  lambda: model.encode_documents("abc")):
@@ -240,7 +236,7 @@ def test_resuming_with_another_tower_shape_is_one_clear_error(tmp_path):
 
 def _wider_tiny_model():
     from helpers import tiny_vocab
-    from tt_zoo.models import build_two_tower_model
+    from tt_zoo.modeling.models import build_two_tower_model
     return build_two_tower_model(tiny_vocab(), size=None, num_layers=1, hidden_size=32,
                                  num_attention_heads=2, inner_dim=32, embedding_dim=8,
                                  query_length=16, document_length=24)
@@ -251,7 +247,7 @@ def test_an_export_without_sha256_or_with_truncated_weights_is_refused(exported,
     are an ArtifactError, not an IndexError."""
     import shutil
     copy = tmp_path / "copy"
-    shutil.copytree(exported, copy)
+    shutil.copytree(exported.path, copy)
     meta = json.loads((copy / "metadata.json").read_text())
     del meta["sha256"]
     (copy / "metadata.json").write_text(json.dumps(meta))
@@ -281,7 +277,7 @@ core = registered_ops()
 import tensorflow_text
 text = registered_ops() - core
 proto = saved_model_pb2.SavedModel()
-proto.ParseFromString(open({str(exported / 'saved_model.pb')!r}, 'rb').read())
+proto.ParseFromString(open({str(exported.path / 'saved_model.pb')!r}, 'rb').read())
 graph = proto.meta_graphs[0].graph_def
 used = {{n.op for n in graph.node}} | {{n.op for f in graph.library.function for n in f.node_def}}
 used -= {{f.signature.name for f in graph.library.function}}
@@ -296,17 +292,18 @@ print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & te
     assert found["other"] == [], found["other"]
     assert found["text"], "the tokenizer's tensorflow-text ops should be in the graph"
     assert "serving_default" in found["signatures"]
-    loaded = tf.saved_model.load(str(exported))
+    loaded = tf.saved_model.load(str(exported.path))
     query = tf.constant(["who discovered penicillin?"])
     np.testing.assert_allclose(loaded.signatures["serving_default"](query=query)["embedding"],
                                loaded.signatures["encode_query"](query=query)["embedding"])
-    assert "import tensorflow_text" in (exported / "MODEL_CARD.md").read_text()
+    assert "import tensorflow_text" in (exported.path / "MODEL_CARD.md").read_text()
 
 
 def test_every_tt_zoo_error_has_one_base():
     """One `except tt_zoo.TtZooError` catches every error tt_zoo raises for bad input; corrupt or
     incomplete artifacts are `ArtifactError`s; all stay ValueErrors for older callers."""
-    from tt_zoo import article_sources, index, mediawiki, reqa
+    from tt_zoo.data import article_sources, mediawiki
+    from tt_zoo.retrieval import index, reqa
     for error in (article_sources.ArticleFormatError, mediawiki.MediaWikiDumpError,
                   reqa.ReQAFormatError, training.SettingsMismatchError, ArtifactError):
         assert issubclass(error, tt_zoo.TtZooError) and issubclass(error, ValueError), error

@@ -7,7 +7,7 @@ import pytest
 from conftest import data_file
 from helpers import load_recipe, tiny_vocab
 import tt_zoo
-from tt_zoo import registry
+from tt_zoo.serving import download, registry
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +81,17 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
     assert "none_512: " in out and "exists" in out
     assert "fine-tuned" not in out and "zero-shot in" not in out
 
-    shipped = tmp_path / "saved_models" / "shipped.json"
+    shipped = tmp_path / "shipped_models.json"
     readme = tmp_path / "README.md"
     readme.write_text(f"# models\n{recipe.README_BEGIN}\nold list\n{recipe.README_END}\nmore\n")
-    recipe.main(argv + ["--stages", "ship", "--shipped", str(shipped), "--readme", str(readme)])
+    recipe.main(argv + ["--stages", "ship", "--saved-models", str(tmp_path / "saved_models"),
+                        "--shipped", str(shipped), "--readme", str(readme)])
     text = readme.read_text()
     assert "old list" not in text and "| `none_512` | tiny BERT, dim 512 | none |" in text
     assert text.endswith(f"{recipe.README_END}\nmore\n") and "| BM25 |" in text
     entries = registry.read_shipped(shipped)
     assert set(entries) == {"none_512", "bow_mlp_none_512"}
+    assert entries["none_512"]["url"] == download.release_url("none_512")
     model = tt_zoo.load(tmp_path / "saved_models" / "bow_mlp_none_512")
     assert model.metadata["sha256"] == entries["bow_mlp_none_512"]["sha256"]
     tables = model.metadata["metrics"]
@@ -99,7 +101,8 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
 
 def test_a_committed_model_at_the_grid_budget_is_not_retrained(recipe, tmp_path):
     saved = tmp_path / "saved_models"
-    args = recipe.parse_args(["--stages", "pretrain", "--shipped", str(saved / "shipped.json")])
+    args = recipe.parse_args(["--stages", "pretrain", "--saved-models", str(saved),
+                              "--shipped", str(tmp_path / "shipped_models.json")])
     budget = args.budget
     for name, steps in (("ict_512", budget.steps), ("bfs_512", 50), ("ict_bfs_wlp_512", 800)):
         (saved / name).mkdir(parents=True)

@@ -6,55 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from tt_zoo import features
-from tt_zoo import reqa as reqa_lib
-
-P0 = "The cat sat on the mat. It was happy. The cat sat on the mat."
-P1 = "Paris is the capital of France."
-P2 = "The dog barked. It was happy."
-
-
-def _qa(qid, question, context, answer, occurrence=0):
-    start = -1
-    for _ in range(occurrence + 1):
-        start = context.index(answer, start + 1)
-    return {"id": qid, "question": question, "answers": [{"text": answer, "answer_start": start}]}
-
-
-def hand_made_squad():
-    """Hand-checked gold candidates (sentence spans by blingfire):
-
-    P0 = [0,23) "The cat sat on the mat." | [24,37) "It was happy." | [38,61) repeat of sentence 1
-    candidates: 0 = (P0 s1), 1 = (P0 "It was happy."), 2 = (P1), 3 = (P2 "The dog barked."),
-                4 = (P2 "It was happy.")  -- same sentence text as 1, other passage: distinct.
-    q_first: answer_start 0, the first char of sentence 1           -> 0
-    q_last:  answer "." at 36, the last char of "It was happy."     -> 1
-    q_repeat: "mat" in the repeated third sentence (start 57)        -> 0 (deduplicated)
-    q_one:   the one-sentence passage                                -> 2
-    q_dup_passage: P0 again in another article                       -> 1, no new candidates
-    q_other_passage: "happy" in P2                                   -> 4, not 1
-    """
-    return {"version": "1.1", "data": [
-        {"title": "Alpha", "paragraphs": [
-            {"context": P0, "qas": [
-                _qa("q_first", "Who sat on the mat?", P0, "The"),
-                {"id": "q_last", "question": "How did it end?",
-                 "answers": [{"text": ".", "answer_start": 36}]},
-                _qa("q_repeat", "Where did the cat sit again?", P0, "mat", occurrence=1),
-            ]},
-            {"context": P1, "qas": [_qa("q_one", "What is the capital of France?", P1, "Paris")]},
-        ]},
-        {"title": "Beta", "paragraphs": [
-            {"context": P0, "qas": [_qa("q_dup_passage", "Was it happy?", P0, "happy")]},
-            {"context": P2, "qas": [_qa("q_other_passage", "Was the dog happy?", P2, "happy")]},
-        ]},
-    ]}
-
-
-def write_squad(tmp_path, obj, name="squad.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(obj), encoding="utf-8")
-    return path
+from helpers import P0, P1, P2, hand_made_squad, write_squad
+from tt_zoo.data import features
+from tt_zoo.retrieval import reqa as reqa_lib
 
 
 @pytest.fixture

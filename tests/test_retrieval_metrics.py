@@ -1,12 +1,12 @@
-"""Recall@k, MRR, exact top-k and encoder evaluation, on hand-worked numbers."""
+"""Recall@k, MRR and the evaluation of searchers and encoders, on hand-worked numbers."""
 
 import numpy as np
 import pytest
 
-from tt_zoo import retrieval_metrics as rm
-from tt_zoo import reqa as reqa_lib
-
-from test_reqa import hand_made_squad
+from helpers import LookupEncoder, hand_made_squad
+from tt_zoo.retrieval import metrics as rm
+from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.retrieval.search import ExactSearcher, SearchResult
 
 
 # Rankings (best first) and gold ids:
@@ -40,63 +40,6 @@ def test_metric_input_errors():
         rm.mrr([], [])
 
 
-def test_exact_top_k_hand_worked():
-    # Scores = queries @ cands.T = [[1, 0, 2, 2], [0, 3, 0, -1]]
-    queries = np.array([[1.0, 0.0], [0.0, 1.0]])
-    cands = np.array([[1.0, 0.0], [0.0, 3.0], [2.0, 0.0], [2.0, -1.0]])
-    ids, scores = rm.exact_top_k(queries, cands, k=3)
-    assert ids.tolist() == [[2, 3, 0], [1, 0, 2]]  # the tie 2 = 2 goes to the lower id
-    np.testing.assert_allclose(scores, [[2, 2, 1], [3, 0, 0]])
-    ids, _ = rm.exact_top_k(queries, cands, k=10)  # capped at the number of candidates
-    assert ids.shape == (2, 4)
-
-
-def test_exact_top_k_blocks_match_a_full_sort():
-    rng = np.random.default_rng(0)
-    q, c = rng.normal(size=(37, 8)), rng.normal(size=(200, 8))
-    ids, scores = rm.exact_top_k(q, c, k=15, block_size=10)
-    expected = np.argsort(-(q @ c.T), axis=1)[:, :15]
-    np.testing.assert_array_equal(ids, expected)
-    np.testing.assert_allclose(scores, np.take_along_axis(q @ c.T, expected, 1), rtol=1e-5)
-
-
-def test_exact_top_k_shape_errors():
-    with pytest.raises(ValueError, match="dims differ"):
-        rm.exact_top_k(np.ones((2, 3)), np.ones((4, 5)), 1)
-    with pytest.raises(ValueError, match="must be 2D"):
-        rm.exact_top_k(np.ones(3), np.ones((4, 3)), 1)
-
-
-class LookupEncoder:
-    """One-hot embeddings: a query points at a chosen candidate; a document at its candidate.
-
-    With ``passage_only=True`` the document embedding ignores the sentence, so all sentences of
-    a passage tie (and the tie goes to the lowest candidate id).
-    """
-
-    def __init__(self, reqa, targets, passage_only=False):
-        self.reqa, self.targets, self.passage_only = reqa, targets, passage_only
-        self.dim = len(reqa.candidates)
-        self.key_to_index = {(c.sentence, c.passage): i for i, c in enumerate(reqa.candidates)}
-        self.first_of_passage = {}
-        for i, c in enumerate(reqa.candidates):
-            self.first_of_passage.setdefault(c.passage, i)
-
-    def encode_queries(self, texts):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for row, text in enumerate(texts):
-            out[row, self.targets[text]] = 1.0
-        return out
-
-    def encode_documents(self, texts, titles):
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for row, (passage, sentence) in enumerate(zip(texts, titles)):
-            col = (self.first_of_passage[passage] if self.passage_only
-                   else self.key_to_index[(sentence, passage)])
-            out[row, col] = 1.0
-        return out
-
-
 @pytest.fixture
 def hand_made():
     return reqa_lib.build_reqa_from_squad(hand_made_squad())
@@ -124,16 +67,20 @@ def test_evaluate_encoder_hit_is_the_gold_sentence_only(hand_made):
     assert result["exact"] == pytest.approx({"R@1": 0.5, "R@2": 1.0, "MRR": 0.75})
 
 
-class StrIdBruteForce:
-    """An index with string ids that returns a wrong first result for every query."""
+class RolledBruteForce:
+    """A searcher that returns a wrong first result for every query."""
 
     def __init__(self, embeddings):
-        self.embeddings = embeddings
+        self.exact = ExactSearcher(embeddings)
+
+    def __len__(self):
+        return len(self.exact)
 
     def search(self, query_embeddings, k):
-        ids, scores = rm.exact_top_k(query_embeddings, self.embeddings, k)
-        ids = np.roll(ids, 1, axis=1)  # the worst of the top k moves to the front
-        return [[str(i) for i in row] for row in ids], scores
+        result = self.exact.search(query_embeddings, k)
+        # The worst of the top k moves to the front.
+        return SearchResult.from_rows(np.roll(result.rows, 1, axis=1),
+                                      np.roll(result.scores, 1, axis=1), self.exact.ids)
 
 
 def test_evaluate_encoder_with_index_reports_both(hand_made):
@@ -141,7 +88,7 @@ def test_evaluate_encoder_with_index_reports_both(hand_made):
     enc = LookupEncoder(hand_made, targets)
     # Question subset, and the index given as a builder called on the candidate embeddings.
     result = rm.evaluate_encoder(enc, hand_made, ["q_one", "q_last"], ks=(1, 2),
-                                 index=StrIdBruteForce)
+                                 build_index=RolledBruteForce)
     assert result["num_queries"] == 2
     assert result["exact"]["R@1"] == 1.0
     assert result["index"] == pytest.approx({"R@1": 0.0, "R@2": 1.0, "MRR": 0.5})
@@ -149,7 +96,7 @@ def test_evaluate_encoder_with_index_reports_both(hand_made):
 
 
 def test_evaluate_encoder_with_embedding_index(hand_made):
-    index_lib = pytest.importorskip("tt_zoo.index")
+    index_lib = pytest.importorskip("tt_zoo.retrieval.index")
     targets = {q.text: q.gold_index for q in hand_made.questions}
     enc = LookupEncoder(hand_made, targets)
     cand = enc.encode_documents([c.passage for c in hand_made.candidates],
@@ -168,3 +115,15 @@ def test_evaluate_encoder_bad_encoder_output(hand_made):
     enc = Broken(hand_made, {})
     with pytest.raises(ValueError, match=r"encode queries: the encoder returned shape \(7, 5\)"):
         rm.evaluate_encoder(enc, hand_made)
+
+
+def test_encoder_and_bm25_evaluations_share_one_shape(hand_made):
+    from tt_zoo.retrieval import bm25
+
+    targets = {q.text: q.gold_index for q in hand_made.questions}
+    encoder = rm.evaluate_encoder(LookupEncoder(hand_made, targets), hand_made, ks=(1, 2))
+    lexical = bm25.evaluate_bm25(hand_made, ks=(1, 2))
+    assert set(lexical) - {"settings"} == set(encoder) == {
+        "num_queries", "num_candidates", "exact", "index", "queries_without_results", "seconds"}
+    assert set(lexical["exact"]) == set(encoder["exact"]) == {"R@1", "R@2", "MRR"}
+    assert encoder["queries_without_results"] == 0

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tt_zoo
+from helpers import assert_matches_golden, read_golden
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 SHIPPED = tt_zoo.list_models(shipped_only=True)
@@ -20,14 +21,9 @@ def shipped(request):
 
 def test_golden_outputs(shipped):
     name, model = shipped
-    path = GOLDEN / f"{name}.json"
-    assert path.is_file(), f"no golden file for {name}: run tests/golden/regenerate.py"
-    golden = json.loads(path.read_text())
-    q = model.encode_queries(golden["queries"])
-    d = model.encode_documents(golden["passages"], titles=golden["titles"])
-    np.testing.assert_allclose(q[:, :8], golden["query_embeddings_first8"], atol=1e-5)
-    np.testing.assert_allclose(d[:, :8], golden["document_embeddings_first8"], atol=1e-5)
-    np.testing.assert_allclose(q @ d.T, golden["scores"], atol=1e-5)
+    golden = read_golden(name)
+    assert_matches_golden(golden, model.encode_queries(golden["queries"]),
+                          model.encode_documents(golden["passages"], titles=golden["titles"]))
 
 
 def test_card_records_the_measured_table_and_how_it_was_trained(shipped):

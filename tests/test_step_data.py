@@ -1,4 +1,4 @@
-"""Pairs tokenized once and served in a step-indexed order (tt_zoo.step_data)."""
+"""Pairs tokenized once and served in a step-indexed order (tt_zoo.training.step_data)."""
 
 import pathlib
 import subprocess
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_models import tiny_model
-from tt_zoo import features as F
-from tt_zoo.step_data import (cached_tokenize_pair_set, num_rows, step_batches,
-                              tokenize_on_host, tokenize_pair_set)
+from helpers import tiny_model
+from tt_zoo.data import features as F
+from tt_zoo.training.step_data import (cached_tokenize_pair_set, num_rows, step_batches,
+                                       tokenize_on_host, tokenize_pair_set)
 
 N = 10
 
@@ -119,8 +119,8 @@ def test_tokenize_on_host_leaves_no_strings_for_the_step():
 
 
 def test_token_cache_is_keyed_by_the_inputs(tmp_path):
-    from tt_zoo.pairs_io import write_pair_shards
-    from tt_zoo.pretraining_tasks import Pair
+    from tt_zoo.data.pairs_io import write_pair_shards
+    from tt_zoo.data.pretraining_tasks import Pair
     pairs = [Pair(f"who discovered penicillin {i}?", "penicillin", "fleming did.", f"d{i}",
                   "ict") for i in range(8)]
     write_pair_shards(pairs, str(tmp_path / "pairs"), num_shards=1)

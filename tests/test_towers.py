@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from helpers import assert_layer_round_trip
-from tt_zoo.towers import BERT_SIZES, BertTower, BowMlpTower, resolve_bert_shape
+from tt_zoo.modeling.towers import BERT_SIZES, BertTower, BowMlpTower, resolve_bert_shape
 
 IDS = tf.constant([[2, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0]])
 PACKED = {"input_word_ids": IDS, "input_mask": tf.cast(IDS > 0, tf.int32),
@@ -63,7 +63,7 @@ def test_bow_mlp_averages_over_real_tokens_only():
 
 
 def test_masked_mean_hand_worked():
-    from tt_zoo.towers import masked_mean
+    from tt_zoo.modeling.towers import masked_mean
     # Row 0 averages positions 0 and 1: ([1, 2] + [3, 4]) / 2; row 1 has no real token: zeros.
     vectors = tf.constant([[[1., 2.], [3., 4.], [100., 100.]], [[5., 5.], [6., 6.], [7., 7.]]])
     mask = tf.constant([[1, 1, 0], [0, 0, 0]])

@@ -1,4 +1,4 @@
-"""tt_zoo.training: settings recorded and checked on resume, the zero-shot curve callback."""
+"""tt_zoo.training.loop: settings recorded and checked on resume, the zero-shot curve callback."""
 
 import json
 
@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_models import PAIRS, tiny_model
-from test_reqa import hand_made_squad
-from tt_zoo import training
-from tt_zoo.reqa import build_reqa_from_squad
-from tt_zoo.step_data import distribute_step_batches, step_batches, tokenize_pair_set
+from helpers import PAIRS, hand_made_squad, tiny_model
+from tt_zoo.training import loop as training
+from tt_zoo.retrieval.reqa import build_reqa_from_squad
+from tt_zoo.training.step_data import distribute_step_batches, step_batches, tokenize_pair_set
 
 
 def test_settings_are_recorded_then_checked(tmp_path):

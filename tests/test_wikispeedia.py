@@ -5,8 +5,8 @@ import pathlib
 import pytest
 
 from conftest import data_file
-from tt_zoo.articles import ReadReport
-from tt_zoo.wikispeedia import decode_title, parse_plaintext, read_wikispeedia
+from tt_zoo.data.articles import ReadReport
+from tt_zoo.data.wikispeedia import decode_title, parse_plaintext, read_wikispeedia
 
 TITLES = ["Áedán mac Gabráin", "Cyrus the Great", "Stuttering", "Earth"]
 

@@ -7,22 +7,10 @@ import numpy as np
 import pytest
 
 import tt_zoo
-from helpers import tiny_vocab
-from test_models import PAIRS, tiny_model
-from tt_zoo import features as F
-from tt_zoo.export import export_saved_model
-from tt_zoo.registry import EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY
-from tt_zoo.zoo import ArtifactError, build_untrained
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    model = tiny_model()
-    model.build_by_calling()
-    path = tmp_path_factory.mktemp("zoo") / "tiny"
-    export_saved_model(model, path, {"name": "tiny_test", "encoder": "bert",
-                                     "pretraining": "none"})
-    return model, path
+from helpers import PAIRS, tiny_vocab
+from tt_zoo.data import features as F
+from tt_zoo.serving.registry import EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY
+from tt_zoo.serving.zoo import ArtifactError, build_untrained
 
 
 def test_registry_names_read_like_the_paper():
@@ -51,7 +39,7 @@ def test_every_registered_variant_is_consistent(name):
 def test_untrained_variants_build_and_encode(encoder_prefix):
     spec = REGISTRY[f"{encoder_prefix}none_128"]
     model = build_untrained(spec, tiny_vocab(), query_length=16, document_length=24,
-                            tower_shape=(1, 16, 2))
+                            tower_shape=dict(num_layers=1, hidden_size=16, num_attention_heads=2))
     assert model.encode_queries(["who?"]).shape == (1, 128)
 
 
@@ -66,7 +54,7 @@ def test_unknown_and_unshipped_names():
 
 
 def test_load_by_path_encodes_like_the_keras_model(exported):
-    model, path = exported
+    model, path, _ = exported
     loaded = tt_zoo.load(path)
     assert loaded.pretraining == "none" and loaded.name == "tiny_test"
     np.testing.assert_allclose(loaded.encode_queries(PAIRS[F.QUERY]),
@@ -75,7 +63,7 @@ def test_load_by_path_encodes_like_the_keras_model(exported):
 
 @pytest.mark.parametrize("backend", ["scann", "brute_force"])
 def test_index_search_and_save(exported, tmp_path, backend):
-    loaded = tt_zoo.load(exported[1])
+    loaded = tt_zoo.load(exported.path)
     passages = PAIRS[F.DOC_TEXT]
     index = loaded.index(passages, titles=PAIRS[F.DOC_TITLE], backend=backend)
     hits = index.search(["who discovered penicillin?", "paris"], k=3)
@@ -94,7 +82,7 @@ def test_index_search_and_save(exported, tmp_path, backend):
 
 def test_fine_tunes_with_keras_fit(exported):
     import tensorflow as tf
-    loaded = tt_zoo.load(exported[1])
+    loaded = tt_zoo.load(exported.path)
     loaded.compile(optimizer=tf.keras.optimizers.Adam(1e-3))
     history = loaded.fit(tf.data.Dataset.from_tensor_slices(PAIRS).batch(4), epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
@@ -102,7 +90,7 @@ def test_fine_tunes_with_keras_fit(exported):
 
 def test_corrupted_or_truncated_artifact_is_refused(exported, tmp_path):
     import shutil
-    _, path = exported
+    path = exported.path
     broken = tmp_path / "broken"
     shutil.copytree(path, broken)
     data_file = next((broken / "variables").glob("variables.data-*"))
@@ -117,7 +105,7 @@ def test_corrupted_or_truncated_artifact_is_refused(exported, tmp_path):
 
 
 def test_shipped_list_is_read_from_saved_models(tmp_path):
-    from tt_zoo import registry
+    from tt_zoo.serving import registry
 
     shipped = registry.read_shipped()
     assert set(shipped) == set(tt_zoo.list_models(shipped_only=True))

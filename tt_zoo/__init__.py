@@ -15,17 +15,18 @@ from tt_zoo import _keras_env
 # TensorFlow) imports it, with Keras 2 as tf.keras.
 _keras_env.check_legacy_keras(import_tensorflow=False)
 
-__version__ = "0.1.0"
+from tt_zoo._version import __version__  # noqa: E402
 
-from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
-from tt_zoo.registry import get_spec, list_models  # noqa: E402
+from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
+from tt_zoo.serving.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "list_models", "get_spec", "ArtifactError", "TtZooError", "__version__"]
+__all__ = ["load", "list_models", "get_spec", "ArtifactError", "DownloadError", "TtZooError",
+           "__version__"]
 
 
 def __getattr__(name):
     if name == "load":
         _keras_env.check_legacy_keras()
-        from tt_zoo.zoo import load
+        from tt_zoo.serving.zoo import load
         return load
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

@@ -36,45 +36,46 @@ def _split_url(path: str):
 
 
 @contextlib.contextmanager
-def _open_remote_for_replace(path: str, mode: str):
-    """Buffers the writes in memory (zip writers need seek/tell, which object stores lack), then
-    uploads them to a temp name beside `path` and renames it over `path`."""
-    gfile = _gfile()
-    parent, name = _split_url(path)
-    buffer = io.BytesIO() if "b" in mode else io.StringIO()
-    yield buffer
-    gfile.makedirs(parent)
-    tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+def replacing(path):
+    """Yields a temp path beside `path` (``.NAME.<random>.tmp``) for a writer that wants a
+    file name (e.g. `tf.io.TFRecordWriter`); on a clean exit renames it over `path`, on an
+    error removes it. URLs go through `tf.io.gfile`."""
+    if is_remote(path):
+        gfile = _gfile()
+        parent, name = _split_url(path)
+        gfile.makedirs(parent)
+        tmp = f"{parent}/.{name}.{uuid.uuid4().hex}.tmp"
+        exists, rename, remove = gfile.exists, gfile.rename, gfile.remove
+    else:
+        path = pathlib.Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = str(path.parent / f".{path.name}.{uuid.uuid4().hex}.tmp")
+        exists, remove = os.path.exists, os.unlink
+        rename = lambda src, dst, overwrite: os.replace(src, dst)  # noqa: E731
     try:
-        with gfile.GFile(tmp, "wb" if "b" in mode else "w") as f:
-            f.write(buffer.getvalue())
-        gfile.rename(tmp, path, overwrite=True)
+        yield tmp
+        rename(tmp, str(path), overwrite=True)
     except BaseException:
-        if gfile.exists(tmp):
-            gfile.remove(tmp)
+        if exists(tmp):
+            remove(tmp)
         raise
 
 
 @contextlib.contextmanager
 def open_for_replace(path, mode: str = "w", **open_kwargs):
     """Opens a temp file beside `path`; on a clean exit renames it over `path`, on an error
-    removes it. Yields the open file. URLs go through `tf.io.gfile` (UTF-8 text)."""
+    removes it (`replacing`). Yields the open file. URLs go through `tf.io.gfile` (UTF-8 text):
+    the writes are buffered in memory (zip writers need seek/tell, which object stores lack)
+    and uploaded at the end."""
     if is_remote(path):
-        with _open_remote_for_replace(str(path), mode) as f:
-            yield f
+        buffer = io.BytesIO() if "b" in mode else io.StringIO()
+        yield buffer
+        with replacing(path) as tmp, _gfile().GFile(tmp, "wb" if "b" in mode else "w") as f:
+            f.write(buffer.getvalue())
         return
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, mode, **open_kwargs) as f:
+    with replacing(path) as tmp:
+        with open(tmp, mode, **open_kwargs) as f:
             yield f
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def write_text(path, text: str):

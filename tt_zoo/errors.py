@@ -12,3 +12,9 @@ class TtZooError(ValueError):
 class ArtifactError(TtZooError):
     """A saved artifact (model export, index, retrieve SavedModel, pair directory) is missing,
     incomplete, or does not match its recorded sha256; the message names the file."""
+
+
+class DownloadError(TtZooError):
+    """A shipped model's files could not be fetched (offline, unreachable host, HTTP error);
+    the message names the URL that failed and the folder where the files may be placed by
+    hand."""

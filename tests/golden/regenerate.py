@@ -5,15 +5,12 @@ Run after (re)training a shipped model, and commit the result with the new weigh
 """
 
 import json
-import os
 import pathlib
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-import tt_zoo  # noqa: E402
-from tt_zoo.atomic_io import write_text  # noqa: E402
+import tt_zoo
+from tt_zoo.atomic_io import write_text
 
 HERE = pathlib.Path(__file__).resolve().parent
 QUERIES = ["who discovered penicillin?", "what is the capital of france?",

@@ -5,17 +5,17 @@ single-device ones (allclose); exits non-zero otherwise. Run as a separate proce
 logical devices must be configured before TensorFlow initialises.
 """
 
-import os
 import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import tt_zoo  # noqa: F401  (first: the package sets Keras 2 as tf.keras)
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-from tt_zoo.losses import CorrectedSampledSoftmaxLoss  # noqa: E402
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss  # noqa: E402
 
 rng = np.random.default_rng(0)
 GLOBAL_BATCH, DIM = 8, 4

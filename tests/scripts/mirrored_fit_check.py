@@ -9,21 +9,21 @@ MIRRORED_FIT_OK; exits non-zero otherwise. A separate process, because logical d
 configured before TensorFlow initialises.
 """
 
-import os
 import pathlib
 import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+import tt_zoo  # noqa: F401  (first: the package sets Keras 2 as tf.keras)
+
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/
-from test_models import tiny_model  # noqa: E402
-from tt_zoo import features as F  # noqa: E402
-from tt_zoo.step_data import distribute_step_batches, step_batches, tokenize_pair_set  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for helpers
+from helpers import tiny_model  # noqa: E402
+from tt_zoo.data import features as F  # noqa: E402
+from tt_zoo.training.step_data import distribute_step_batches, step_batches, tokenize_pair_set  # noqa: E402
 
 N, GLOBAL_BATCH, STEPS = 8, 4, 3
 PAIRS = tf.data.Dataset.from_tensor_slices({

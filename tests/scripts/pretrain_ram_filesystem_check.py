@@ -13,15 +13,11 @@ import contextlib
 import io
 import json
 import os
-import pathlib
 import sys
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-import tensorflow as tf  # noqa: E402
+from tt_zoo.cli import pretrain  # first: the package sets Keras 2 as tf.keras
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "recipes"))
-import pretrain  # noqa: E402
+import tensorflow as tf  # noqa: E402
 
 pairs_dir, vocab, local_copy = sys.argv[1:4]
 for name in tf.io.gfile.listdir(pairs_dir):

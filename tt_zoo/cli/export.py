@@ -1,0 +1,138 @@
+"""Exports a model for serving, and optionally a ScaNN / brute-force index and `retrieve` model.
+
+From a pretraining checkpoint (recipes/pretrain.py also calls the same export at its end):
+  python recipes/export.py --variant ict_bfs_wlp_512 --checkpoint runs/pretrain/ict_bfs_wlp_512 \
+      --document-length 128 --output saved_models/ict_bfs_wlp_512
+
+An index over a corpus (ReQA-SQuAD(dev) candidates, or a JSON Lines file of {"id", "title",
+"text"}), saved with ScaNN's own serializer (ids in a plain file), plus a `retrieve` SavedModel
+(query string -> top-k ids and scores) with the TFRS ScaNN layer or BruteForce:
+  python recipes/export.py --model ict_bfs_wlp_512 --corpus squad --index-output out/index \
+      --retrieve-output out/retrieve --backend brute_force --k 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+from tt_zoo.cli.common import PROJECT_VOCAB, load_reqa
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--variant", help="registered name, restored from --checkpoint")
+    src.add_argument("--model", help="a zoo name or an export directory")
+    p.add_argument("--checkpoint", help="a pretrain workdir or checkpoint directory")
+    p.add_argument("--vocab", default=str(PROJECT_VOCAB))
+    p.add_argument("--query-length", type=int)
+    p.add_argument("--document-length", type=int)
+    p.add_argument("--output", help="export directory for the model's SavedModel")
+    p.add_argument("--corpus", help="'squad' (ReQA-SQuAD(dev) candidates) or a .jsonl file")
+    p.add_argument("--index-output", help="directory for the saved index")
+    p.add_argument("--retrieve-output", help="directory for the retrieve SavedModel")
+    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"))
+    p.add_argument("--k", type=int, default=10)
+    args = p.parse_args(argv)
+    if args.variant and not args.checkpoint:
+        p.error("--variant needs --checkpoint")
+    if (args.index_output or args.retrieve_output) and not args.corpus:
+        p.error("--index-output/--retrieve-output need --corpus")
+    if not (args.output or args.index_output or args.retrieve_output):
+        p.error("nothing to do: give --output, --index-output or --retrieve-output")
+    return args
+
+
+def restore_from_checkpoint(args):
+    """Rebuilds the variant and restores the latest checkpoint; returns (model, metadata)."""
+    import tensorflow as tf
+
+    from tt_zoo.serving.registry import get_spec
+    from tt_zoo.serving.zoo import build_untrained
+
+    spec = get_spec(args.variant)
+    root = pathlib.Path(args.checkpoint)
+    ckpt_dir = root / "checkpoints" if (root / "checkpoints").is_dir() else root
+    latest = tf.train.latest_checkpoint(str(ckpt_dir))
+    if latest is None:
+        sys.exit(f"no checkpoint found in {ckpt_dir}")
+    model = build_untrained(spec, args.vocab, query_length=args.query_length,
+                            document_length=args.document_length)
+    model.build_by_calling()
+    tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
+    summary_file = root / "train_summary.json"
+    meta = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
+    meta.update(name=spec.name, encoder=spec.encoder, tower_size=spec.tower_size,
+                pretraining=spec.pretraining, checkpoint=os.path.basename(latest))
+    return model, meta
+
+
+def load_corpus(corpus: str):
+    """(ids, titles, texts) of the corpus to index."""
+    if corpus == "squad":
+        reqa = load_reqa()
+        cands = reqa.candidates
+        return ([str(i) for i in range(len(cands))], [c.sentence for c in cands],
+                [c.passage for c in cands])
+    ids, titles, texts = [], [], []
+    with open(corpus, encoding="utf-8") as f:
+        for line_no, line in enumerate(f, 1):
+            try:
+                row = json.loads(line)
+                ids.append(str(row["id"]))
+                titles.append(row.get("title", ""))
+                texts.append(row["text"])
+            except (json.JSONDecodeError, KeyError, TypeError) as e:
+                sys.exit(f"{corpus}:{line_no}: expected a JSON object with 'id' and 'text' ({e})")
+    return ids, titles, texts
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        export(args)
+    except FileExistsError as e:
+        sys.exit(str(e))
+
+
+def export(args):
+    import tt_zoo
+    import tt_zoo.serving.zoo
+    from tt_zoo.serving.export import QueryEncoder, export_saved_model
+    from tt_zoo.serving.retrieve import export_retrieval_model
+
+    if args.variant:
+        keras_model, meta = restore_from_checkpoint(args)
+        model = tt_zoo.serving.zoo.ZooModel(keras_model, metadata=meta)
+    else:
+        model = tt_zoo.load(args.model)
+        keras_model, meta = model.keras_model, dict(model.metadata)
+    if args.output:
+        meta.pop("sha256", None)
+        written = export_saved_model(keras_model, args.output, meta)
+        print(f"exported {args.output} (sha256 {written['sha256']}, "
+              f"{written['parameters']:,} parameters)")
+    if args.corpus:
+        ids, titles, texts = load_corpus(args.corpus)
+        embeddings = model.encode_documents(texts, titles=titles)
+        index = model.index(texts, titles=titles, ids=ids, backend=args.backend,
+                            embeddings=embeddings)
+        print(f"indexed {len(index):,} documents with {args.backend}")
+        if args.index_output:
+            index.save(args.index_output)
+            print(f"saved index to {args.index_output}")
+        if args.retrieve_output:
+            query_encoder = QueryEncoder(keras_model)
+            export_retrieval_model(query_encoder, embeddings, ids, args.retrieve_output,
+                                   k=args.k, backend=args.backend)
+            print(f"exported retrieve SavedModel ({args.backend}, k={args.k}) to "
+                  f"{args.retrieve_output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,275 @@
+"""Pretrains a registered two-tower variant on pretraining pairs, then exports it for serving.
+
+Chang et al. 2020, Sec. 5.1: Adam 1e-4 with 10% linear warm-up then linear decay, the corrected
+sampled softmax over the (global) batch. Checkpoints every N steps and resumes after a kill;
+TensorBoard scalars under --log-dir; a progress bar with pairs/s.
+
+  python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \
+      --output runs/pairs/ict_bfs_wlp
+  python recipes/pretrain.py --variant ict_bfs_wlp_512 --pairs runs/pairs/ict_bfs_wlp \
+      --batch-size 128 --steps 1000 --strategy cpu --export saved_models/ict_bfs_wlp_512
+
+On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden);
+--workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through
+tf.io.gfile).
+`none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
+pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/make_pairs.py
+--tasks mlm) and initialise both towers from it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shlex
+import sys
+
+import tensorflow as tf
+
+from tt_zoo.serving import registry
+from tt_zoo.training import loop as training
+from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
+from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
+from tt_zoo.serving.export import export_saved_model, is_model_export
+from tt_zoo.serving.zoo import build_untrained
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--variant", required=True, help="a registered name, e.g. ict_bfs_wlp_512")
+    p.add_argument("--pairs", help="a pair directory written by recipes/make_pairs.py")
+    p.add_argument("--mlm-examples", help="an MLM example directory (for mlm variants)")
+    p.add_argument("--vocab", default=str(PROJECT_VOCAB), help="vocab.txt of the model")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (registry default)")
+    p.add_argument("--batch-size", type=int, default=None, help="global batch (registry default)")
+    p.add_argument("--learning-rate", type=float, default=None)
+    p.add_argument("--warmup-fraction", type=float, default=None)
+    p.add_argument("--query-length", type=int, default=None)
+    p.add_argument("--document-length", type=int, default=None)
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--pooling", choices=("cls", "mean"), default=None,
+                   help="BERT aggregator: [CLS] (the paper) or mean of the final states "
+                        "(registry default)")
+    p.add_argument("--share-towers", choices=("yes", "no"), default=None,
+                   help="one tower for queries and documents (registry default)")
+    p.add_argument("--normalize", choices=("yes", "no"), default=None,
+                   help="L2-normalised embeddings, cosine scores (registry default)")
+    p.add_argument("--temperature", type=float, default=None,
+                   help="divides the logits in the loss (registry default; 0 = none)")
+    p.add_argument("--bow-output-activation", choices=("tanh", "linear"), default=None,
+                   help="BoW-MLP output layer (registry default)")
+    p.add_argument("--jit-compile", choices=("auto", "yes", "no"), default="auto",
+                   help="compile the training step with XLA (auto: yes for --strategy tpu). The "
+                        "step holds no strings (pairs are tokenized on the host), so it compiles; "
+                        "under XLA dropout ignores the seed, so a resumed run is not bit-exact")
+    p.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16"), default="float32",
+                   help="Keras dtype policy of the towers (scores and loss stay float32)")
+    p.add_argument("--token-cache", default=os.path.join("runs", "token_cache"),
+                   help="where pairs tokenized once are kept for later runs ('' : nowhere)")
+    p.add_argument("--max-pairs", type=int, default=None,
+                   help="train on the first N pairs of --pairs only")
+    p.add_argument("--eval-every", type=int, default=0,
+                   help="score ReQA-SQuAD(dev) zero-shot every N steps (0: never); the curve "
+                        "goes to WORKDIR/curve.jsonl")
+    p.add_argument("--eval-questions", type=int, default=2000,
+                   help="questions sampled (seed 0) for --eval-every; all candidates are used")
+    p.add_argument("--squad", default=None,
+                   help="SQuAD v1.1 JSON for --eval-every ($TT_ZOO_DATA/squad/dev-v1.1.json)")
+    p.add_argument("--tower-shape", default=None,
+                   help="explicit BERT shape LAYERS,HIDDEN,HEADS overriding the registry size "
+                        "(for smoke tests)")
+    p.add_argument("--strategy", default="cpu", choices=training.STRATEGIES)
+    p.add_argument("--tpu", default=None, help="TPU name/address for --strategy tpu")
+    p.add_argument("--workdir", default=None, help="checkpoints and logs (runs/pretrain/VARIANT)")
+    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--export", default=None, help="export directory for the trained model")
+    p.add_argument("--no-progress", action="store_true")
+    return p.parse_args(argv)
+
+
+def model_options(spec, args) -> registry.ModelOptions:
+    """The spec's training-time model options, with the command line's overrides."""
+    yes = {"yes": True, "no": False}
+    options = dataclasses.asdict(spec.options)
+    if args.pooling is not None:
+        options["pooling"] = args.pooling
+    if args.share_towers is not None:
+        options["share_towers"] = yes[args.share_towers]
+    if args.normalize is not None:
+        options["normalize_embeddings"] = yes[args.normalize]
+    if args.temperature is not None:
+        options["temperature"] = args.temperature or None  # 0 means none
+    if args.bow_output_activation is not None:
+        options["bow_output_activation"] = {"tanh": "tanh", "linear": None}[
+            args.bow_output_activation]
+    return registry.ModelOptions(**options)
+
+
+def build_model(spec, args, vocab):
+    shape = (dict(zip(("num_layers", "hidden_size", "num_attention_heads"),
+                      (int(x) for x in args.tower_shape.split(","))))
+             if args.tower_shape else None)
+    return build_untrained(spec, vocab, query_length=args.query_length,
+                           document_length=args.document_length, dropout_rate=args.dropout,
+                           tower_shape=shape, options=model_options(spec, args))
+
+
+def run_settings(model, args, batch, lr, warmup, steps) -> dict:
+    """What defines a pretraining run: resuming with anything else is refused."""
+    towers = {"query_tower": model.query_tower.get_config(),
+              "document_tower": None if model.share_towers else model.document_tower.get_config(),
+              "query_length": model.query_preprocessor.seq_length,
+              "document_length": model.document_preprocessor.seq_length,
+              "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256,
+              "normalize_embeddings": model.normalize_embeddings,
+              "loss": model.retrieval_loss.get_config()}
+    pairs = args.pairs if is_remote(args.pairs) else os.path.abspath(args.pairs)
+    return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
+            "steps": steps, "seed": args.seed, "pairs": pairs,
+            "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy,
+            # Recorded only when on, so runs checkpointed before the flag existed still resume.
+            **({"jit_compile": True} if jit_compile(args) else {}), **towers}
+
+
+def jit_compile(args) -> bool:
+    return args.jit_compile == "yes" or (args.jit_compile == "auto" and args.strategy == "tpu")
+
+
+def zero_shot_curve(args, workdir, batch):
+    """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
+    from tt_zoo.retrieval.reqa import build_reqa
+    squad = args.squad or default_squad_path()
+    if not os.path.isfile(squad):
+        sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
+    return training.ZeroShotReqaCurve(build_reqa(squad), every_steps=args.eval_every,
+                                      num_questions=args.eval_questions, global_batch=batch,
+                                      output=os.path.join(workdir, "curve.jsonl"))
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        spec = registry.get_spec(args.variant)
+    except KeyError as e:
+        sys.exit(str(e.args[0]))
+    recipe = spec.recipe
+    steps = recipe.steps if args.steps is None else args.steps
+    batch = args.batch_size or recipe.batch_size
+    lr = args.learning_rate or recipe.learning_rate
+    warmup = recipe.warmup_fraction if args.warmup_fraction is None else args.warmup_fraction
+    if spec.pretraining == "none" and steps:
+        print(f"{spec.name} has no pretraining: ignoring --steps {steps}")
+        steps = 0
+    if steps and spec.pretraining != "mlm" and not args.pairs:
+        sys.exit(f"{spec.name} pretrains on {spec.pretraining} pairs: pass --pairs DIR "
+                 "(see recipes/make_pairs.py)")
+    if steps and spec.pretraining == "mlm" and not args.mlm_examples:
+        sys.exit(f"{spec.name} pretrains with MLM: pass --mlm-examples DIR "
+                 "(recipes/make_pairs.py --tasks mlm)")
+    if not os.path.isfile(args.vocab):
+        sys.exit(f"vocabulary {args.vocab} not found (recipes/learn_vocab.py writes one)")
+    if args.export:
+        try:  # before training, so an hour's run never ends in a refused write
+            check_replaceable(args.export, is_replaceable=is_model_export,
+                              what="tt_zoo model export")
+        except FileExistsError as e:
+            sys.exit(f"--export: {e}")
+
+    workdir = args.workdir or os.path.join("runs", "pretrain", spec.name)
+    training.enable_checkpointable_randomness(args.seed)
+    tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
+    strategy = training.make_strategy(args.strategy, args.tpu)
+    print(f"{spec.name}: {spec.encoder} {spec.tower_size or ''} dim {spec.embedding_dim}, "
+          f"{steps} steps x batch {batch} on {strategy.num_replicas_in_sync} replica(s) "
+          f"({args.strategy})")
+
+    with strategy.scope():
+        model = build_model(spec, args, args.vocab)
+        model.build_by_calling()
+        if steps:
+            schedule = training.paper_learning_rate(lr, steps, warmup)
+            model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
+                          jit_compile=jit_compile(args))
+
+    result = None
+    if steps and spec.pretraining == "mlm":
+        from tt_zoo.training.mlm import pretrain_mlm
+        try:
+            result = pretrain_mlm(model, args.mlm_examples, steps=steps, batch=batch,
+                                  learning_rate=lr, warmup_fraction=warmup, strategy=strategy,
+                                  workdir=workdir, checkpoint_every=args.checkpoint_every,
+                                  seed=args.seed, progress=not args.no_progress)
+        except training.SettingsMismatchError as e:
+            sys.exit(str(e))
+    elif steps:
+        from tt_zoo.training.step_data import cached_tokenize_pair_set, distribute_step_batches
+        arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,
+                                          max_pairs=args.max_pairs)
+        callbacks = [zero_shot_curve(args, workdir, batch)] if args.eval_every else []
+        try:
+            result = training.train_resumable(
+                model, lambda start: distribute_step_batches(
+                    strategy, arrays, batch, seed=args.seed, start_step=start, end_step=steps),
+                steps=steps, global_batch=batch,
+                checkpoint_dir=os.path.join(workdir, "checkpoints"),
+                checkpoint_every=args.checkpoint_every,
+                settings=run_settings(model, args, batch, lr, warmup, steps),
+                log_dir=os.path.join(workdir, "logs"), progress=not args.no_progress,
+                callbacks=callbacks)
+        except training.SettingsMismatchError as e:
+            sys.exit(str(e))
+        if result.final_loss is None:
+            print(f"already trained to step {result.steps_done}: nothing to do")
+        else:
+            print(f"trained to step {result.steps_done} (resumed from {result.resumed_from}) in "
+                  f"{result.wall_time_s:.0f} s, {result.pairs_per_s:.1f} pairs/s (first 100 "
+                  f"steps {result.pairs_per_s_over(first=True):.1f}, last 100 "
+                  f"{result.pairs_per_s_over(first=False):.1f}), final loss "
+                  f"{result.final_loss:.4f}")
+
+    summary = {"name": spec.name, "encoder": spec.encoder, "tower_size": spec.tower_size,
+               "pretraining": spec.pretraining, "train_steps": steps, "seed": args.seed,
+               "training_data": (f"pairs from {args.pairs or args.mlm_examples}"
+                                 if steps else "none (initialised, not trained)"),
+               "license": "Apache-2.0 (weights trained on CC BY-SA text)"}
+    summary["model_options"] = dataclasses.asdict(model_options(spec, args))
+    summary["command"] = shlex.join(["python", "recipes/pretrain.py",
+                                     *(sys.argv[1:] if argv is None else argv)])
+    if steps and args.pairs:
+        from tt_zoo.data.pairs_io import read_manifest
+        manifest = read_manifest(args.pairs, verify="none")
+        summary["pairs"] = {"num_pairs": manifest["num_records"],
+                            "num_distinct_docs": manifest.get("num_distinct_docs"),
+                            "make_pairs_config": manifest.get("config", {})}
+    if steps:
+        summary.update(batch_size=batch, learning_rate=lr, warmup_fraction=warmup,
+                       strategy=args.strategy, dtype_policy=args.dtype_policy,
+                       pairs_seen=steps * batch)
+    summary_path = os.path.join(workdir, "train_summary.json")
+    if result is not None and result.final_loss is not None:
+        # A rerun of a finished run trains nothing: the first run's summary stays the record.
+        summary.update(train_wall_time_s=round(result.wall_time_s, 1),
+                       train_pairs_per_s=round(result.pairs_per_s, 1),
+                       train_pairs_per_s_first_100=round(result.pairs_per_s_over(True), 1),
+                       train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),
+                       final_loss=round(result.final_loss, 4),
+                       resumed_from=result.resumed_from)
+    elif result is not None and tf.io.gfile.exists(summary_path):
+        with tf.io.gfile.GFile(summary_path) as f:
+            previous = json.load(f)
+        summary.update({k: v for k, v in previous.items() if k.startswith(("train_", "final_"))
+                        or k == "resumed_from"})
+    write_text(summary_path, json.dumps(summary, indent=2))
+    if args.export:
+        meta = export_saved_model(model, args.export, summary)
+        print(f"exported to {args.export} (sha256 {meta['sha256']})")
+    # Without --export, the last checkpoint in WORKDIR/checkpoints holds the final weights;
+    # recipes/export.py --variant ... --checkpoint WORKDIR exports it later.
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,9 @@
+"""Data: articles from Wikipedia-like sources, passages, and the pretraining pairs made from them.
+
+Chang et al. 2020, Sec. 3: readers (`mediawiki`, `wikispeedia`, `article_sources`) give
+`articles.Article`s; `passages` cuts them; `pretraining_tasks` makes ICT, BFS and WLP pairs (and
+MLM examples); `sampling` gives q(d); `pairs_io` writes and reads them as TFRecord shards with a
+manifest (`beam_pairs` does it at scale); `pair_stats` reports Table 1; `features` names the fields;
+`text` is the one tokenizer (vocabulary, in-graph WordPiece) that the towers, MLM examples and
+token counts share.
+"""

@@ -1,0 +1,376 @@
+"""The two-tower model: f(q, d) = <phi(q), psi(d)>, trained with the corrected sampled softmax.
+
+Chang et al. 2020, Sec. 2 and 4.1: two separate towers by default (no weight sharing), raw text
+in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `model.fit` on a
+`tf.data` of pair dicts (see `tt_zoo.data.features`) trains it with no custom loop.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_recommenders as tfrs
+
+from tt_zoo.data import features as F
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.data.text import TextPreprocessor
+from tt_zoo.modeling.towers import BertTower, BowMlpTower
+
+
+@tf.keras.utils.register_keras_serializable(package="tt_zoo")
+class TwoTowerModel(tfrs.Model):
+    """A query tower phi and a document tower psi, each with its own in-graph tokenizer.
+
+    Args:
+      query_preprocessor: `TextPreprocessor` for queries (single segment; the paper's length 64).
+      document_preprocessor: `TextPreprocessor` for documents, packed as (title or sentence,
+        passage) pairs (the paper's length 288).
+      query_tower: a tower layer mapping packed inputs to [batch, dim].
+      document_tower: the document tower; None shares the query tower's weights.
+      loss: the `CorrectedSampledSoftmaxLoss`; a default one (all corrections on) if None.
+      normalize_embeddings: L2-normalise both towers' outputs, so scores are cosines (pair it
+        with the loss's `temperature`). Off in the paper (raw inner products, Sec. 2).
+      **kwargs: passed to `tfrs.Model`.
+
+    Example:
+      >>> model = build_two_tower_model(vocab, encoder="bert", size="tiny", embedding_dim=128)
+      >>> model.compile(tf.keras.optimizers.Adam(1e-4))
+      >>> model.fit(pairs.batch(128), steps_per_epoch=100)
+      >>> model.encode_queries(["who discovered penicillin?"]).shape
+      (1, 128)
+
+    References:
+      Chang et al. 2020, Sec. 2 (two-tower model, sampled softmax), Sec. 4.1 (towers).
+    """
+
+    def __init__(self, query_preprocessor: TextPreprocessor,
+                 document_preprocessor: TextPreprocessor, query_tower: tf.keras.layers.Layer,
+                 document_tower: Optional[tf.keras.layers.Layer] = None,
+                 loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                 normalize_embeddings: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.query_preprocessor = query_preprocessor
+        self.document_preprocessor = document_preprocessor
+        self.query_tower = query_tower
+        self.share_towers = document_tower is None
+        self.document_tower = query_tower if document_tower is None else document_tower
+        self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
+        self.normalize_embeddings = bool(normalize_embeddings)
+
+    @property
+    def embedding_dim(self) -> int:
+        return int(self.query_tower.embedding_dim)
+
+    # -- embeddings ---------------------------------------------------------------------------
+    def embed_queries(self, queries: tf.Tensor, training=None) -> tf.Tensor:
+        """queries: tf.string [batch] -> embeddings [batch, dim]."""
+        return self.embed_query_inputs(self.query_preprocessor(queries), training=training)
+
+    def embed_documents(self, titles: tf.Tensor, texts: tf.Tensor, training=None) -> tf.Tensor:
+        """titles (or sentences), texts (passages): tf.string [batch] -> embeddings [batch, dim]."""
+        packed = self.document_preprocessor((titles, texts))
+        return self.embed_document_inputs(packed, training=training)
+
+    def embed_query_inputs(self, packed, training=None) -> tf.Tensor:
+        """Packed query ids (`tokenize_pairs`' QUERY_INPUTS) -> float32 embeddings [batch, dim]."""
+        return self._finish(self.query_tower(packed, training=training))
+
+    def embed_document_inputs(self, packed, training=None) -> tf.Tensor:
+        """Packed document ids (DOCUMENT_INPUTS) -> float32 embeddings [batch, dim]."""
+        return self._finish(self.document_tower(packed, training=training))
+
+    def _finish(self, embeddings: tf.Tensor) -> tf.Tensor:
+        # Scores and the loss stay float32 under a mixed bfloat16 policy.
+        embeddings = tf.cast(embeddings, tf.float32)
+        if self.normalize_embeddings:
+            embeddings = tf.math.l2_normalize(embeddings, axis=-1)
+        return embeddings
+
+    def tokenize_pairs(self, pairs: dict) -> dict:
+        """Replaces a pair batch's strings by the towers' packed inputs (for `tf.data.map`).
+
+        QUERY becomes QUERY_INPUTS and DOC_TITLE/DOC_TEXT become DOCUMENT_INPUTS, each a dict
+        of `input_word_ids`, `input_mask`, `input_type_ids` [batch, seq_length], tokenized by the
+        model's own preprocessors, so training on them and serving raw strings see the same ids.
+        Other features pass through.
+        """
+        out = {k: v for k, v in pairs.items() if k not in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT)}
+        out[F.QUERY_INPUTS] = self.query_preprocessor(pairs[F.QUERY])
+        out[F.DOCUMENT_INPUTS] = self.document_preprocessor((pairs[F.DOC_TITLE],
+                                                             pairs[F.DOC_TEXT]))
+        return out
+
+    def call(self, inputs, training=None):
+        """inputs: a pair batch, raw (QUERY, DOC_TITLE, DOC_TEXT [batch]) or tokenized
+        (QUERY_INPUTS, DOCUMENT_INPUTS) -> dict of both embeddings [batch, dim]."""
+        query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
+        return {"query_embeddings": query_embeddings,
+                "document_embeddings": document_embeddings}
+
+    def _embed_pairs(self, inputs, training):
+        """(query embeddings, document embeddings) of a raw or tokenized pair batch."""
+        if F.QUERY_INPUTS in inputs and F.DOCUMENT_INPUTS in inputs:  # from `tokenize_pairs`
+            return (self.embed_query_inputs(inputs[F.QUERY_INPUTS], training=training),
+                    self.embed_document_inputs(inputs[F.DOCUMENT_INPUTS], training=training))
+        missing = [k for k in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT) if k not in inputs]
+        if missing:
+            raise ValueError(f"A pair batch needs features {missing}, or {F.QUERY_INPUTS} and "
+                             f"{F.DOCUMENT_INPUTS} (got {sorted(inputs)}).")
+        return (self.embed_queries(inputs[F.QUERY], training=training),
+                self.embed_documents(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT],
+                                     training=training))
+
+    def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
+        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`)."""
+        query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
+        document_ids = inputs.get(F.DOC_ID)
+        if document_ids is None and F.DOC_TEXT in inputs:
+            # Without ids, a document is identified by its text: duplicates are still masked.
+            document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+        if document_ids is None and self.retrieval_loss.remove_accidental_hits:
+            raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
+                             f"removal (got {sorted(inputs)}).")
+        hard = {}
+        if F.HARD_NEGATIVE_TEXTS in inputs:
+            texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
+            titles = tf.reshape(inputs.get(F.HARD_NEGATIVE_TITLES, tf.zeros_like(
+                inputs[F.HARD_NEGATIVE_TEXTS])), [-1])
+            hard["hard_negative_embeddings"] = self.embed_documents(titles, texts,
+                                                                    training=training)
+            hard["hard_negative_ids"] = (
+                tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1]) if F.HARD_NEGATIVE_IDS in inputs
+                else tf.strings.join([titles, texts], "\x1f"))
+            if F.HARD_NEGATIVE_SAMPLING_PROBS in inputs:
+                hard["hard_negative_sampling_probabilities"] = tf.reshape(
+                    inputs[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1])
+        return self.retrieval_loss(query_embeddings, document_embeddings,
+                                   document_ids=document_ids,
+                                   sampling_probabilities=inputs.get(F.DOC_SAMPLING_PROB),
+                                   **hard)
+
+    def train_step(self, inputs):
+        """`tfrs.Model`'s step, logging the global batch's numbers under `tf.distribute`.
+
+        Each replica's loss is its queries' share of the global-batch mean (the loss divides by
+        the global batch), so the logged loss is the sum over replicas, and each metric is the
+        mean over replicas (equal per-replica batches): what one device reports on the same
+        global batch. Every replica then holds the same values and Keras takes the first
+        replica's (`distribute_reduction_method`), under MirroredStrategy as under TPUStrategy.
+        """
+        metrics = super().train_step(inputs)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return metrics
+        self.distribute_reduction_method = "first"
+        reduced = dict(metrics)  # (tf.identity: a value on this replica's device, to reduce)
+        for metric in self.metrics:
+            reduced[metric.name] = context.all_reduce("mean", tf.identity(metrics[metric.name]))
+        reduced["loss"] = context.all_reduce("sum", tf.identity(metrics["loss"]))
+        reduced["total_loss"] = reduced["loss"] + metrics["regularization_loss"]
+        return reduced
+
+    # -- numpy conveniences ---------------------------------------------------------------------
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        """Embeds query strings; returns float32 [len(texts), dim]."""
+        texts = as_string_list(texts, "texts")
+        return self._encode_batches(lambda s, e: self._embed_queries_fn(tf.constant(texts[s:e])),
+                                    len(texts), batch_size)
+
+    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
+                         batch_size: int = 256) -> np.ndarray:
+        """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim]."""
+        texts = as_string_list(texts, "texts")
+        titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
+        if len(titles) != len(texts):
+            raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+        return self._encode_batches(
+            lambda s, e: self._embed_documents_fn(tf.constant(titles[s:e]),
+                                                  tf.constant(texts[s:e])),
+            len(texts), batch_size)
+
+    def _encode_batches(self, embed, n: int, batch_size: int) -> np.ndarray:
+        if n == 0:
+            return np.zeros([0, self.embedding_dim], np.float32)
+        chunks = [embed(start, min(start + batch_size, n)).numpy()
+                  for start in range(0, n, batch_size)]
+        return np.concatenate(chunks, axis=0).astype(np.float32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
+    def _embed_queries_fn(self, queries):
+        return self.embed_queries(queries, training=False)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2, reduce_retracing=True)
+    def _embed_documents_fn(self, titles, texts):
+        return self.embed_documents(titles, texts, training=False)
+
+    # -- config ---------------------------------------------------------------------------------
+    def get_config(self):
+        serialize = tf.keras.layers.serialize
+        return {"name": self.name,
+                "query_preprocessor": serialize(self.query_preprocessor),
+                "document_preprocessor": serialize(self.document_preprocessor),
+                "query_tower": serialize(self.query_tower),
+                "document_tower": None if self.share_towers else serialize(self.document_tower),
+                "loss": serialize(self.retrieval_loss),
+                "normalize_embeddings": self.normalize_embeddings}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        deserialize = tf.keras.layers.deserialize
+        for key in ("query_preprocessor", "document_preprocessor", "query_tower", "loss"):
+            config[key] = deserialize(config[key])
+        if config.get("document_tower") is not None:
+            config["document_tower"] = deserialize(config["document_tower"])
+        return cls(**config)
+
+    def artifact_config(self) -> dict:
+        """The serialized model for saved artifacts: architecture and vocabulary, without the
+        compile state (the optimizer and its LR schedule are training state, and the Model
+        Garden warm-up schedule cannot be deserialized)."""
+        config = tf.keras.layers.serialize(self)
+        config.pop("compile_config", None)
+        return config
+
+    def build_from_config(self, config):
+        # Keras would build with float placeholders; our inputs are strings.
+        self.build_by_calling()
+
+    def build_by_calling(self) -> None:
+        """Creates all variables with one tiny forward pass (needed before loading weights)."""
+        self({F.QUERY: tf.constant(["a"]), F.DOC_TITLE: tf.constant(["a"]),
+              F.DOC_TEXT: tf.constant(["a"])}, training=False)
+
+
+def as_string_list(values, name: str) -> list:
+    """`values` as a list of strings; a bare string (a sequence of characters) or a non-string
+    item raises TypeError naming `name`. Every API that takes texts checks them here."""
+    if isinstance(values, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of strings, not a single string ({values!r}).")
+    values = list(values)
+    for i, v in enumerate(values):
+        if not isinstance(v, (str, bytes)):
+            raise TypeError(f"{name}[{i}] must be a string (got {type(v).__name__}: {v!r}).")
+    return values
+
+
+def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[str] = "tiny",
+                          embedding_dim: int = 512, query_length: int = 64,
+                          document_length: int = 288, share_towers: bool = False,
+                          bow_token_embedding_dim: int = 256, bow_hidden_dim: int = 1024,
+                          dropout_rate: float = 0.1, init_checkpoint: Optional[str] = None,
+                          loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                          pooling: str = "cls", bow_output_activation: Optional[str] = "tanh",
+                          normalize_embeddings: bool = False,
+                          **bert_shape) -> TwoTowerModel:
+    """Builds a two-tower model from a vocabulary (path or token list) and tower settings.
+
+    Args:
+      vocabulary: a vocab.txt path or a list of WordPiece tokens.
+      encoder: "bert" (Transformer tower) or "bow_mlp".
+      size: BERT tower size name ("tiny", "mini", "small", "base"); see `BertTower`.
+      embedding_dim: output dimension of both towers (paper: 512; ablations 128, 256).
+      query_length, document_length: token budgets (paper: 64 and 288).
+      share_towers: one set of tower weights for queries and documents.
+      pooling: the BERT tower's aggregator, "cls" (the paper) or "mean"; see `BertTower`.
+      bow_output_activation: the BoW-MLP output layer's activation, "tanh" or None.
+      normalize_embeddings: cosine scores; see `TwoTowerModel`.
+      loss: the training loss (e.g. with a `temperature`); the default one if None.
+      **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim.
+    """
+    query_pre = TextPreprocessor(vocabulary, seq_length=query_length, name="query_preprocessor")
+    doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
+                               name="document_preprocessor")
+    vocab_size = query_pre.vocab_size
+
+    def make_tower(name):
+        if encoder == "bert":
+            return BertTower(vocab_size, embedding_dim, size=size,
+                             max_sequence_length=max(query_length, document_length),
+                             dropout_rate=dropout_rate, pooling=pooling,
+                             init_checkpoint=init_checkpoint, name=name, **bert_shape)
+        if encoder == "bow_mlp":
+            return BowMlpTower(vocab_size, embedding_dim, token_embedding_dim=bow_token_embedding_dim,
+                               hidden_dim=bow_hidden_dim, output_activation=bow_output_activation,
+                               name=name)
+        raise ValueError(f"Unknown encoder {encoder!r}; expected 'bert' or 'bow_mlp'.")
+
+    query_tower = make_tower("query_tower")
+    document_tower = None if share_towers else make_tower("document_tower")
+    return TwoTowerModel(query_pre, doc_pre, query_tower, document_tower, loss=loss,
+                         normalize_embeddings=normalize_embeddings)
+
+
+def with_sequence_lengths(model: TwoTowerModel, query_length: Optional[int] = None,
+                          document_length: Optional[int] = None) -> TwoTowerModel:
+    """The same model (weights copied) with other query/document token budgets.
+
+    Only the preprocessors change; a BERT tower's position embeddings must cover the new
+    lengths (its ``max_sequence_length``). Returns ``model`` itself when nothing changes.
+    """
+    query_length = query_length or model.query_preprocessor.seq_length
+    document_length = document_length or model.document_preprocessor.seq_length
+    if (query_length, document_length) == (model.query_preprocessor.seq_length,
+                                           model.document_preprocessor.seq_length):
+        return model
+    config = tf.keras.layers.serialize(model)
+    inner = config["config"]
+    for key, length in (("query_preprocessor", query_length),
+                        ("document_preprocessor", document_length)):
+        inner[key]["config"]["seq_length"] = int(length)
+    for key in ("query_tower", "document_tower"):
+        tower = inner.get(key)
+        limit = (tower or {}).get("config", {}).get("max_sequence_length")
+        if limit is not None and max(query_length, document_length) > limit:
+            raise ValueError(f"The {key.replace('_', ' ')} covers at most {limit} positions; "
+                             f"cannot use query length {query_length} / document length "
+                             f"{document_length}.")
+    resized = tf.keras.layers.deserialize(config)
+    resized.build_by_calling()
+    if not model.built:
+        model.build_by_calling()
+    resized.set_weights(model.get_weights())
+    return resized
+
+
+def save_model(model: TwoTowerModel, path: str, overwrite: bool = False) -> None:
+    """Saves config (with the vocabulary) and weights to a directory, atomically.
+
+    The directory holds `config.json` and a TF checkpoint under `weights/`; `load_model`
+    restores it. (Serving exports are a separate SavedModel; see `tt_zoo.serving.export`.)
+    """
+    def build(staging) -> None:
+        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
+            json.dump(model.artifact_config(), f)
+        model.save_weights(str(staging / WEIGHTS_PREFIX))
+
+    write_directory(path, build, overwrite=overwrite,
+                    is_replaceable=lambda p: ((p / CONFIG_FILE).is_file()
+                                              and (p / WEIGHTS_PREFIX).parent.is_dir()),
+                    what="saved tt_zoo model")
+
+
+def load_model(path: str) -> TwoTowerModel:
+    """Loads a model written by `save_model`, with clear errors for a missing or broken directory."""
+    path = os.fspath(path)
+    config_path = os.path.join(path, CONFIG_FILE)
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"{path!r} is not a tt_zoo model directory: {CONFIG_FILE} is "
+                                "missing.")
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{config_path} is not valid JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    if not model.built:
+        model.build_by_calling()
+    weights = os.path.join(path, WEIGHTS_PREFIX)
+    try:
+        model.load_weights(weights).assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        raise ValueError(f"Could not restore the weights of {path!r} ({type(e).__name__}: "
+                         f"{str(e).splitlines()[0] if str(e) else ''}).") from e
+    return model

@@ -1,0 +1,6 @@
+"""Retrieval: searchers over candidates and the ReQA evaluation (Chang et al. 2020, Sec. 2, 5).
+
+`search` (the `Searcher` protocol, `SearchResult`, exact search), `index` (`EmbeddingIndex`:
+ScaNN or brute force, saved and loaded), `bm25`, `reqa` (the benchmark and its cold-start
+splits) and `metrics` (R@k and MRR of any searcher).
+"""

@@ -1,0 +1,332 @@
+"""Serving export: a SavedModel with raw-string signatures, plus metadata and a model card.
+
+The SavedModel holds the tokenizer in the graph (tensorflow-text ops only, no Python), so stock
+TF Serving serves it. Signatures:
+
+- ``encode_query``: ``query`` tf.string [batch] -> ``embedding`` float32 [batch, dim].
+- ``encode_document``: ``title`` (title or sentence), ``passage`` tf.string [batch] ->
+  ``embedding`` [batch, dim].
+- The ReQA convention (Ahmad et al. 2019), so the ReQA evaluation tool scores a tt_zoo model
+  unchanged: ``query_encoder`` and ``response_encoder`` each take ``examples``, serialized
+  `tf.train.Example` strings [batch] with bytes features ``inp_text``, ``inp_context`` (query
+  side; the query tower encodes ``inp_text``, as SQuAD questions have no context) or
+  ``res_text``, ``res_context`` (response side: the sentence and its passage), and return
+  ``{"outputs": [batch, dim]}``.
+
+Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
+trainable model from the SavedModel's own variables), ``metadata.json`` and ``MODEL_CARD.md``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+from typing import Optional
+
+import tensorflow as tf
+
+from tt_zoo._version import __version__
+from tt_zoo.atomic_io import write_directory, write_text
+from tt_zoo.errors import ArtifactError
+from tt_zoo.manifest import describe_files, manifest_digest, verify_files
+from tt_zoo.modeling.models import TwoTowerModel
+
+CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
+METADATA_FILE = "metadata.json"
+MODEL_CARD_FILE = "MODEL_CARD.md"
+VOCAB_ASSET = "vocab.txt"
+MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
+SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
+# TF Serving's REST API uses "serving_default" when a request names no signature.
+DEFAULT_SIGNATURE = "serving_default"  # = encode_query
+
+
+class _ServingModule(tf.Module):
+    """The SavedModel root: the Keras model under `model`, and the four signatures."""
+
+    def __init__(self, model: TwoTowerModel):
+        super().__init__()
+        self.model = model
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="query")])
+    def encode_query(self, query):
+        return {"embedding": self.model.embed_queries(query, training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
+                                  tf.TensorSpec([None], tf.string, name="passage")])
+    def encode_document(self, title, passage):
+        return {"embedding": self.model.embed_documents(title, passage, training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def query_encoder(self, examples):
+        parsed = _parse_examples(examples, ("inp_text", "inp_context"))
+        return {"outputs": self.model.embed_queries(parsed["inp_text"], training=False)}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
+    def response_encoder(self, examples):
+        parsed = _parse_examples(examples, ("res_text", "res_context"))
+        return {"outputs": self.model.embed_documents(parsed["res_text"], parsed["res_context"],
+                                                      training=False)}
+
+
+class QueryEncoder(tf.Module):
+    """The query tower as a trackable callable: tf.string [batch] -> float32 [batch, dim].
+
+    Pass it where a serving graph needs phi(q) with its variables tracked (e.g.
+    `tt_zoo.serving.retrieve.export_retrieval_model`).
+    """
+
+    def __init__(self, model: TwoTowerModel):
+        super().__init__(name="query_encoder")
+        self.model = model
+
+    def __call__(self, queries):
+        return self.model.embed_queries(queries, training=False)
+
+
+def _parse_examples(examples, keys):
+    spec = {k: tf.io.FixedLenFeature([], tf.string, default_value="") for k in keys}
+    return tf.io.parse_example(examples, spec)
+
+
+def serialize_reqa_examples(texts, contexts, prefix: str) -> list:
+    """Builds serialized tf.train.Examples with `{prefix}_text` / `{prefix}_context` features."""
+    out = []
+    for text, context in zip(texts, contexts):
+        feature = {f"{prefix}_text": _bytes_feature(text),
+                   f"{prefix}_context": _bytes_feature(context)}
+        out.append(tf.train.Example(features=tf.train.Features(feature=feature))
+                   .SerializeToString())
+    return out
+
+
+def _bytes_feature(value):
+    value = value.encode("utf-8") if isinstance(value, str) else value
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def count_parameters(model: TwoTowerModel) -> int:
+    variables = {id(v): v for v in model.trainable_variables}
+    return int(sum(v.shape.num_elements() for v in variables.values()))
+
+
+def library_versions() -> dict:
+    import tensorflow_recommenders as tfrs
+    import tensorflow_text
+    return {"tt_zoo": __version__, "tensorflow": tf.__version__,
+            "tensorflow_text": tensorflow_text.__version__, "tensorflow_recommenders":
+            tfrs.__version__}
+
+
+def _without_keras_traces():
+    """Saves only our signatures and the variables, not Keras' per-layer call traces.
+
+    `tt_zoo.load` rebuilds the Keras model from config.json and serving uses the signatures, so
+    the traces (half of saved_model.pb, and most of the export time) serve nothing. tf-keras
+    exposes the switch only as a private context manager; without it, the export keeps them.
+    """
+    try:
+        from tf_keras.src.saving.legacy.saved_model import utils as keras_saved_model_utils
+    except ImportError:  # Another Keras 2 layout: keep the traces.
+        import contextlib
+        return contextlib.nullcontext()
+    return keras_saved_model_utils.keras_option_scope(save_traces=False,
+                                                      in_tf_saved_model_scope=True)
+
+
+def is_model_export(path) -> bool:
+    """Whether `path` holds a tt_zoo model export (which a new export may replace)."""
+    return all(tf.io.gfile.exists(os.path.join(str(path), name))
+               for name in (METADATA_FILE, CONFIG_FILE, "saved_model.pb"))
+
+
+def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None, *,
+                       overwrite: bool = False) -> dict:
+    """Exports a model for serving, atomically (built in a temp dir, then renamed; to a URL such
+    as gs://, uploaded with metadata.json last: `tt_zoo.atomic_io.write_directory`).
+
+    Args:
+      model: a built `TwoTowerModel`.
+      path: the export directory: new, empty, or an earlier tt_zoo export (replaced); any
+        other existing folder is refused (FileExistsError) unless `overwrite`.
+      metadata: extra fields for metadata.json (name, training data, steps, metrics, ...).
+      overwrite: replace whatever is at `path`.
+
+    Returns:
+      the metadata written, including the artifact's file manifest and its sha256
+      (`tt_zoo.manifest`).
+    """
+    meta = {}
+
+    def build(staging: pathlib.Path) -> None:
+        serving_model = _inference_copy(model)
+        module = _ServingModule(serving_model)
+        with _without_keras_traces():
+            tf.saved_model.save(module, str(staging),
+                                signatures={DEFAULT_SIGNATURE: module.encode_query,
+                                            **{name: getattr(module, name)
+                                               for name in SIGNATURES}})
+        with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
+            json.dump(serving_model.artifact_config(), f)
+        # The vocabulary as a plain asset too (the graph carries its own copy), for users and
+        # for tools that tokenize outside TensorFlow.
+        (staging / "assets").mkdir(exist_ok=True)
+        (staging / "assets" / VOCAB_ASSET).write_text(
+            "\n".join(serving_model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
+        # What these weights are (derived here) overrides anything passed in `metadata`.
+        meta.update(metadata or {})
+        meta.update({
+            "embedding_dim": serving_model.embedding_dim,
+            "parameters": count_parameters(serving_model),
+            "query_length": serving_model.query_preprocessor.seq_length,
+            "document_length": serving_model.document_preprocessor.seq_length,
+            "vocab_size": serving_model.query_preprocessor.vocab_size,
+            "signatures": [DEFAULT_SIGNATURE, *SIGNATURES],
+            "versions": library_versions(),
+            "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+        })
+        meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
+        meta["sha256"] = manifest_digest(meta["files"])
+        with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
+            json.dump(meta, f, indent=2, sort_keys=True)
+        (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
+
+    write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
+                    what="tt_zoo model export", last=(METADATA_FILE,))
+    return meta
+
+
+def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
+    """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
+    if not model.built:
+        model.build_by_calling()
+    if getattr(model, "optimizer", None) is None:
+        return model
+    clone = tf.keras.layers.deserialize(model.artifact_config())
+    if not clone.built:
+        clone.build_by_calling()
+    clone.set_weights(model.get_weights())
+    return clone
+
+
+def update_metadata(path, **fields) -> dict:
+    """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
+    MODEL_CARD.md; the weights and their manifest are unchanged (neither file is in it)."""
+    path = pathlib.Path(path)
+    meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+    meta.update(fields)
+    write_text(path / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True))
+    write_text(path / MODEL_CARD_FILE, render_model_card(meta))
+    return meta
+
+
+def render_model_card(meta: dict) -> str:
+    """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers."""
+    name = meta.get("name", "tt_zoo model")
+    lines = [f"# {name}", "",
+             "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
+             "Embedding-based Large-scale Retrieval*, ICLR 2020).", "",
+             "| field | value |", "| --- | --- |"]
+    for key in ("base_model", "fine_tuning",
+                "encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
+                "query_length", "document_length", "vocab_size", "parameters", "training_data",
+                "pairs",
+                "train_steps", "batch_size", "pairs_seen", "learning_rate", "dtype_policy",
+                "train_wall_time_s", "train_pairs_per_s", "final_loss", "license", "exported"):
+        if key in meta:
+            lines.append(f"| {key} | {meta[key]} |")
+    if meta.get("command"):
+        lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
+    if meta.get("notes"):
+        lines += ["", str(meta["notes"])]
+    metrics = meta.get("metrics") or {}
+    if metrics:
+        lines += ["", "## Measured quality", ""]
+        for table_name, rows in metrics.items():
+            lines.append(f"**{table_name}**")
+            lines.append("")
+            if isinstance(rows, dict):
+                keys = list(rows)
+                lines.append("| " + " | ".join(keys) + " |")
+                lines.append("|" + " --- |" * len(keys))
+                lines.append("| " + " | ".join(_fmt(rows[k]) for k in keys) + " |")
+            else:
+                lines.append(str(rows))
+            lines.append("")
+    lines += ["", "## Use", "", "```python", "import tt_zoo",
+              f"model = tt_zoo.load({name!r})",
+              "index = model.index(passages)", "hits = index.search([\"a question\"], k=10)",
+              "```", "",
+              "Serving: `saved_model_cli show --dir . --all` lists the signatures "
+              f"{DEFAULT_SIGNATURE} (= encode_query), {', '.join(SIGNATURES)}; they take raw "
+              "strings and tokenize in the graph with tensorflow-text ops, so a process that "
+              "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
+              "first (TF Serving images built with tensorflow-text have the ops).", ""]
+    return "\n".join(lines)
+
+
+def _fmt(value):
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
+    """Checks an export is complete and undamaged; returns its metadata.
+
+    metadata.json's file manifest must hash to `expected_sha256` (the registry's, for a shipped
+    model) or to the sha256 recorded beside it, and every file must match its entry.
+    Raises `ArtifactError` naming what is missing or differs.
+    """
+    path = pathlib.Path(path)
+    if not path.is_dir():
+        raise ArtifactError(f"Saved model directory {path} does not exist.")
+    meta_path = path / METADATA_FILE
+    try:
+        metadata = json.loads(meta_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArtifactError(f"{path} is not a tt_zoo export: {meta_path.name} is missing.")
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
+    expected = expected_sha256 or metadata.get("sha256")
+    files = metadata.get("files")
+    if not expected or not isinstance(files, dict):
+        raise ArtifactError(f"{meta_path} records no sha256 and file manifest, so the files of "
+                            f"{path} cannot be verified; every tt_zoo export since 0.2 records "
+                            "them. Export the model again.")
+    actual = manifest_digest(files)
+    if actual != expected:
+        raise ArtifactError(
+            f"Saved model {path} is corrupted or truncated: its file manifest hashes to "
+            f"{actual[:16]}… but {'the registry' if expected_sha256 else 'metadata.json'} "
+            f"records {expected[:16]}…. Re-train it or restore the directory from git.")
+    verify_files(path, files, listed_in=meta_path)
+    return metadata
+
+
+def load_keras_model(path) -> TwoTowerModel:
+    """Rebuilds the trainable Keras model of an export from its config and SavedModel variables
+    (the files are not re-hashed here: `verify_export` does that)."""
+    path = pathlib.Path(path)
+    config_path = path / CONFIG_FILE
+    variables = path / "variables" / "variables.index"
+    for required in (config_path, path / "saved_model.pb", variables):
+        if not required.is_file():
+            raise ArtifactError(f"{path} is not a complete tt_zoo export: {required.name} is "
+                                "missing.")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ArtifactError(f"{config_path} is not valid JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    if not model.built:
+        model.build_by_calling()
+    try:
+        status = tf.train.Checkpoint(model=model).read(str(path / "variables" / "variables"))
+        status.expect_partial().assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError, IndexError, KeyError) as e:
+        first = str(e).splitlines()[0] if str(e) else ""
+        raise ArtifactError(f"Could not restore the weights of {path} ({type(e).__name__}: "
+                            f"{first}).") from e
+    return model

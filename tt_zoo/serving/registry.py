@@ -1,0 +1,216 @@
+"""Every named variant of the paper's Tables 3 and 5, and which of them ship trained weights.
+
+A name reads like the paper: ``{pretraining}_{dim}`` for the default BERT tower
+(``ict_bfs_wlp_512``, ``mlm_128``, ``none_512``), with an encoder prefix for the others
+(``bert_base_ict_512``, ``bow_mlp_ict_bfs_wlp_512``). Chang et al. 2020, Table 3 (encoders ×
+pretraining tasks) and Table 5 (ablations: 4 vs 12 layers, embedding dimension 128/256/512,
+tasks ICT, BFS, WLP and their mix).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import json
+import pathlib
+from typing import Dict, List, Optional, Tuple
+
+PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
+EMBEDDING_DIMS = (128, 256, 512)
+# Encoder prefix -> (encoder, BERT tower size). The default tower (no prefix) is the tiny BERT
+# that fits CPU pretraining; the paper's BERT-base is "bert_base_".
+ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
+    "": ("bert", "tiny"),
+    "bert_mini_": ("bert", "mini"),
+    "bert_small_": ("bert", "small"),
+    "bert_base_": ("bert", "base"),
+    "bow_mlp_": ("bow_mlp", None),
+}
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.serving.download` then finds
+# the weights in the cache or downloads them).
+SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
+
+
+@dataclasses.dataclass(frozen=True)
+class RecipeSettings:
+    """How `recipes/pretrain.py` trains a variant (Chang et al. 2020, Sec. 5.1 for the paper's)."""
+
+    batch_size: int = 8192
+    steps: int = 100_000
+    learning_rate: float = 1e-4
+    warmup_fraction: float = 0.1
+    pairs_per_article: int = 4
+    vocab_size: int = 8192
+    max_doc_tokens: int = 288   # passage budget of recipes/make_pairs.py (whitespace words)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelOptions:
+    """Architecture and loss choices beyond the tower shape; every export records them.
+
+    The defaults are the paper's (Chang et al. 2020, Sec. 2 and 4.1): separate towers, the
+    [CLS] state, raw inner products, a tanh BoW-MLP output. `CPU_SCALE` is what learns best from
+    random initialisation on this project's CPU budget (`results/pretrain_curve.md`).
+    """
+
+    pooling: str = "cls"
+    share_towers: bool = False
+    normalize_embeddings: bool = False
+    temperature: Optional[float] = None
+    bow_output_activation: Optional[str] = "tanh"
+
+
+PAPER = ModelOptions()
+CPU_SCALE = ModelOptions(pooling="mean", share_towers=True, normalize_embeddings=True,
+                         temperature=0.05, bow_output_activation=None)
+# Encoder prefixes trained at CPU scale use CPU_SCALE; the paper's larger towers keep PAPER.
+_OPTIONS_BY_PREFIX = {"": CPU_SCALE, "bert_mini_": CPU_SCALE, "bow_mlp_": CPU_SCALE,
+                      "bert_small_": PAPER, "bert_base_": PAPER}
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """One variant: architecture, pretraining, recipe settings and (if shipped) its artifact.
+
+    Args:
+      name: the registry key.
+      encoder: "bert" or "bow_mlp".
+      tower_size: BERT size name ("tiny", "mini", "small", "base"), None for BoW-MLP.
+      embedding_dim: output dimension of both towers.
+      pretraining: one of PRETRAINING_TASKS.
+      query_length, document_length: token budgets (paper: 64 and 288).
+      recipe: the settings that train it.
+      options: pooling, tower sharing, score scale (see `ModelOptions`).
+      artifact: the export's folder name when shipped (saved_models/<artifact> in a git
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.serving.download`), else None.
+      sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.serving.download`).
+      provenance: training data and license of the shipped weights.
+      metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
+    """
+
+    name: str
+    encoder: str
+    tower_size: Optional[str]
+    embedding_dim: int
+    pretraining: str
+    query_length: int = 64
+    document_length: int = 288
+    recipe: RecipeSettings = RecipeSettings()
+    options: ModelOptions = PAPER
+    artifact: Optional[str] = None
+    sha256: Optional[str] = None
+    url: Optional[str] = None
+    provenance: str = ""
+    metrics: Tuple[Tuple[str, float], ...] = ()
+
+    @property
+    def shipped(self) -> bool:
+        return self.artifact is not None
+
+    @property
+    def artifact_path(self) -> Optional[pathlib.Path]:
+        """saved_models/<artifact> of the git clone (it may be absent: an installed wheel has
+        no saved_models/; `tt_zoo.load` then uses the cache or downloads)."""
+        return SAVED_MODELS_DIR / self.artifact if self.artifact else None
+
+    def recipe_command(self) -> str:
+        """The commands that train and export this variant."""
+        lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
+        export = f"--export saved_models/{self.name}"
+        if self.pretraining == "none":
+            return f"python recipes/pretrain.py --variant {self.name} {lengths} {export}"
+        r = self.recipe
+        data_dir = f"runs/pairs/{self.pretraining}"
+        if self.pretraining == "mlm":
+            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
+                    f"--vocab saved_models/vocab/vocab.txt --output {data_dir}")
+            data = f"--mlm-examples {data_dir}"
+        else:
+            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
+                    f"--tasks {self.pretraining.replace('_', ',')} "
+                    f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
+                    f"{r.max_doc_tokens} --output {data_dir}")
+            data = f"--pairs {data_dir}"
+        return (f"{make} && python recipes/pretrain.py --variant {self.name} {data} "
+                f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
+                f"{lengths} {export}")
+
+
+def _build_registry() -> Dict[str, ModelSpec]:
+    specs = {}
+    for prefix, (encoder, size) in ENCODERS.items():
+        for task in PRETRAINING_TASKS:
+            if encoder == "bow_mlp" and task == "mlm":
+                continue  # MLM pretrains a Transformer; the paper has no BoW-MLP MLM row.
+            for dim in EMBEDDING_DIMS:
+                name = f"{prefix}{task}_{dim}"
+                specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
+                                        embedding_dim=dim, pretraining=task,
+                                        options=_OPTIONS_BY_PREFIX[prefix])
+    return specs
+
+
+REGISTRY: Dict[str, ModelSpec] = _build_registry()
+
+
+def list_models(pattern: str = "*", shipped_only: bool = False) -> List[str]:
+    """Registered names matching a glob pattern (e.g. "*ict_bfs_wlp*"), sorted."""
+    return sorted(name for name, spec in REGISTRY.items()
+                  if fnmatch.fnmatch(name, pattern) and (spec.shipped or not shipped_only))
+
+
+def get_spec(name: str) -> ModelSpec:
+    """The spec of a registered name; an unknown name raises KeyError listing close matches."""
+    if name in REGISTRY:
+        return REGISTRY[name]
+    close = difflib.get_close_matches(name, REGISTRY, n=5, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(close)}?" if close else ""
+    raise KeyError(f"{name!r} is not a registered tt_zoo model.{hint} "
+                   f"See tt_zoo.list_models() ({len(REGISTRY)} variants).")
+
+
+def register_shipped(name: str, **fields) -> None:
+    """Records a shipped artifact for a registered name (`read_shipped` gives the fields)."""
+    REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
+
+
+# -- What ships trained weights: tt_zoo/serving/shipped_models.json (package data, so an installed wheel
+# has it), name -> artifact folder, sha256 of its files, download URL, recipe settings,
+# provenance and measured metrics (written by `recipes/reproduce.py --stages ship` from real
+# runs; see each MODEL_CARD.md). The weights themselves are in the clone's saved_models/.
+SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
+_SHIPPED_FIELDS = ("artifact", "sha256", "url", "document_length", "query_length", "recipe",
+                   "provenance", "metrics")
+
+
+def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
+    """The `ModelSpec` fields of every shipped artifact listed in ``path`` ({} if absent).
+
+    Raises:
+      ValueError: naming the file and the entry, when an entry is malformed.
+    """
+    if not path.is_file():
+        return {}
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON ({e}).") from e
+    shipped = {}
+    for name, entry in entries.items():
+        unknown = sorted(set(entry) - set(_SHIPPED_FIELDS))
+        if name not in REGISTRY or unknown or "artifact" not in entry:
+            raise ValueError(f"{path}: entry {name!r} must name a registered variant and hold "
+                             f"'artifact' and only {', '.join(_SHIPPED_FIELDS)} "
+                             f"(unknown: {unknown}).")
+        fields = dict(entry)
+        if "recipe" in fields:
+            fields["recipe"] = RecipeSettings(**fields["recipe"])
+        fields["metrics"] = tuple(sorted(fields.get("metrics", {}).items()))
+        shipped[name] = fields
+    return shipped
+
+
+for _name, _fields in read_shipped().items():
+    register_shipped(_name, **_fields)

@@ -1,0 +1,293 @@
+"""`tt_zoo.load(name_or_path)`: a pretrained two-tower model, ready to encode, index and fine-tune."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+from typing import List, Optional, Sequence
+
+import numpy as np
+
+from tt_zoo import _keras_env
+
+_keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
+
+from tt_zoo.serving import download  # noqa: E402
+from tt_zoo.serving import export as export_lib  # noqa: E402
+from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
+from tt_zoo.errors import ArtifactError  # noqa: E402
+from tt_zoo.modeling.models import as_string_list  # noqa: E402
+from tt_zoo.serving.registry import ModelSpec, get_spec  # noqa: E402
+from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
+
+PASSAGES_FILE = "passages.jsonl"
+TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
+TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
+
+
+def _is_text_index(path: pathlib.Path) -> bool:
+    return (path / TEXT_INDEX_FILE).is_file() or ((path / PASSAGES_FILE).is_file()
+                                                  and (path / "embeddings").is_dir())
+
+
+class TextIndex:
+    """An index over passages encoded by a two-tower model; search with raw query strings.
+
+    Built by `ZooModel.index`; the embedding search is `tt_zoo.retrieval.index.EmbeddingIndex` (ScaNN or
+    brute force).
+    """
+
+    def __init__(self, model: "ZooModel", embedding_index, texts: Sequence[str],
+                 titles: Sequence[str]):
+        self.model = model
+        self.embedding_index = embedding_index
+        self.texts = list(texts)
+        self.titles = list(titles)
+
+    def __len__(self):
+        return len(self.texts)
+
+    def search(self, queries: Sequence[str], k: int = 10) -> List[List[Hit]]:
+        """Top-k hits for each query string, best first: the `tt_zoo.retrieval.search.SearchResult` of
+        `embedding_index` (a `Searcher`) for the encoded queries, seen as `Hit`s."""
+        result = self.embedding_index.search(self.model.encode_queries(queries), k)
+        return result.hits(self.texts, self.titles)
+
+    def save(self, path, overwrite: bool = False) -> pathlib.Path:
+        """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages.
+
+        `path` must be new, empty or an earlier saved TextIndex (replaced atomically); any other
+        existing folder is refused (FileExistsError) unless `overwrite`.
+        """
+        from tt_zoo.manifest import describe_files
+
+        def build(staging: pathlib.Path) -> None:
+            self.embedding_index.save(staging / "embeddings", overwrite=True)
+            with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
+                for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
+                    f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
+            write_json(staging / TEXT_INDEX_FILE, {"format": TEXT_INDEX_FORMAT,
+                                                   "files": describe_files(staging, [PASSAGES_FILE])})
+
+        return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
+                               what="saved tt_zoo TextIndex")
+
+    @classmethod
+    def load(cls, path, model: "ZooModel") -> "TextIndex":
+        """Loads a directory written by `save`, checking every file against its sha256."""
+        from tt_zoo.retrieval.index import EmbeddingIndex, read_json
+        from tt_zoo.manifest import verify_files
+        path = pathlib.Path(path)
+        manifest_path = path / TEXT_INDEX_FILE
+        if not manifest_path.is_file():
+            raise ArtifactError(f"{path} is not a saved TextIndex (or was saved by a tt_zoo "
+                                f"without {TEXT_INDEX_FILE}; save it again): "
+                                f"{manifest_path} is missing.")
+        manifest = read_json(manifest_path)
+        files = manifest.get("files")
+        if manifest.get("format") != TEXT_INDEX_FORMAT or not isinstance(files, dict) or (
+                PASSAGES_FILE not in files):
+            raise ArtifactError(f"{manifest_path} is not a {TEXT_INDEX_FORMAT} manifest listing "
+                                f"{PASSAGES_FILE}.")
+        files = {name: {"sha256": entry} if isinstance(entry, str) else entry  # before 0.2
+                 for name, entry in files.items()}
+        verify_files(path, files, listed_in=manifest_path)
+        embedding_index = EmbeddingIndex.load(path / "embeddings")
+        rows = []
+        passages_path = path / PASSAGES_FILE
+        with open(passages_path, encoding="utf-8") as f:
+            try:
+                for line in f:
+                    row = json.loads(line)
+                    rows.append((row["id"], row["title"], row["text"]))
+            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+                raise ArtifactError(f"{passages_path}: line {len(rows) + 1} is not a passage "
+                                    f"record with id, title, text ({e!r}).") from e
+        if [r[0] for r in rows] != list(embedding_index.ids):
+            raise ArtifactError(f"{passages_path} does not match the ids of {path / 'embeddings'}.")
+        return cls(model, embedding_index, [r[2] for r in rows], [r[1] for r in rows])
+
+
+# Facts about a model that fine-tuning does not change.
+_INHERITED_FIELDS = ("encoder", "tower_size", "pretraining", "model_options", "license")
+
+
+def optimizer_steps(keras_model) -> int:
+    """Optimizer steps taken since the model was built or loaded (0 without an optimizer)."""
+    optimizer = getattr(keras_model, "optimizer", None)
+    return 0 if optimizer is None else int(optimizer.iterations.numpy())
+
+
+class ZooModel:
+    """A loaded two-tower model: encoders, indexing, and the Keras model for fine-tuning.
+
+    Attributes:
+      keras_model: the `tt_zoo.modeling.models.TwoTowerModel` (compile and `fit` it as usual).
+      spec: the registry spec, when loaded by name.
+      metadata: the artifact's metadata.json.
+    """
+
+    def __init__(self, keras_model, spec: Optional[ModelSpec] = None, path=None,
+                 metadata: Optional[dict] = None):
+        self.keras_model = keras_model
+        self.spec = spec
+        self.path = pathlib.Path(path) if path else None
+        self.metadata = metadata or {}
+
+    @property
+    def name(self) -> str:
+        return self.spec.name if self.spec else self.metadata.get("name", str(self.path))
+
+    @property
+    def encoder_name(self) -> str:
+        enc = self.spec.encoder if self.spec else self.metadata.get("encoder", "?")
+        size = self.spec.tower_size if self.spec else self.metadata.get("tower_size")
+        return f"{enc}-{size}" if size else enc
+
+    @property
+    def pretraining(self) -> str:
+        return self.spec.pretraining if self.spec else self.metadata.get("pretraining", "?")
+
+    def __repr__(self):
+        return (f"ZooModel(name={self.name!r}, encoder={self.encoder_name!r}, "
+                f"pretraining={self.pretraining!r}, dim={self.keras_model.embedding_dim})")
+
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
+        """Query embeddings, float32 [len(texts), dim]."""
+        return self.keras_model.encode_queries(texts, batch_size=batch_size)
+
+    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
+                         batch_size: int = 256) -> np.ndarray:
+        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim]."""
+        return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size)
+
+    def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
+              ids: Optional[Sequence[str]] = None, backend: str = "scann",
+              batch_size: int = 256, embeddings: Optional[np.ndarray] = None) -> TextIndex:
+        """Encodes passages and builds a ScaNN (or exact brute-force) index over them.
+
+        `embeddings` skips the encoding when the passages' embeddings are already at hand.
+        """
+        from tt_zoo.retrieval.index import EmbeddingIndex
+        passages = as_string_list(passages, "passages")
+        titles = [""] * len(passages) if titles is None else as_string_list(titles, "titles")
+        if isinstance(ids, (str, bytes)):
+            raise TypeError(f"ids must be a sequence of ids, not a single string ({ids!r}).")
+        ids = [str(i) for i in range(len(passages))] if ids is None else [str(i) for i in ids]
+        if embeddings is None:
+            embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
+        return TextIndex(self, EmbeddingIndex(embeddings, ids, backend=backend), passages, titles)
+
+    def load_index(self, path) -> TextIndex:
+        return TextIndex.load(path, self)
+
+    # Keras conveniences: the loaded object fine-tunes like the Keras model it wraps.
+    def compile(self, *args, **kwargs):
+        return self.keras_model.compile(*args, **kwargs)
+
+    def fit(self, *args, **kwargs):
+        return self.keras_model.fit(*args, **kwargs)
+
+    def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
+        """Writes a serving SavedModel (see `tt_zoo.serving.export.export_saved_model`).
+
+        Weights unchanged since loading keep this model's card. Weights trained since (its
+        optimizer has taken steps, e.g. after `compile` and `fit`) get a card of their own: their
+        lineage (the base model's name, sha256 and training; the steps taken here, and when),
+        the architecture facts that still hold, and none of the base model's metrics, which
+        were not measured on these weights. `metadata` adds what it was fine-tuned on and any
+        metric measured on the new weights.
+        """
+        steps = optimizer_steps(self.keras_model)
+        if steps == 0:
+            meta = {k: v for k, v in self.metadata.items() if k != "sha256"}
+        else:
+            base = self.metadata
+            meta = {k: base[k] for k in _INHERITED_FIELDS if k in base}
+            meta.update(
+                name=f"{self.name}_finetuned", train_steps=steps,
+                base_model={"name": self.name, "sha256": base.get("sha256"),
+                            "path": str(self.path) if self.path else None,
+                            "train_steps": base.get("train_steps"),
+                            "training_data": base.get("training_data")},
+                fine_tuning={"optimizer_steps": steps, "finished": datetime.datetime.now(
+                    datetime.timezone.utc).isoformat(timespec="seconds")})
+        meta.update(metadata or {})
+        return export_lib.export_saved_model(self.keras_model, path, meta, overwrite=overwrite)
+
+
+def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
+                    document_length: Optional[int] = None, dropout_rate: float = 0.1,
+                    tower_shape: Optional[dict] = None, options=None):
+    """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining).
+
+    Args:
+      spec: the variant.
+      vocabulary: vocab.txt path or token list.
+      query_length, document_length: override the spec's token budgets.
+      tower_shape: BERT shape fields overriding the size (``num_layers``, ``hidden_size``,
+        ``num_attention_heads``, ``inner_dim``, which defaults to 4 x hidden_size); a BoW-MLP
+        takes ``hidden_size`` as its token embedding size and 4 x it as its hidden size.
+      options: a `tt_zoo.serving.registry.ModelOptions` overriding the spec's.
+    """
+    from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+    from tt_zoo.modeling.models import build_two_tower_model
+    options = options or spec.options
+    shape = dict(size=spec.tower_size, **(tower_shape or {}))
+    if "hidden_size" in shape:
+        hidden = shape["hidden_size"]
+        shape.setdefault("inner_dim", 4 * hidden)
+        shape.update(bow_token_embedding_dim=hidden, bow_hidden_dim=4 * hidden)
+    if spec.encoder != "bert":
+        shape = {k: v for k, v in shape.items() if k.startswith("bow_")}
+    return build_two_tower_model(vocabulary, encoder=spec.encoder,
+                                 embedding_dim=spec.embedding_dim,
+                                 query_length=query_length or spec.query_length,
+                                 document_length=document_length or spec.document_length,
+                                 dropout_rate=dropout_rate, pooling=options.pooling,
+                                 share_towers=options.share_towers,
+                                 normalize_embeddings=options.normalize_embeddings,
+                                 bow_output_activation=options.bow_output_activation,
+                                 loss=CorrectedSampledSoftmaxLoss(temperature=options.temperature),
+                                 **shape)
+
+
+def load(name_or_path) -> ZooModel:
+    """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path.
+
+    A shipped name is looked for in the git clone's saved_models/, then in the cache
+    (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.serving.download`; no release
+    is published yet: the weights ship in the git clone).
+
+    A registered name whose weights are not shipped raises FileNotFoundError with the recipe
+    command that trains it; an unknown name raises KeyError listing close matches; a corrupted
+    or truncated directory raises `ArtifactError` (sha256 checked against the registry); a
+    download that cannot reach its URL raises `DownloadError` naming the URL and the folder
+    where the files may be placed by hand.
+    """
+    path = pathlib.Path(os.fspath(name_or_path))
+    spec = None
+    expected_sha = None
+    if not path.is_dir():
+        if os.sep in str(name_or_path) or str(name_or_path).startswith("."):
+            raise ArtifactError(f"Saved model directory {path} does not exist.")
+        spec = get_spec(str(name_or_path))
+        if not spec.shipped:
+            raise FileNotFoundError(
+                f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
+                f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
+                "by path.")
+        path = download.locate(spec)
+        expected_sha = spec.sha256
+    try:
+        metadata = export_lib.verify_export(path, expected_sha)
+    except ArtifactError as e:
+        if spec is not None and download.in_cache(path):
+            raise ArtifactError(f"{e} (This copy is in tt_zoo's cache: delete {path} and load "
+                                f"{spec.name!r} again to download it anew.)") from e
+        raise
+    keras_model = export_lib.load_keras_model(path)
+    return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)

@@ -1,0 +1,356 @@
+"""Pretraining machinery: the paper's optimizer schedule, distribution strategies, and a
+resumable training loop (one `fit` call, checkpoints every N steps, settings checked on resume,
+TensorBoard scalars, a pairs/s progress bar).
+
+Chang et al. 2020, Sec. 5.1: Adam, learning rate 1e-4, linear warm-up over the first 10% of
+steps then linear decay; batch 8,192 over 32 TPU v3 chips.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import statistics
+import time
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+from official.modeling.optimization import lr_schedule
+
+from tt_zoo.atomic_io import write_text
+from tt_zoo.errors import TtZooError
+
+STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
+
+
+def paper_learning_rate(learning_rate: float, total_steps: int, warmup_fraction: float = 0.1):
+    """Linear warm-up to `learning_rate` over `warmup_fraction` of the steps, then linear decay to 0."""
+    if total_steps <= 0:
+        raise ValueError(f"total_steps must be positive (got {total_steps}).")
+    if not 0 <= warmup_fraction < 1:
+        raise ValueError(f"warmup_fraction must be in [0, 1) (got {warmup_fraction}).")
+    decay = tf.keras.optimizers.schedules.PolynomialDecay(
+        initial_learning_rate=learning_rate, decay_steps=total_steps, end_learning_rate=0.0,
+        power=1.0)
+    warmup_steps = int(round(total_steps * warmup_fraction))
+    if warmup_steps == 0:
+        return decay
+    return lr_schedule.LinearWarmup(after_warmup_lr_sched=decay, warmup_steps=warmup_steps,
+                                    warmup_learning_rate=0.0)
+
+
+def make_strategy(name: str, tpu: Optional[str] = None) -> tf.distribute.Strategy:
+    """A `tf.distribute` strategy by name: cpu, mirrored, multiworker or tpu.
+
+    `tpu` is the TPU address or name for the cluster resolver (as the Model Garden's
+    `--tpu` flag); "" means the local TPU VM. `multiworker` reads TF_CONFIG.
+    """
+    if name == "cpu":
+        return tf.distribute.OneDeviceStrategy("/cpu:0")
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy()
+    if name == "multiworker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu or "")
+        if tpu not in (None, "", "local"):
+            tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    raise ValueError(f"Unknown strategy {name!r}; expected one of {STRATEGIES}.")
+
+
+@dataclasses.dataclass
+class TrainResult:
+    steps_done: int
+    resumed_from: int
+    wall_time_s: float
+    pairs_per_s: float
+    final_loss: Optional[float]          # None when no step ran (the run was already complete)
+    global_batch: int = 0
+    step_seconds: List[float] = dataclasses.field(default_factory=list)
+
+    def pairs_per_s_over(self, first: bool, window: int = 100) -> Optional[float]:
+        """pairs/s from the median step time of the first (or last) `window` steps of this run."""
+        times = self.step_seconds[:window] if first else self.step_seconds[-window:]
+        return self.global_batch / statistics.median(times) if times else None
+
+
+SETTINGS_FILE = "run_settings.json"
+
+
+class SettingsMismatchError(TtZooError):
+    """A checkpoint was trained with settings other than the ones a resumed run asks for."""
+
+
+def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: bool) -> None:
+    """Records a fresh run's settings beside its checkpoints; refuses to resume with other ones.
+
+    A checkpoint trained with batch 128 and then resumed with batch 256 (or another learning
+    rate, step count, tower shape, pair set, ...) would give a model no single recipe describes;
+    the error names every setting that differs.
+    """
+    if settings is None:
+        return
+    settings = json.loads(json.dumps(settings))  # what JSON will give back, for a fair compare
+    path = os.path.join(checkpoint_dir, SETTINGS_FILE)
+    if resuming and tf.io.gfile.exists(path):
+        with tf.io.gfile.GFile(path) as f:
+            recorded = json.load(f)
+        differ = sorted(k for k in set(recorded) | set(settings)
+                        if recorded.get(k) != settings.get(k))
+        if differ:
+            details = "; ".join(f"{k}: checkpoint {recorded.get(k)!r}, now {settings.get(k)!r}"
+                                for k in differ)
+            raise SettingsMismatchError(f"The checkpoint in {checkpoint_dir} was trained with other "
+                             f"settings ({details}). Resume with the same settings, or start a "
+                             "new run with another --workdir.")
+        return
+    tf.io.gfile.makedirs(checkpoint_dir)
+    write_text(path, json.dumps(settings, indent=2, sort_keys=True))
+
+
+def remove_checkpoint_debris(checkpoint_dir: str) -> List[str]:
+    """Removes the ``*_temp*`` folders a checkpoint write leaves when killed midway (TF writes
+    ``ckpt-N_temp/`` then merges it into ``ckpt-N``); returns what it removed."""
+    removed = []
+    if tf.io.gfile.isdir(checkpoint_dir):
+        for path in tf.io.gfile.glob(os.path.join(checkpoint_dir, "*_temp*")):
+            if tf.io.gfile.isdir(path):
+                tf.io.gfile.rmtree(path)
+                removed.append(path)
+    return removed
+
+
+class _ProgressAndScalars(tf.keras.callbacks.Callback):
+    """tqdm bar with loss and pairs/s; TensorBoard scalars every `log_every` steps; step times."""
+
+    def __init__(self, bar, writer, global_batch: int, optimizer, log_every: int, log=None,
+                 print_every: int = 100):
+        super().__init__()
+        self.bar, self.writer, self.global_batch = bar, writer, global_batch
+        self.optimizer, self.log_every = optimizer, log_every
+        self.log, self.print_every = log, print_every
+        self.last_loss = None
+        self.step_seconds: List[float] = []
+        self._t = None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._t = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        elapsed = time.perf_counter() - self._t
+        self.step_seconds.append(elapsed)
+        self.last_loss = float(logs.get("loss", float("nan")))
+        step = int(self.optimizer.iterations.numpy())
+        rate = self.global_batch / max(elapsed, 1e-9)
+        if self.bar is not None:
+            self.bar.update(1)
+            self.bar.set_postfix(loss=f"{self.last_loss:.4f}", pairs_s=f"{rate:.0f}")
+        elif self.log is not None and step % self.print_every == 0:
+            recent = self.step_seconds[-self.print_every:]
+            self.log(f"step {step}: loss {self.last_loss:.4f}, "
+                     f"{self.global_batch * len(recent) / sum(recent):.0f} pairs/s")
+        if self.writer is not None and (step % self.log_every == 0 or step == 1):
+            lr = self.optimizer.learning_rate
+            lr = float(lr(self.optimizer.iterations) if callable(lr) else lr)
+            with self.writer.as_default():
+                tf.summary.scalar("loss", self.last_loss, step=step)
+                tf.summary.scalar("learning_rate", lr, step=step)
+                tf.summary.scalar("pairs_per_second", rate, step=step)
+                for name, value in (logs or {}).items():
+                    if name != "loss":
+                        tf.summary.scalar(name, float(value), step=step)
+
+
+class _Checkpointer(tf.keras.callbacks.Callback):
+    """Saves the checkpoint every `every` optimizer steps, inside the one `fit` call."""
+
+    def __init__(self, manager: tf.train.CheckpointManager, optimizer, every: int, writer):
+        super().__init__()
+        self.manager, self.optimizer, self.every, self.writer = manager, optimizer, every, writer
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.optimizer.iterations.numpy())
+        if step % self.every == 0:
+            self.manager.save(checkpoint_number=step)
+            if self.writer is not None:
+                self.writer.flush()
+
+
+def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data.Dataset], *,
+                    steps: int, global_batch: int, checkpoint_dir: str,
+                    checkpoint_every: int, settings: Optional[dict] = None,
+                    log_dir: Optional[str] = None, log_every: int = 10, progress: bool = True,
+                    callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+                    log=print) -> TrainResult:
+    """Trains a compiled model for `steps` steps in one `fit` call, checkpointing and resuming
+    exactly.
+
+    `make_dataset(start_step)` returns the batches of steps `start_step, start_step + 1, ...`
+    (e.g. `tt_zoo.training.step_data.step_batches`), so a resumed run starts at its step without replaying
+    the batches before it. Checkpoints hold the model, the optimizer (with its step counter) and
+    the Keras random generators (dropout masks), so a resumed run ends with the same weights as an
+    uninterrupted one. `settings` are recorded beside the checkpoints; resuming with different
+    ones is refused (`check_run_settings`).
+
+    Args:
+      model: a compiled model (its optimizer created under the strategy's scope).
+      make_dataset: start step -> the training batches from that step on.
+      steps: total optimizer steps.
+      global_batch: pairs per step (for pairs/s).
+      checkpoint_dir: where checkpoints live; a missing directory starts fresh (and says so).
+      checkpoint_every: steps between checkpoints.
+      settings: what defines the run (batch, learning rate, steps, model config, data, seed).
+      log_dir: TensorBoard directory (scalars: loss, learning_rate, pairs_per_second).
+      callbacks: more Keras callbacks for the `fit` call (e.g. a zero-shot evaluation).
+    """
+    if checkpoint_every <= 0:
+        raise ValueError(f"checkpoint_every must be positive (got {checkpoint_every}).")
+    optimizer = model.optimizer
+    checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer,
+                                     dropout_generators=dropout_generators(model))
+    for debris in remove_checkpoint_debris(checkpoint_dir):
+        log(f"removed {debris}, a checkpoint write cut off by an earlier kill")
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
+                                         step_counter=optimizer.iterations)
+    if manager.latest_checkpoint:
+        check_run_settings(checkpoint_dir, settings, resuming=True)
+        try:
+            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+        except (AssertionError, ValueError, tf.errors.OpError) as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
+            raise SettingsMismatchError(
+                f"The checkpoint {manager.latest_checkpoint} does not fit this model ({first}). "
+                "Resume with the model it was trained with, or start a new run with another "
+                "--workdir.") from None
+        log(f"resuming from {manager.latest_checkpoint} at step "
+            f"{int(optimizer.iterations.numpy())}")
+    else:
+        if not tf.io.gfile.isdir(checkpoint_dir) or not tf.io.gfile.listdir(checkpoint_dir):
+            log(f"no checkpoint in {checkpoint_dir}: starting fresh")
+        else:
+            log(f"{checkpoint_dir} holds no readable checkpoint: starting fresh")
+        check_run_settings(checkpoint_dir, settings, resuming=False)
+    resumed_from = int(optimizer.iterations.numpy())
+    if resumed_from > steps:
+        raise ValueError(f"The checkpoint in {checkpoint_dir} is at step {resumed_from}, past the "
+                         f"requested {steps} steps.")
+
+    writer = tf.summary.create_file_writer(log_dir) if log_dir else None
+    bar = None
+    if progress and resumed_from < steps:
+        from tqdm.auto import tqdm
+        bar = tqdm(total=steps, initial=resumed_from, unit="step", desc="pretrain")
+    monitor = _ProgressAndScalars(bar, writer, global_batch, optimizer, log_every,
+                                  log=None if progress else log)
+    start = time.perf_counter()
+    try:
+        if resumed_from < steps:
+            model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
+                      verbose=0, callbacks=[monitor, _Checkpointer(manager, optimizer,
+                                                                   checkpoint_every, writer),
+                                            *callbacks])
+    finally:
+        if bar is not None:
+            bar.close()
+    done = int(optimizer.iterations.numpy())
+    if done > resumed_from and done % checkpoint_every:
+        manager.save(checkpoint_number=done)
+    if writer is not None:
+        writer.flush()
+    wall = time.perf_counter() - start
+    trained = done - resumed_from
+    return TrainResult(steps_done=done, resumed_from=resumed_from, wall_time_s=wall,
+                       pairs_per_s=trained * global_batch / wall if trained else 0.0,
+                       final_loss=monitor.last_loss, global_batch=global_batch,
+                       step_seconds=monitor.step_seconds)
+
+
+class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
+    """Scores ReQA zero-shot every `every_steps` optimizer steps; appends one JSON line per point.
+
+    Each line: step, pairs_seen, train_seconds (this run's wall time without the evaluations),
+    loss, and R@1/5/10/50/100 and MRR of `num_questions` questions (sampled with seed 0) against
+    all candidates, by exact search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
+    """
+
+    def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
+                 output: str, log=print):
+        super().__init__()
+        if every_steps <= 0:
+            raise ValueError(f"every_steps must be positive (got {every_steps}).")
+        ids = reqa.question_ids
+        rng = np.random.default_rng(0)
+        self.question_ids = ([ids[i] for i in sorted(rng.choice(len(ids), num_questions,
+                                                                replace=False))]
+                             if num_questions < len(ids) else ids)
+        self.reqa, self.every_steps, self.global_batch = reqa, every_steps, global_batch
+        self.output, self.log = output, log
+        self._start, self._eval_seconds = None, 0.0
+
+    def on_train_begin(self, logs=None):
+        self._start, self._eval_seconds = time.perf_counter(), 0.0
+        if int(self.model.optimizer.iterations.numpy()) == 0:
+            self.evaluate(loss=None)  # the starting point of the curve
+
+    def on_train_batch_end(self, batch, logs=None):
+        step = int(self.model.optimizer.iterations.numpy())
+        if step % self.every_steps == 0:
+            self.evaluate(loss=(logs or {}).get("loss"))
+
+    def evaluate(self, loss) -> dict:
+        from tt_zoo.retrieval.metrics import evaluate_encoder
+        t = time.perf_counter()
+        step = int(self.model.optimizer.iterations.numpy())
+        train_seconds = t - self._start - self._eval_seconds
+        result = evaluate_encoder(self.model, self.reqa, self.question_ids)
+        metrics = result["exact"]
+        point = {"step": step, "pairs_seen": step * self.global_batch,
+                 "train_seconds": round(train_seconds, 1),
+                 "num_questions": result["num_queries"],
+                 "num_candidates": result["num_candidates"],
+                 "loss": None if loss is None else round(float(loss), 4),
+                 **{k: round(float(v), 4) for k, v in metrics.items()}}
+        # Rewritten whole, not appended: object stores (gs://) cannot append to a file.
+        earlier = ""
+        if tf.io.gfile.exists(self.output):
+            with tf.io.gfile.GFile(self.output) as f:
+                earlier = f.read()
+        write_text(self.output, earlier + json.dumps(point) + "\n")
+        self._eval_seconds += time.perf_counter() - t
+        self.log(f"step {step}: zero-shot ReQA " + " ".join(
+            f"{k} {v:.3f}" for k, v in metrics.items()) + f" ({time.perf_counter() - t:.0f} s)")
+        return point
+
+
+def dropout_generators(model: tf.keras.Model) -> list:
+    """The tf.random.Generator of every random layer (dropout), in a fixed layer order.
+
+    Keras does not track these generators, so checkpoints must list them explicitly for a
+    resumed run to draw the same dropout masks. (Reads Keras' `_random_generator`; there is
+    no public accessor.)
+    """
+    generators = []
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        random_generator = getattr(layer, "_random_generator", None)
+        if random_generator is None:
+            continue
+        random_generator._maybe_init()
+        if getattr(random_generator, "_generator", None) is not None:
+            generators.append(random_generator._generator)
+    return generators
+
+
+def enable_checkpointable_randomness(seed: int) -> None:
+    """Seeds everything and makes Keras dropout draw from tf.random.Generator state that is
+    saved in checkpoints, so resumed runs reproduce the same dropout masks."""
+    tf.keras.backend.experimental.enable_tf_random_generator()
+    tf.keras.utils.set_random_seed(seed)
+
+
+def steps_for_epochs(num_pairs: int, global_batch: int, epochs: float) -> int:
+    return max(1, math.ceil(num_pairs * epochs / global_batch))
