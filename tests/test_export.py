@@ -1,12 +1,10 @@
 """Serving export: SavedModel signatures with raw strings, fresh-process reload, saved_model_cli."""
 
 import json
-import pathlib
 import subprocess
 import sys
 
 import numpy as np
-import tensorflow as tf
 
 from helpers import PAIRS, assert_model_round_trip
 from tt_zoo.data import features as F

@@ -5,7 +5,6 @@ import pathlib
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 import tensorflow as tf
 

@@ -2,7 +2,6 @@
 outputs show, so a notebook whose code changed without a rerun is caught."""
 
 import ast
-import os
 import time
 
 import nbformat

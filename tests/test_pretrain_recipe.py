@@ -1,7 +1,6 @@
 """recipes/pretrain.py: a real process kill mid-run, then resume to the same final weights."""
 
 import json
-import os
 import pathlib
 import signal
 import subprocess

@@ -15,14 +15,13 @@ import pytest
 import tensorflow as tf
 
 import tt_zoo
-from conftest import REPO_ROOT, data_file
+from conftest import REPO_ROOT
 from helpers import load_recipe, pair_dataset, tiny_model
 from tt_zoo import atomic_io
 from tt_zoo.serving import export
-from tt_zoo.data import features as F, pairs_io
+from tt_zoo.data import pairs_io
 from tt_zoo.training import loop as training
 from tt_zoo.errors import ArtifactError
-from tt_zoo.serving.zoo import ZooModel
 
 
 # conftest's `exported` fixture writes this metadata: a base model with a card to be replaced.

@@ -1,7 +1,6 @@
 """The registry, tt_zoo.load, indexing and artifact checks."""
 
 import json
-import pathlib
 
 import numpy as np
 import pytest

@@ -68,10 +68,15 @@ def _exists(path) -> bool:
     return _gfile().exists(str(path)) if is_remote(path) else os.path.isfile(path)
 
 
-def verify_file(path, expected: Mapping, *, listed_in, check: str = "sha256",
+def verify_file(path, expected, *, listed_in, check: str = "sha256",
                 error: Type[ArtifactError] = ArtifactError) -> None:
     """Checks one file against its manifest entry: present, then the size (cheap), then, with
-    ``check="sha256"``, the content. Raises `error` naming the file and the manifest."""
+    ``check="sha256"``, the content. Raises `error` naming the file and the manifest.
+
+    An entry that is a bare sha256 string (indexes saved before sizes were recorded) is checked
+    by content alone."""
+    if isinstance(expected, str):
+        expected = {"sha256": expected}
     if check not in CHECKS:
         raise ValueError(f"check must be one of {CHECKS} (got {check!r}).")
     if check == "none":

@@ -41,7 +41,6 @@ import mwxml
 from mwparserfromhell import nodes as mwnodes
 from mwxml.element_iterator import ElementIterator
 from mwxml.errors import MalformedXML
-from tqdm.auto import tqdm
 
 from tt_zoo.data.articles import Article, ReadReport, Section
 from tt_zoo.data.inputs import open_input

@@ -338,8 +338,6 @@ class EmbeddingIndex:
             raise IndexFileError(f"{config_file} is malformed: {e!r}.") from e
         if IDS_FILE not in files:
             raise IndexFileError(f"{config_file} lists no {IDS_FILE}.")
-        if config["format_version"] == 1:  # {name: sha256}
-            files = {name: {"sha256": digest} for name, digest in files.items()}
         verify_files(root, files, listed_in=config_file, error=IndexFileError)
 
         ids_path = root / IDS_FILE

@@ -91,8 +91,6 @@ class TextIndex:
                 PASSAGES_FILE not in files):
             raise ArtifactError(f"{manifest_path} is not a {TEXT_INDEX_FORMAT} manifest listing "
                                 f"{PASSAGES_FILE}.")
-        files = {name: {"sha256": entry} if isinstance(entry, str) else entry  # before 0.2
-                 for name, entry in files.items()}
         verify_files(path, files, listed_in=manifest_path)
         embedding_index = EmbeddingIndex.load(path / "embeddings")
         rows = []
