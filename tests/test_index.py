@@ -1,5 +1,6 @@
 """Tests for tt_zoo.retrieval.index: brute force and ScaNN indexes, their files, the retrieve SavedModel."""
 
+import dataclasses
 import json
 import os
 import pathlib
@@ -235,9 +236,16 @@ def exported_retrieval_models(tmp_path_factory):
     query_embeddings = encoder(tf.constant(SERVING_QUERIES)).numpy()
     exact = [[ids[j] for j in row] for row in exact_top_k(query_embeddings, candidates, 10)]
 
+    # ScaNN's k-means starts at random, so which leaves hold a query's top 10 varies from build
+    # to build; searching every leaf (tree, AH scoring and re-ordering still on) keeps the
+    # recall check below about the served path, not about that draw (a CI run once got 0.85
+    # with the 25-of-35-leaf default).
+    every_leaf = ScannConfig(num_leaves=35, num_leaves_to_search=35)
     in_process, paths = {}, {}
     for backend in ("brute_force", "scann"):
-        module = retrieve_lib.build_retrieval_module(encoder, candidates, ids, k=10, backend=backend)
+        module = retrieve_lib.build_retrieval_module(
+            encoder, candidates, ids, k=10, backend=backend,
+            scann_config=every_leaf if backend == "scann" else None)
         result = module.serve(tf.constant(SERVING_QUERIES))
         in_process[backend] = {"ids": [[i.decode() for i in row] for row in result["ids"].numpy()],
                                "scores": result["scores"].numpy()}
@@ -317,3 +325,29 @@ def test_scann_fills_k_when_searched_leaves_are_too_small():
         assert scores.shape == (len(batch), 100) and np.isfinite(scores).all()
         assert all(len(set(row)) == 100 for row in ids)
         assert np.all(np.diff(scores, axis=1) <= 1e-6)
+
+
+def test_with_search_settings_trades_recall_without_a_rebuild():
+    candidates, queries = gaussian_mixture(2000, 100, 16, seed=3)
+    index = EmbeddingIndex(candidates, [str(i) for i in range(2000)], backend="scann",
+                           scann_config=ScannConfig(num_leaves=40, num_leaves_to_search=1,
+                                                    num_reordering_candidates=10))
+    exact = exact_top_k(queries, candidates, 10)
+
+    def recall(searched):
+        rows = searched.search(queries, k=10).rows
+        return np.mean([len(set(got) & set(want)) / 10 for got, want in zip(rows, exact)])
+
+    everything = index.with_search_settings(num_leaves_to_search=40,
+                                            num_reordering_candidates=2000)
+    # Every leaf searched and every candidate re-scored exactly: the exact top-10.
+    assert recall(everything) == 1.0
+    assert recall(index) < 0.9  # one leaf of 40: the original settings are untouched
+    assert index.scann_config.num_leaves_to_search == 1
+    assert everything.scann_config.num_leaves_to_search == 40
+    assert everything.with_search_settings(num_reordering_candidates=10).scann_config == \
+        dataclasses.replace(index.scann_config, num_leaves_to_search=40)
+    with pytest.raises(ValueError, match="num_leaves_to_search"):
+        index.with_search_settings(num_leaves_to_search=41)
+    with pytest.raises(ValueError, match="brute force"):
+        EmbeddingIndex(CANDIDATES, IDS, backend="brute_force").with_search_settings(1)
