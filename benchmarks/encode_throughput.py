@@ -1,10 +1,19 @@
-"""Document encoding throughput of shipped models, side by side: docs/s on ReQA-SQuAD(dev).
+"""Document encoding throughput of shipped models and encode settings: docs/s on ReQA-SQuAD(dev).
 
-Encodes the same (sentence, passage) candidates with each model in interleaved rounds
-(A B A B ..., so machine noise hits every model alike) and reports the median docs/s of each and
-its speed relative to the first model. Writes `results/encode_throughput.json` and `.md`.
+Encodes the same (sentence, passage) candidates with each (model, setting) in interleaved rounds
+(A B A B ..., so machine noise hits every row alike) and reports the median docs/s of each, its
+speed relative to the first row, and how far its embeddings are from the same model's first
+setting (max 1 - cosine over the candidates). A setting is how `encode_documents` runs the
+tower (`tt_zoo.modeling.inference`): `pad` (every text padded to the full length, float32),
+`bucketing` (the default: batches of similar lengths, each padded to its longest member), and
+`+bf16` / `+xla` on top (`precision="bfloat16"`, `jit_compile=True`). Each row is encoded once
+untimed first (tracing; with XLA, every candidate, so each shape is compiled: `warm-up`).
+`--queries N` also times N ReQA questions through the query tower (queries are short, so
+bucketing matters more there). Writes `results/<output>.json` and `.md`.
 
   python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 --model bow_mlp_ict_bfs_wlp_512
+  python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 --documents 2000 \
+      --configs pad,bucketing,bucketing+bf16,bucketing+xla --queries 2000 --output encode_speed
 """
 
 from __future__ import annotations
@@ -23,57 +32,188 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 DATA = default_data_dir()
 
+# Encode settings by name: keyword arguments of `encode_documents` / `encode_queries`.
+SETTINGS = {
+    "pad": dict(bucketing=False),
+    "bucketing": dict(bucketing=True),
+    "bucketing+bf16": dict(bucketing=True, precision="bfloat16"),
+    "bucketing+xla": dict(bucketing=True, jit_compile=True),
+    "bucketing+bf16+xla": dict(bucketing=True, precision="bfloat16", jit_compile=True),
+    "pad+bf16": dict(bucketing=False, precision="bfloat16"),
+    "pad+xla": dict(bucketing=False, jit_compile=True),
+}
+
+
+def parse_configs(text: str) -> list:
+    names = [c.strip() for c in text.split(",") if c.strip()]
+    unknown = [c for c in names if c not in SETTINGS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown settings {unknown}; expected a comma list of "
+                                         f"{sorted(SETTINGS)}")
+    return names
+
+
+def cpu_description() -> str:
+    """The CPU model and whether it has bfloat16 instructions (which `+bf16` needs to pay)."""
+    try:
+        info = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "CPU unknown"
+    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                  if line.startswith("model name")), "CPU unknown")
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
+                  if line.startswith("flags")), [])
+    bf16 = sorted(f for f in flags if f in ("avx512_bf16", "amx_bf16", "avx_vnni_bf16"))
+    return f"{model}; bfloat16 instructions: {', '.join(bf16) if bf16 else 'none'}"
+
+
+def max_cosine_deviation(a, b) -> float:
+    """max over rows of 1 - cos(a_i, b_i)."""
+    import numpy as np
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    return float(np.max(1.0 - cos))
+
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, help="name or path (repeatable)")
+    p.add_argument("--configs", type=parse_configs, default=["bucketing"],
+                   help=f"comma list of encode settings, of {sorted(SETTINGS)}")
     p.add_argument("--documents", type=int, default=2048, help="candidates encoded per round")
+    p.add_argument("--queries", type=int, default=0, help="questions encoded per round (0: none)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--squad", default=str(DATA / "squad" / "dev-v1.1.json"))
     p.add_argument("--results", default=str(REPO / "results"))
+    p.add_argument("--output", default="encode_throughput", help="results file stem")
     args = p.parse_args(argv)
     if not os.path.isfile(args.squad):
         sys.exit(f"SQuAD v1.1 dev not found at {args.squad} (set TT_ZOO_DATA or --squad)")
 
+    import numpy as np
+
     import tt_zoo
+    import tensorflow as tf
     from tt_zoo.atomic_io import write_text
+    from tt_zoo.modeling.inference import plan_batches
     from tt_zoo.retrieval.reqa import build_reqa
 
-    candidates = build_reqa(args.squad).candidates[:args.documents]
+    reqa = build_reqa(args.squad)
+    candidates = reqa.candidates[:args.documents]
     texts = [c.passage for c in candidates]
     titles = [c.sentence for c in candidates]
+    questions = [q.text for q in reqa.questions[:args.queries]]
     models = {name: tt_zoo.load(name) for name in args.model}
-    for model in models.values():  # warm-up: tracing is not timed
-        model.encode_documents(texts[:args.batch_size], titles=titles[:args.batch_size],
-                               batch_size=args.batch_size)
-    rates = {name: [] for name in models}
+    rows = [(name, config) for name in models for config in args.configs]
+
+    def encode_documents(name, config, n=len(texts)):
+        return models[name].encode_documents(texts[:n], titles=titles[:n],
+                                             batch_size=args.batch_size, **SETTINGS[config])
+
+    def encode_queries(name, config, n=len(questions)):
+        return models[name].encode_queries(questions[:n], batch_size=args.batch_size,
+                                           **SETTINGS[config])
+
+    warm_up, embeddings, query_embeddings = {}, {}, {}
+    for row in rows:  # tracing and XLA compilation are not timed
+        # One batch traces a tower function; XLA compiles once per shape, so it sees them all.
+        n = None if SETTINGS[row[1]].get("jit_compile") else args.batch_size
+        t = time.perf_counter()
+        encode_documents(*row, n=n or len(texts))
+        if questions:
+            encode_queries(*row, n=n or len(questions))
+        warm_up[row] = time.perf_counter() - t
+    rates = {row: [] for row in rows}
+    query_rates = {row: [] for row in rows}
     for _ in range(args.rounds):
-        for name, model in models.items():
+        for row in rows:
             t = time.perf_counter()
-            model.encode_documents(texts, titles=titles, batch_size=args.batch_size)
-            rates[name].append(len(texts) / (time.perf_counter() - t))
-    first = statistics.median(rates[args.model[0]])
-    rows = [{"model": name, "encoder": models[name].encoder_name,
-             "document_length": models[name].keras_model.document_preprocessor.seq_length,
-             "median_docs_per_s": round(statistics.median(r), 1),
-             "min_docs_per_s": round(min(r), 1), "max_docs_per_s": round(max(r), 1),
-             "speed_vs_first": round(statistics.median(r) / first, 2)} for name, r in rates.items()]
+            embeddings[row] = encode_documents(*row)
+            rates[row].append(len(texts) / (time.perf_counter() - t))
+            if questions:
+                t = time.perf_counter()
+                query_embeddings[row] = encode_queries(*row)
+                query_rates[row].append(len(questions) / (time.perf_counter() - t))
+
+    first = statistics.median(rates[rows[0]])
+    first_queries = statistics.median(query_rates[rows[0]]) if questions else None
+    out_rows = []
+    for name, config in rows:
+        row, reference = (name, config), (name, args.configs[0])
+        r = rates[row]
+        pre = models[name].keras_model.document_preprocessor
+        record = {"model": name, "encoder": models[name].encoder_name, "setting": config,
+                  "document_length": pre.seq_length,
+                  "median_docs_per_s": round(statistics.median(r), 1),
+                  "min_docs_per_s": round(min(r), 1), "max_docs_per_s": round(max(r), 1),
+                  "speed_vs_first": round(statistics.median(r) / first, 2),
+                  "warm_up_s": round(warm_up[row], 1),
+                  "max_1_minus_cos_vs_first_setting": max_cosine_deviation(embeddings[row],
+                                                                           embeddings[reference]),
+                  "docs_per_s_by_round": [round(x, 1) for x in r]}
+        if questions:
+            q = query_rates[row]
+            record.update(median_queries_per_s=round(statistics.median(q), 1),
+                          queries_per_s_by_round=[round(x, 1) for x in q],
+                          queries_speed_vs_first=round(statistics.median(q) / first_queries, 2),
+                          queries_max_1_minus_cos_vs_first_setting=max_cosine_deviation(
+                              query_embeddings[row], query_embeddings[reference]))
+        out_rows.append(record)
+
+    full, kept = {}, {}
+    for name, model in models.items():  # how much padding there is to save
+        keras_model = model.keras_model
+        for kind, pre, packed in (
+                ("documents", keras_model.document_preprocessor,
+                 keras_model.document_preprocessor((tf.constant(titles), tf.constant(texts)))),
+                ("queries", keras_model.query_preprocessor,
+                 keras_model.query_preprocessor(tf.constant(questions or [""])))):
+            if kind == "queries" and not questions:
+                continue
+            lengths = packed["input_mask"].numpy().sum(1)
+            if kind == "documents":
+                full[name] = float(np.mean(lengths == pre.seq_length))
+            cut = sum(len(rows) * length for rows, length in
+                      plan_batches(lengths, args.batch_size, pre.seq_length))
+            kept[f"{name} {kind}"] = round(cut / (len(lengths) * pre.seq_length), 3)
     lines = ["# Document encoding throughput (ReQA-SQuAD(dev) candidates)", "",
              f"{len(texts):,} (sentence, passage) candidates per round, batch {args.batch_size}, "
-             f"{args.rounds} interleaved rounds on this machine ({os.cpu_count()} cores); "
-             "written by `benchmarks/encode_throughput.py`.", "",
-             "| model | encoder | document length | median docs/s | range | vs first |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        lines.append(f"| {r['model']} | {r['encoder']} | {r['document_length']} | "
-                     f"{r['median_docs_per_s']:,.0f} | {r['min_docs_per_s']:,.0f}–"
-                     f"{r['max_docs_per_s']:,.0f} | x{r['speed_vs_first']:.2f} |")
+             f"{args.rounds} interleaved rounds on this machine ({os.cpu_count()} cores; "
+             f"{cpu_description()}); "
+             f"written by `benchmarks/encode_throughput.py`. Settings: {', '.join(args.configs)} "
+             "(see the script's docstring); `max 1−cos` compares each row's embeddings with the "
+             "same model's first setting; `warm-up` is the untimed first call (one batch, or "
+             "with XLA every candidate, so that each shape is compiled). "
+             + " ".join(f"{full[name]:.0%} of these candidates fill {name}'s "
+                        f"{models[name].keras_model.document_preprocessor.seq_length}-token "
+                        "budget." for name in models)
+             + " Token positions bucketing keeps, of the padded ones: "
+             + ", ".join(f"{k} {v:.0%}" for k, v in kept.items()) + ".", "",
+             "| model | encoder | setting | document length | median docs/s | range | vs first | "
+             "warm-up (s) | max 1−cos |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in out_rows:
+        lines.append(f"| {r['model']} | {r['encoder']} | {r['setting']} | "
+                     f"{r['document_length']} | {r['median_docs_per_s']:,.0f} | "
+                     f"{r['min_docs_per_s']:,.0f}–{r['max_docs_per_s']:,.0f} | "
+                     f"x{r['speed_vs_first']:.2f} | {r['warm_up_s']:.1f} | "
+                     f"{r['max_1_minus_cos_vs_first_setting']:.1e} |")
+    if questions:
+        lines += ["", f"Queries: {len(questions):,} ReQA questions per round, timed in the same "
+                  "rounds.", "",
+                  "| model | setting | median queries/s | vs first | max 1−cos |",
+                  "| --- | --- | --- | --- | --- |"]
+        for r in out_rows:
+            lines.append(f"| {r['model']} | {r['setting']} | {r['median_queries_per_s']:,.0f} | "
+                         f"x{r['queries_speed_vs_first']:.2f} | "
+                         f"{r['queries_max_1_minus_cos_vs_first_setting']:.1e} |")
     print("\n".join(lines))
     out = pathlib.Path(args.results)
-    write_text(out / "encode_throughput.json", json.dumps({"settings": vars(args), "rows": rows},
-                                                          indent=2))
-    write_text(out / "encode_throughput.md", "\n".join(lines) + "\n")
+    write_text(out / f"{args.output}.json",
+               json.dumps({"settings": vars(args), "cpu": cpu_description(),
+                           "full_length_fraction": full, "bucketed_positions_kept": kept,
+                           "rows": out_rows}, indent=2))
+    write_text(out / f"{args.output}.md", "\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

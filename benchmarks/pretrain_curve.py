@@ -159,13 +159,18 @@ def write_report(curves: dict, long_runs: dict, args) -> None:
          results / "pretrain_curve.png")
 
 
-def plot(curves: dict, path: pathlib.Path) -> None:
+X_AXES = (("pairs_seen", "pairs seen (thousands)", 1e3), ("train_seconds", "training minutes", 60))
+
+
+def plot(curves: dict, path: pathlib.Path, x_axes=X_AXES,
+         title: str = "ReQA-SQuAD(dev) zero-shot during pretraining") -> None:
+    """R@1/10/100 of each curve, one row per x axis ((point key, label, divisor) triples)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(2, 3, figsize=(15, 8.5), sharey="col")
-    for row, (x_key, x_label, scale) in enumerate((("pairs_seen", "pairs seen (thousands)", 1e3),
-                                                   ("train_seconds", "training minutes", 60))):
+    fig, axes = plt.subplots(len(x_axes), 3, figsize=(15, 4.25 * len(x_axes)), sharey="col",
+                             squeeze=False)
+    for row, (x_key, x_label, scale) in enumerate(x_axes):
         for col, metric in enumerate(("R@1", "R@10", "R@100")):
             ax = axes[row, col]
             for name, curve in curves.items():
@@ -175,38 +180,49 @@ def plot(curves: dict, path: pathlib.Path) -> None:
             ax.set_ylabel(f"{metric} (%)")
             ax.grid(alpha=0.3)
     axes[0, 0].legend(fontsize=8)
-    fig.suptitle("ReQA-SQuAD(dev) zero-shot during pretraining")
+    fig.suptitle(title)
     fig.tight_layout()
     from tt_zoo.atomic_io import open_for_replace
     with open_for_replace(path, "wb") as f:
         fig.savefig(f, format="png", dpi=90)
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_curve_arguments(p: argparse.ArgumentParser, configs: dict, workdir: str) -> None:
+    """The arguments every curve benchmark shares (this one and benchmarks/batch_signal.py)."""
     p.add_argument("--pairs", required=True, help="a pair directory (recipes/make_pairs.py)")
-    p.add_argument("--configs", default=",".join(CONFIGS),
-                   help=f"comma-separated subset of {', '.join(CONFIGS)}")
-    p.add_argument("--steps", type=int, default=600)
-    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--configs", default=",".join(configs),
+                   help=f"comma-separated subset of {', '.join(configs)}")
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--document-length", type=int, default=128)
-    p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--eval-questions", type=int, default=2000)
-    p.add_argument("--workdir", default=str(REPO / "runs" / "curve"))
+    p.add_argument("--workdir", default=workdir)
     p.add_argument("--results", default=str(REPO / "results"))
     p.add_argument("--report-only", action="store_true",
                    help="only collect the curves already in --workdir")
     p.add_argument("--note", action="append", default=[],
                    help="a sentence to print under the report's heading (repeatable)")
+
+
+def selected_configs(args, configs: dict) -> list:
+    """The names of --configs; exits naming any that `configs` does not define."""
+    names = [n.strip() for n in args.configs.split(",") if n.strip()]
+    unknown = [n for n in names if n not in configs]
+    if unknown:
+        sys.exit(f"unknown configuration(s) {unknown}; expected some of {list(configs)}")
+    return names
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_curve_arguments(p, CONFIGS, str(REPO / "runs" / "curve"))
+    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--batch", type=int, default=128)
+    p.add_argument("--eval-every", type=int, default=200)
     p.add_argument("--long-run", action="append", default=[], metavar="NAME=CURVE_JSONL",
                    help="a longer run's curve (e.g. a shipped model's) to plot and tabulate "
                         "beside the configurations")
     args = p.parse_args(argv)
-    names = [n.strip() for n in args.configs.split(",") if n.strip()]
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        sys.exit(f"unknown configuration(s) {unknown}; expected some of {list(CONFIGS)}")
+    names = selected_configs(args, CONFIGS)
     if not args.report_only:
         for name in names:
             run_config(name, args)

@@ -5,7 +5,10 @@ conftest.py), never from one another."""
 import importlib
 import json
 import pathlib
+import signal
 import string
+import subprocess
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -277,3 +280,49 @@ def assert_matches_golden(golden: dict, query_embeddings, document_embeddings):
     np.testing.assert_allclose(q[:, :8], golden["query_embeddings_first8"], atol=1e-5)
     np.testing.assert_allclose(d[:, :8], golden["document_embeddings_first8"], atol=1e-5)
     np.testing.assert_allclose(q @ d.T, golden["scores"], atol=1e-5)
+
+
+def kill_at_first_checkpoint(command, checkpoints: pathlib.Path) -> int:
+    """Starts `command` (a pretraining run) and SIGKILLs it once its first checkpoint is complete:
+    a real kill, no cleanup and no final save. Returns the process's exit code."""
+    import tensorflow as tf
+
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 600
+    while time.time() < deadline and proc.poll() is None:
+        # The manager writes the checkpoint files, then the "checkpoint" state file naming them.
+        if (checkpoints / "checkpoint").exists() and tf.train.latest_checkpoint(str(checkpoints)):
+            proc.send_signal(signal.SIGKILL)
+            break
+        time.sleep(0.02)
+    proc.wait(timeout=60)
+    return proc.returncode
+
+
+BATCH_WORDS = "the a of in is who what paris france river water london city seine".split()
+
+
+def tokenized_batch(model, hard_negatives=0):
+    """8 tokenized pairs (d0 twice: an accidental hit to mask), optionally with
+    `hard_negatives` tokenized hard negatives per example (flattened, as features.py says)."""
+    import tensorflow as tf
+
+    from tt_zoo.modeling.losses import hash_ids
+    from tt_zoo.training.step_data import tokenize_on_host
+
+    rng = np.random.default_rng(0)
+    raw = {F.QUERY: [" ".join(rng.choice(BATCH_WORDS, 5)) for _ in range(8)],
+           F.DOC_TITLE: [str(rng.choice(BATCH_WORDS)) for _ in range(8)],
+           F.DOC_TEXT: [" ".join(rng.choice(BATCH_WORDS, 9)) for _ in range(8)],
+           F.DOC_ID: ["d0", "d1", "d2", "d3", "d4", "d0", "d6", "d7"],
+           F.DOC_SAMPLING_PROB: rng.uniform(0.05, 0.3, 8).astype("float32")}
+    inputs = tokenize_on_host(model, {k: tf.constant(v) for k, v in raw.items()})
+    if hard_negatives:
+        n = 8 * hard_negatives
+        inputs[F.HARD_NEGATIVE_INPUTS] = model.document_preprocessor((
+            tf.constant([str(rng.choice(BATCH_WORDS)) for _ in range(n)]),
+            tf.constant([" ".join(rng.choice(BATCH_WORDS, 7)) for _ in range(n)])))
+        inputs[F.HARD_NEGATIVE_IDS] = hash_ids(tf.constant([f"h{i}" for i in range(n)]))
+        inputs[F.HARD_NEGATIVE_SAMPLING_PROBS] = tf.constant(
+            rng.uniform(0.05, 0.3, n).astype("float32"))
+    return inputs

@@ -5,13 +5,12 @@ import pathlib
 import signal
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import tiny_vocab
+from helpers import kill_at_first_checkpoint, tiny_vocab
 from tt_zoo.data.pairs_io import write_pair_shards
 from tt_zoo.data.pretraining_tasks import Pair
 
@@ -61,18 +60,9 @@ def test_kill_and_resume_matches_uninterrupted_run(inputs):
     assert exported.metadata["train_steps"] == STEPS and exported.pretraining == "ict_bfs_wlp"
 
     workdir = root / "killed"
-    proc = subprocess.Popen(command(root, vocab, workdir), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
     checkpoints = workdir / "checkpoints"
-    deadline = time.time() + 600
-    while time.time() < deadline and proc.poll() is None:
-        # The manager writes the checkpoint files, then the "checkpoint" state file naming them.
-        if (checkpoints / "checkpoint").exists() and tf.train.latest_checkpoint(str(checkpoints)):
-            proc.send_signal(signal.SIGKILL)  # a real kill: no cleanup, no final save
-            break
-        time.sleep(0.02)
-    proc.wait(timeout=60)
-    assert proc.returncode == -signal.SIGKILL, "the run finished before it could be killed"
+    returncode = kill_at_first_checkpoint(command(root, vocab, workdir), checkpoints)
+    assert returncode == -signal.SIGKILL, "the run finished before it could be killed"
     assert not (workdir / "train_summary.json").exists()
     killed_at = tf.train.latest_checkpoint(str(checkpoints))
     assert killed_at is not None and int(killed_at.rsplit("-", 1)[1]) < STEPS

@@ -16,6 +16,7 @@ import sys
 COMMANDS = {
     "learn-vocab": ("learn_vocab", "learn a WordPiece vocabulary from articles"),
     "make-pairs": ("make_pairs", "ICT/BFS/WLP pairs or MLM examples as TFRecord shards (Sec. 3)"),
+    "mine-negatives": ("mine_negatives", "BM25 hard negatives for a pair set, stored beside it"),
     "pretrain": ("pretrain", "pretrain a registered variant, resumable, then export it (Sec. 5.1)"),
     "export": ("export", "export a checkpoint for serving, with a ScaNN index and retrieve model"),
     "finetune": ("finetune", "fine-tune on a ReQA split and evaluate (Sec. 5)"),

@@ -70,6 +70,12 @@ def parse_args(argv=None):
                        help="smallest change of the validation value that counts as improvement")
     train.add_argument("--validation-metric", default="loss",
                        choices=["loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"])
+    train.add_argument("--hard-negatives", type=int, default=0, metavar="H",
+                       help="H BM25 hard negatives per training question beside the in-batch "
+                            "ones (Multi-task DPR), skipping the gold and answer-holding "
+                            "candidates (0: none)")
+    train.add_argument("--hard-negatives-depth", type=int, default=None,
+                       help="BM25 results searched per question when mining (default 32)")
     train.add_argument("--log-dir", help="write the fine-tuning log (CSV, JSON) here")
     out = p.add_argument_group("output")
     out.add_argument("--output", help="export the fine-tuned model (SavedModel) to this directory")
@@ -100,6 +106,12 @@ def parse_args(argv=None):
             p.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
     if not args.learning_rate > 0:
         p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+    if args.hard_negatives < 0:
+        p.error(f"--hard-negatives must be >= 0 (got {args.hard_negatives})")
+    if args.hard_negatives and args.hard_negatives_depth is not None and (
+            args.hard_negatives_depth < args.hard_negatives):
+        p.error(f"--hard-negatives-depth must be at least --hard-negatives (got "
+                f"{args.hard_negatives_depth} < {args.hard_negatives})")
     if args.output:
         from tt_zoo.atomic_io import check_replaceable
         from tt_zoo.serving.export import is_model_export
@@ -212,7 +224,8 @@ def main(argv=None) -> dict:
         model, reqa, split, steps=args.steps, batch_size=args.batch_size,
         learning_rate=args.learning_rate, eval_every=args.eval_every, patience=args.patience,
         min_delta=args.min_delta, validation_metric=args.validation_metric, seed=args.seed,
-        log_dir=args.log_dir, progress=not args.quiet)
+        log_dir=args.log_dir, progress=not args.quiet, hard_negatives=args.hard_negatives,
+        hard_negatives_depth=args.hard_negatives_depth)
 
     table, rows = None, []
     if args.eval:
@@ -234,6 +247,8 @@ def main(argv=None) -> dict:
     training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",
                                        "batch_size", "requested_batch_size", "learning_rate",
                                        "seconds", "train_pairs_per_s")}
+    if "hard_negatives" in result:
+        training["hard_negatives"] = result["hard_negatives"]
     if args.output:
         # The export records the lineage itself (base model name, sha256, steps, date).
         metadata = {**{k: v for k, v in info.items() if k != "base_model"},

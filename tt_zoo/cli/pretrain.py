@@ -12,9 +12,14 @@ TensorBoard scalars under --log-dir; a progress bar with pairs/s.
 On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden);
 --workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through
 tf.io.gfile).
+--hard-negatives H adds H BM25 hard negatives per pair (mined once by
+`tt_zoo.data.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
 `none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
 pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/make_pairs.py
---tasks mlm) and initialise both towers from it.
+--tasks mlm) and initialise both towers from it. --grad-cache-chunk N trains on the whole batch
+with the activation memory of N pairs (GradCache, `tt_zoo.training.grad_cache`). --cluster-every N draws each batch from one
+k-means cluster of the documents, re-clustered every N steps with the current document tower
+(ProQA, Xiong et al. 2020, Sec. 3.2; tt_zoo.training.clustered_batches).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from tt_zoo.serving import registry
 from tt_zoo.training import loop as training
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
 from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
+from tt_zoo.errors import TtZooError
 from tt_zoo.serving.export import export_saved_model, is_model_export
 from tt_zoo.serving.zoo import build_untrained
 
@@ -64,12 +70,26 @@ def parse_args(argv=None):
                    help="compile the training step with XLA (auto: yes for --strategy tpu). The "
                         "step holds no strings (pairs are tokenized on the host), so it compiles; "
                         "under XLA dropout ignores the seed, so a resumed run is not bit-exact")
+    p.add_argument("--grad-cache-chunk", type=int, default=0,
+                   help="GradCache (Gao et al. 2021): embed and back-propagate N pairs at a "
+                        "time, with the gradients of the whole batch and the activation memory "
+                        "of N (0: off; the batch per replica must be a multiple of N)")
     p.add_argument("--dtype-policy", choices=("float32", "mixed_bfloat16"), default="float32",
                    help="Keras dtype policy of the towers (scores and loss stay float32)")
     p.add_argument("--token-cache", default=os.path.join("runs", "token_cache"),
                    help="where pairs tokenized once are kept for later runs ('' : nowhere)")
     p.add_argument("--max-pairs", type=int, default=None,
                    help="train on the first N pairs of --pairs only")
+    p.add_argument("--hard-negatives", type=int, default=0, metavar="H",
+                   help="add H BM25 hard negatives per pair to the in-batch ones (Multi-task "
+                        "DPR's hard confounders; tt_zoo.data.hard_negatives), mined once and "
+                        "stored beside the pairs (0: none)")
+    p.add_argument("--hard-negatives-depth", type=int, default=None,
+                   help="BM25 results searched per query when mining (default "
+                        "tt_zoo.data.hard_negatives.DEFAULT_DEPTH)")
+    p.add_argument("--hard-negatives-dir", default=None,
+                   help="where the mined negatives are stored (default PAIRS/hard_negatives; "
+                        "for a read-only or remote pair directory)")
     p.add_argument("--eval-every", type=int, default=0,
                    help="score ReQA-SQuAD(dev) zero-shot every N steps (0: never); the curve "
                         "goes to WORKDIR/curve.jsonl")
@@ -80,6 +100,25 @@ def parse_args(argv=None):
     p.add_argument("--tower-shape", default=None,
                    help="explicit BERT shape LAYERS,HIDDEN,HEADS overriding the registry size "
                         "(for smoke tests)")
+    p.add_argument("--cluster-every", type=int, default=0,
+                   help="clustered batches (ProQA, Xiong et al. 2020, Sec. 3.2): every N steps, "
+                        "embed the next N steps' documents with the current document tower, "
+                        "k-means them and draw each batch from one cluster (0: off, random "
+                        "batches)")
+    p.add_argument("--clusters", type=int, default=0,
+                   help="clusters a round for --cluster-every (0: N // 4, about four batches "
+                        "a cluster)")
+    p.add_argument("--cluster-length", type=int, default=0,
+                   help="embed only the first L tokens of each document for the clustering "
+                        "(0: the document length); cheaper re-encoding")
+    p.add_argument("--cluster-start", type=int, default=None,
+                   help="first clustered step, a multiple of --cluster-every (default: "
+                        "--cluster-every; the steps before it are random batches)")
+    p.add_argument("--cluster-encode-batch", type=int, default=256,
+                   help="documents a forward pass when re-encoding for the clustering")
+    p.add_argument("--cluster-threads", type=int, default=1,
+                   help="threads of the k-means for --cluster-every (0: every core; 1 is "
+                        "faster when TensorFlow and other jobs share a few cores)")
     p.add_argument("--strategy", default="cpu", choices=training.STRATEGIES)
     p.add_argument("--tpu", default=None, help="TPU name/address for --strategy tpu")
     p.add_argument("--workdir", default=None, help="checkpoints and logs (runs/pretrain/VARIANT)")
@@ -117,8 +156,12 @@ def build_model(spec, args, vocab):
                            tower_shape=shape, options=model_options(spec, args))
 
 
-def run_settings(model, args, batch, lr, warmup, steps) -> dict:
-    """What defines a pretraining run: resuming with anything else is refused."""
+def run_settings(model, args, batch, lr, warmup, steps, hard_negatives=None,
+                 clustering=None) -> dict:
+    """What defines a pretraining run: resuming with anything else is refused.
+
+    `hard_negatives`: the `MiningSettings` when the run trains with mined negatives;
+    `clustering`: `ClusteredStepOrder.settings()` when --cluster-every is on."""
     towers = {"query_tower": model.query_tower.get_config(),
               "document_tower": None if model.share_towers else model.document_tower.get_config(),
               "query_length": model.query_preprocessor.seq_length,
@@ -131,11 +174,37 @@ def run_settings(model, args, batch, lr, warmup, steps) -> dict:
             "steps": steps, "seed": args.seed, "pairs": pairs,
             "max_pairs": args.max_pairs, "dtype_policy": args.dtype_policy,
             # Recorded only when on, so runs checkpointed before the flag existed still resume.
-            **({"jit_compile": True} if jit_compile(args) else {}), **towers}
+            **({"jit_compile": True} if jit_compile(args) else {}),
+            **({"hard_negatives": {k: v for k, v in hard_negatives.as_dict().items()
+                                   if k != "max_pairs"}} if hard_negatives else {}),
+            **({"grad_cache_chunk": args.grad_cache_chunk} if args.grad_cache_chunk else {}),
+            **({"clustered_batches": clustering} if clustering else {}), **towers}
+
+
+def check_grad_cache_chunk(chunk: int, batch: int, replicas: int) -> None:
+    """Exits with a clear message unless --grad-cache-chunk divides the batch per replica."""
+    if chunk < 0:
+        sys.exit(f"--grad-cache-chunk must be a number of pairs, or 0 for off (got {chunk})")
+    per_replica, rest = divmod(batch, replicas)
+    if chunk and (rest or per_replica % chunk):
+        divisors = [d for d in range(1, per_replica + 1) if rest == 0 and per_replica % d == 0]
+        hint = f" (e.g. {max(d for d in divisors if d <= chunk)})" if divisors else ""
+        sys.exit(f"--grad-cache-chunk {chunk}: the batch of {batch} pairs over {replicas} "
+                 f"replica(s) is {batch / replicas:g} pairs per replica, which must be a "
+                 f"multiple of the chunk{hint}")
 
 
 def jit_compile(args) -> bool:
     return args.jit_compile == "yes" or (args.jit_compile == "auto" and args.strategy == "tpu")
+
+
+def mining_settings(args):
+    """The hard-negative `MiningSettings` of --hard-negatives (None when off)."""
+    if not args.hard_negatives:
+        return None
+    from tt_zoo.data.hard_negatives import DEFAULT_DEPTH, MiningSettings
+    return MiningSettings(args.hard_negatives, args.hard_negatives_depth or DEFAULT_DEPTH,
+                          max_pairs=args.max_pairs)
 
 
 def zero_shot_curve(args, workdir, batch):
@@ -147,6 +216,34 @@ def zero_shot_curve(args, workdir, batch):
     return training.ZeroShotReqaCurve(build_reqa(squad), every_steps=args.eval_every,
                                       num_questions=args.eval_questions, global_batch=batch,
                                       output=os.path.join(workdir, "curve.jsonl"))
+
+
+def clustered_order(args, arrays, batch, checkpoint_dir):
+    """The clustered batch order of --cluster-every (None when off)."""
+    if not args.cluster_every:
+        return None
+    from tt_zoo.training.clustered_batches import CLUSTER_DIR, ClusteredStepOrder
+    try:
+        return ClusteredStepOrder(arrays, batch, seed=args.seed, every=args.cluster_every,
+                                  directory=os.path.join(checkpoint_dir, CLUSTER_DIR),
+                                  start_step=args.cluster_start, num_clusters=args.clusters,
+                                  cluster_length=args.cluster_length,
+                                  encode_batch=args.cluster_encode_batch,
+                                  kmeans_threads=args.cluster_threads or None)
+    except ValueError as e:
+        sys.exit(f"--cluster-every: {e}")
+
+
+def clustering_summary(order, train_wall_time_s: float) -> dict:
+    """This run's cost of the clustered batches (for the train summary)."""
+    stats = order.stats
+    return {"rounds_clustered": stats["rounds_clustered"],
+            "rounds_read": stats["rounds_loaded"],
+            "reencoding_seconds": round(stats["encode_seconds"], 1),
+            "kmeans_seconds": round(stats["kmeans_seconds"], 1),
+            "cluster_seconds": round(stats["seconds"], 1),
+            "fraction_of_train_wall_time": round(stats["seconds"] / train_wall_time_s, 4)
+            if train_wall_time_s > 0 else None}
 
 
 def main(argv=None):
@@ -166,9 +263,21 @@ def main(argv=None):
     if steps and spec.pretraining != "mlm" and not args.pairs:
         sys.exit(f"{spec.name} pretrains on {spec.pretraining} pairs: pass --pairs DIR "
                  "(see recipes/make_pairs.py)")
+    if args.cluster_every and (not steps or spec.pretraining == "mlm"):
+        sys.exit("--cluster-every groups the batches of pair pretraining; "
+                 f"{spec.name} trains {'no steps' if not steps else 'with MLM'}")
     if steps and spec.pretraining == "mlm" and not args.mlm_examples:
         sys.exit(f"{spec.name} pretrains with MLM: pass --mlm-examples DIR "
                  "(recipes/make_pairs.py --tasks mlm)")
+    if args.hard_negatives < 0:
+        sys.exit(f"--hard-negatives must be >= 0 (got {args.hard_negatives})")
+    if args.hard_negatives and (spec.pretraining in ("mlm", "none") or not steps):
+        sys.exit(f"--hard-negatives {args.hard_negatives}: {spec.name} trains on no pairs "
+                 f"({spec.pretraining} pretraining, {steps} steps)")
+    try:
+        hard_negative_settings = mining_settings(args)
+    except ValueError as e:
+        sys.exit(f"--hard-negatives: {e}")
     if not os.path.isfile(args.vocab):
         sys.exit(f"vocabulary {args.vocab} not found (recipes/learn_vocab.py writes one)")
     if args.export:
@@ -182,6 +291,12 @@ def main(argv=None):
     training.enable_checkpointable_randomness(args.seed)
     tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
     strategy = training.make_strategy(args.strategy, args.tpu)
+    if steps and args.grad_cache_chunk:
+        if spec.pretraining == "mlm":
+            sys.exit("--grad-cache-chunk applies to the two-tower loss, not to MLM pretraining")
+        check_grad_cache_chunk(args.grad_cache_chunk, batch, strategy.num_replicas_in_sync)
+        if jit_compile(args):
+            sys.exit("--grad-cache-chunk runs without XLA: pass --jit-compile no")
     print(f"{spec.name}: {spec.encoder} {spec.tower_size or ''} dim {spec.embedding_dim}, "
           f"{steps} steps x batch {batch} on {strategy.num_replicas_in_sync} replica(s) "
           f"({args.strategy})")
@@ -193,8 +308,9 @@ def main(argv=None):
             schedule = training.paper_learning_rate(lr, steps, warmup)
             model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
                           jit_compile=jit_compile(args))
+            model.use_grad_cache(args.grad_cache_chunk or None)
 
-    result = None
+    result, order = None, None
     if steps and spec.pretraining == "mlm":
         from tt_zoo.training.mlm import pretrain_mlm
         try:
@@ -208,19 +324,40 @@ def main(argv=None):
         from tt_zoo.training.step_data import cached_tokenize_pair_set, distribute_step_batches
         arrays = cached_tokenize_pair_set(model, args.pairs, args.token_cache or None,
                                           max_pairs=args.max_pairs)
+        negatives = None
+        if hard_negative_settings:
+            from tt_zoo.data.hard_negatives import load_or_mine
+            try:
+                mined = load_or_mine(args.pairs, hard_negative_settings,
+                                     output_dir=args.hard_negatives_dir,
+                                     progress=not args.no_progress)
+            except TtZooError as e:
+                sys.exit(f"--hard-negatives: {e}")
+            negatives = mined.rows
         callbacks = [zero_shot_curve(args, workdir, batch)] if args.eval_every else []
+        checkpoint_dir = os.path.join(workdir, "checkpoints")
+        order = clustered_order(args, arrays, batch, checkpoint_dir)
         try:
             result = training.train_resumable(
                 model, lambda start: distribute_step_batches(
-                    strategy, arrays, batch, seed=args.seed, start_step=start, end_step=steps),
-                steps=steps, global_batch=batch,
-                checkpoint_dir=os.path.join(workdir, "checkpoints"),
+                    strategy, arrays, batch, seed=args.seed, start_step=start, end_step=steps,
+                    hard_negatives=negatives, order=order),
+                steps=steps, global_batch=batch, checkpoint_dir=checkpoint_dir,
                 checkpoint_every=args.checkpoint_every,
-                settings=run_settings(model, args, batch, lr, warmup, steps),
+                settings=run_settings(model, args, batch, lr, warmup, steps,
+                                      hard_negative_settings,
+                                      clustering=order and order.settings()),
                 log_dir=os.path.join(workdir, "logs"), progress=not args.no_progress,
-                callbacks=callbacks)
-        except training.SettingsMismatchError as e:
+                callbacks=callbacks, data_callbacks=[order.callback()] if order else [])
+        except TtZooError as e:  # settings that differ; a clustered round's order missing
             sys.exit(str(e))
+        if order is not None and result.final_loss is not None:
+            clustering = clustering_summary(order, result.wall_time_s)
+            print(f"clustered batches: {clustering['rounds_clustered']} rounds clustered in "
+                  f"{clustering['cluster_seconds']:.1f} s (re-encoding "
+                  f"{clustering['reencoding_seconds']:.1f} s), "
+                  f"{100 * clustering['fraction_of_train_wall_time']:.1f}% of the training "
+                  "wall time")
         if result.final_loss is None:
             print(f"already trained to step {result.steps_done}: nothing to do")
         else:
@@ -248,6 +385,12 @@ def main(argv=None):
         summary.update(batch_size=batch, learning_rate=lr, warmup_fraction=warmup,
                        strategy=args.strategy, dtype_policy=args.dtype_policy,
                        pairs_seen=steps * batch)
+        if args.grad_cache_chunk:
+            summary["grad_cache_chunk"] = args.grad_cache_chunk
+    if hard_negative_settings and steps:
+        summary["hard_negatives"] = mined.summary()
+    if order is not None:
+        summary["clustered_batches"] = order.settings()
     summary_path = os.path.join(workdir, "train_summary.json")
     if result is not None and result.final_loss is not None:
         # A rerun of a finished run trains nothing: the first run's summary stays the record.
@@ -257,6 +400,8 @@ def main(argv=None):
                        train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),
                        final_loss=round(result.final_loss, 4),
                        resumed_from=result.resumed_from)
+        if order is not None:
+            summary["train_clustered_batches"] = clustering_summary(order, result.wall_time_s)
     elif result is not None and tf.io.gfile.exists(summary_path):
         with tf.io.gfile.GFile(summary_path) as f:
             previous = json.load(f)

@@ -22,6 +22,10 @@ HARD_NEGATIVE_TITLES = "hard_negative_titles"  # tf.string [H]
 HARD_NEGATIVE_TEXTS = "hard_negative_texts"    # tf.string [H]
 HARD_NEGATIVE_IDS = "hard_negative_ids"        # tf.string [H]
 HARD_NEGATIVE_SAMPLING_PROBS = "hard_negative_sampling_probs"  # tf.float32 [H]
+# Or tokenized on the host, flattened over the batch: packed ids [batch * H, seq_length] (row
+# b * H + h is example b's h-th hard negative), with HARD_NEGATIVE_IDS hashed to int64 [batch * H]
+# and HARD_NEGATIVE_SAMPLING_PROBS [batch * H].
+HARD_NEGATIVE_INPUTS = "hard_negative_inputs"
 
 # MLM examples use the Model Garden's feature names.
 MLM_FEATURES = ("input_word_ids", "input_mask", "input_type_ids",

@@ -347,6 +347,21 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
     return manifest
 
 
+def manifest_sha256(output_dir: str) -> str:
+    """The sha256 of a pair directory's ``manifest.json`` bytes: the identity of its pairs (the
+    manifest lists every shard's sha256), which artifacts derived from them record (the token
+    cache's key, `tt_zoo.data.hard_negatives`' sidecar)."""
+    import hashlib
+
+    path = os.path.join(str(output_dir), MANIFEST)
+    if not tf.io.gfile.exists(path):
+        raise IncompleteOutputError(
+            f"incomplete output: {output_dir} has no {MANIFEST} (the writer did not finish, or "
+            f"this is not a tt_zoo pair directory).")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
 def _shard_files(output_dir: str, manifest: dict, expected_kind: str) -> list:
     if manifest.get("kind") != expected_kind:
         raise ValueError(f"{output_dir} holds {manifest.get('kind')!r} records, "

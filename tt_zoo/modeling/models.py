@@ -14,6 +14,8 @@ import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
 from tt_zoo.data import features as F
+from tt_zoo.modeling.inference import (EncodeCache, EncodeOptions, cut_to_longest,
+                                       encode_in_buckets)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
@@ -58,19 +60,30 @@ class TwoTowerModel(tfrs.Model):
         self.document_tower = query_tower if document_tower is None else document_tower
         self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
         self.normalize_embeddings = bool(normalize_embeddings)
+        self._grad_cache_chunk_size: Optional[int] = None
 
     @property
     def embedding_dim(self) -> int:
         return int(self.query_tower.embedding_dim)
 
     # -- embeddings ---------------------------------------------------------------------------
-    def embed_queries(self, queries: tf.Tensor, training=None) -> tf.Tensor:
-        """queries: tf.string [batch] -> embeddings [batch, dim]."""
-        return self.embed_query_inputs(self.query_preprocessor(queries), training=training)
+    def embed_queries(self, queries: tf.Tensor, training=None,
+                      cut_padding: bool = False) -> tf.Tensor:
+        """queries: tf.string [batch] -> embeddings [batch, dim]. `cut_padding` runs the tower
+        on the batch's longest member only (same embeddings; serving uses it, training keeps
+        the fixed length)."""
+        packed = self.query_preprocessor(queries)
+        if cut_padding:
+            packed = cut_to_longest(packed)
+        return self.embed_query_inputs(packed, training=training)
 
-    def embed_documents(self, titles: tf.Tensor, texts: tf.Tensor, training=None) -> tf.Tensor:
-        """titles (or sentences), texts (passages): tf.string [batch] -> embeddings [batch, dim]."""
+    def embed_documents(self, titles: tf.Tensor, texts: tf.Tensor, training=None,
+                        cut_padding: bool = False) -> tf.Tensor:
+        """titles (or sentences), texts (passages): tf.string [batch] -> embeddings [batch, dim];
+        `cut_padding` as `embed_queries`."""
         packed = self.document_preprocessor((titles, texts))
+        if cut_padding:
+            packed = cut_to_longest(packed)
         return self.embed_document_inputs(packed, training=training)
 
     def embed_query_inputs(self, packed, training=None) -> tf.Tensor:
@@ -122,9 +135,22 @@ class TwoTowerModel(tfrs.Model):
                 self.embed_documents(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT],
                                      training=training))
 
-    def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
-        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`)."""
+    def embed_for_loss(self, inputs, training=None) -> dict:
+        """The embeddings the loss scores: {"query", "document"} [batch, dim], and
+        "hard_negative" [batch * H, dim] when the batch carries hard negatives (tokenized as
+        HARD_NEGATIVE_INPUTS, or as HARD_NEGATIVE_TITLES/TEXTS strings)."""
         query_embeddings, document_embeddings = self._embed_pairs(inputs, training)
+        out = {"query": query_embeddings, "document": document_embeddings}
+        if F.HARD_NEGATIVE_INPUTS in inputs:
+            out["hard_negative"] = self.embed_document_inputs(inputs[F.HARD_NEGATIVE_INPUTS],
+                                                              training=training)
+        elif F.HARD_NEGATIVE_TEXTS in inputs:
+            titles, texts = _hard_negative_strings(inputs)
+            out["hard_negative"] = self.embed_documents(titles, texts, training=training)
+        return out
+
+    def loss_from_embeddings(self, inputs, embeddings: dict) -> tf.Tensor:
+        """The corrected sampled-softmax loss of `embed_for_loss`'s embeddings of `inputs`."""
         document_ids = inputs.get(F.DOC_ID)
         if document_ids is None and F.DOC_TEXT in inputs:
             # Without ids, a document is identified by its text: duplicates are still masked.
@@ -133,22 +159,42 @@ class TwoTowerModel(tfrs.Model):
             raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
                              f"removal (got {sorted(inputs)}).")
         hard = {}
-        if F.HARD_NEGATIVE_TEXTS in inputs:
-            texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
-            titles = tf.reshape(inputs.get(F.HARD_NEGATIVE_TITLES, tf.zeros_like(
-                inputs[F.HARD_NEGATIVE_TEXTS])), [-1])
-            hard["hard_negative_embeddings"] = self.embed_documents(titles, texts,
-                                                                    training=training)
-            hard["hard_negative_ids"] = (
-                tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1]) if F.HARD_NEGATIVE_IDS in inputs
-                else tf.strings.join([titles, texts], "\x1f"))
+        if "hard_negative" in embeddings:
+            hard["hard_negative_embeddings"] = embeddings["hard_negative"]
+            if F.HARD_NEGATIVE_IDS in inputs:
+                hard["hard_negative_ids"] = tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1])
+            elif F.HARD_NEGATIVE_TEXTS in inputs:
+                hard["hard_negative_ids"] = tf.strings.join(_hard_negative_strings(inputs),
+                                                            "\x1f")
             if F.HARD_NEGATIVE_SAMPLING_PROBS in inputs:
                 hard["hard_negative_sampling_probabilities"] = tf.reshape(
                     inputs[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1])
-        return self.retrieval_loss(query_embeddings, document_embeddings,
+        return self.retrieval_loss(embeddings["query"], embeddings["document"],
                                    document_ids=document_ids,
                                    sampling_probabilities=inputs.get(F.DOC_SAMPLING_PROB),
                                    **hard)
+
+    def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
+        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`)."""
+        return self.loss_from_embeddings(inputs, self.embed_for_loss(inputs, training))
+
+    @property
+    def grad_cache_chunk_size(self) -> Optional[int]:
+        """Examples per GradCache chunk in `train_step`, or None (the ordinary step)."""
+        return self._grad_cache_chunk_size
+
+    def use_grad_cache(self, chunk_size: Optional[int]) -> None:
+        """Trains with GradCache (`tt_zoo.training.grad_cache`): the full batch's loss and
+        gradients with the activation memory of `chunk_size` examples; None turns it off.
+
+        A training setting only: it is not part of `get_config`, checkpoints or exports.
+        """
+        if chunk_size is not None:
+            from tt_zoo.training.grad_cache import check_chunk_size
+            chunk_size = check_chunk_size(chunk_size)
+        if chunk_size != self._grad_cache_chunk_size:
+            self._grad_cache_chunk_size = chunk_size
+            self.train_function = None  # the next `fit` traces the step again
 
     def train_step(self, inputs):
         """`tfrs.Model`'s step, logging the global batch's numbers under `tf.distribute`.
@@ -158,8 +204,13 @@ class TwoTowerModel(tfrs.Model):
         mean over replicas (equal per-replica batches): what one device reports on the same
         global batch. Every replica then holds the same values and Keras takes the first
         replica's (`distribute_reduction_method`), under MirroredStrategy as under TPUStrategy.
+        With `use_grad_cache`, the gradients come from `grad_cache_train_step` (the same logs).
         """
-        metrics = super().train_step(inputs)
+        if self._grad_cache_chunk_size is None:
+            metrics = super().train_step(inputs)
+        else:
+            from tt_zoo.training.grad_cache import grad_cache_train_step
+            metrics = grad_cache_train_step(self, inputs, self._grad_cache_chunk_size)
         context = tf.distribute.get_replica_context()
         if context is None or context.num_replicas_in_sync == 1:
             return metrics
@@ -172,38 +223,49 @@ class TwoTowerModel(tfrs.Model):
         return reduced
 
     # -- numpy conveniences ---------------------------------------------------------------------
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        """Embeds query strings; returns float32 [len(texts), dim]."""
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256, *,
+                       bucketing: bool = True, precision: str = "float32",
+                       jit_compile: bool = False) -> np.ndarray:
+        """Embeds query strings; returns float32 [len(texts), dim] in the order given.
+
+        `bucketing`, `precision` ("float32" or "bfloat16") and `jit_compile` choose how the
+        tower runs (`tt_zoo.modeling.inference.EncodeOptions`); bucketing gives the same
+        embeddings as padding every text to the full length, for fewer FLOPs.
+        """
         texts = as_string_list(texts, "texts")
-        return self._encode_batches(lambda s, e: self._embed_queries_fn(tf.constant(texts[s:e])),
-                                    len(texts), batch_size)
+        options = EncodeOptions(bucketing, precision, jit_compile)
+        return self._encode("query", lambda s, e: self._encode_cache.pack_queries(
+            tf.constant(texts[s:e], tf.string)), len(texts), batch_size, options)
 
     def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
-                         batch_size: int = 256) -> np.ndarray:
-        """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim]."""
+                         batch_size: int = 256, *, bucketing: bool = True,
+                         precision: str = "float32", jit_compile: bool = False) -> np.ndarray:
+        """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim] in
+        the order given. Options as `encode_queries`."""
         texts = as_string_list(texts, "texts")
         titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
         if len(titles) != len(texts):
             raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
-        return self._encode_batches(
-            lambda s, e: self._embed_documents_fn(tf.constant(titles[s:e]),
-                                                  tf.constant(texts[s:e])),
-            len(texts), batch_size)
+        options = EncodeOptions(bucketing, precision, jit_compile)
+        return self._encode("document", lambda s, e: self._encode_cache.pack_documents(
+            tf.constant(titles[s:e], tf.string), tf.constant(texts[s:e], tf.string)),
+            len(texts), batch_size, options)
 
-    def _encode_batches(self, embed, n: int, batch_size: int) -> np.ndarray:
-        if n == 0:
-            return np.zeros([0, self.embedding_dim], np.float32)
-        chunks = [embed(start, min(start + batch_size, n)).numpy()
-                  for start in range(0, n, batch_size)]
-        return np.concatenate(chunks, axis=0).astype(np.float32)
+    def _encode(self, role: str, pack, n: int, batch_size: int,
+                options: EncodeOptions) -> np.ndarray:
+        preprocessor = self.query_preprocessor if role == "query" else self.document_preprocessor
+        tower_fn = self._encode_cache.tower_fn(role, options) if n else None
+        return encode_in_buckets(pack, tower_fn, n, self.embedding_dim, preprocessor.seq_length,
+                                 batch_size, options)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], reduce_retracing=True)
-    def _embed_queries_fn(self, queries):
-        return self.embed_queries(queries, training=False)
-
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)] * 2, reduce_retracing=True)
-    def _embed_documents_fn(self, titles, texts):
-        return self.embed_documents(titles, texts, training=False)
+    @property
+    def _encode_cache(self) -> EncodeCache:
+        # A plain attribute of a non-trackable object: Keras and SavedModel do not see it.
+        cache = self.__dict__.get("_tt_zoo_encode_cache")
+        if cache is None:
+            cache = EncodeCache(self)
+            object.__setattr__(self, "_tt_zoo_encode_cache", cache)
+        return cache
 
     # -- config ---------------------------------------------------------------------------------
     def get_config(self):
@@ -242,6 +304,14 @@ class TwoTowerModel(tfrs.Model):
         """Creates all variables with one tiny forward pass (needed before loading weights)."""
         self({F.QUERY: tf.constant(["a"]), F.DOC_TITLE: tf.constant(["a"]),
               F.DOC_TEXT: tf.constant(["a"])}, training=False)
+
+
+def _hard_negative_strings(inputs) -> tuple:
+    """(titles, texts) [batch * H] of a batch's string hard negatives (titles default to "")."""
+    texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
+    titles = tf.reshape(inputs.get(F.HARD_NEGATIVE_TITLES,
+                                   tf.zeros_like(inputs[F.HARD_NEGATIVE_TEXTS])), [-1])
+    return titles, texts
 
 
 def as_string_list(values, name: str) -> list:

@@ -232,6 +232,31 @@ class EmbeddingIndex:
         """True when `search` returns the exact top-k."""
         return self.backend == "brute_force" or self.scann_config.is_exact
 
+    def with_search_settings(self, num_leaves_to_search: Optional[int] = None,
+                             num_reordering_candidates: Optional[int] = None
+                             ) -> "EmbeddingIndex":
+        """The same ScaNN index searched with other search-time settings, without a rebuild.
+
+        ScaNN's tree and codebooks are fixed at build time, but how many leaves a query visits
+        and how many candidates are re-scored exactly are chosen per search (Guo et al. 2020):
+        the knobs that trade recall for speed. The returned index shares this one's searcher;
+        a setting left as None keeps this index's value.
+
+        Example:
+        >>> wider = index.with_search_settings(num_leaves_to_search=64,
+        ...                                    num_reordering_candidates=250)
+        """
+        if self.backend != "scann" or self.scann_config.is_exact:
+            raise ValueError("with_search_settings needs a partitioned ScaNN index (this one is "
+                             f"{'brute force' if self.backend == 'brute_force' else 'exact'}).")
+        changes = {name: value for name, value in (
+            ("num_leaves_to_search", num_leaves_to_search),
+            ("num_reordering_candidates", num_reordering_candidates)) if value is not None}
+        other = EmbeddingIndex.__new__(EmbeddingIndex)
+        other._init(self.backend, self.ids, self.dim, None, self._searcher,
+                    dataclasses.replace(self.scann_config, **changes))
+        return other
+
     def search(self, query_embeddings, k: int = 10) -> SearchResult:
         """Returns the top-k candidates by inner product for each query.
 
@@ -252,7 +277,8 @@ class EmbeddingIndex:
     def _search_scann(self, queries: np.ndarray, k: int):
         config = self.scann_config
         pre_reorder = -1 if config.is_exact else max(config.num_reordering_candidates, k)
-        indices, scores = self._scann_padded(queries, k, pre_reorder, leaves=-1)
+        leaves = -1 if config.is_exact else config.num_leaves_to_search
+        indices, scores = self._scann_padded(queries, k, pre_reorder, leaves=leaves)
         short = np.flatnonzero(~np.isfinite(scores).all(axis=1))
         if short.size:
             # The searched leaves held fewer than k candidates for these queries (ScaNN pads

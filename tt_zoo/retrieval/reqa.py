@@ -21,7 +21,7 @@ import collections
 import dataclasses
 import json
 import pathlib
-from typing import Dict, Iterable, List, Sequence
+from typing import Dict, Iterable, List, Sequence, Tuple
 
 import numpy as np
 
@@ -52,11 +52,14 @@ class Question:
       id: the SQuAD question id.
       text: the question text.
       gold_index: index into ``ReQA.candidates`` of the (sentence, passage) holding its answer.
+      answers: the texts of its SQuAD answers (the first one placed the gold sentence); mining
+        hard negatives skips candidates that contain one (`tt_zoo.data.hard_negatives`).
     """
 
     id: str
     text: str
     gold_index: int
+    answers: Tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,7 +253,9 @@ def build_reqa_from_squad(squad: dict, *, on_error: str = "raise", source: str =
                     fail(e, report.skipped_questions)
                     continue
                 seen_ids.add(qid)
-                questions.append(Question(qid, text, span_candidates[s]))
+                texts = tuple(a["text"] for a in answers
+                              if isinstance(a, dict) and isinstance(a.get("text"), str))
+                questions.append(Question(qid, text, span_candidates[s], texts))
     report.questions = len(questions)
     return ReQA(questions, candidates, report, source=source)
 

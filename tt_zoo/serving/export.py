@@ -13,6 +13,10 @@ TF Serving serves it. Signatures:
   ``res_text``, ``res_context`` (response side: the sentence and its passage), and return
   ``{"outputs": [batch, dim]}``.
 
+Each signature runs the towers on its request batch padded only to the batch's longest text
+(`tt_zoo.modeling.inference.cut_to_longest`; padding is masked, so the embeddings are those of
+the full length).
+
 Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
 trainable model from the SavedModel's own variables), ``metadata.json`` and ``MODEL_CARD.md``.
 """
@@ -52,23 +56,25 @@ class _ServingModule(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="query")])
     def encode_query(self, query):
-        return {"embedding": self.model.embed_queries(query, training=False)}
+        return {"embedding": self.model.embed_queries(query, training=False, cut_padding=True)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
                                   tf.TensorSpec([None], tf.string, name="passage")])
     def encode_document(self, title, passage):
-        return {"embedding": self.model.embed_documents(title, passage, training=False)}
+        return {"embedding": self.model.embed_documents(title, passage, training=False,
+                                                      cut_padding=True)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def query_encoder(self, examples):
         parsed = _parse_examples(examples, ("inp_text", "inp_context"))
-        return {"outputs": self.model.embed_queries(parsed["inp_text"], training=False)}
+        return {"outputs": self.model.embed_queries(parsed["inp_text"], training=False,
+                                                    cut_padding=True)}
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="examples")])
     def response_encoder(self, examples):
         parsed = _parse_examples(examples, ("res_text", "res_context"))
         return {"outputs": self.model.embed_documents(parsed["res_text"], parsed["res_context"],
-                                                      training=False)}
+                                                      training=False, cut_padding=True)}
 
 
 class QueryEncoder(tf.Module):
@@ -83,7 +89,7 @@ class QueryEncoder(tf.Module):
         self.model = model
 
     def __call__(self, queries):
-        return self.model.embed_queries(queries, training=False)
+        return self.model.embed_queries(queries, training=False, cut_padding=True)
 
 
 def _parse_examples(examples, keys):

@@ -152,14 +152,18 @@ class ZooModel:
         return (f"ZooModel(name={self.name!r}, encoder={self.encoder_name!r}, "
                 f"pretraining={self.pretraining!r}, dim={self.keras_model.embedding_dim})")
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 256) -> np.ndarray:
-        """Query embeddings, float32 [len(texts), dim]."""
-        return self.keras_model.encode_queries(texts, batch_size=batch_size)
+    def encode_queries(self, texts: Sequence[str], batch_size: int = 256,
+                       **options) -> np.ndarray:
+        """Query embeddings, float32 [len(texts), dim]. `options`: `bucketing`, `precision`,
+        `jit_compile` (see `tt_zoo.modeling.models.TwoTowerModel.encode_queries`)."""
+        return self.keras_model.encode_queries(texts, batch_size=batch_size, **options)
 
     def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
-                         batch_size: int = 256) -> np.ndarray:
-        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim]."""
-        return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size)
+                         batch_size: int = 256, **options) -> np.ndarray:
+        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim];
+        `options` as `encode_queries`."""
+        return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size,
+                                                 **options)
 
     def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
               ids: Optional[Sequence[str]] = None, backend: str = "scann",

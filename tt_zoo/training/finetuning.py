@@ -25,6 +25,7 @@ import pathlib
 import time
 from typing import Optional
 
+import numpy as np
 import tensorflow as tf
 from tqdm.auto import tqdm
 
@@ -64,14 +65,36 @@ def _with_sampling_probabilities(pairs: tf.data.Dataset, doc_ids) -> tf.data.Dat
     return pairs.map(add)
 
 
-def reqa_pairs(reqa, question_ids, *, sampling_correction: bool = True) -> tf.data.Dataset:
+def reqa_pairs(reqa, question_ids, *, sampling_correction: bool = True,
+               hard_negatives=None) -> tf.data.Dataset:
     """`tt_zoo.retrieval.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
-    same gold (sentence, passage) in a batch are accidental hits, not negatives), plus q(d)."""
+    same gold (sentence, passage) in a batch are accidental hits, not negatives), plus q(d).
+
+    `hard_negatives` (int [questions, H] candidate indices, `tt_zoo.data.hard_negatives.
+    mine_reqa_negatives`) adds each question's negatives as strings: HARD_NEGATIVE_TITLES
+    (sentences), HARD_NEGATIVE_TEXTS (passages) and HARD_NEGATIVE_IDS (candidate indices, the
+    DOC_ID convention, so a negative that is another question's gold is an accidental hit)
+    [H]. They carry no q(d): the loss gives them the batch's mean log q (they are not drawn
+    by the batch's sampling, so their gold frequency, mostly 0, would be no correction)."""
     pairs = reqa_lib.training_pairs(reqa, question_ids)
+    if hard_negatives is not None:
+        pairs = tf.data.Dataset.zip(pairs, tf.data.Dataset.from_tensor_slices(
+            _negative_strings(reqa, hard_negatives))).map(lambda pair, hard: {**pair, **hard})
     if not sampling_correction:
         return pairs
     doc_ids = [str(q.gold_index) for q in reqa.questions_for(question_ids)]
     return _with_sampling_probabilities(pairs, doc_ids)
+
+
+def _negative_strings(reqa, hard_negatives) -> dict:
+    """The string features of candidate indices [questions, H]."""
+    rows = np.asarray(hard_negatives)
+    candidates = reqa.candidates
+    return {F.HARD_NEGATIVE_TITLES: np.array([[candidates[c].sentence for c in r] for r in rows],
+                                             dtype=object),
+            F.HARD_NEGATIVE_TEXTS: np.array([[candidates[c].passage for c in r] for r in rows],
+                                            dtype=object),
+            F.HARD_NEGATIVE_IDS: np.array([[str(c) for c in r] for r in rows], dtype=object)}
 
 
 class _Progress(tf.keras.callbacks.Callback):
@@ -145,7 +168,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
              learning_rate: float = PAPER_LEARNING_RATE, eval_every: Optional[int] = None,
              patience: int = 5, min_delta: float = 0.0, validation_metric: str = "loss",
              sampling_correction: bool = True, seed: int = 0, log_dir=None,
-             progress: bool = True) -> dict:
+             progress: bool = True, hard_negatives: int = 0,
+             hard_negatives_depth: Optional[int] = None) -> dict:
     """Fine-tunes a two-tower model on a ReQA split's training questions (Chang et al., Sec. 5).
 
     Trains with ``model.compile(optimizer=Adam(learning_rate))`` and ``model.fit`` on the
@@ -174,12 +198,19 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       seed: seeds shuffling, dropout and anything else random (`tf.keras.utils.set_random_seed`).
       log_dir: if given, writes the per-evaluation log (CSV) and the returned dict (JSON) there.
       progress: show a tqdm progress bar.
+      hard_negatives: H BM25 hard negatives per training question, beside the in-batch ones
+        (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates, skipping the
+        gold and candidates whose sentence holds an answer
+        (`tt_zoo.data.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
+        batches keep in-batch negatives only, so val_loss stays comparable across H.
+      hard_negatives_depth: BM25 results searched per question (default the miner's).
 
     Returns:
       ``{"history": [{"step", "loss", "val_loss", ...}, ...], "best_step", "best_value",
       "monitor", "steps_run", "stopped_early", "batch_size", "requested_batch_size",
       "learning_rate", "eval_every", "patience", "train_pairs", "validation_pairs", "seconds",
-      "notes"}``. The first history entry (step 0) is the validation value before training; it
+      "notes"}`` (and ``"hard_negatives"`` with H, the miner's counts and seconds, when H > 0).
+      The first history entry (step 0) is the validation value before training; it
       is reported, not a restore candidate (the restored weights are always fine-tuned ones).
     """
     if not isinstance(steps, int) or steps < 1:
@@ -190,6 +221,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         raise ValueError(f"learning_rate must be positive (got {learning_rate!r}).")
     if patience < 0:
         raise ValueError(f"patience must be >= 0 (got {patience!r}).")
+    if not isinstance(hard_negatives, int) or hard_negatives < 0:
+        raise ValueError(f"hard_negatives must be an int >= 0 (got {hard_negatives!r}).")
     metric_names = [f"R@{k}" for k in retrieval_metrics.DEFAULT_KS] + ["MRR"]
     if validation_metric != "loss" and validation_metric not in metric_names:
         raise ValueError(f"validation_metric must be 'loss' or one of {metric_names} "
@@ -215,7 +248,18 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     tf.keras.utils.set_random_seed(seed)
     # Tokenized in the input pipeline (`tokenize_on_host`): the training step sees numbers only.
     tokenize = functools.partial(tokenize_on_host, model)
-    train = (reqa_pairs(reqa, split.train, sampling_correction=sampling_correction)
+    mined = None
+    if hard_negatives:
+        from tt_zoo.data.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
+        mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
+                                    depth=hard_negatives_depth or DEFAULT_DEPTH, seed=seed,
+                                    progress=progress)
+        if mined.counts["questions_with_fallback"]:
+            note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
+                 f"had fewer than {hard_negatives} valid BM25 negatives; "
+                 f"{mined.counts['fallback_negatives']} random candidates filled in.")
+    train = (reqa_pairs(reqa, split.train, sampling_correction=sampling_correction,
+                        hard_negatives=None if mined is None else mined.rows)
              .shuffle(n_train, seed=seed, reshuffle_each_iteration=True)
              .repeat()
              .batch(batch_size, drop_remainder=True)
@@ -275,6 +319,11 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         "train_pairs_per_s": tracker.step * batch_size / seconds if seconds else None,
         "notes": notes,
     }
+    if mined is not None:
+        result["hard_negatives"] = {
+            "num_negatives": hard_negatives, "depth": hard_negatives_depth or DEFAULT_DEPTH,
+            "source": "BM25 (bm25s) over the ReQA candidates", "counts": mined.counts,
+            "mining_seconds": round(mined.seconds, 1)}
     message = (f"fine-tuned {tracker.step} steps of {batch_size} pairs in {seconds:.1f} s"
                + (f"; best {monitor} {best_value:.4f} at step {best_step} (weights restored)"
                   if n_val else ""))

@@ -186,6 +186,7 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
                     checkpoint_every: int, settings: Optional[dict] = None,
                     log_dir: Optional[str] = None, log_every: int = 10, progress: bool = True,
                     callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+                    data_callbacks: Sequence[tf.keras.callbacks.Callback] = (),
                     log=print) -> TrainResult:
     """Trains a compiled model for `steps` steps in one `fit` call, checkpointing and resuming
     exactly.
@@ -207,6 +208,11 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
       settings: what defines the run (batch, learning rate, steps, model config, data, seed).
       log_dir: TensorBoard directory (scalars: loss, learning_rate, pairs_per_second).
       callbacks: more Keras callbacks for the `fit` call (e.g. a zero-shot evaluation).
+      data_callbacks: callbacks that make the data of later steps (e.g.
+        `clustered_batches.ClusteringCallback`): they run before the checkpoint callback, so
+        what a run resumed from a step's checkpoint needs is on disk before the checkpoint is;
+        their `close()`, if they have one, is called when `fit` ends however it ends, to
+        release a data pipeline waiting on them.
     """
     if checkpoint_every <= 0:
         raise ValueError(f"checkpoint_every must be positive (got {checkpoint_every}).")
@@ -251,10 +257,14 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     try:
         if resumed_from < steps:
             model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
-                      verbose=0, callbacks=[monitor, _Checkpointer(manager, optimizer,
-                                                                   checkpoint_every, writer),
+                      verbose=0, callbacks=[monitor, *data_callbacks,
+                                            _Checkpointer(manager, optimizer, checkpoint_every,
+                                                          writer),
                                             *callbacks])
     finally:
+        for callback in data_callbacks:
+            if hasattr(callback, "close"):
+                callback.close()
         if bar is not None:
             bar.close()
     done = int(optimizer.iterations.numpy())
@@ -274,8 +284,9 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
     """Scores ReQA zero-shot every `every_steps` optimizer steps; appends one JSON line per point.
 
     Each line: step, pairs_seen, train_seconds (this run's wall time without the evaluations),
-    loss, and R@1/5/10/50/100 and MRR of `num_questions` questions (sampled with seed 0) against
-    all candidates, by exact search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
+    train_cpu_seconds (the process's CPU time, all threads, without the evaluations: unlike wall
+    time it does not grow when other processes share the cores), loss, and R@1/5/10/50/100 and
+    MRR of `num_questions` questions (sampled with seed 0) against all candidates, by exact search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
     """
 
     def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
@@ -291,9 +302,11 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
         self.reqa, self.every_steps, self.global_batch = reqa, every_steps, global_batch
         self.output, self.log = output, log
         self._start, self._eval_seconds = None, 0.0
+        self._cpu_start, self._eval_cpu_seconds = None, 0.0
 
     def on_train_begin(self, logs=None):
         self._start, self._eval_seconds = time.perf_counter(), 0.0
+        self._cpu_start, self._eval_cpu_seconds = time.process_time(), 0.0
         if int(self.model.optimizer.iterations.numpy()) == 0:
             self.evaluate(loss=None)  # the starting point of the curve
 
@@ -304,13 +317,15 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
 
     def evaluate(self, loss) -> dict:
         from tt_zoo.retrieval.metrics import evaluate_encoder
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         step = int(self.model.optimizer.iterations.numpy())
         train_seconds = t - self._start - self._eval_seconds
+        train_cpu_seconds = cpu - self._cpu_start - self._eval_cpu_seconds
         result = evaluate_encoder(self.model, self.reqa, self.question_ids)
         metrics = result["exact"]
         point = {"step": step, "pairs_seen": step * self.global_batch,
                  "train_seconds": round(train_seconds, 1),
+                 "train_cpu_seconds": round(train_cpu_seconds, 1),
                  "num_questions": result["num_queries"],
                  "num_candidates": result["num_candidates"],
                  "loss": None if loss is None else round(float(loss), 4),
@@ -322,6 +337,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
                 earlier = f.read()
         write_text(self.output, earlier + json.dumps(point) + "\n")
         self._eval_seconds += time.perf_counter() - t
+        self._eval_cpu_seconds += time.process_time() - cpu
         self.log(f"step {step}: zero-shot ReQA " + " ".join(
             f"{k} {v:.3f}" for k, v in metrics.items()) + f" ({time.perf_counter() - t:.0f} s)")
         return point

@@ -69,12 +69,29 @@ def tokenize_on_host(model, batch: dict) -> dict:
     tokenize differently), DOC_ID hashed to int64 (`tt_zoo.modeling.losses.hash_ids`) and
     DOC_SAMPLING_PROB as float32 when present; other features are dropped. Mapped over a batched
     `tf.data` pipeline it runs on the host, so the step holds no strings (XLA and TPUs have none).
+
+    String hard negatives (HARD_NEGATIVE_TEXTS, optional HARD_NEGATIVE_TITLES and
+    HARD_NEGATIVE_IDS, each [batch, H]; e.g. ReQA fine-tuning's BM25 negatives) become
+    HARD_NEGATIVE_INPUTS tokenized by the document preprocessor and HARD_NEGATIVE_IDS hashed
+    like DOC_ID, flattened to [batch * H] (example b's h-th at b * H + h), with
+    HARD_NEGATIVE_SAMPLING_PROBS when given.
     """
     tokens = model.tokenize_pairs(batch)
     out = {side: tokens[side] for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS)}
     out[F.DOC_ID] = hash_ids(batch[F.DOC_ID])
     if F.DOC_SAMPLING_PROB in batch:
         out[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
+    if F.HARD_NEGATIVE_TEXTS in batch:
+        texts = tf.reshape(batch[F.HARD_NEGATIVE_TEXTS], [-1])
+        titles = (tf.reshape(batch[F.HARD_NEGATIVE_TITLES], [-1])
+                  if F.HARD_NEGATIVE_TITLES in batch else tf.zeros_like(texts))
+        out[F.HARD_NEGATIVE_INPUTS] = model.document_preprocessor((titles, texts))
+        ids = (tf.reshape(batch[F.HARD_NEGATIVE_IDS], [-1]) if F.HARD_NEGATIVE_IDS in batch
+               else tf.strings.join([titles, texts], "\x1f"))  # the model's id by text
+        out[F.HARD_NEGATIVE_IDS] = hash_ids(ids)
+        if F.HARD_NEGATIVE_SAMPLING_PROBS in batch:
+            out[F.HARD_NEGATIVE_SAMPLING_PROBS] = tf.cast(
+                tf.reshape(batch[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1]), tf.float32)
     return out
 
 
@@ -124,17 +141,15 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
     """
     from tt_zoo.atomic_io import open_for_replace
-    from tt_zoo.data.pairs_io import MANIFEST, read_pairs
+    from tt_zoo.data.pairs_io import manifest_sha256, read_pairs
 
     pairs = read_pairs(pairs_dir)
     if max_pairs:
         pairs = pairs.take(max_pairs)
     if not cache_dir:
         return tokenize_pair_set(model, pairs, log=log)
-    with tf.io.gfile.GFile(os.path.join(pairs_dir, MANIFEST), "rb") as f:
-        manifest = f.read()
     key = hashlib.sha256(json.dumps({
-        "manifest": hashlib.sha256(manifest).hexdigest(), "max_pairs": max_pairs,
+        "manifest": manifest_sha256(pairs_dir), "max_pairs": max_pairs,
         "vocabulary": model.query_preprocessor.vocabulary_sha256,
         "lower_case": model.query_preprocessor.lower_case,
         "query_length": model.query_preprocessor.seq_length,
@@ -173,18 +188,19 @@ def _unflatten(flat: Dict[str, np.ndarray]) -> Arrays:
     return arrays
 
 
-class _StepOrder:
+class StepOrder:
     """Row indices of each step: epoch e is a permutation seeded by (seed, e)."""
 
     def __init__(self, n: int, batch_size: int, seed: int):
         self.n, self.batch_size, self.seed = n, batch_size, seed
-        self._epoch, self._perm = None, None
+        self._cached = (None, None)  # (epoch, permutation): one tuple, so threads see a pair
 
     def _permutation(self, epoch: int) -> np.ndarray:
-        if epoch != self._epoch:
-            self._epoch = epoch
-            self._perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
-        return self._perm
+        cached_epoch, perm = self._cached
+        if epoch != cached_epoch:
+            perm = np.random.default_rng([self.seed, epoch]).permutation(self.n)
+            self._cached = (epoch, perm)
+        return perm
 
     def rows(self, step: int) -> np.ndarray:
         positions = step * self.batch_size + np.arange(self.batch_size, dtype=np.int64)
@@ -196,24 +212,72 @@ class _StepOrder:
         return out
 
 
+def hard_negative_features(arrays: Arrays, rows: np.ndarray) -> dict:
+    """The hard-negative features of pair `rows` (flat [batch * H], row b * H + h being example
+    b's h-th negative): their document ids (HARD_NEGATIVE_INPUTS), hashed DOC_IDs
+    (HARD_NEGATIVE_IDS) and q(d) (HARD_NEGATIVE_SAMPLING_PROBS, when the arrays have it), taken
+    from the tokenized pair arrays (`tt_zoo.data.hard_negatives` stores negatives as rows)."""
+    out = {F.HARD_NEGATIVE_INPUTS: _map_arrays(lambda a: _widen(a[rows]),
+                                               arrays[F.DOCUMENT_INPUTS]),
+           F.HARD_NEGATIVE_IDS: arrays[F.DOC_ID][rows]}
+    if F.DOC_SAMPLING_PROB in arrays:
+        out[F.HARD_NEGATIVE_SAMPLING_PROBS] = arrays[F.DOC_SAMPLING_PROB][rows]
+    return out
+
+
+def check_hard_negatives(hard_negatives, n: int) -> np.ndarray:
+    """`hard_negatives` as an int64 [n, H] array of row indices in [0, n), or a ValueError
+    naming what is wrong."""
+    rows = np.asarray(hard_negatives)
+    if rows.ndim != 2 or rows.shape[0] != n or rows.shape[1] < 1:
+        raise ValueError(f"hard_negatives must be [{n}, H] row indices, one row per training "
+                         f"pair (got shape {rows.shape}).")
+    if not np.issubdtype(rows.dtype, np.integer):
+        raise ValueError(f"hard_negatives must hold integer row indices (got {rows.dtype}).")
+    if rows.size and (rows.min() < 0 or rows.max() >= n):
+        raise ValueError(f"hard_negatives holds rows outside [0, {n}) (min {rows.min()}, max "
+                         f"{rows.max()}): mined for another pair set or --max-pairs?")
+    return rows.astype(np.int64)
+
+
 def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
                  end_step: Optional[int] = None,
-                 input_context: Optional[tf.distribute.InputContext] = None) -> tf.data.Dataset:
+                 input_context: Optional[tf.distribute.InputContext] = None,
+                 hard_negatives: Optional[np.ndarray] = None,
+                 order=None) -> tf.data.Dataset:
     """Batches `start_step, start_step + 1, ...` (to `end_step`, or forever) of the arrays.
 
     Each batch holds `batch_size` distinct rows while an epoch lasts; epochs are reshuffled
     with their own seed. Deterministic: batch s is the same whatever step the run started from.
+    `order` replaces that order: any object whose `rows(step)` gives the row indices of the
+    step's (global) batch, e.g. `tt_zoo.training.clustered_batches.ClusteredStepOrder`, which
+    regroups the same rows by cluster.
 
     With `input_context` (from `distribute_step_batches`), `batch_size` is the global batch and
     this input pipeline yields, for each step, the per-replica batches of its replicas in turn:
     pipeline p of P serves rows [p B / P, (p + 1) B / P) of the global batch, cut into
     batches of B / replicas.
+
+    With `hard_negatives` (int [n, H] row indices, `tt_zoo.data.hard_negatives`), each batch
+    also carries its examples' negatives (`hard_negative_features`: [batch * H, ...], example
+    b's at rows b * H ... b * H + H - 1), so each replica gets the negatives of its own examples.
+    The arrays then need DOCUMENT_INPUTS and DOC_ID.
     """
     n = num_rows(arrays)
     if batch_size <= 0 or batch_size > n:
         raise ValueError(f"batch_size must be in [1, {n}] for {n} training rows "
                          f"(got {batch_size}).")
-    order = _StepOrder(n, batch_size, seed)
+    negatives = None
+    if hard_negatives is not None:
+        negatives = check_hard_negatives(hard_negatives, n)
+        missing = [k for k in (F.DOCUMENT_INPUTS, F.DOC_ID) if k not in arrays]
+        if missing:
+            raise ValueError(f"Hard negatives are taken from the arrays' {missing} "
+                             f"(the arrays have {sorted(arrays)}).")
+    if order is None:
+        order = StepOrder(n, batch_size, seed)
+    elif order.batch_size != batch_size:
+        raise ValueError(f"The order serves batches of {order.batch_size}, not {batch_size}.")
     per_replica, first, replicas = batch_size, 0, 1
     if input_context is not None:
         _check_divisible(batch_size, input_context.num_replicas_in_sync)
@@ -221,19 +285,29 @@ def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
         replicas = input_context.num_replicas_in_sync // input_context.num_input_pipelines
         first = input_context.input_pipeline_id * replicas * per_replica
 
+    def batch_of(part):
+        batch = _map_arrays(lambda a: _widen(a[part]), arrays)
+        if negatives is not None:
+            batch.update(hard_negative_features(arrays, negatives[part].reshape(-1)))
+        return batch
+
     def generate():
         step = start_step
         while end_step is None or step < end_step:
             rows = order.rows(step)
             for replica in range(replicas):
                 start = first + replica * per_replica
-                part = rows[start:start + per_replica]
-                yield _map_arrays(lambda a: _widen(a[part]), arrays)
+                yield batch_of(rows[start:start + per_replica])
             step += 1
 
     signature = _map_arrays(
         lambda a: tf.TensorSpec([per_replica, *a.shape[1:]], tf.as_dtype(_widen(a[:1]).dtype)),
         arrays)
+    if negatives is not None:
+        signature.update(_map_arrays(
+            lambda a: tf.TensorSpec([per_replica * negatives.shape[1], *a.shape[1:]],
+                                    tf.as_dtype(a.dtype)),
+            hard_negative_features(arrays, np.zeros(1, np.int64))))
     return tf.data.Dataset.from_generator(generate, output_signature=signature).prefetch(2)
 
 
@@ -244,10 +318,14 @@ def _check_divisible(global_batch: int, replicas: int) -> None:
 
 
 def distribute_step_batches(strategy: tf.distribute.Strategy, arrays: Arrays, global_batch: int,
-                            *, seed: int, start_step: int, end_step: Optional[int] = None):
+                            *, seed: int, start_step: int, end_step: Optional[int] = None,
+                            hard_negatives: Optional[np.ndarray] = None, order=None):
     """`step_batches` of the global batch, distributed over the strategy's replicas with
     `distribute_datasets_from_function` (per-replica batch = global batch / replicas; each
-    input pipeline's `step_batches` checks that the replicas divide it)."""
+    input pipeline's `step_batches` checks that the replicas divide it), with each example's
+    `hard_negatives` when given. `order`: as in `step_batches`, shared by the input pipelines of
+    this process."""
     return strategy.distribute_datasets_from_function(
         lambda context: step_batches(arrays, global_batch, seed=seed, start_step=start_step,
-                                     end_step=end_step, input_context=context))
+                                     end_step=end_step, input_context=context,
+                                     hard_negatives=hard_negatives, order=order))

@@ -1,0 +1,195 @@
+"""tt_zoo side by side with PyTorch, sentence-transformers and FAISS, in one run on one machine.
+
+Users weigh tt_zoo against what they know: a PyTorch two-tower training loop (DPR, Tevatron),
+sentence-transformers' `encode`, FAISS. Absolute times on a shared machine say little, so each
+section measures tt_zoo and its peers in the same process, in interleaved rounds (A B A B ...,
+medians over rounds; `peers_measure`), and reports the peers' speed relative to tt_zoo:
+
+- train  (`peers_train`): two-tower training step, tt_zoo's CPU-scale step against a PyTorch
+  step of the same BERT towers ("tiny" 2/128/2 and "mini" 4/256/4) and shapes: pairs/s.
+- encode (`peers_encode`): `TwoTowerModel.encode_documents` against sentence-transformers'
+  `encode` (BERT of the same shape; StaticEmbedding for the BoW-MLP): docs/s.
+- search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`) against FAISS IVF-PQ and HNSW and
+  exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build time,
+  memory.
+
+The peers are benchmark-only (`pip install -e .[bench]`); a section whose peer is not installed
+measures tt_zoo alone and says so. Models are built from configs with random weights; nothing is
+downloaded (HF_HUB_OFFLINE=1). Each section rewrites only its own part of OUTPUT.json (and
+OUTPUT.md from all parts), so a later run can measure the remaining sections.
+
+  python benchmarks/peers.py                                  # all sections, 5 rounds
+  python benchmarks/peers.py --sections search --search-embeddings ict_bfs_wlp_512
+  python benchmarks/peers.py --quick                          # smoke run, runs/peers_quick/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")      # models come from configs, never the hub
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings; 2 cores anyway
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the peers_* modules beside
+
+from peers_measure import (busy_cores, is_busy, machine_info, machine_line,  # noqa: E402
+                           merge_section)
+
+SECTIONS = ("train", "encode", "search")
+TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
+          "encode": "Encoding: tt_zoo against sentence-transformers (documents/s)",
+          "search": "Nearest-neighbour search: ScaNN (tt_zoo) against FAISS (queries/s at "
+                    "recall@10 >= target)"}
+
+
+def section_module(name: str):
+    import importlib
+    return importlib.import_module(f"peers_{name}")
+
+
+def parse_args(argv=None):
+    from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("--sections", default=",".join(SECTIONS),
+                   help=f"comma-separated, of {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median over them)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes for a smoke run (a couple of minutes); writes "
+                        "runs/peers_quick/performance.* unless --output is given")
+    p.add_argument("--output", type=pathlib.Path, default=None,
+                   help="writes OUTPUT.md and OUTPUT.json (default results/performance)")
+    p.add_argument("--vocab", default=str(PROJECT_VOCAB), help="the vocabulary of every model")
+    p.add_argument("--squad", default=default_squad_path(), help="SQuAD v1.1 dev JSON")
+    train = p.add_argument_group("train")
+    train.add_argument("--sizes", default="tiny,mini", help="BERT tower sizes")
+    train.add_argument("--batch", type=int, default=128)
+    train.add_argument("--query-length", type=int, default=64)
+    train.add_argument("--document-length", type=int, default=128)
+    train.add_argument("--steps", type=int, default=5, help="timed training steps per round")
+    train.add_argument("--warmup", type=int, default=2, help="untimed steps first (tracing)")
+    encode = p.add_argument_group("encode")
+    encode.add_argument("--documents", type=int, default=2000,
+                        help="ReQA-SQuAD(dev) candidates encoded per round")
+    encode.add_argument("--encode-batch", type=int, default=256)
+    search = p.add_argument_group("search")
+    search.add_argument("--embeddings-dir", default=str(REPO / "runs" / "open_domain"),
+                        help="NAME.npy + NAME.json of benchmarks/open_domain.py (read only)")
+    search.add_argument("--search-embeddings", default=None,
+                        help="comma-separated NAMEs in --embeddings-dir (default: all)")
+    search.add_argument("--synthetic", action="store_true",
+                        help="search a seeded Gaussian mixture (64-d) instead of the cache")
+    search.add_argument("--num-queries", type=int, default=2000)
+    search.add_argument("--max-candidates", type=int, default=None,
+                        help="use only the first N candidates (default all)")
+    search.add_argument("--target-recall", type=float, default=0.95)
+    search.add_argument("--hnsw-m", type=int, default=32)
+    search.add_argument("--hnsw-ef-construction", type=int, default=40)
+    args = p.parse_args(argv)
+
+    args.sections = [x.strip() for x in args.sections.split(",") if x.strip()]
+    unknown = sorted(set(args.sections) - set(SECTIONS))
+    if unknown or not args.sections:
+        p.error(f"--sections: unknown {unknown}; expected some of {', '.join(SECTIONS)}")
+    args.sizes = [x.strip() for x in args.sizes.split(",") if x.strip()]
+    if args.search_embeddings:
+        args.search_embeddings = [x.strip() for x in args.search_embeddings.split(",")]
+    for name in ("rounds", "batch", "steps", "documents", "encode_batch", "num_queries"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
+    if not 0 < args.target_recall <= 1:
+        p.error(f"--target-recall must be in (0, 1] (got {args.target_recall})")
+    if args.output is None:
+        args.output = (REPO / "runs" / "peers_quick" / "performance" if args.quick
+                       else REPO / "results" / "performance")
+    needs = {"train": ["vocab"], "encode": ["vocab", "squad"],
+             "search": [] if args.synthetic else ["squad"]}
+    for section in args.sections:
+        for what in needs[section]:
+            if not os.path.isfile(getattr(args, what)):
+                p.error(f"--{what} {getattr(args, what)} does not exist (section {section}; "
+                        "set TT_ZOO_DATA or pass the path)")
+    return args
+
+
+def render(results: dict) -> str:
+    """The Markdown report of every section measured so far."""
+    lines = ["# tt_zoo beside PyTorch, sentence-transformers and FAISS", "",
+             "Written by `benchmarks/peers.py`. Each section measures tt_zoo and its peers in one "
+             "process on one machine, in interleaved rounds (A B A B ...), and gives medians "
+             "over rounds: compare within a section, not across machines or sections.", ""]
+    for name in SECTIONS:
+        part = results["sections"].get(name)
+        if part is None:
+            continue
+        quick = " (smoke run, --quick sizes: not a measurement)" if part.get("quick") else ""
+        lines += [f"## {TITLES[name]}{quick}", "", machine_line(part["machine"]), ""]
+        if is_busy(part["machine"]):
+            lines += ["**Busy machine**: other processes kept more than half a core busy when "
+                      "this section started or ended. Their threads cost the OpenMP-based peers "
+                      "(PyTorch, FAISS) far more than TensorFlow and ScaNN (own thread pools): "
+                      "these ratios are skewed against the peers.", ""]
+        lines += section_module(name).render(part) + [""]
+    return "\n".join(lines)
+
+
+def write(results: dict, output: pathlib.Path) -> None:
+    from tt_zoo.atomic_io import write_json, write_text
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_json(output.with_suffix(".json"), results, indent=1)
+    write_text(output.with_suffix(".md"), render(results))
+
+
+def read_existing(output: pathlib.Path):
+    path = output.with_suffix(".json")
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"{path} exists but is not readable JSON ({e}); move it away first.")
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    import tt_zoo  # noqa: F401  (before TensorFlow: Keras 2 as tf.keras)
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    results = read_existing(args.output)
+    try:
+        merge_section(results, "check", {})  # refuse someone else's file before measuring
+    except ValueError as e:
+        raise SystemExit(f"{args.output.with_suffix('.json')}: {e}")
+    for name in args.sections:
+        log(f"section {name}{' (quick)' if args.quick else ''}")
+        start = time.perf_counter()
+        machine = machine_info()
+        if is_busy(machine):
+            log(f"WARNING: other processes keep {machine['other_busy_cores_at_start']} of "
+                f"{machine['cores']} cores busy: that costs the OpenMP-based peers (PyTorch, "
+                "FAISS) far more than TensorFlow and ScaNN; measure on a quiet machine")
+        part = section_module(name).run(args, log)
+        machine["threads"] = part.pop("threads", {})
+        machine["other_busy_cores_at_end"] = busy_cores()
+        part.update(machine=machine, quick=args.quick, wall_s=time.perf_counter() - start)
+        results = merge_section(results, name, part)
+        write(results, args.output)
+        log(f"section {name} done in {part['wall_s']:.0f} s; wrote "
+            f"{args.output.with_suffix('.md')} and .json")
+    print(render(results))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,220 @@
+"""How benchmarks/peers.py measures: interleaved rounds, rates, recall, the machine line.
+
+Everything here is plain Python and NumPy (no TensorFlow, no peer library), so the rules that
+decide the reported numbers can be tested with hand-worked values (tests/test_peers_benchmark.py):
+
+- `interleaved_rounds`: every contender runs once per round, in the same order each round
+  (A B C A B C ...), so a noisy neighbour on a shared machine slows all of them alike; the
+  report gives medians over rounds.
+- `rates`: units per second of each round, summarised as median, min and max.
+- `recall_at_k`: the fraction of the exact top-k an approximate search returns.
+- `walk_knob` / `fastest_reaching`: the sweep of an approximate index's main knob (ascending,
+  stopped at the first value reaching the target recall, since larger values only cost more)
+  and the choice of the fastest timed setting that reaches it.
+- `machine_info`: CPU model, cores, load, library versions: the line every section records.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import importlib.util
+import os
+import platform
+import statistics
+import time
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+
+import numpy as np
+
+GENERATOR = "benchmarks/peers.py"
+BENCH_INSTALL_HINT = "pip install -e .[bench]"
+# Distribution names whose versions every section records (absent ones as "not installed").
+VERSIONED = ("tt_zoo", "tensorflow", "tf-keras", "numpy", "scann", "torch", "transformers",
+             "sentence-transformers", "tokenizers", "faiss-cpu")
+
+
+def missing_modules(modules: Iterable[str]) -> List[str]:
+    """The modules of `modules` that cannot be imported here (found by `importlib.util.find_spec`,
+    without importing them)."""
+    return [m for m in modules if importlib.util.find_spec(m) is None]
+
+
+def unavailable_reason(modules: Iterable[str]) -> Optional[str]:
+    """Why a peer cannot run (its missing modules and how to install them), or None."""
+    missing = missing_modules(modules)
+    if not missing:
+        return None
+    return (f"not measured: {', '.join(missing)} not installed (the benchmark-only extra: "
+            f"`{BENCH_INSTALL_HINT}`)")
+
+
+def stopwatch(work: Callable[[], object]) -> Callable[[], float]:
+    """A runner for `interleaved_rounds` that times one call of `work` (seconds)."""
+
+    def run() -> float:
+        start = time.perf_counter()
+        work()
+        return time.perf_counter() - start
+
+    return run
+
+
+def interleaved_rounds(runners: Mapping[str, Callable[[], float]], rounds: int,
+                       log: Callable[[str], None] = lambda _: None) -> Dict[str, List[float]]:
+    """Calls each runner once per round, in order, `rounds` times: A B C A B C ...
+
+    Each runner does one unit of work and returns the seconds it measured (see `stopwatch`;
+    a runner may time only part of its call, e.g. the training steps inside `model.fit`).
+    Returns the seconds of every round, per runner.
+    """
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1 (got {rounds}).")
+    seconds: Dict[str, List[float]] = {name: [] for name in runners}
+    for r in range(rounds):
+        for name, run in runners.items():
+            seconds[name].append(float(run()))
+        log(f"round {r + 1}/{rounds}: " + ", ".join(f"{n} {s[-1]:.3g} s"
+                                                    for n, s in seconds.items()))
+    return seconds
+
+
+def rates(seconds: Sequence[float], units: float) -> dict:
+    """`units` of work per second in each round, summarised: median, min, max, rounds."""
+    if not seconds or min(seconds) <= 0:
+        raise ValueError(f"need positive round times (got {list(seconds)}).")
+    per_round = [units / s for s in seconds]
+    return {"median_per_s": statistics.median(per_round), "min_per_s": min(per_round),
+            "max_per_s": max(per_round), "rounds": len(per_round)}
+
+
+def recall_at_k(found_rows, exact_rows, k: int) -> float:
+    """Mean over queries of |found top-k ∩ exact top-k| / k.
+
+    Rows are candidate positions, best first, `[num_queries, >= k]`; FAISS's -1 (no result)
+    matches nothing.
+    """
+    found, exact = np.asarray(found_rows), np.asarray(exact_rows)
+    if found.shape[0] != exact.shape[0] or min(found.shape[1], exact.shape[1]) < k:
+        raise ValueError(f"need [num_queries, >= {k}] rows for both (got {found.shape} and "
+                         f"{exact.shape}).")
+    hits = [len(set(f[:k].tolist()) & set(e[:k].tolist())) for f, e in zip(found, exact)]
+    return float(np.mean(hits)) / k
+
+
+def walk_knob(values: Sequence, recall_of: Callable[[object], float],
+              target: float) -> List[tuple]:
+    """Evaluates `recall_of` on `values` in ascending order, stopping at the first that reaches
+    `target` (a larger value searches more and costs more). Returns [(value, recall), ...]."""
+    walked = []
+    for value in sorted(values):
+        recall = float(recall_of(value))
+        walked.append((value, recall))
+        if recall >= target:
+            break
+    return walked
+
+
+def fastest_reaching(rows: Sequence[dict], target: float, speed: str = "median_qps",
+                     recall: str = "recall_at_10") -> Optional[dict]:
+    """The row with the highest `speed` among those whose `recall` is at least `target`."""
+    reaching = [r for r in rows if r.get(recall) is not None and r[recall] >= target]
+    return max(reaching, key=lambda r: r[speed]) if reaching else None
+
+
+def rss_bytes() -> int:
+    """This process's resident memory (Linux /proc/self/status VmRSS), 0 where unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _cpu_ticks():
+    with open("/proc/stat", encoding="ascii") as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields[:8]), idle
+
+
+def busy_cores(seconds: float = 1.0) -> Optional[float]:
+    """How many cores other processes kept busy over the next `seconds` (sampled from
+    /proc/stat while this process waits), or None where /proc/stat is unreadable. The load
+    average would count this process's own threads from a section just finished."""
+    try:
+        total0, idle0 = _cpu_ticks()
+        time.sleep(seconds)
+        total1, idle1 = _cpu_ticks()
+    except (OSError, ValueError, IndexError):
+        return None
+    if total1 <= total0:
+        return None
+    return round((1 - (idle1 - idle0) / (total1 - total0)) * (os.cpu_count() or 1), 2)
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def versions(names: Iterable[str] = VERSIONED) -> Dict[str, str]:
+    out = {}
+    for name in names:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def machine_info(threads: Optional[Mapping[str, object]] = None) -> dict:
+    """CPU model, cores, load average now, Python and library versions, thread settings."""
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return {"cpu": cpu_model(), "cores": os.cpu_count(),
+            "load_average_1_5_15": [round(x, 2) for x in load],
+            "other_busy_cores_at_start": busy_cores(),
+            "python": platform.python_version(), "versions": versions(),
+            "threads": dict(threads or {}),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+
+
+def is_busy(info: Mapping) -> bool:
+    """Whether other processes kept more than half a core busy when a section started or
+    ended."""
+    return any((info.get(f"other_busy_cores_at_{when}") or 0) > 0.5 for when in ("start", "end"))
+
+
+def machine_line(info: Mapping) -> str:
+    """One Markdown line: the machine and library versions a section was measured with."""
+    v = {k: x for k, x in info["versions"].items() if x != "not installed"}
+    threads = ", ".join(f"{k} {x}" for k, x in info.get("threads", {}).items())
+    busy = [info.get(f"other_busy_cores_at_{when}") for when in ("start", "end")]
+    busy_text = " / ".join("?" if b is None else f"{b:.2f}" for b in busy)
+    return (f"Machine: {info['cpu']}, {info['cores']} cores, cores kept busy by other processes "
+            f"at start / end {busy_text}; "
+            f"Python {info['python']}; " + ", ".join(f"{k} {x}" for k, x in v.items())
+            + (f"; threads: {threads}" if threads else "") + f"; {info['date']}.")
+
+
+def merge_section(existing: Optional[dict], section: str, part: dict) -> dict:
+    """`existing` results (or a new document) with `section` replaced by `part`; the other
+    sections are kept, so a later run can measure only the remaining ones. Refuses a document
+    this benchmark did not write (it is someone's file)."""
+    if existing is None:
+        existing = {"generator": GENERATOR, "sections": {}}
+    elif existing.get("generator") != GENERATOR or not isinstance(existing.get("sections"), dict):
+        raise ValueError(f"the results file was not written by {GENERATOR} (its 'generator' is "
+                         f"{existing.get('generator')!r}); refusing to overwrite it.")
+    merged = {"generator": GENERATOR, "sections": dict(existing["sections"])}
+    merged["sections"][section] = part
+    return merged

@@ -1,0 +1,202 @@
+"""Section `train` of benchmarks/peers.py: one two-tower training step, tt_zoo against PyTorch.
+
+tt_zoo's step is what `recipes/pretrain.py` runs at CPU scale (`tt_zoo.serving.registry.CPU_SCALE`:
+one BERT tower shared by queries and documents, mean pooling, L2-normalised embeddings,
+in-batch softmax at temperature 0.05, with the corrected sampled softmax's logQ correction and
+accidental-hit removal, Chang et al. 2020 Sec. 2) on token ids made once on the host and served
+by `tt_zoo.training.step_data.step_batches`, through `model.fit`.
+
+The PyTorch step is the one DPR / Tevatron-style code writes: a `transformers.BertModel` of the
+same shape and vocabulary size, mean pooling over the attention mask, a linear projection to the
+same dimension, L2 normalisation, scores / temperature, cross-entropy over the in-batch
+negatives, `loss.backward()`, AdamW. It reads the same token arrays, served by the same
+`step_batches`. Both run in float32, dropout 0.1, on the same threads, in interleaved rounds.
+"""
+
+from __future__ import annotations
+
+import time
+
+# Registry variants whose towers are the "tiny" (2 layers, hidden 128, 2 heads) and "mini"
+# (4/256/4) BERT at CPU scale.
+VARIANTS = {"tiny": "ict_bfs_wlp_512", "mini": "bert_mini_ict_bfs_wlp_512"}
+PEER_MODULES = ("torch", "transformers")
+LEARNING_RATE = 1e-4
+
+
+def settings(args) -> dict:
+    if args.quick:
+        return {"sizes": args.sizes[:1], "batch": 16, "query_length": 16,
+                "document_length": 32, "steps": 2, "warmup": 1, "rounds": min(args.rounds, 2)}
+    return {"sizes": args.sizes, "batch": args.batch, "query_length": args.query_length,
+            "document_length": args.document_length, "steps": args.steps,
+            "warmup": args.warmup, "rounds": args.rounds}
+
+
+def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log):
+    """A compiled tt_zoo model of `size` and a runner timing `steps` training steps."""
+    import tensorflow as tf
+
+    from tt_zoo.serving import registry, zoo
+    from tt_zoo.training.step_data import step_batches, tokenize_pair_set
+    from train_step import StepTimer, synthetic_pairs  # beside this file
+
+    tf.keras.utils.set_random_seed(0)
+    spec = registry.get_spec(VARIANTS[size])
+    model = zoo.build_untrained(spec, vocab_path, query_length=s["query_length"],
+                                document_length=s["document_length"])
+    model.build_by_calling()
+    model.compile(optimizer=tf.keras.optimizers.Adam(LEARNING_RATE))
+    vocab = list(model.query_preprocessor.vocabulary)
+    pairs = synthetic_pairs(vocab, s["batch"], s["query_length"], s["document_length"])
+    arrays = tokenize_pair_set(model, pairs.take(4).unbatch(), log=log)
+    batches = iter(step_batches(arrays, s["batch"], seed=0, start_step=0))
+
+    def run() -> float:
+        timer = StepTimer()
+        model.fit(batches, steps_per_epoch=s["steps"], epochs=1, verbose=0, callbacks=[timer])
+        return sum(timer.times)
+
+    model.fit(batches, steps_per_epoch=s["warmup"], epochs=1, verbose=0)  # tracing
+    return model, arrays, run
+
+
+class _TorchTwoTower:
+    """The PyTorch two-tower model: a shared BertModel, mean pooling, projection, L2 norm."""
+
+    def __init__(self, shape, vocab_size: int, max_length: int, dim: int, dropout: float = 0.1):
+        import torch
+        import transformers
+
+        torch.manual_seed(0)
+        config = transformers.BertConfig(
+            vocab_size=vocab_size, hidden_size=shape.hidden_size,
+            num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_attention_heads,
+            intermediate_size=shape.inner_dim, max_position_embeddings=max_length,
+            hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        self.encoder = transformers.BertModel(config, add_pooling_layer=False)
+        self.projection = torch.nn.Linear(shape.hidden_size, dim)
+        self.modules = torch.nn.ModuleList([self.encoder, self.projection])
+
+    def embed(self, ids, mask, types):
+        import torch
+
+        states = self.encoder(input_ids=ids, attention_mask=mask,
+                              token_type_ids=types).last_hidden_state
+        weights = mask.unsqueeze(-1).to(states.dtype)
+        pooled = (states * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        return torch.nn.functional.normalize(self.projection(pooled), dim=-1)
+
+
+def _torch_contender(shape, vocab_size: int, dim: int, arrays, s: dict, temperature: float):
+    """The PyTorch model and a runner timing `steps` training steps on the same arrays."""
+    import torch
+
+    from tt_zoo.data import features as F
+    from tt_zoo.training.step_data import step_batches
+
+    model = _TorchTwoTower(shape, vocab_size, max(s["query_length"], s["document_length"]), dim)
+    model.modules.train()
+    optimizer = torch.optim.AdamW(model.modules.parameters(), lr=LEARNING_RATE)
+    batches = step_batches(arrays, s["batch"], seed=0, start_step=0).as_numpy_iterator()
+
+    def tensors(packed):
+        return [torch.as_tensor(packed[k], dtype=torch.long)  # a copy: the arrays are read-only
+                for k in ("input_word_ids", "input_mask", "input_type_ids")]
+
+    def step():
+        batch = next(batches)
+        queries = model.embed(*tensors(batch[F.QUERY_INPUTS]))
+        documents = model.embed(*tensors(batch[F.DOCUMENT_INPUTS]))
+        scores = queries @ documents.T / temperature
+        labels = torch.arange(scores.shape[0])
+        loss = torch.nn.functional.cross_entropy(scores, labels)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    def run() -> float:
+        start = time.perf_counter()
+        for _ in range(s["steps"]):
+            step()
+        return time.perf_counter() - start
+
+    for _ in range(s["warmup"]):
+        step()
+    return model, run
+
+
+def run(args, log) -> dict:
+    """Measures both steps for each tower size; returns this section's results."""
+    from peers_measure import interleaved_rounds, rates, unavailable_reason
+    from tt_zoo.modeling.towers import resolve_bert_shape
+    from tt_zoo.serving import registry
+
+    s = settings(args)
+    peer_reason = unavailable_reason(PEER_MODULES)
+    runners, meta = {}, {}
+    for size in s["sizes"]:
+        log(f"train: building tt_zoo {size}")
+        model, arrays, run_tt = _tt_zoo_contender(size, args.vocab, s, log)
+        runners[f"tt_zoo/{size}"] = run_tt
+        meta[f"tt_zoo/{size}"] = {"size": size, "framework": "tt_zoo",
+                                  "what": "TwoTowerModel.fit (tf-keras), Adam",
+                                  "parameters": int(model.count_params())}
+        if peer_reason:
+            continue
+        log(f"train: building PyTorch {size}")
+        spec = registry.get_spec(VARIANTS[size])
+        torch_model, run_torch = _torch_contender(
+            resolve_bert_shape(spec.tower_size), model.query_preprocessor.vocab_size,
+            spec.embedding_dim, arrays, s, spec.options.temperature)
+        runners[f"pytorch/{size}"] = run_torch
+        meta[f"pytorch/{size}"] = {
+            "size": size, "framework": "pytorch",
+            "what": "transformers.BertModel + mean pool + Linear, loss.backward(), AdamW",
+            "parameters": sum(p.numel() for p in torch_model.modules.parameters())}
+
+    seconds = interleaved_rounds(runners, s["rounds"], log=lambda m: log(f"train: {m}"))
+    rows = []
+    for name, secs in seconds.items():
+        r = rates(secs, s["batch"] * s["steps"])
+        rows.append({**meta[name], "median_pairs_per_s": r["median_per_s"],
+                     "min_pairs_per_s": r["min_per_s"], "max_pairs_per_s": r["max_per_s"],
+                     "rounds": r["rounds"], "round_seconds": secs})
+    for row in rows:
+        base = next(r for r in rows if r["size"] == row["size"] and r["framework"] == "tt_zoo")
+        row["vs_tt_zoo"] = row["median_pairs_per_s"] / base["median_pairs_per_s"]
+    if peer_reason:
+        rows += [{"size": size, "framework": "pytorch", "skipped": peer_reason}
+                 for size in s["sizes"]]
+    return {"settings": s, "rows": rows, "threads": _threads()}
+
+
+def _threads() -> dict:
+    import tensorflow as tf
+
+    out = {"tensorflow intra-op": tf.config.threading.get_intra_op_parallelism_threads() or
+           "default", "tensorflow inter-op":
+           tf.config.threading.get_inter_op_parallelism_threads() or "default"}
+    try:
+        import torch
+        out["torch"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return out
+
+
+def render(part: dict) -> list:
+    s = part["settings"]
+    lines = [f"Batch {s['batch']} pairs, query length {s['query_length']}, document length "
+             f"{s['document_length']}; median over {s['rounds']} interleaved rounds of "
+             f"{s['steps']} steps (after {s['warmup']} untimed warm-up step(s)).", "",
+             "| tower | framework | step | parameters | median pairs/s | range | vs tt_zoo |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in part["rows"]:
+        if "skipped" in r:
+            lines.append(f"| {r['size']} | {r['framework']} | {r['skipped']} | | | | |")
+            continue
+        lines.append(f"| {r['size']} | {r['framework']} | {r['what']} | {r['parameters']:,} | "
+                     f"{r['median_pairs_per_s']:,.1f} | {r['min_pairs_per_s']:,.1f}–"
+                     f"{r['max_pairs_per_s']:,.1f} | x{r['vs_tt_zoo']:.2f} |")
+    return lines

@@ -1,0 +1,169 @@
+"""Faster encoding (tt_zoo.modeling.inference): length bucketing gives the padded embeddings in
+the caller's order; bfloat16 and XLA stay close to float32."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import tiny_model
+from tt_zoo.errors import TtZooError
+from tt_zoo.modeling import inference
+from tt_zoo.modeling.inference import (bucket_length, cut_to_longest, padded_row_count,
+                                       plan_batches)
+
+# Mixed lengths for the tiny model (query length 16, document length 24): the long one is cut
+# to the full length, the others are a few tokens.
+LONG = "paris is the capital of france and the seine flows through paris " * 3
+TEXTS = ["who", LONG, "", "what river flows through paris?", "a b c d e f g h", "water",
+         "who discovered penicillin? alexander fleming did"]
+TITLES = ["seine", "", "paris", LONG, "penicillin", "", "fleming"]
+
+
+def test_bucket_length_rounds_up_to_sixteen_within_the_sequence_length():
+    assert [bucket_length(n, 128) for n in (2, 16, 17, 33, 120, 128)] == [16, 16, 32, 48, 128,
+                                                                          128]
+    assert bucket_length(17, 24) == 24
+
+
+def test_plan_batches_takes_the_longest_first_and_cuts_each_batch():
+    lengths = np.array([5, 20, 3, 17, 40, 17])
+    planned = [(rows.tolist(), length) for rows, length in plan_batches(lengths, 2, 48)]
+    # Longest first (40, 20), then the two 17s in input order (3 before 5), then 5 and 3.
+    assert planned == [([4, 1], 48), ([3, 5], 32), ([0, 2], 16)]
+    unsorted = [(rows.tolist(), length)
+                for rows, length in plan_batches(lengths, 4, 48, bucketing=False)]
+    assert unsorted == [([0, 1, 2, 3], 48), ([4, 5], 48)]
+    assert plan_batches(np.zeros([0], int), 4, 48) == []
+
+
+def test_padded_row_count_is_the_next_power_of_two_at_most_the_batch():
+    assert [padded_row_count(n, 256) for n in (1, 2, 3, 5, 200, 256)] == [1, 2, 4, 8, 256, 256]
+    assert padded_row_count(5, 6) == 6
+
+
+def test_cut_to_longest_keeps_the_longest_member_in_graph():
+    ids = tf.constant([[2, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0]])
+    packed = {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),
+              "input_type_ids": tf.zeros_like(ids)}
+    cut = cut_to_longest(packed)
+    np.testing.assert_array_equal(cut["input_word_ids"], [[2, 7, 8, 3], [2, 9, 3, 0]])
+    assert cut["input_mask"].shape == (2, 4) and cut["input_type_ids"].shape == (2, 4)
+    empty = {k: tf.zeros([0, 6], tf.int32) for k in packed}
+    assert cut_to_longest(empty)["input_mask"].shape == (0, 1)
+
+
+@pytest.fixture(scope="module")
+def models():
+    """One tiny model per tower kind, shared by this module's tests (tracing is what costs)."""
+    built = {}
+
+    def get(encoder):
+        if encoder not in built:
+            built[encoder] = tiny_model(encoder)
+            built[encoder].build_by_calling()
+        return built[encoder]
+    return get
+
+
+def _spy_on_tower_shapes(monkeypatch):
+    """Records the [rows, length] of every batch the towers get."""
+    shapes = []
+    original = inference.EncodeCache.tower_fn
+
+    def tower_fn(self, role, options):
+        fn = original(self, role, options)
+
+        def spy(batch):
+            shapes.append(batch["input_word_ids"].shape)
+            return fn(batch)
+        return spy
+    monkeypatch.setattr(inference.EncodeCache, "tower_fn", tower_fn)
+    return shapes
+
+
+@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+def test_bucketed_embeddings_equal_the_padded_ones_in_order(encoder, models, monkeypatch):
+    model = models(encoder)
+    # The towers on texts padded to the full length: the training path, one batch.
+    expected_q = model.embed_queries(tf.constant(TEXTS)).numpy()
+    expected_d = model.embed_documents(tf.constant(TITLES), tf.constant(TEXTS)).numpy()
+    shapes = _spy_on_tower_shapes(monkeypatch)
+
+    q = model.encode_queries(TEXTS, batch_size=3)
+    d = model.encode_documents(TEXTS, titles=TITLES, batch_size=3)
+    np.testing.assert_allclose(q, expected_q, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(d, expected_d, rtol=1e-5, atol=1e-6)
+    # Queries (length 16) cannot be cut below one multiple of 16. Documents (length 24), by
+    # token length: 24 (the long text), 24 (the long title), 13 | 12, 5, 4 | 4; the second
+    # and third batches are cut to 16.
+    assert shapes[:3] == [(3, 16), (3, 16), (1, 16)]
+    assert shapes[3:] == [(3, 24), (3, 16), (1, 16)]
+    # Without bucketing every batch keeps the full length, in input order; same embeddings.
+    del shapes[:]
+    np.testing.assert_allclose(model.encode_documents(TEXTS, titles=TITLES, batch_size=3,
+                                                      bucketing=False),
+                               expected_d, rtol=1e-5, atol=1e-6)
+    assert shapes == [(3, 24), (3, 24), (1, 24)]
+    # One trace of each tower function serves every batch shape.
+    cache = model._encode_cache
+    assert cache._tower_fns[("document", "float32", False)].experimental_get_tracing_count() == 1
+
+
+def test_one_text_empty_input_and_bad_options(models):
+    model = models("bert")
+    # Serving's cut (to the request's longest text, 11 of 16 here) gives the full-length
+    # embeddings.
+    short = tf.constant([t for t in TEXTS if t != LONG])
+    np.testing.assert_allclose(model.embed_queries(short, cut_padding=True),
+                               model.embed_queries(short), rtol=1e-5, atol=1e-6)
+    one = model.encode_documents([TEXTS[3]], titles=[TITLES[3]])
+    np.testing.assert_allclose(
+        one, model.embed_documents(tf.constant(TITLES[3:4]), tf.constant(TEXTS[3:4])).numpy(),
+        rtol=1e-5, atol=1e-6)
+    for kwargs in ({}, {"precision": "bfloat16"}, {"jit_compile": True}):
+        assert model.encode_queries([], **kwargs).shape == (0, 8)
+    with pytest.raises(TtZooError, match="precision must be one of"):
+        model.encode_queries(["a"], precision="float16")
+    with pytest.raises(TtZooError, match="batch_size must be a positive int"):
+        model.encode_queries(["a"], batch_size=0)
+    with pytest.raises(TtZooError, match="jit_compile must be True or False"):
+        model.encode_queries(["a"], jit_compile="yes")
+
+
+def _max_cosine_deviation(a, b):
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    return float(np.max(1.0 - cos))
+
+
+@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+def test_bfloat16_and_xla_stay_close_to_float32(encoder, models):
+    model = models(encoder)
+    weights_before = len(model.weights)
+    reference = model.encode_documents(TEXTS, titles=TITLES)
+    bf16 = model.encode_documents(TEXTS, titles=TITLES, precision="bfloat16")
+    assert bf16.dtype == np.float32
+    assert 0 < _max_cosine_deviation(reference, bf16) < 1e-2  # 0 would mean it ran in float32
+    xla = model.encode_documents(TEXTS, titles=TITLES, jit_compile=True)
+    np.testing.assert_allclose(xla, reference, rtol=1e-4, atol=1e-5)
+    # The bfloat16 copy is not part of the model, and it follows later weight changes.
+    assert len(model.weights) == weights_before
+    saved = model.document_tower.get_weights()
+    rng = np.random.default_rng(0)
+    model.document_tower.set_weights([w + rng.normal(0, 0.1, w.shape) for w in saved])
+    try:
+        changed = model.encode_documents(TEXTS, titles=TITLES)
+        assert _max_cosine_deviation(changed, reference) > 1e-2
+        assert _max_cosine_deviation(changed, model.encode_documents(
+            TEXTS, titles=TITLES, precision="bfloat16")) < 1e-2
+    finally:
+        model.document_tower.set_weights(saved)
+
+
+def test_bfloat16_copy_of_shared_towers_is_one_copy():
+    model = tiny_model(share_towers=True)
+    model.encode_queries(TEXTS[:2], precision="bfloat16")
+    model.encode_documents(TEXTS[:2], precision="bfloat16")
+    copies = model._encode_cache._bfloat16_towers
+    assert list(copies) == ["query"]
+    policies = {layer.dtype_policy.name for layer in copies["query"]._flatten_layers()}
+    assert "mixed_bfloat16" in policies
