@@ -51,15 +51,21 @@ def quiet(*_):
 
 
 def assert_valid(pairs: hn.PairTexts, rows: np.ndarray):
-    """No negative is the positive, a passage of a BFS/WLP positive's article, or a document
+    """No negative is the positive, a passage of a BFS/WLP positive's article, a document or
+    BFS/WLP article that another pair gives the same query as its positive, or a document
     holding the query; no example repeats a negative."""
     for i, negatives in enumerate(rows):
         assert len(set(negatives.tolist())) == len(negatives), (i, negatives)
         query = hn.normalize_text(pairs.queries[i])
+        same_query = [j for j in range(len(pairs)) if hn.normalize_text(pairs.queries[j]) == query]
         for r in negatives:
             assert pairs.doc_ids[r] != pairs.doc_ids[i], (i, r)
             if pairs.tasks[i] in ("bfs", "wlp"):
                 assert pairs.titles[r] != pairs.titles[i], (i, r)
+            for j in same_query:
+                assert pairs.doc_ids[r] != pairs.doc_ids[j], (i, r, j)
+                if pairs.tasks[j] in ("bfs", "wlp"):
+                    assert pairs.titles[r] != pairs.titles[j], (i, r, j)
             assert query not in hn.normalize_text(pairs.titles[r] + " " + pairs.texts[r]), (i, r)
 
 
@@ -73,8 +79,9 @@ def test_the_premise_bm25_ranks_the_positive_first_then_false_negatives():
 
 def test_skip_rules_with_one_negative():
     mined = hn.mine_pair_negatives(hand_made_pairs(), 1, progress=False, log=quiet)
-    # ICT: P is the positive, C holds the query; A (same article) is fair game for ICT.
-    assert mined.rows[0].tolist() == [ROW_OF["A"]]
+    # ICT: P is the positive, C holds the query, and A is a passage of the article that row
+    # 1 (BFS, the same query) pairs the query with: a positive of it, so V.
+    assert mined.rows[0].tolist() == [ROW_OF["V"]]
     # BFS: the positive's whole article is skipped too: A goes, V is next.
     assert mined.rows[1].tolist() == [ROW_OF["V"]]
     assert mined.rows.dtype == np.int32 and mined.rows.shape == (len(ROWS), 1)
@@ -82,14 +89,35 @@ def test_skip_rules_with_one_negative():
     assert mined.counts["pairs"] == 8 and mined.counts["distinct_documents"] == 7
     assert mined.counts["skipped_same_document"] >= 2 and mined.counts["skipped_same_article"] >= 1
     assert mined.counts["skipped_containing_query"] >= 2
+    assert mined.counts["skipped_positive_of_same_query"] >= 1
+
+
+def test_positives_of_the_same_query_elsewhere_are_not_negatives():
+    # QUERY is the lead sentence of Penicillin: the query of a BFS pair (positive A, a passage
+    # of Penicillin) and of a WLP pair (positive V, from Antibiotics, which links to Penicillin).
+    rows = [(QUERY, V, "wlp"), (QUERY, A, "bfs"), ("mould in 1928", P, "ict"),
+            ("bread in damp rooms", C, "ict"), *[(f"q{k}", u, "ict") for k, u in enumerate(U)]]
+    pairs = hn.PairTexts([q for q, _, _ in rows], [d[2] for _, d, _ in rows],
+                         [d[0] for _, d, _ in rows], [d[1] for _, d, _ in rows],
+                         [t for _, _, t in rows])
+    mined = hn.mine_pair_negatives(pairs, 1, progress=False, log=quiet)
+    # BM25 ranks P, C, A, V for QUERY. For the WLP pair, P is neither its positive nor of its
+    # positive's article, but it is a passage of Penicillin, the BFS pair's article: skipped, as
+    # are C (holds the query), A and V (positives): only an unmatched U document is left.
+    assert mined.rows[0, 0] in {4, 5, 6}
+    assert mined.rows[1, 0] in {4, 5, 6}
+    assert mined.counts["skipped_positive_of_same_query"] >= 2
+    assert_valid(pairs, mined.rows)
+    assert hn.query_positives(pairs)[hn.normalize_text(QUERY)] == (
+        {"Antibiotics#0", "Penicillin#1"}, {"Antibiotics", "Penicillin"})
 
 
 def test_fallback_fills_at_random_under_the_same_rules_and_is_counted():
     pairs = hand_made_pairs()
     mined = hn.mine_pair_negatives(pairs, 3, progress=False, log=quiet)
-    # ICT row 0: A, V from BM25, then one document that matched nothing (U).
-    assert mined.rows[0, :2].tolist() == [ROW_OF["A"], ROW_OF["V"]]
-    assert mined.rows[0, 2] in ROW_OF["U"]
+    # ICT row 0: V from BM25 (A is a positive of the same query, see above), then two
+    # documents that matched nothing (U).
+    assert mined.rows[0, 0] == ROW_OF["V"] and set(mined.rows[0, 1:]) <= ROW_OF["U"]
     # BFS row 1: V only, then two distinct U documents.
     assert mined.rows[1, 0] == ROW_OF["V"] and set(mined.rows[1, 1:]) <= ROW_OF["U"]
     assert_valid(pairs, mined.rows)
@@ -138,8 +166,8 @@ def test_stored_beside_the_pairs_reused_and_refused_when_the_pairs_change(tmp_pa
     assert not first.reused and files_of(pairs_dir) == before  # pair files untouched
     stored = pairs_dir / "hard_negatives"
     assert sorted(p.name for p in stored.iterdir()) == [
-        "bm25-v1-h2-depth8-seed0-all.json", "bm25-v1-h2-depth8-seed0-all.npy"]
-    sidecar = json.loads((stored / "bm25-v1-h2-depth8-seed0-all.json").read_text())
+        "bm25-v2-h2-depth8-seed0-all.json", "bm25-v2-h2-depth8-seed0-all.npy"]
+    sidecar = json.loads((stored / "bm25-v2-h2-depth8-seed0-all.json").read_text())
     assert sidecar["settings"]["num_negatives"] == 2 and sidecar["shape"] == [8, 2]
     assert sidecar["counts"]["pairs"] == 8 and sidecar["mining_seconds"] >= 0
     # Rows are in read_pairs order (two shards interleave): the rules hold there.
@@ -158,9 +186,9 @@ def test_stored_beside_the_pairs_reused_and_refused_when_the_pairs_change(tmp_pa
     # An explicit output directory (a read-only or remote pair directory) works.
     elsewhere = hn.load_or_mine(str(pairs_dir), settings, output_dir=str(tmp_path / "out"),
                                 progress=False, log=quiet)
-    assert not elsewhere.reused and (tmp_path / "out" / "bm25-v1-h2-depth8-seed0-all.npy").is_file()
+    assert not elsewhere.reused and (tmp_path / "out" / "bm25-v2-h2-depth8-seed0-all.npy").is_file()
 
-    npy = tmp_path / "out" / "bm25-v1-h2-depth8-seed0-all.npy"
+    npy = tmp_path / "out" / "bm25-v2-h2-depth8-seed0-all.npy"
     npy.write_bytes(npy.read_bytes()[:-4] + b"\0\0\0\1")  # same size, other content
     with pytest.raises(ArtifactError, match="corrupted"):
         hn.load_or_mine(str(pairs_dir), settings, output_dir=str(tmp_path / "out"),
@@ -290,7 +318,7 @@ def test_pretrain_trains_with_hard_negatives_and_records_them(tmp_path):
     assert np.isfinite(summary["final_loss"])
     settings = json.loads((workdir / "checkpoints" / "run_settings.json").read_text())
     assert settings["hard_negatives"]["num_negatives"] == 2
-    assert (pairs_dir / "hard_negatives" / "bm25-v1-h2-depth8-seed0-all.npy").is_file()
+    assert (pairs_dir / "hard_negatives" / "bm25-v2-h2-depth8-seed0-all.npy").is_file()
 
     other = list(argv)
     other[other.index("--hard-negatives") + 1] = "1"

@@ -16,6 +16,11 @@ first, equal scores by corpus order; `BM25Retriever.top_rows(matched_only=True)`
 * for BFS and WLP pairs, every passage of the positive's article (the same DOC_TITLE): BFS
   learns that a lead sentence belongs with *any* passage of its page, and a WLP positive stands
   for its linked page;
+* every positive of the same query elsewhere in the pair set (miner version 2): a lead sentence
+  is the query of BFS pairs (passages of its own page) and of WLP pairs (passages of the pages
+  that link to it), so the documents that any pair with this query (lower-cased, whitespace
+  collapsed) holds, and for its BFS/WLP pairs every passage of their articles, are positives
+  of it, not negatives;
 * any document that contains the query (lower-cased, whitespace collapsed): an ICT query left in
   a passage, a sentence repeated elsewhere, a lead sentence in its own lead passage are
   positives in disguise.
@@ -63,7 +68,7 @@ from tqdm.auto import tqdm
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.retrieval import bm25
 
-MINER_VERSION = 1
+MINER_VERSION = 2  # 2: positives of the same query elsewhere in the pair set are skipped
 DEFAULT_DEPTH = 32
 SUBDIRECTORY = "hard_negatives"
 _ARTICLE_TASKS = ("bfs", "wlp")  # their positives stand for a whole article
@@ -114,7 +119,7 @@ class MiningSettings:
 
     @property
     def file_stem(self) -> str:
-        """``bm25-v1-h4-depth32-seed0-all`` (``-first20000`` for max_pairs 20000)."""
+        """``bm25-v2-h4-depth32-seed0-all`` (``-first20000`` for max_pairs 20000)."""
         subset = f"first{self.max_pairs}" if self.max_pairs else "all"
         return (f"bm25-v{MINER_VERSION}-h{self.num_negatives}-depth{self.depth}-"
                 f"seed{self.seed}-{subset}")
@@ -177,6 +182,19 @@ def document_rows(pairs: PairTexts) -> np.ndarray:
         if current is None or len(text) > len(pairs.texts[current]):
             best[doc_id] = row
     return np.fromiter(best.values(), dtype=np.int64, count=len(best))
+
+
+def query_positives(pairs: PairTexts) -> Dict[str, tuple]:
+    """For each query (`normalize_text`): (the DOC_IDs its pairs hold, the DOC_TITLEs of its BFS
+    and WLP pairs, whose every passage is a positive of it)."""
+    out: Dict[str, tuple] = {}
+    for query, doc_id, title, task in zip(pairs.queries, pairs.doc_ids, pairs.titles,
+                                          pairs.tasks):
+        ids, articles = out.setdefault(normalize_text(query), (set(), set()))
+        ids.add(doc_id)
+        if task in _ARTICLE_TASKS:
+            articles.add(title)
+    return out
 
 
 def _first_valid(ranked: np.ndarray, is_valid: Callable[[int], bool], num: int) -> List[int]:
@@ -256,7 +274,8 @@ def mine_pair_negatives(pairs: PairTexts, num_negatives: int, *, depth: int = DE
     Returns:
       `MinedNegatives` with rows int32 [len(pairs), H] (each a row whose document is the
       negative) and counts: pairs, distinct_documents, skipped_same_document,
-      skipped_same_article, skipped_containing_query (among the documents looked at),
+      skipped_same_article, skipped_positive_of_same_query, skipped_containing_query (among
+      the documents looked at),
       queries_without_bm25_results, pairs_with_fallback, fallback_negatives.
     """
     settings = MiningSettings(num_negatives, depth, seed=seed)  # checks the numbers
@@ -276,12 +295,14 @@ def mine_pair_negatives(pairs: PairTexts, num_negatives: int, *, depth: int = DE
     index_s = time.perf_counter() - start
     log(f"BM25 index of {len(doc_rows):,} distinct documents built in {index_s:.1f} s")
     skipped = {"skipped_same_document": 0, "skipped_same_article": 0,
-               "skipped_containing_query": 0}
+               "skipped_positive_of_same_query": 0, "skipped_containing_query": 0}
+    positives = query_positives(pairs)
 
     def validity(i):
         doc_id, title = pairs.doc_ids[i], pairs.titles[i]
         whole_article = pairs.tasks[i] in _ARTICLE_TASKS
         query = normalize_text(pairs.queries[i])
+        query_ids, query_articles = positives[query]
 
         def is_valid(d):
             if ids[d] == doc_id:
@@ -289,6 +310,9 @@ def mine_pair_negatives(pairs: PairTexts, num_negatives: int, *, depth: int = DE
                 return False
             if whole_article and titles[d] == title:
                 skipped["skipped_same_article"] += 1
+                return False
+            if ids[d] in query_ids or titles[d] in query_articles:
+                skipped["skipped_positive_of_same_query"] += 1
                 return False
             if query and query in normalized[d]:
                 skipped["skipped_containing_query"] += 1
