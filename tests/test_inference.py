@@ -126,7 +126,7 @@ def test_one_text_empty_input_and_bad_options(models):
         model.encode_queries(["a"], precision="float16")
     with pytest.raises(TtZooError, match="batch_size must be a positive int"):
         model.encode_queries(["a"], batch_size=0)
-    with pytest.raises(TtZooError, match="jit_compile must be True or False"):
+    with pytest.raises(TtZooError, match="jit_compile must be True, False or 'auto'"):
         model.encode_queries(["a"], jit_compile="yes")
 
 
@@ -167,3 +167,26 @@ def test_bfloat16_copy_of_shared_towers_is_one_copy():
     assert list(copies) == ["query"]
     policies = {layer.dtype_policy.name for layer in copies["query"]._flatten_layers()}
     assert "mixed_bfloat16" in policies
+
+
+@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+def test_auto_xla_only_for_a_bert_corpus(encoder, models, monkeypatch):
+    model = models(encoder)
+    auto = inference.EncodeOptions(jit_compile="auto")
+    big = inference.XLA_AUTO_MIN_DOCUMENTS
+    assert auto.resolve_jit_compile(big - 1, model.document_tower).jit_compile is False
+    assert auto.resolve_jit_compile(big, model.document_tower).jit_compile is (encoder == "bert")
+    assert inference.EncodeOptions(jit_compile=True).resolve_jit_compile(
+        1, model.document_tower).jit_compile is True
+    # encode_documents defaults to "auto": with the threshold at 3, these 4 texts run a BERT
+    # tower under XLA (the same embeddings), and 2 texts do not.
+    monkeypatch.setattr(inference, "XLA_AUTO_MIN_DOCUMENTS", 3)
+    reference = model.encode_documents(TEXTS[:4], titles=TITLES[:4], jit_compile=False)
+    asked = []
+    tower_fn = inference.EncodeCache.tower_fn
+    monkeypatch.setattr(inference.EncodeCache, "tower_fn", lambda self, role, options: (
+        asked.append(options.jit_compile) or tower_fn(self, role, options)))
+    model.encode_documents(TEXTS[:2], titles=TITLES[:2])
+    auto_run = model.encode_documents(TEXTS[:4], titles=TITLES[:4])
+    np.testing.assert_allclose(auto_run, reference, rtol=1e-4, atol=1e-5)
+    assert asked == [False, encoder == "bert"]

@@ -7,7 +7,7 @@ in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
@@ -225,12 +225,13 @@ class TwoTowerModel(tfrs.Model):
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Sequence[str], batch_size: int = 256, *,
                        bucketing: bool = True, precision: str = "float32",
-                       jit_compile: bool = False) -> np.ndarray:
+                       jit_compile: Union[bool, str] = False) -> np.ndarray:
         """Embeds query strings; returns float32 [len(texts), dim] in the order given.
 
-        `bucketing`, `precision` ("float32" or "bfloat16") and `jit_compile` choose how the
-        tower runs (`tt_zoo.modeling.inference.EncodeOptions`); bucketing gives the same
-        embeddings as padding every text to the full length, for fewer FLOPs.
+        `bucketing`, `precision` ("float32" or "bfloat16") and `jit_compile` (True, False or
+        "auto") choose how the tower runs (`tt_zoo.modeling.inference.EncodeOptions`);
+        bucketing gives the same embeddings as padding every text to the full length, for fewer
+        FLOPs.
         """
         texts = as_string_list(texts, "texts")
         options = EncodeOptions(bucketing, precision, jit_compile)
@@ -239,9 +240,13 @@ class TwoTowerModel(tfrs.Model):
 
     def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
                          batch_size: int = 256, *, bucketing: bool = True,
-                         precision: str = "float32", jit_compile: bool = False) -> np.ndarray:
+                         precision: str = "float32",
+                         jit_compile: Union[bool, str] = "auto") -> np.ndarray:
         """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim] in
-        the order given. Options as `encode_queries`."""
+        the order given. Options as `encode_queries`; `jit_compile="auto"` runs a BERT tower
+        under XLA when there are at least
+        `tt_zoo.modeling.inference.XLA_AUTO_MIN_DOCUMENTS` documents (a corpus, where the
+        compile time pays)."""
         texts = as_string_list(texts, "texts")
         titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
         if len(titles) != len(texts):
@@ -254,6 +259,8 @@ class TwoTowerModel(tfrs.Model):
     def _encode(self, role: str, pack, n: int, batch_size: int,
                 options: EncodeOptions) -> np.ndarray:
         preprocessor = self.query_preprocessor if role == "query" else self.document_preprocessor
+        options = options.resolve_jit_compile(
+            n, self.query_tower if role == "query" else self.document_tower)
         tower_fn = self._encode_cache.tower_fn(role, options) if n else None
         return encode_in_buckets(pack, tower_fn, n, self.embedding_dim, preprocessor.seq_length,
                                  batch_size, options)
