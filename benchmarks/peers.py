@@ -77,6 +77,8 @@ def parse_args(argv=None):
     train.add_argument("--document-length", type=int, default=128)
     train.add_argument("--steps", type=int, default=5, help="timed training steps per round")
     train.add_argument("--warmup", type=int, default=2, help="untimed steps first (tracing)")
+    train.add_argument("--train-bfloat16", action=argparse.BooleanOptionalAction, default=True,
+                       help="also time tt_zoo's step under mixed_bfloat16")
     encode = p.add_argument_group("encode")
     encode.add_argument("--documents", type=int, default=2000,
                         help="ReQA-SQuAD(dev) candidates encoded per round")

@@ -10,7 +10,9 @@ The PyTorch step is the one DPR / Tevatron-style code writes: a `transformers.Be
 same shape and vocabulary size, mean pooling over the attention mask, a linear projection to the
 same dimension, L2 normalisation, scores / temperature, cross-entropy over the in-batch
 negatives, `loss.backward()`, AdamW. It reads the same token arrays, served by the same
-`step_batches`. Both run in float32, dropout 0.1, on the same threads, in interleaved rounds.
+`step_batches`. Both run in float32, dropout 0.1, on the same threads, in interleaved rounds; with
+--train-bfloat16, tt_zoo's step also runs under the mixed_bfloat16 policy (a processor with
+AVX512_BF16 doubles its matmul throughput in bfloat16).
 """
 
 from __future__ import annotations
@@ -27,14 +29,16 @@ LEARNING_RATE = 1e-4
 def settings(args) -> dict:
     if args.quick:
         return {"sizes": args.sizes[:1], "batch": 16, "query_length": 16,
-                "document_length": 32, "steps": 2, "warmup": 1, "rounds": min(args.rounds, 2)}
+                "document_length": 32, "steps": 2, "warmup": 1, "rounds": min(args.rounds, 2),
+                "bfloat16": args.train_bfloat16}
     return {"sizes": args.sizes, "batch": args.batch, "query_length": args.query_length,
             "document_length": args.document_length, "steps": args.steps,
-            "warmup": args.warmup, "rounds": args.rounds}
+            "warmup": args.warmup, "rounds": args.rounds, "bfloat16": args.train_bfloat16}
 
 
-def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log):
-    """A compiled tt_zoo model of `size` and a runner timing `steps` training steps."""
+def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "float32"):
+    """A compiled tt_zoo model of `size` under the Keras dtype `policy` (`recipes/pretrain.py
+    --dtype-policy`) and a runner timing `steps` training steps."""
     import tensorflow as tf
 
     from tt_zoo.serving import registry, zoo
@@ -43,9 +47,13 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log):
 
     tf.keras.utils.set_random_seed(0)
     spec = registry.get_spec(VARIANTS[size])
-    model = zoo.build_untrained(spec, vocab_path, query_length=s["query_length"],
-                                document_length=s["document_length"])
-    model.build_by_calling()
+    tf.keras.mixed_precision.set_global_policy(policy)
+    try:
+        model = zoo.build_untrained(spec, vocab_path, query_length=s["query_length"],
+                                    document_length=s["document_length"])
+        model.build_by_calling()
+    finally:
+        tf.keras.mixed_precision.set_global_policy("float32")
     model.compile(optimizer=tf.keras.optimizers.Adam(LEARNING_RATE))
     vocab = list(model.query_preprocessor.vocabulary)
     pairs = synthetic_pairs(vocab, s["batch"], s["query_length"], s["document_length"])
@@ -126,6 +134,26 @@ def _torch_contender(shape, vocab_size: int, dim: int, arrays, s: dict, temperat
     return model, run
 
 
+def matmul_gflops(dtype: str, size: int = 2048, reps: int = 10, rounds: int = 3) -> float:
+    """TensorFlow's square matmul throughput on this machine (median of `rounds`): the rate a
+    dense step could at best reach, the yardstick of the steps' model GFLOP/s."""
+    import statistics
+
+    import tensorflow as tf
+
+    a = tf.cast(tf.random.stateless_normal([size, size], seed=[0, 1]), dtype)
+    b = tf.cast(tf.random.stateless_normal([size, size], seed=[0, 2]), dtype)
+    product = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)))
+    product(a, b).numpy()  # tracing, first allocations
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(reps):
+            product(a, b).numpy()
+        times.append(time.perf_counter() - start)
+    return 2 * size ** 3 * reps / statistics.median(times) / 1e9
+
+
 def run(args, log) -> dict:
     """Measures both steps for each tower size; returns this section's results."""
     from peers_measure import interleaved_rounds, rates, unavailable_reason
@@ -142,6 +170,16 @@ def run(args, log) -> dict:
         meta[f"tt_zoo/{size}"] = {"size": size, "framework": "tt_zoo",
                                   "what": "TwoTowerModel.fit (tf-keras), Adam",
                                   "parameters": int(model.count_params())}
+        if s["bfloat16"]:
+            log(f"train: building tt_zoo {size} (mixed_bfloat16)")
+            bf16_model, _, run_bf16 = _tt_zoo_contender(size, args.vocab, s, log,
+                                                        policy="mixed_bfloat16")
+            runners[f"tt_zoo-bf16/{size}"] = run_bf16
+            meta[f"tt_zoo-bf16/{size}"] = {
+                "size": size, "framework": "tt_zoo mixed_bfloat16",
+                "what": "the same, --dtype-policy mixed_bfloat16 (bfloat16 matmuls, float32 "
+                        "weights, scores and loss)",
+                "parameters": int(bf16_model.count_params())}
         if peer_reason:
             continue
         log(f"train: building PyTorch {size}")
@@ -156,19 +194,36 @@ def run(args, log) -> dict:
             "parameters": sum(p.numel() for p in torch_model.modules.parameters())}
 
     seconds = interleaved_rounds(runners, s["rounds"], log=lambda m: log(f"train: {m}"))
+    from train_step import train_step_flops  # beside this file
+    matmul = {dtype: matmul_gflops(dtype) for dtype in ("float32", "bfloat16")}
+    log(f"train: TensorFlow 2048x2048 matmul {matmul['float32']:.0f} GFLOP/s in float32, "
+        f"{matmul['bfloat16']:.0f} in bfloat16")
     rows = []
     for name, secs in seconds.items():
         r = rates(secs, s["batch"] * s["steps"])
+        spec = registry.get_spec(VARIANTS[meta[name]["size"]])
+        step_flops = train_step_flops(s["batch"], s["query_length"], s["document_length"],
+                                      resolve_bert_shape(spec.tower_size), spec.embedding_dim)
+        gflops = step_flops * r["median_per_s"] / s["batch"] / 1e9
         rows.append({**meta[name], "median_pairs_per_s": r["median_per_s"],
                      "min_pairs_per_s": r["min_per_s"], "max_pairs_per_s": r["max_per_s"],
-                     "rounds": r["rounds"], "round_seconds": secs})
+                     "rounds": r["rounds"], "round_seconds": secs,
+                     "model_gflops": gflops,
+                     "fraction_of_matmul": gflops / matmul["bfloat16" if "bfloat16" in
+                                                           meta[name]["framework"]
+                                                           else "float32"]})
     for row in rows:
         base = next(r for r in rows if r["size"] == row["size"] and r["framework"] == "tt_zoo")
         row["vs_tt_zoo"] = row["median_pairs_per_s"] / base["median_pairs_per_s"]
+    for row in rows:  # the targets are stated as tt_zoo's speed over PyTorch's
+        peer = next((r for r in rows if r["size"] == row["size"]
+                     and r["framework"] == "pytorch"), None)
+        if peer is not None and row["framework"] != "pytorch":
+            row["vs_pytorch"] = row["median_pairs_per_s"] / peer["median_pairs_per_s"]
     if peer_reason:
         rows += [{"size": size, "framework": "pytorch", "skipped": peer_reason}
                  for size in s["sizes"]]
-    return {"settings": s, "rows": rows, "threads": _threads()}
+    return {"settings": s, "rows": rows, "matmul_gflops": matmul, "threads": _threads()}
 
 
 def _threads() -> dict:
@@ -189,14 +244,24 @@ def render(part: dict) -> list:
     s = part["settings"]
     lines = [f"Batch {s['batch']} pairs, query length {s['query_length']}, document length "
              f"{s['document_length']}; median over {s['rounds']} interleaved rounds of "
-             f"{s['steps']} steps (after {s['warmup']} untimed warm-up step(s)).", "",
-             "| tower | framework | step | parameters | median pairs/s | range | vs tt_zoo |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             f"{s['steps']} steps (after {s['warmup']} untimed warm-up step(s)).", ""]
+    if "matmul_gflops" in part:
+        m = part["matmul_gflops"]
+        lines += [f"The bound: model GFLOP/s counts the dense matmuls of the towers and scores "
+                  "(forward + backward = 3x forward; `benchmarks/train_step.py`), against "
+                  f"TensorFlow's own 2048x2048 matmul on this machine: {m['float32']:.0f} "
+                  f"GFLOP/s in float32, {m['bfloat16']:.0f} in bfloat16.", ""]
+    lines += ["| tower | framework | step | parameters | median pairs/s | range | model GFLOP/s "
+              "(of matmul) | vs tt_zoo float32 | speed over PyTorch |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in part["rows"]:
         if "skipped" in r:
-            lines.append(f"| {r['size']} | {r['framework']} | {r['skipped']} | | | | |")
+            lines.append(f"| {r['size']} | {r['framework']} | {r['skipped']} | | | | | | |")
             continue
+        over = f"x{r['vs_pytorch']:.2f}" if "vs_pytorch" in r else ""
+        flops = (f"{r['model_gflops']:.0f} ({100 * r['fraction_of_matmul']:.0f}%)"
+                 if "model_gflops" in r else "")
         lines.append(f"| {r['size']} | {r['framework']} | {r['what']} | {r['parameters']:,} | "
                      f"{r['median_pairs_per_s']:,.1f} | {r['min_pairs_per_s']:,.1f}–"
-                     f"{r['max_pairs_per_s']:,.1f} | x{r['vs_tt_zoo']:.2f} |")
+                     f"{r['max_pairs_per_s']:,.1f} | {flops} | x{r['vs_tt_zoo']:.2f} | {over} |")
     return lines

@@ -88,8 +88,13 @@ def test_skipped_peers_render_with_their_reason():
                        "min_pairs_per_s": 120.0, "max_pairs_per_s": 130.0, "vs_tt_zoo": 1.0},
                       {"size": "tiny", "framework": "pytorch", "skipped": reason}]}
     text = "\n".join(peers_train.render(train))
-    assert "| tiny | tt_zoo | fit | 1,500,000 | 128.0 | 120.0–130.0 | x1.00 |" in text
+    assert "| tiny | tt_zoo | fit | 1,500,000 | 128.0 | 120.0–130.0 |  | x1.00 |  |" in text
     assert f"| tiny | pytorch | {reason} |" in text
+    train["rows"][0].update(vs_pytorch=1.6, model_gflops=66.0, fraction_of_matmul=0.5)
+    train["matmul_gflops"] = {"float32": 132.0, "bfloat16": 264.0}
+    text = "\n".join(peers_train.render(train))
+    assert "| 120.0–130.0 | 66 (50%) | x1.00 | x1.60 |" in text
+    assert "132 GFLOP/s in float32, 264 in bfloat16" in text
     encode = {"settings": {"num_documents": 2000, "document_length": 128, "batch": 256,
                            "rounds": 5},
               "rows": [{"encoder": "BERT tiny", "implementation": "sentence-transformers",
