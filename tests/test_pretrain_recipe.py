@@ -161,3 +161,18 @@ def test_every_file_goes_through_gfile(inputs, tmp_path):
     import tt_zoo
     model = tt_zoo.load(tmp_path / "export")  # verifies every file against the sha256
     assert model.encode_queries(["who is in paris"]).shape == (1, 128)
+
+
+def test_mixed_bfloat16_trains_and_exports_a_bfloat16_tower(inputs):
+    # The towers compute in bfloat16; the loss, and the layers TFRS makes inside it at call
+    # time, stay float32 (a global mixed policy during fit once broke the accidental-hit mask).
+    root, vocab = inputs
+    workdir = root / "bf16"
+    extra = ["--dtype-policy", "mixed_bfloat16", "--export", str(root / "bf16_model")]
+    run = subprocess.run(command(root, vocab, workdir, extra), capture_output=True,
+                         text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    summary = json.loads((workdir / "train_summary.json").read_text())
+    assert summary["dtype_policy"] == "mixed_bfloat16" and np.isfinite(summary["final_loss"])
+    config = json.loads((root / "bf16_model" / "config.json").read_text())
+    assert '"mixed_bfloat16"' in json.dumps(config["config"]["query_tower"])

@@ -289,7 +289,6 @@ def main(argv=None):
 
     workdir = args.workdir or os.path.join("runs", "pretrain", spec.name)
     training.enable_checkpointable_randomness(args.seed)
-    tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
     strategy = training.make_strategy(args.strategy, args.tpu)
     if steps and args.grad_cache_chunk:
         if spec.pretraining == "mlm":
@@ -302,8 +301,15 @@ def main(argv=None):
           f"({args.strategy})")
 
     with strategy.scope():
-        model = build_model(spec, args, args.vocab)
-        model.build_by_calling()
+        # The towers take --dtype-policy when they are built; layers made later, at call time
+        # (TFRS's accidental-hit and logQ layers inside the loss), must stay float32 like the
+        # loss, so the global policy is float32 again before training.
+        tf.keras.mixed_precision.set_global_policy(args.dtype_policy)
+        try:
+            model = build_model(spec, args, args.vocab)
+            model.build_by_calling()
+        finally:
+            tf.keras.mixed_precision.set_global_policy("float32")
         if steps:
             schedule = training.paper_learning_rate(lr, steps, warmup)
             model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
