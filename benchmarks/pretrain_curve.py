@@ -170,12 +170,14 @@ def plot(curves: dict, path: pathlib.Path, x_axes=X_AXES,
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(len(x_axes), 3, figsize=(15, 4.25 * len(x_axes)), sharey="col",
                              squeeze=False)
+    # Ten curves or fewer: the default colours; more: tab20, so no two curves share a colour.
+    colors = plt.get_cmap("tab20").colors if len(curves) > 10 else [None] * len(curves)
     for row, (x_key, x_label, scale) in enumerate(x_axes):
         for col, metric in enumerate(("R@1", "R@10", "R@100")):
             ax = axes[row, col]
-            for name, curve in curves.items():
+            for (name, curve), color in zip(curves.items(), colors):
                 ax.plot([p[x_key] / scale for p in curve], [100 * p[metric] for p in curve],
-                        marker="o", markersize=3, label=name)
+                        marker="o", markersize=3, label=name, color=color)
             ax.set_xlabel(x_label)
             ax.set_ylabel(f"{metric} (%)")
             ax.grid(alpha=0.3)
