@@ -8,7 +8,7 @@ import numpy as np
 
 from helpers import PAIRS, assert_model_round_trip
 from tt_zoo.data import features as F
-from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
+from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, render_model_card, verify_export
 from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
@@ -114,3 +114,13 @@ def test_saved_model_cli_run(exported):
     np.testing.assert_allclose(np.array(values, dtype=np.float32),
                                model.encode_queries(["who discovered penicillin?"])[0],
                                rtol=1e-4, atol=1e-4)
+
+
+def test_card_shows_the_more_signal_settings_a_run_recorded():
+    card = render_model_card({"name": "m", "batch_size": 512, "grad_cache_chunk": 128,
+                              "clustered_batches": {"every": 250, "clusters": 62},
+                              "hard_negatives": {"num_negatives": 1, "miner_version": 2}})
+    assert "| grad_cache_chunk | 128 |" in card
+    assert "| clustered_batches | {'every': 250, 'clusters': 62} |" in card
+    assert "'miner_version': 2" in card
+    assert "grad_cache_chunk" not in render_model_card({"name": "m", "batch_size": 128})

@@ -241,6 +241,7 @@ def render_model_card(meta: dict) -> str:
                 "query_length", "document_length", "vocab_size", "parameters", "training_data",
                 "pairs",
                 "train_steps", "batch_size", "pairs_seen", "learning_rate", "dtype_policy",
+                "grad_cache_chunk", "clustered_batches", "hard_negatives",
                 "train_wall_time_s", "train_pairs_per_s", "final_loss", "license", "exported"):
         if key in meta:
             lines.append(f"| {key} | {meta[key]} |")
