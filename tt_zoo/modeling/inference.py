@@ -20,7 +20,7 @@ changes what a tower computes:
   last, partial batch of a window is padded to a power-of-two number of rows to bound them).
   ``"auto"`` (the default of `encode_documents`) turns it on for a BERT tower when a call
   embeds at least `XLA_AUTO_MIN_DOCUMENTS` texts: on the 2-core AMD EPYC of
-  `results/performance.md`, XLA embeds the tiny BERT's documents 1.27x faster after about 4 s of
+  `results/performance.md`, XLA embeds the tiny BERT's documents 1.29x faster after about 4 s of
   compiling (about 10 shapes), which pays from about 20,000 documents; it gains nothing on the
   BoW-MLP. Compiled shapes are kept with the model, so later calls do not compile again.
 
