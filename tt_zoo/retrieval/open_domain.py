@@ -15,6 +15,7 @@ from tqdm import tqdm
 from tt_zoo.atomic_io import write_json
 from tt_zoo.data.article_sources import read_articles
 from tt_zoo.data.passages import make_passages, split_sentences
+from tt_zoo.modeling.inference import EncodeOptions
 from tt_zoo.retrieval.reqa import Candidate, ReQA
 
 
@@ -51,6 +52,9 @@ def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
     another model starts over."""
     path = pathlib.Path(path)
     n, dim = len(reqa.candidates), model.keras_model.embedding_dim
+    # The chunks are one corpus: XLA's "auto" rule decided on its size, not on a chunk's.
+    jit_compile = EncodeOptions(jit_compile="auto").resolve_jit_compile(
+        n, model.keras_model.document_tower).jit_compile
     state_path = path.with_suffix(".json")
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     if state.get("shape") != [n, dim] or state.get("model") != str(model.path):
@@ -63,7 +67,8 @@ def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
         for start in range(state["done"], n, chunk):
             rows = reqa.candidates[start:start + chunk]
             array[start:start + len(rows)] = model.encode_documents(
-                [c.passage for c in rows], titles=[c.sentence for c in rows])
+                [c.passage for c in rows], titles=[c.sentence for c in rows],
+                jit_compile=jit_compile)
             array.flush()
             state["done"] = start + len(rows)
             write_json(state_path, state)
