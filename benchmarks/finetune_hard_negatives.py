@@ -21,13 +21,24 @@ import statistics
 import subprocess
 import sys
 
+from batch_signal import median_and_range  # benchmarks/ is on sys.path when this script runs
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 METRICS = ("R@1", "R@10", "R@100", "MRR")
 
 
-def run_one(args, fraction: float, hard: int, seed: int) -> dict:
+def model_sha(model: str) -> str:
+    """The first 12 hex digits of a shipped model's sha256 ("path" for a model directory): the
+    weights a run file belongs to, so a re-shipped model is fine-tuned again."""
+    from tt_zoo.serving import registry
+    return ((registry.REGISTRY[model].sha256 or "unshipped")[:12] if model in registry.REGISTRY
+            else "path")
+
+
+def run_one(args, sha: str, fraction: float, hard: int, seed: int) -> dict:
     """One fine-tuning run's JSON (`tt-zoo finetune --json-out`), run unless already there."""
-    out = pathlib.Path(args.workdir) / f"{args.model}_f{fraction:g}_h{hard}_s{seed}.json"
+    out = (pathlib.Path(args.workdir)
+           / f"{args.model}-{sha}_f{fraction:g}_h{hard}_s{seed}.json")
     if not out.is_file():
         cmd = [sys.executable, "-m", "tt_zoo.cli", "finetune", "--model", args.model,
                "--train-fraction", f"{fraction:g}", "--seed", str(seed), "--steps", "100",
@@ -50,15 +61,15 @@ def main(argv=None):
     args = p.parse_args(argv)
     fractions = [float(f) for f in args.fractions.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
-    runs = {(f, h, s): run_one(args, f, h, s) for f in fractions for h in (0, 1) for s in seeds}
+    sha = model_sha(args.model)
+    runs = {(f, h, s): run_one(args, sha, f, h, s)
+            for f in fractions for h in (0, 1) for s in seeds}
 
     from tt_zoo.atomic_io import write_json, write_text
-    from tt_zoo.serving import registry
-    sha = ((registry.REGISTRY[args.model].sha256 or "")[:12] if args.model in registry.REGISTRY
-           else "of a path")
     lines = ["# ReQA fine-tuning with one BM25 hard negative per question", "",
-             f"`{args.model}` (sha256 {sha}…) fine-tuned 100 steps of 64 pairs (Adam 2e-4, early stopping on "
-             "the validation loss every 20 steps) on each cold-start split of ReQA-SQuAD(dev), "
+             f"`{args.model}` (sha256 {sha}…) fine-tuned 100 steps of 64 pairs (Adam 2e-4, early "
+             "stopping on the validation loss every 20 steps) on each cold-start split of "
+             "ReQA-SQuAD(dev), "
              "with H = 0 or 1 BM25 hard negatives per question (`tt-zoo finetune "
              "--hard-negatives H`); R@k (%) on the split's test questions against all 10,255 "
              f"candidates, exact search; median (min-max) over split seeds {args.seeds}. "
@@ -68,11 +79,7 @@ def main(argv=None):
     for f in fractions:
         for h in (0, 1):
             rows = [runs[(f, h, s)]["rows"][0] for s in seeds]
-            cells = []
-            for k in METRICS:
-                values = [100 * r[k] for r in rows]
-                cells.append(f"{statistics.median(values):.1f} ({min(values):.1f}-"
-                             f"{max(values):.1f})")
+            cells = [median_and_range([r[k] for r in rows]) for k in METRICS]
             gains = [100 * (runs[(f, h, s)]["rows"][0]["R@100"]
                             - runs[(f, 0, s)]["rows"][0]["R@100"]) for s in seeds]
             gain = "" if h == 0 else (f"{statistics.median(gains):+.1f} ({min(gains):+.1f} to "
