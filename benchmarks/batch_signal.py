@@ -184,10 +184,8 @@ SUMMARY_KEYS = ("hard_negatives", "grad_cache_chunk", "clustered_batches",
 
 def machine_line() -> str:
     import platform
-    cpu = next((line.split(":", 1)[1].strip() for line in
-                pathlib.Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    return f"{os.cpu_count()} cores, {cpu}, {platform.machine()}"
+    from peers_measure import cpu_model  # beside this file
+    return f"{os.cpu_count()} cores, {cpu_model()}, {platform.machine()}"
 
 
 def write_report(runs: dict, args) -> None:

@@ -55,12 +55,12 @@ def parse_configs(text: str) -> list:
 
 def cpu_description() -> str:
     """The CPU model and whether it has bfloat16 instructions (which `+bf16` needs to pay)."""
+    from peers_measure import cpu_model  # beside this file
     try:
         info = pathlib.Path("/proc/cpuinfo").read_text()
     except OSError:
         return "CPU unknown"
-    model = next((line.split(":", 1)[1].strip() for line in info.splitlines()
-                  if line.startswith("model name")), "CPU unknown")
+    model = cpu_model()
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
                   if line.startswith("flags")), [])
     bf16 = sorted(f for f in flags if f in ("avx512_bf16", "amx_bf16", "avx_vnni_bf16"))

@@ -75,7 +75,8 @@ def parse_args(argv=None):
                             "ones (Multi-task DPR), skipping the gold and answer-holding "
                             "candidates (0: none)")
     train.add_argument("--hard-negatives-depth", type=int, default=None,
-                       help="BM25 results searched per question when mining (default 32)")
+                       help="BM25 results searched per question when mining (default "
+                            "tt_zoo.data.hard_negatives.DEFAULT_DEPTH)")
     train.add_argument("--log-dir", help="write the fine-tuning log (CSV, JSON) here")
     out = p.add_argument_group("output")
     out.add_argument("--output", help="export the fine-tuned model (SavedModel) to this directory")

@@ -316,7 +316,7 @@ def main(argv=None):
                           jit_compile=jit_compile(args))
             model.use_grad_cache(args.grad_cache_chunk or None)
 
-    result, order = None, None
+    result, order, clustering = None, None, None
     if steps and spec.pretraining == "mlm":
         from tt_zoo.training.mlm import pretrain_mlm
         try:
@@ -406,8 +406,8 @@ def main(argv=None):
                        train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),
                        final_loss=round(result.final_loss, 4),
                        resumed_from=result.resumed_from)
-        if order is not None:
-            summary["train_clustered_batches"] = clustering_summary(order, result.wall_time_s)
+        if clustering is not None:
+            summary["train_clustered_batches"] = clustering
     elif result is not None and tf.io.gfile.exists(summary_path):
         with tf.io.gfile.GFile(summary_path) as f:
             previous = json.load(f)

@@ -14,8 +14,8 @@ import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
 from tt_zoo.data import features as F
-from tt_zoo.modeling.inference import (EncodeCache, EncodeOptions, cut_to_longest,
-                                       encode_in_buckets)
+from tt_zoo.modeling.inference import (PACKED_KEYS, EncodeCache, EncodeOptions,
+                                       cut_to_longest, encode_in_buckets)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
@@ -145,7 +145,7 @@ class TwoTowerModel(tfrs.Model):
             out["hard_negative"] = self.embed_document_inputs(inputs[F.HARD_NEGATIVE_INPUTS],
                                                               training=training)
         elif F.HARD_NEGATIVE_TEXTS in inputs:
-            titles, texts = _hard_negative_strings(inputs)
+            titles, texts = hard_negative_strings(inputs)
             out["hard_negative"] = self.embed_documents(titles, texts, training=training)
         return out
 
@@ -154,18 +154,15 @@ class TwoTowerModel(tfrs.Model):
         document_ids = inputs.get(F.DOC_ID)
         if document_ids is None and F.DOC_TEXT in inputs:
             # Without ids, a document is identified by its text: duplicates are still masked.
-            document_ids = tf.strings.join([inputs[F.DOC_TITLE], inputs[F.DOC_TEXT]], "\x1f")
+            document_ids = text_document_ids(inputs[F.DOC_TITLE], inputs[F.DOC_TEXT])
         if document_ids is None and self.retrieval_loss.remove_accidental_hits:
             raise ValueError("A tokenized training batch needs DOC_ID for accidental-hit "
                              f"removal (got {sorted(inputs)}).")
         hard = {}
         if "hard_negative" in embeddings:
             hard["hard_negative_embeddings"] = embeddings["hard_negative"]
-            if F.HARD_NEGATIVE_IDS in inputs:
-                hard["hard_negative_ids"] = tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1])
-            elif F.HARD_NEGATIVE_TEXTS in inputs:
-                hard["hard_negative_ids"] = tf.strings.join(_hard_negative_strings(inputs),
-                                                            "\x1f")
+            if F.HARD_NEGATIVE_IDS in inputs or F.HARD_NEGATIVE_TEXTS in inputs:
+                hard["hard_negative_ids"] = hard_negative_ids(inputs)
             if F.HARD_NEGATIVE_SAMPLING_PROBS in inputs:
                 hard["hard_negative_sampling_probabilities"] = tf.reshape(
                     inputs[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1])
@@ -256,6 +253,18 @@ class TwoTowerModel(tfrs.Model):
             tf.constant(titles[s:e], tf.string), tf.constant(texts[s:e], tf.string)),
             len(texts), batch_size, options)
 
+    def encode_document_inputs(self, packed: dict, batch_size: int = 256, *,
+                               bucketing: bool = True, precision: str = "float32",
+                               jit_compile: Union[bool, str] = "auto") -> np.ndarray:
+        """Embeds documents already tokenized: `packed` holds int arrays [n, length] of
+        input_word_ids, input_mask and input_type_ids (e.g. rows of the tokenized pair set);
+        returns float32 [n, dim] in their order. Options as `encode_documents`."""
+        n = len(packed["input_word_ids"])
+        options = EncodeOptions(bucketing, precision, jit_compile)
+        return self._encode("document", lambda s, e: {
+            k: tf.constant(packed[k][s:e], tf.int32) for k in PACKED_KEYS}, n, batch_size,
+            options)
+
     def _encode(self, role: str, pack, n: int, batch_size: int,
                 options: EncodeOptions) -> np.ndarray:
         preprocessor = self.query_preprocessor if role == "query" else self.document_preprocessor
@@ -313,12 +322,26 @@ class TwoTowerModel(tfrs.Model):
               F.DOC_TEXT: tf.constant(["a"])}, training=False)
 
 
-def _hard_negative_strings(inputs) -> tuple:
+def text_document_ids(titles: tf.Tensor, texts: tf.Tensor) -> tf.Tensor:
+    """The id of documents given without one: their (title, text), joined by a unit separator,
+    so the same document twice is an accidental hit, not a negative."""
+    return tf.strings.join([titles, texts], "\x1f")
+
+
+def hard_negative_strings(inputs) -> tuple:
     """(titles, texts) [batch * H] of a batch's string hard negatives (titles default to "")."""
     texts = tf.reshape(inputs[F.HARD_NEGATIVE_TEXTS], [-1])
     titles = tf.reshape(inputs.get(F.HARD_NEGATIVE_TITLES,
                                    tf.zeros_like(inputs[F.HARD_NEGATIVE_TEXTS])), [-1])
     return titles, texts
+
+
+def hard_negative_ids(inputs) -> tf.Tensor:
+    """[batch * H] ids of a batch's hard negatives: HARD_NEGATIVE_IDS, or else the ids of their
+    strings (`text_document_ids`)."""
+    if F.HARD_NEGATIVE_IDS in inputs:
+        return tf.reshape(inputs[F.HARD_NEGATIVE_IDS], [-1])
+    return text_document_ids(*hard_negative_strings(inputs))
 
 
 def as_string_list(values, name: str) -> list:

@@ -55,6 +55,7 @@ import tensorflow as tf
 from tt_zoo.atomic_io import open_for_replace
 from tt_zoo.data import features as F
 from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.inference import PACKED_KEYS
 from tt_zoo.training.step_data import Arrays, StepOrder, num_rows
 
 CLUSTER_DIR = "clusters"
@@ -187,7 +188,6 @@ class ClusteredStepOrder:
         self._rounds: Dict[int, np.ndarray] = {}
         self._ready = threading.Condition()
         self._closed = False
-        self._embed, self._embed_model = None, None
         self.stats = {"rounds_clustered": 0, "rounds_loaded": 0, "encode_seconds": 0.0,
                       "kmeans_seconds": 0.0, "seconds": 0.0}
 
@@ -322,21 +322,12 @@ class ClusteredStepOrder:
 
     def embed_documents(self, model: tf.keras.Model, rows: np.ndarray) -> np.ndarray:
         """[len(rows), dim] the document tower's embeddings (inference mode) of the rows'
-        documents, truncated to `cluster_length` tokens, in chunks of `encode_batch` (the last
-        padded, so one traced shape serves every round)."""
-        if self._embed is None or self._embed_model is not model:
-            self._embed_model = model
-            self._embed = tf.function(
-                lambda packed: model.embed_document_inputs(packed, training=False))
+        documents, truncated to `cluster_length` tokens, `encode_batch` at a time
+        (`TwoTowerModel.encode_document_inputs`)."""
         documents = self.arrays[F.DOCUMENT_INPUTS]
-        chunks = []
-        for first in range(0, len(rows), self.encode_batch):
-            chunk = rows[first:first + self.encode_batch]
-            padded = np.concatenate([chunk, np.repeat(chunk[-1:], self.encode_batch - len(chunk))])
-            packed = {name: tf.constant(documents[name][padded, :self.cluster_length], tf.int32)
-                      for name in ("input_word_ids", "input_mask", "input_type_ids")}
-            chunks.append(self._embed(packed).numpy()[:len(chunk)])
-        return np.concatenate(chunks).astype(np.float32)
+        return model.encode_document_inputs(
+            {name: documents[name][rows, :self.cluster_length] for name in PACKED_KEYS},
+            batch_size=self.encode_batch)
 
     def callback(self) -> "ClusteringCallback":
         return ClusteringCallback(self)

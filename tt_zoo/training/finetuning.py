@@ -251,9 +251,9 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     mined = None
     if hard_negatives:
         from tt_zoo.data.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
+        hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
         mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
-                                    depth=hard_negatives_depth or DEFAULT_DEPTH, seed=seed,
-                                    progress=progress)
+                                    depth=hard_negatives_depth, seed=seed, progress=progress)
         if mined.counts["questions_with_fallback"]:
             note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
                  f"had fewer than {hard_negatives} valid BM25 negatives; "
@@ -321,7 +321,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     }
     if mined is not None:
         result["hard_negatives"] = {
-            "num_negatives": hard_negatives, "depth": hard_negatives_depth or DEFAULT_DEPTH,
+            "num_negatives": hard_negatives, "depth": hard_negatives_depth,
             "source": "BM25 (bm25s) over the ReQA candidates", "counts": mined.counts,
             "mining_seconds": round(mined.seconds, 1)}
     message = (f"fine-tuned {tracker.step} steps of {batch_size} pairs in {seconds:.1f} s"

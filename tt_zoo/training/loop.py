@@ -286,7 +286,8 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
     Each line: step, pairs_seen, train_seconds (this run's wall time without the evaluations),
     train_cpu_seconds (the process's CPU time, all threads, without the evaluations: unlike wall
     time it does not grow when other processes share the cores), loss, and R@1/5/10/50/100 and
-    MRR of `num_questions` questions (sampled with seed 0) against all candidates, by exact search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
+    MRR of `num_questions` questions (sampled with seed 0) against all candidates, by exact
+    search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
     """
 
     def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,

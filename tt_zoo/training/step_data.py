@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tt_zoo.data import features as F
 from tt_zoo.modeling.losses import hash_ids
+from tt_zoo.modeling.models import hard_negative_ids, hard_negative_strings
 
 Arrays = Dict[str, object]  # a nested dict of np.ndarray, all with the same first dimension
 
@@ -82,13 +83,8 @@ def tokenize_on_host(model, batch: dict) -> dict:
     if F.DOC_SAMPLING_PROB in batch:
         out[F.DOC_SAMPLING_PROB] = tf.cast(batch[F.DOC_SAMPLING_PROB], tf.float32)
     if F.HARD_NEGATIVE_TEXTS in batch:
-        texts = tf.reshape(batch[F.HARD_NEGATIVE_TEXTS], [-1])
-        titles = (tf.reshape(batch[F.HARD_NEGATIVE_TITLES], [-1])
-                  if F.HARD_NEGATIVE_TITLES in batch else tf.zeros_like(texts))
-        out[F.HARD_NEGATIVE_INPUTS] = model.document_preprocessor((titles, texts))
-        ids = (tf.reshape(batch[F.HARD_NEGATIVE_IDS], [-1]) if F.HARD_NEGATIVE_IDS in batch
-               else tf.strings.join([titles, texts], "\x1f"))  # the model's id by text
-        out[F.HARD_NEGATIVE_IDS] = hash_ids(ids)
+        out[F.HARD_NEGATIVE_INPUTS] = model.document_preprocessor(hard_negative_strings(batch))
+        out[F.HARD_NEGATIVE_IDS] = hash_ids(hard_negative_ids(batch))
         if F.HARD_NEGATIVE_SAMPLING_PROBS in batch:
             out[F.HARD_NEGATIVE_SAMPLING_PROBS] = tf.cast(
                 tf.reshape(batch[F.HARD_NEGATIVE_SAMPLING_PROBS], [-1]), tf.float32)
