@@ -19,8 +19,10 @@ $(STAMP): setup.cfg setup.py
 demo: $(STAMP)
 	$(PY) recipes/demo.py
 
+# Both cores (pytest-xdist): one worker per core, each test module on one worker (its module
+# fixtures are built once). The tests are parallel-safe: temp paths only, ports from the OS.
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2 --dist loadfile
 
 test-slow: $(STAMP)
 	$(PY) -m pytest -q -m slow

@@ -44,6 +44,20 @@ def test_budget_and_bad_flags(recipe, capsys):
         assert message in capsys.readouterr().err
 
 
+def test_successor_variants_are_cells_with_labels_and_odqa_in_cards(recipe):
+    args = recipe.parse_args(["--stages", "evaluate", "--cells", "ict_512,bow_mlp_span_512"])
+    assert args.cell_list == ["ict_512", "bow_mlp_span_512"]  # the grid's first, then others
+    assert recipe.label("ict_bfs_wlp_span") == "ICT+BFS+WLP+span"
+    assert recipe.label("ict_bfs_wlp") == "ICT+BFS+WLP" and recipe.label("crop") == "crop"
+    metrics = {c: 0.5 for c in recipe.COLUMNS} | {"num_queries": 10}
+    row = {"zero_shot": {"1%": metrics}, "finetuned": {},
+           "odqa": {"all": {"answerable": 944, "R@1": 0.1, "R@20": 0.4567}}}
+    tables = recipe.card_metrics(row, {"1%": metrics})
+    odqa = [k for k in tables if k.startswith("ODQA")]
+    assert len(odqa) == 1 and "944 answerable" in odqa[0]
+    assert tables[odqa[0]] == {"R@1": 10.0, "R@20": 45.67}
+
+
 def small_squad(path, articles=2, paragraphs=3):
     """The first paragraphs of the first SQuAD dev articles, as a SQuAD file."""
     squad = json.loads(data_file("squad/dev-v1.1.json").read_text())

@@ -8,7 +8,8 @@ import pytest
 import tt_zoo
 from helpers import PAIRS, tiny_vocab
 from tt_zoo.data import features as F
-from tt_zoo.serving.registry import EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY
+from tt_zoo.serving.registry import (EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY,
+                                     SUCCESSOR_PREFIXES, SUCCESSOR_TASKS)
 from tt_zoo.serving.zoo import ArtifactError, build_untrained
 
 
@@ -26,7 +27,12 @@ def test_registry_names_read_like_the_paper():
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_registered_variant_is_consistent(name):
     spec = REGISTRY[name]
-    assert spec.pretraining in PRETRAINING_TASKS and spec.embedding_dim in EMBEDDING_DIMS
+    assert spec.embedding_dim in EMBEDDING_DIMS
+    if spec.pretraining in SUCCESSOR_TASKS:  # past the paper: the CPU-scale towers only
+        assert name[:-len(f"{spec.pretraining}_{spec.embedding_dim}")] in SUCCESSOR_PREFIXES
+        assert f"--tasks {spec.pretraining.replace('_', ',')} " in spec.recipe_command()
+    else:
+        assert spec.pretraining in PRETRAINING_TASKS
     assert name.endswith(f"{spec.pretraining}_{spec.embedding_dim}")
     assert (spec.tower_size is None) == (spec.encoder == "bow_mlp")
     assert f"--variant {name}" in spec.recipe_command()

@@ -21,6 +21,7 @@ COMMANDS = {
     "export": ("export", "export a checkpoint for serving, with a ScaNN index and retrieve model"),
     "finetune": ("finetune", "fine-tune on a ReQA split and evaluate (Sec. 5)"),
     "evaluate": ("evaluate", "ReQA R@k and MRR of models and BM25 (Table 3's shape)"),
+    "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
 }

@@ -24,7 +24,7 @@ from tt_zoo.data import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
 from tt_zoo.data.articles import ReadReport  # noqa: E402
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory  # noqa: E402
 
-PAIR_TASKS = ("ict", "bfs", "wlp")
+PAIR_TASKS = pretraining_tasks.TASKS
 
 
 def read_articles(source, report, progress=True):
@@ -43,12 +43,24 @@ def parse_args(argv=None):
                         help="any source read_articles accepts (Wikispeedia folder, XML dump, "
                              "JSONL of articles, HF dataset)")
     parser.add_argument("--tasks", default="ict,bfs,wlp",
-                        help="comma-separated subset of ict,bfs,wlp; or 'mlm'")
+                        help=f"comma-separated subset of {','.join(PAIR_TASKS)} (the paper's "
+                             "ICT/BFS/WLP; Contriever crops, Spider recurring spans, ProQA "
+                             "generated questions); or 'mlm'")
     parser.add_argument("--output", required=True, help="output directory for the shards")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--pairs-per-article", type=int, default=4)
     parser.add_argument("--num-shards", type=int, default=8)
     parser.add_argument("--max-doc-tokens", type=int, default=288)
+    defaults = pretraining_tasks.TaskConfig()
+    parser.add_argument("--crop-deletion-prob", type=float, default=defaults.crop_deletion_prob,
+                        help="crop: probability of deleting each word of a crop (Contriever)")
+    parser.add_argument("--span-keep-prob", type=float, default=defaults.span_keep_prob,
+                        help="span: probability that the recurring span stays in the query "
+                             "(Spider)")
+    parser.add_argument("--span-query-words", type=int, default=defaults.span_query_words,
+                        help="span: the query's window of words around the span")
+    parser.add_argument("--question-generator", default=defaults.question_generator,
+                        help="qgen: the question generator's name")
     parser.add_argument("--runner", choices=("local", "beam"), default="local")
     parser.add_argument("--beam-runner", default="DirectRunner")
     parser.add_argument("--beam-arg", action="append", default=[],
@@ -169,9 +181,14 @@ def make(args) -> int:
         print(f"wall time {wall:.1f} s, {n / wall:.1f} examples/s")
         return 0
 
-    config = pretraining_tasks.TaskConfig(tasks=args.tasks,
-                                          pairs_per_article=args.pairs_per_article,
-                                          max_doc_tokens=args.max_doc_tokens, seed=args.seed)
+    try:
+        config = pretraining_tasks.TaskConfig(
+            tasks=args.tasks, pairs_per_article=args.pairs_per_article,
+            max_doc_tokens=args.max_doc_tokens, seed=args.seed,
+            crop_deletion_prob=args.crop_deletion_prob, span_keep_prob=args.span_keep_prob,
+            span_query_words=args.span_query_words, question_generator=args.question_generator)
+    except ValueError as e:
+        sys.exit(f"make-pairs: {e}")
     make = make_pairs_beam if args.runner == "beam" else make_pairs_local
     manifest, read_report, counters = make(args, config)
     wall = time.perf_counter() - start

@@ -125,6 +125,10 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint-every", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--export", default=None, help="export directory for the trained model")
+    p.add_argument("--init-from", default=None, metavar="NAME_OR_PATH",
+                   help="warm start: the towers start from this export's weights (a registered "
+                        "name or an export directory of the same architecture) and train with "
+                        "this run's own schedule; recorded in the card")
     p.add_argument("--no-progress", action="store_true")
     return p.parse_args(argv)
 
@@ -246,6 +250,27 @@ def clustering_summary(order, train_wall_time_s: float) -> dict:
             if train_wall_time_s > 0 else None}
 
 
+def init_from(model, name_or_path) -> dict:
+    """Copies an export's weights into `model` (a warm start); its name, sha256, steps and
+    pretraining, for the card. The vocabulary and every weight's shape must match."""
+    import tt_zoo  # noqa: PLC0415
+
+    source = tt_zoo.load(name_or_path)
+    theirs, ours = source.keras_model.get_weights(), model.get_weights()
+    mismatch = [i for i, (a, b) in enumerate(zip(theirs, ours)) if a.shape != b.shape]
+    if len(theirs) != len(ours) or mismatch:
+        sys.exit(f"--init-from {name_or_path}: its towers do not match {model.name!r} "
+                 f"({len(theirs)} weights against {len(ours)}; shapes differ at {mismatch[:5]})")
+    if source.keras_model.document_preprocessor.vocabulary_sha256 != \
+            model.document_preprocessor.vocabulary_sha256:
+        sys.exit(f"--init-from {name_or_path}: its vocabulary differs from --vocab")
+    model.set_weights(theirs)
+    meta = source.metadata
+    return {"from": str(name_or_path), "sha256": meta.get("sha256"),
+            "pretraining": meta.get("pretraining"), "train_steps": meta.get("train_steps"),
+            "batch_size": meta.get("batch_size"), "pairs_seen": meta.get("pairs_seen")}
+
+
 def main(argv=None):
     args = parse_args(argv)
     try:
@@ -310,6 +335,7 @@ def main(argv=None):
             model.build_by_calling()
         finally:
             tf.keras.mixed_precision.set_global_policy("float32")
+        warm_start = init_from(model, args.init_from) if args.init_from else None
         if steps:
             schedule = training.paper_learning_rate(lr, steps, warmup)
             model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
@@ -379,6 +405,8 @@ def main(argv=None):
                                  if steps else "none (initialised, not trained)"),
                "license": "Apache-2.0 (weights trained on CC BY-SA text)"}
     summary["model_options"] = dataclasses.asdict(model_options(spec, args))
+    if warm_start:
+        summary["warm_start"] = warm_start
     summary["command"] = shlex.join(["python", "recipes/pretrain.py",
                                      *(sys.argv[1:] if argv is None else argv)])
     if steps and args.pairs:

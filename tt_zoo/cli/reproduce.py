@@ -272,7 +272,12 @@ PAPER_R100 = {
 }
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 LABELS = {"none": "none", "mlm": "MLM", "ict": "ICT", "bfs": "BFS", "wlp": "WLP",
-          "ict_bfs_wlp": "ICT+BFS+WLP"}
+          "ict_bfs_wlp": "ICT+BFS+WLP", "crop": "crop", "span": "span", "qgen": "qgen"}
+
+
+def label(pretraining: str) -> str:
+    """A pretraining mix as the tables write it: "ict_bfs_wlp_span" -> "ICT+BFS+WLP+span"."""
+    return LABELS.get(pretraining) or "+".join(LABELS[t] for t in pretraining.split("_"))
 
 
 def _read_json(path: pathlib.Path):
@@ -298,6 +303,8 @@ def collect(cells: List[str], runs: pathlib.Path, budget: GridBudget, splits) ->
                "train_steps": meta.get("train_steps"), "pairs_seen": meta.get("pairs_seen"),
                "train_wall_time_s": meta.get("train_wall_time_s"),
                "final_loss": meta.get("final_loss"), "zero_shot": {}, "finetuned": {}}
+        # Open-domain QA answer recall (`benchmarks/pretrain_tasks_eval.py odqa`), if measured.
+        row["odqa"] = (_read_json(result_dir / "odqa.json") or {}).get("sets")
         zero_shot = _read_json(result_dir / "zero_shot.json") or {}
         row["zero_shot"] = {k: v["exact"] for k, v in zero_shot.items()}
         for fraction in splits:
@@ -317,7 +324,7 @@ def _pct(metrics: Optional[dict], column: str) -> str:
 
 def _row_label(name: str, row: dict) -> str:
     encoder = "BoW-MLP" if row["encoder"] == "bow_mlp" else "Transformer"
-    label = f"{encoder}, {LABELS[row['pretraining']]}"
+    label = f"{encoder}, {label(row['pretraining'])}"
     if row["embedding_dim"] != 512:
         label += f", dim {row['embedding_dim']}"
     if name.endswith("(flagship)"):
@@ -473,7 +480,14 @@ def card_metrics(row: dict, bm25: dict) -> dict:
                    f"{tuned['steps_run']} steps), {where} (%)"] = {
                 c: round(100 * tuned[c], 2) for c in COLUMNS}
         tables[f"BM25, {where} (%)"] = {c: round(100 * bm25[split][c], 2) for c in COLUMNS}
+    for name, recall in (row.get("odqa") or {}).items():
+        tables[f"ODQA answer recall zero-shot, {ODQA_SETS.get(name, name)}, "
+               f"{recall['answerable']:,} answerable questions, 100-word Wikispeedia passages "
+               "(%)"] = {k: round(100 * v, 2) for k, v in recall.items() if k.startswith("R@")}
     return tables
+
+
+ODQA_SETS = {"all": "validation (WebQuestions val + CuratedTREC train)"}
 
 
 def provenance(row: dict, meta: dict) -> str:
@@ -485,10 +499,15 @@ def provenance(row: dict, meta: dict) -> str:
         data = "MLM examples (masked-LM pretraining of the encoder)"
     else:
         pairs = meta.get("pairs", {})
-        data = (f"{LABELS[row['pretraining']]} pairs ({pairs.get('num_pairs', 0):,}; "
+        data = (f"{label(row['pretraining'])} pairs ({pairs.get('num_pairs', 0):,}; "
                 f"{pairs.get('make_pairs_config', {}).get('pairs_per_article')} per article)")
+    budget = " (the reproduce grid's budget)" if row["variant"] in CELLS else ""
+    warm = meta.get("warm_start")
+    if warm:
+        budget += (f", warm-started from a {warm.get('train_steps') or 0:,}-step run "
+                   f"x {warm.get('batch_size')} (a new schedule)")
     return (f"{data} from {WIKISPEEDIA}; {tower}, {row['train_steps']:,} steps x "
-            f"{meta.get('batch_size')} on CPU (the reproduce grid's budget)")
+            f"{meta.get('batch_size')} on CPU{budget}")
 
 
 def stage_ship(cells: List[str], args) -> None:
@@ -543,6 +562,11 @@ def stage_ship(cells: List[str], args) -> None:
                              for kind, per_split in (("zero-shot", row["zero_shot"]),
                                                      ("fine-tuned", row["finetuned"]))
                              for split, m in per_split.items()}}
+        if row.get("odqa"):
+            entry["metrics"]["ODQA validation R@20"] = round(100 * row["odqa"]["all"]["R@20"], 2)
+        elif "ODQA validation R@20" in shipped.get(variant, {}).get("metrics", {}):
+            entry["metrics"]["ODQA validation R@20"] = shipped[variant]["metrics"][
+                "ODQA validation R@20"]
         shipped[variant] = entry
         print(f"ship {name}: saved_models/{variant} (sha256 {meta['sha256'][:12]}…)")
     write_json(args.shipped, shipped, indent=2, sort_keys=True)
@@ -567,7 +591,7 @@ def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Pat
 
     splits = grid["splits"]
     head = ("| name | tower | pretraining | zero-shot R@100 | "
-            + " | ".join(f"fine-tuned {s} R@100" for s in splits) + " | MiB |")
+            + " | ".join(f"fine-tuned {s} R@100" for s in splits) + " | ODQA top-20 | MiB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name in sorted(shipped, key=lambda n: (n.startswith("bow"), n)):
         entry = shipped[name]
@@ -575,17 +599,22 @@ def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Pat
         spec = registry.get_spec(name)
         tower = "BoW-MLP" if spec.encoder == "bow_mlp" else f"{spec.tower_size} BERT"
         steps = entry.get("recipe", {}).get("steps", 0)
-        pretraining = LABELS[spec.pretraining] + (f", {steps:,} steps" if steps else "")
+        pretraining = label(spec.pretraining) + (f", {steps:,} steps" if steps else "")
         zero = metrics.get(f"R@100 zero-shot {splits[-1]}")
         cells = [f"{metrics[f'R@100 fine-tuned {s}']:.1f}" if f"R@100 fine-tuned {s}" in metrics
                  else "–" for s in splits]
+        odqa = metrics.get("ODQA validation R@20")
         lines.append(f"| `{name}` | {tower}, dim {spec.embedding_dim} | {pretraining} | "
                      f"{'–' if zero is None else f'{zero:.1f}'} | " + " | ".join(cells)
+                     + f" | {'–' if odqa is None else f'{odqa:.1f}'}"
                      + f" | {_directory_mib(saved_models / entry['artifact']):.1f} |")
     bm25 = grid["bm25"]
     if bm25:
+        odqa_bm25 = (_read_json(pathlib.Path("results") / "odqa.json") or {}).get("bm25", {})
+        odqa_bm25 = odqa_bm25.get("all", {}).get("R@20")
         lines.append(f"| BM25 | – | – | {100 * bm25[splits[-1]]['R@100']:.1f} | "
-                     + " | ".join(f"{100 * bm25[s]['R@100']:.1f}" for s in splits) + " | – |")
+                     + " | ".join(f"{100 * bm25[s]['R@100']:.1f}" for s in splits)
+                     + f" | {'–' if odqa_bm25 is None else f'{100 * odqa_bm25:.1f}'} | – |")
     return "\n".join(lines)
 
 
@@ -644,13 +673,17 @@ def parse_args(argv=None):
                         f"machine or a smoke test; fields: "
                         f"{', '.join(f.name for f in dataclasses.fields(GridBudget))}")
     args = p.parse_args(argv)
-    unknown = [c for c in args.cells.split(",") if c not in CELLS]
+    from tt_zoo.serving.registry import REGISTRY
+    unknown = [c for c in args.cells.split(",") if c not in REGISTRY]
     if unknown:
-        p.error(f"--cells: unknown {', '.join(unknown)}; the grid has {', '.join(CELLS)}")
+        p.error(f"--cells: unknown {', '.join(unknown)}; the grid has {', '.join(CELLS)} (any "
+                "registered variant may be evaluated and shipped once its model is in "
+                "RUNS/reproduce/VARIANT/model)")
     bad = [s for s in args.stages.split(",") if s not in STAGES]
     if bad:
         p.error(f"--stages: unknown {', '.join(bad)}; choose from {', '.join(STAGES)}")
-    args.cell_list = [c for c in CELLS if c in args.cells.split(",")]
+    args.cell_list = [c for c in CELLS if c in args.cells.split(",")] + [
+        c for c in args.cells.split(",") if c not in CELLS]
     try:
         args.budget = dataclasses.replace(GRID, **dict(_budget_item(item)
                                                        for item in args.budget))

@@ -174,3 +174,23 @@ def _pack(parts, max_tokens: int):
         chunk_count += n
     if chunk:
         yield " ".join(chunk), chunk_count
+
+
+DPR_PASSAGE_WORDS = 100  # Karpukhin et al. 2020, Sec. 4.1: disjoint 100-word text blocks
+
+
+def word_passages(article: Article, words: int = DPR_PASSAGE_WORDS) -> List[Passage]:
+    """Cuts an article DPR-style into consecutive, disjoint blocks of ``words`` whitespace words
+    over its whole text (every section's paragraphs in page order; the last block may be
+    shorter), the title kept apart (Karpukhin et al. 2020, Sec. 4.1). The open-domain QA
+    benchmark's passages (`tt_zoo.retrieval.odqa`); each passage's ``section_index`` is the
+    section its first word comes from.
+    """
+    if words < 1:
+        raise ValueError(f"words must be positive (got {words}).")
+    tokens: List[Tuple[str, int]] = [(w, s) for s, section in enumerate(article.sections)
+                                     for paragraph in section.paragraphs
+                                     for w in paragraph.split()]
+    return [Passage(article.title, tokens[start][1], i,
+                    " ".join(w for w, _ in tokens[start:start + words]))
+            for i, start in enumerate(range(0, len(tokens), words))]

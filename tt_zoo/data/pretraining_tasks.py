@@ -13,6 +13,10 @@ pairs:
 * ICT+BFS+WLP: every pair draws its task uniformly from the three.
 * MLM: the token-level masked-LM baseline, as Model Garden BERT pretraining examples.
 
+Past the paper, three successors (``tt_zoo.data.passage_pair_tasks``): ``crop`` (Contriever's
+independent random crops), ``span`` (Spider's recurring spans) and ``qgen`` (ProQA's generated
+questions). Any subset of the six is a mixture; each pair draws its task uniformly.
+
 This module is the ONE implementation of the task logic; the single-machine path
 (:func:`generate_pairs`) and the Beam pipeline (``tt_zoo.data.beam_pairs``) both call
 :func:`linking_passages` and :func:`pairs_for_article`.
@@ -42,6 +46,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import hashlib
 import math
 import random
@@ -51,10 +56,13 @@ from typing import (Callable, Counter, Dict, Iterable, Iterator, List, Optional,
 
 import numpy as np
 
+from tt_zoo.data import passage_pair_tasks
 from tt_zoo.data.articles import Article
 from tt_zoo.data.passages import Passage, make_passages, split_sentences
 
-TASKS = ("ict", "bfs", "wlp")
+PAPER_TASKS = ("ict", "bfs", "wlp")
+SUCCESSOR_TASKS = ("crop", "span", "qgen")
+TASKS = PAPER_TASKS + SUCCESSOR_TASKS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,7 +75,7 @@ class Pair:
       doc_text: the document's second segment (the passage; for ICT without the query sentence
         unless it was kept).
       doc_id: identifies the document (the passage) for accidental-hit removal and q(d).
-      task: "ict", "bfs" or "wlp".
+      task: one of TASKS.
     """
 
     query: str
@@ -89,14 +97,32 @@ class TaskConfig:
       max_doc_tokens: passage budget for :func:`tt_zoo.data.passages.make_passages` (paper: 288).
       min_query_words: a query sentence needs at least this many words.
       seed: the base seed; pairs are a pure function of (seed, article, its WLP candidates).
+      crop_min_ratio, crop_max_ratio: a crop's length is a ratio of its passage's, uniform in
+        this range (Contriever: 0.1, 0.5).
+      crop_deletion_prob: each word of a crop is deleted with this probability (Contriever: 0.1).
+      crop_min_words: a passage needs this many words to be cropped.
+      span_min_words, span_max_words: a recurring span's length in words (Spider: up to 10).
+      span_query_words: the query's window of words around the span.
+      span_keep_prob: probability that the span stays in the query (Spider: 0.5).
+      question_generator: the name of the ``qgen`` generator
+        (``tt_zoo.data.question_generation.GENERATORS``).
     """
 
-    tasks: tuple = TASKS
+    tasks: tuple = PAPER_TASKS
     pairs_per_article: int = 4
     ict_keep_query_prob: float = 0.1
     max_doc_tokens: int = 288
     min_query_words: int = 3
     seed: int = 0
+    crop_min_ratio: float = 0.1
+    crop_max_ratio: float = 0.5
+    crop_deletion_prob: float = 0.1
+    crop_min_words: int = 10
+    span_min_words: int = 2
+    span_max_words: int = 10
+    span_query_words: int = 30
+    span_keep_prob: float = 0.5
+    question_generator: str = "cloze"
 
     def __post_init__(self):
         tasks = tuple(self.tasks)
@@ -107,9 +133,20 @@ class TaskConfig:
                              f"(got {self.tasks!r}).")
         if self.pairs_per_article < 0:
             raise ValueError(f"pairs_per_article must be >= 0 (got {self.pairs_per_article}).")
-        if not 0.0 <= self.ict_keep_query_prob <= 1.0:
-            raise ValueError(f"ict_keep_query_prob must be in [0, 1] "
-                             f"(got {self.ict_keep_query_prob}).")
+        for name in ("ict_keep_query_prob", "crop_deletion_prob", "span_keep_prob"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1] (got {getattr(self, name)}).")
+        if not 0.0 < self.crop_min_ratio <= self.crop_max_ratio <= 1.0:
+            raise ValueError(f"crop ratios must satisfy 0 < crop_min_ratio <= crop_max_ratio <= 1 "
+                             f"(got {self.crop_min_ratio}, {self.crop_max_ratio}).")
+        if not 1 <= self.span_min_words <= self.span_max_words:
+            raise ValueError(f"span lengths must satisfy 1 <= span_min_words <= span_max_words "
+                             f"(got {self.span_min_words}, {self.span_max_words}).")
+        if "qgen" in tasks:
+            question_generator(self)  # an unknown generator name fails here, naming the choices
+        if self.span_query_words < 1 or self.crop_min_words < 1:
+            raise ValueError(f"span_query_words and crop_min_words must be >= 1 (got "
+                             f"{self.span_query_words}, {self.crop_min_words}).")
 
 
 def stable_seed(*parts) -> int:
@@ -169,12 +206,23 @@ def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], confi
     candidates = sorted({p.doc_id: p for p in wlp_candidates if p.title != article.title}.values(),
                         key=lambda p: p.doc_id)
     pairs: List[Pair] = []
+    spans = None  # the article's recurring spans, found on the first span slot
     for _ in range(config.pairs_per_article):
         task = rng.choice(config.tasks)
         if not passages:
             counters[f"{task}_skipped_no_passage"] += 1
             continue
-        if task == "ict":
+        if task in SUCCESSOR_TASKS:
+            if task == "span" and spans is None:
+                spans = passage_pair_tasks.recurring_spans(
+                    passages, min_words=config.span_min_words, max_words=config.span_max_words)
+            drawn = _successor_pair(task, passages, rng, config, spans)
+            if isinstance(drawn, str):
+                counters[f"{task}_skipped_{drawn}"] += 1
+                continue
+            query, doc, doc_text = drawn
+            pairs.append(Pair(query, doc.title, doc_text, doc.doc_id, task))
+        elif task == "ict":
             # A removed query needs a passage with another sentence left as the document.
             keep = rng.random() < config.ict_keep_query_prob
             pool = [p for p in passages if (keep or len(sentences_of(p)) >= 2)
@@ -211,6 +259,31 @@ def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], confi
             pairs.append(Pair(query, doc.title, doc.text, doc.doc_id, task))
         counters[f"{task}_pairs"] += 1
     return pairs
+
+
+def _successor_pair(task: str, passages, rng: random.Random, config: TaskConfig, spans):
+    """One ``crop``/``span``/``qgen`` slot (``tt_zoo.data.passage_pair_tasks``)."""
+    if task == "crop":
+        return passage_pair_tasks.crop_pair(
+            passages, rng, min_words=config.crop_min_words, min_ratio=config.crop_min_ratio,
+            max_ratio=config.crop_max_ratio, deletion_prob=config.crop_deletion_prob)
+    if task == "span":
+        return passage_pair_tasks.span_pair(
+            passages, rng, min_words=config.span_min_words, max_words=config.span_max_words,
+            query_words=config.span_query_words, keep_prob=config.span_keep_prob, spans=spans)
+    return passage_pair_tasks.qgen_pair(passages, rng, question_generator(config))
+
+
+@functools.lru_cache(maxsize=8)
+def _generator(name: str):
+    from tt_zoo.data import question_generation  # noqa: PLC0415 (only the qgen task needs it)
+
+    return question_generation.get_generator(name)
+
+
+def question_generator(config: TaskConfig):
+    """The ``qgen`` task's question generator, named by ``config.question_generator``."""
+    return _generator(config.question_generator)
 
 
 ArticleSource = Union[Callable[[], Iterable[Article]], Sequence[Article]]

@@ -46,12 +46,22 @@ def open_domain_reqa(reqa: ReQA, articles, limit_articles=None, progress: bool =
 
 def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
                               progress: bool = True) -> np.ndarray:
-    """Every candidate's embedding psi(sentence, passage) in a float32 ``.npy`` at `path`
+    """Every candidate's embedding psi(sentence, passage) in a float32 ``.npy`` at `path`:
+    `encode_documents_to_file` of the candidates' passages under their sentences."""
+    return encode_documents_to_file(model, [c.passage for c in reqa.candidates],
+                                    [c.sentence for c in reqa.candidates], path, chunk, progress)
+
+
+def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
+                             progress: bool = True) -> np.ndarray:
+    """Every document's embedding psi(title, text) in a float32 ``.npy`` at `path`
     (memory-mapped, returned), written `chunk` rows at a time; ``path.with_suffix('.json')``
     records the rows done and the model, so a rerun with the same model resumes there and
     another model starts over."""
     path = pathlib.Path(path)
-    n, dim = len(reqa.candidates), model.keras_model.embedding_dim
+    n, dim = len(texts), model.keras_model.embedding_dim
+    if len(titles) != n:
+        raise ValueError(f"encode_documents_to_file: {len(titles)} titles for {n} texts.")
     # The chunks are one corpus: XLA's "auto" rule decided on its size, not on a chunk's.
     jit_compile = EncodeOptions(jit_compile="auto").resolve_jit_compile(
         n, model.keras_model.document_tower).jit_compile
@@ -65,12 +75,12 @@ def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
     with tqdm(total=n, initial=state["done"], desc=f"encode {model.name}", unit="doc",
               file=sys.stderr, mininterval=10, disable=not progress) as bar:
         for start in range(state["done"], n, chunk):
-            rows = reqa.candidates[start:start + chunk]
-            array[start:start + len(rows)] = model.encode_documents(
-                [c.passage for c in rows], titles=[c.sentence for c in rows],
+            stop = min(n, start + chunk)
+            array[start:stop] = model.encode_documents(
+                list(texts[start:stop]), titles=list(titles[start:stop]),
                 jit_compile=jit_compile)
             array.flush()
-            state["done"] = start + len(rows)
+            state["done"] = stop
             write_json(state_path, state)
-            bar.update(len(rows))
+            bar.update(stop - start)
     return array

@@ -240,7 +240,8 @@ def render_model_card(meta: dict) -> str:
                 "encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
                 "query_length", "document_length", "vocab_size", "parameters", "training_data",
                 "pairs",
-                "train_steps", "batch_size", "pairs_seen", "learning_rate", "dtype_policy",
+                "warm_start", "train_steps", "batch_size", "pairs_seen", "learning_rate",
+                "dtype_policy",
                 "grad_cache_chunk", "clustered_batches", "hard_negatives",
                 "train_wall_time_s", "train_pairs_per_s", "final_loss", "license", "exported"):
         if key in meta:

@@ -17,6 +17,11 @@ import pathlib
 from typing import Dict, List, Optional, Tuple
 
 PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
+# Past the paper (issue 22; tt_zoo.data.passage_pair_tasks): Contriever crops, Spider recurring
+# spans, ProQA generated questions, alone and mixed. Registered for the CPU-scale towers only.
+SUCCESSOR_TASKS = ("crop", "span", "qgen", "crop_span", "span_qgen", "crop_span_qgen",
+                   "ict_bfs_wlp_span", "ict_bfs_wlp_crop_span", "ict_bfs_wlp_crop_span_qgen")
+SUCCESSOR_PREFIXES = ("", "bow_mlp_")
 EMBEDDING_DIMS = (128, 256, 512)
 # Encoder prefix -> (encoder, BERT tower size). The default tower (no prefix) is the tiny BERT
 # that fits CPU pretraining; the paper's BERT-base is "bert_base_".
@@ -78,7 +83,7 @@ class ModelSpec:
       encoder: "bert" or "bow_mlp".
       tower_size: BERT size name ("tiny", "mini", "small", "base"), None for BoW-MLP.
       embedding_dim: output dimension of both towers.
-      pretraining: one of PRETRAINING_TASKS.
+      pretraining: one of PRETRAINING_TASKS or SUCCESSOR_TASKS.
       query_length, document_length: token budgets (paper: 64 and 288).
       recipe: the settings that train it.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
@@ -141,7 +146,8 @@ class ModelSpec:
 def _build_registry() -> Dict[str, ModelSpec]:
     specs = {}
     for prefix, (encoder, size) in ENCODERS.items():
-        for task in PRETRAINING_TASKS:
+        tasks = PRETRAINING_TASKS + (SUCCESSOR_TASKS if prefix in SUCCESSOR_PREFIXES else ())
+        for task in tasks:
             if encoder == "bow_mlp" and task == "mlm":
                 continue  # MLM pretrains a Transformer; the paper has no BoW-MLP MLM row.
             for dim in EMBEDDING_DIMS:

@@ -1,0 +1,173 @@
+"""The pretraining-task grid of issue 22: the paper's ICT+BFS+WLP against its successors
+(Contriever crops, Spider recurring spans, ProQA generated questions) and their mixtures, each
+cell trained on the same tower and schedule, then scored on three benchmarks:
+
+* ODQA: top-k answer recall on the open-domain validation questions (WebQuestions val +
+  CuratedTREC train) over Wikispeedia cut into 100-word passages with titles
+  (`tt_zoo.retrieval.odqa`);
+* ReQA-SQuAD(dev): R@k of all 10,570 questions against all 10,255 candidates, zero-shot;
+* open-domain ReQA: the same questions against 578K candidates (ReQA's + Wikispeedia's;
+  `tt_zoo.retrieval.open_domain`), for the cells named by `--open-domain` (4-5 min a BoW-MLP,
+  ~50 min a tiny BERT on 2 cores).
+
+A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or
+``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule, and
+``:vocab=PATH`` for a vocabulary other than the shipped 8K one.
+Each cell trains with `recipes/pretrain.py` in its own process (checkpointed: a rerun resumes,
+a finished cell is not retrained), on pairs made once by `recipes/make_pairs.py` (128 a page,
+passages of at most 96 words, as the shipped models'). Training CPU time is the pretraining
+process's own (all threads, evaluations excluded: `training.loop.ZeroShotReqaCurve`), so cells
+compare at equal CPU time even when other jobs share the machine. Results per cell land in
+runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}.
+
+  python benchmarks/pretrain_tasks.py --cell bow_mlp:ict_bfs_wlp:1150x512 --cell bow_mlp:crop:1150x512
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
+PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
+LABELS = {"ict": "ICT", "bfs": "BFS", "wlp": "WLP", "crop": "crop", "span": "span",
+          "qgen": "qgen"}
+
+
+class Cell:
+    """One grid cell, parsed from ``TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:warm=CELL]``."""
+
+    def __init__(self, text: str):
+        head, _, warm = text.partition(":warm=")  # the warm cell, itself with colons, is last
+        parts = head.split(":")
+        try:
+            self.tower, self.tasks, schedule = parts[:3]
+            steps, batch = schedule.split("x")
+            self.steps, self.batch = int(steps), int(batch)
+            options = dict(p.split("=", 1) for p in parts[3:])
+            if warm:
+                options["warm"] = warm
+        except ValueError:
+            raise SystemExit(f"--cell {text!r}: expected TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:warm=CELL]")
+        if self.tower not in PREFIX:
+            raise SystemExit(f"--cell {text!r}: TOWER must be one of {sorted(PREFIX)}")
+        self.warm = options.pop("warm", None)
+        self.vocab = options.pop("vocab", None)  # a vocab.txt other than saved_models/vocab's
+        if options:
+            raise SystemExit(f"--cell {text!r}: unknown options {sorted(options)}")
+        self.text = text
+        self.name = f"{self.tower}_{self.tasks}_{self.steps}x{self.batch}" + (
+            f"_from_{Cell(self.warm).name}" if self.warm else "") + (
+            f"_vocab_{pathlib.Path(self.vocab).parent.name}" if self.vocab else "")
+        self.variant = f"{PREFIX[self.tower]}{self.tasks}_512"
+
+    @property
+    def label(self) -> str:
+        return "+".join(LABELS[t] for t in self.tasks.split("_"))
+
+
+def run(command, log):
+    print("$", " ".join(map(str, command)), file=sys.stderr, flush=True)
+    pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "a") as f:
+        subprocess.run([str(c) for c in command], check=True, stdout=f, stderr=subprocess.STDOUT,
+                       cwd=REPO)
+
+
+def pairs_dir(tasks: str) -> pathlib.Path:
+    """The cell's pair set, made once (`recipes/make_pairs.py`)."""
+    out = REPO / "runs" / "pairs" / f"{tasks}_{PAIRS_PER_ARTICLE}"
+    if not (out / "stats.json").is_file():
+        run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
+             "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
+             "--max-doc-tokens", MAX_DOC_WORDS, "--vocab", REPO / "saved_models/vocab/vocab.txt",
+             "--output", out, "--no-progress"], REPO / "runs" / "pairs" / f"{tasks}.log")
+    return out
+
+
+def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
+    export = work / "export"
+    if (export / "metadata.json").is_file():
+        return export
+    command = [sys.executable, "recipes/pretrain.py", "--variant", cell.variant,
+               "--pairs", pairs_dir(cell.tasks), "--steps", cell.steps,
+               "--batch-size", cell.batch, "--learning-rate", LEARNING_RATE,
+               "--document-length", DOCUMENT_LENGTH, "--eval-every", max(1, cell.steps // 5),
+               "--eval-questions", 2000, "--checkpoint-every", max(1, cell.steps // 5),
+               "--workdir", work / "train", "--export", export, "--no-progress"]
+    if cell.warm:
+        command += ["--init-from", REPO / "runs" / "grid" / Cell(cell.warm).name / "export"]
+    if cell.vocab:
+        command += ["--vocab", cell.vocab]
+    run(command, work / "train.log")
+    return export
+
+
+def curve(work: pathlib.Path) -> list:
+    path = work / "train" / "curve.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def evaluate(cell: Cell, export: pathlib.Path, work: pathlib.Path, open_domain: bool) -> dict:
+    """The benchmarks, each cached in the cell's folder; open-domain ReQA (4-5 min a BoW-MLP,
+    ~50 min a tiny BERT here) only when asked for or already measured."""
+    out = {}
+    for bench in ("odqa", "reqa", "open_domain_reqa"):
+        path = work / f"{bench}.json"
+        if bench == "open_domain_reqa" and not open_domain and not path.is_file():
+            continue
+        if not path.is_file():
+            run([sys.executable, REPO / "benchmarks" / "pretrain_tasks_eval.py", bench, export,
+                 path], work / "eval.log")
+        out[bench] = json.loads(path.read_text())
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("--cell", action="append", required=True,
+                   help="TOWER:TASKS:STEPSxBATCH[:warm=CELL], repeatable")
+    p.add_argument("--open-domain", action="append", default=[], metavar="CELL",
+                   help="also score this cell on open-domain ReQA (repeatable; slow)")
+    p.add_argument("--train-only", action="store_true",
+                   help="train the cells, evaluate nothing")
+    p.add_argument("--report-only", action="store_true",
+                   help="write the report from the cells already run")
+    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "pretrain_tasks")
+    args = p.parse_args(argv)
+    cells = [Cell(c) for c in args.cell]
+    rows = []
+    for cell in cells:
+        work = REPO / "runs" / "grid" / cell.name
+        work.mkdir(parents=True, exist_ok=True)
+        if args.report_only and not (work / "export" / "metadata.json").is_file():
+            continue
+        t = time.perf_counter()
+        export = train(cell, work)
+        if args.train_only:
+            continue
+        points = curve(work)
+        results = evaluate(cell, export, work, cell.text in args.open_domain)
+        rows.append({"cell": cell.text, "name": cell.name, "tower": cell.tower,
+                     "tasks": cell.tasks, "label": cell.label, "steps": cell.steps,
+                     "batch": cell.batch, "warm_start": cell.warm,
+                     "train_cpu_minutes": round(points[-1]["train_cpu_seconds"] / 60, 1),
+                     "curve": points, **results})
+        print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    if not args.train_only:
+        from pretrain_tasks_report import write_report  # beside this file
+
+        write_report(rows, args.output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,130 @@
+"""results/pretrain_tasks.{md,json,png} from the cells `benchmarks/pretrain_tasks.py` ran."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+ODQA_KS = ("R@1", "R@5", "R@20", "R@100")
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _baselines() -> dict:
+    """BM25's rows, measured by the same benchmarks (results/odqa.json, results/open_domain.json,
+    the shipped cards' ReQA numbers via benchmarks/bm25_reqa.py's settings)."""
+    out = {}
+    odqa = REPO / "results" / "odqa.json"
+    if odqa.is_file():
+        out["odqa"] = json.loads(odqa.read_text()).get("bm25", {})
+    open_domain = REPO / "results" / "open_domain.json"
+    if open_domain.is_file():
+        out["open_domain_reqa"] = json.loads(open_domain.read_text())["bm25"]["exact"]
+    return out
+
+
+def _odqa(result: dict, split: str = "all") -> dict:
+    """One question set's recall: ``split`` of a cell's ``{"sets": ...}`` or of BM25's row."""
+    result = result or {}
+    return result.get("sets", result).get(split, {})
+
+
+def format_report(rows, baselines) -> str:
+    lines = ["# Pretraining tasks past the paper, side by side (issue 22)", "",
+             "Each cell pretrains one tower from random initialisation on one pair source (or a "
+             "mixture: each pair draws its task uniformly) made from Wikispeedia (128 pairs a "
+             "page, passages of at most 96 words), batch and steps as given, Adam 1e-3 with 10% "
+             "warm-up and linear decay, one shared tower, cosine / 0.05. Training CPU minutes are "
+             "the pretraining process's own CPU time (both cores, evaluations excluded). "
+             "Zero-shot everywhere:", "",
+             "- **ODQA**: top-k answer recall on the validation questions (WebQuestions val + "
+             "CuratedTREC train, those whose answer occurs in the collection) over Wikispeedia "
+             "cut into 100-word passages with titles (`tt_zoo.retrieval.odqa`);",
+             "- **ReQA**: ReQA-SQuAD(dev), all 10,570 questions against all 10,255 candidates;",
+             "- **open-domain ReQA**: the same questions against 578K candidates (ReQA's + "
+             "Wikispeedia's), for the cells named (4-5 min a BoW-MLP, ~50 min a tiny BERT "
+             "here; – = not measured).", "",
+             "| tower | pretraining | steps x batch | warm start | train CPU min | ODQA R@1 | "
+             "R@5 | R@20 | R@100 | ReQA R@1 | ReQA R@100 | open-domain ReQA R@100 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    bm25_odqa = _odqa(baselines.get("odqa"))
+    if bm25_odqa:
+        lines.append("| BM25 | – | – | – | – | " + " | ".join(_pct(bm25_odqa.get(k))
+                                                             for k in ODQA_KS)
+                     + " | 67.4 | 97.6 | "
+                     + _pct(baselines.get("open_domain_reqa", {}).get("R@100")) + " |")
+    for r in rows:
+        o = _odqa(r.get("odqa"))
+        lines.append(
+            f"| {'BoW-MLP' if r['tower'] == 'bow_mlp' else 'tiny BERT'} | {r['label']} | "
+            f"{r['steps']:,} x {r['batch']} | {r['warm_start'] or '–'} | "
+            f"{r['train_cpu_minutes']:.1f} | " + " | ".join(_pct(o.get(k)) for k in ODQA_KS)
+            + f" | {_pct(r['reqa'].get('R@1'))} | {_pct(r['reqa'].get('R@100'))} | "
+            f"{_pct((r.get('open_domain_reqa') or {}).get('R@100'))} |")
+    return "\n".join(lines) + "\n"
+
+
+def pair_statistics(rows) -> str:
+    """Table 1 of Chang et al. 2020 for each pair set the cells trained on (its stats.json)."""
+    lines = ["", "Pair sets (Table 1's statistics, WordPiece tokens of the shipped 8K "
+             "vocabulary; `recipes/make_pairs.py --pairs-per-article 128 --max-doc-tokens 96`):",
+             "", "| pair set | task | #pairs | #tokens | avg query tokens | avg doc tokens | "
+             "skipped slots |", "|---|---|---|---|---|---|---|"]
+    for tasks in dict.fromkeys(r["tasks"] for r in rows):
+        path = REPO / "runs" / "pairs" / f"{tasks}_128" / "stats.json"
+        if not path.is_file():
+            continue
+        stats = json.loads(path.read_text())
+        counters = stats.get("generator_counters") or {}
+        for task, t in stats["tasks"].items():
+            skipped = sum(v for k, v in counters.items() if k.startswith(f"{task}_skipped"))
+            lines.append(f"| {tasks} | {task} | {t['num_pairs']:,} | {t['num_tokens']:,} | "
+                         f"{t['avg_query_tokens']:.1f} | {t['avg_doc_tokens']:.1f} | "
+                         f"{skipped:,} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows, path: pathlib.Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    for r in rows:
+        points = r["curve"]
+        label = f"{'BoW-MLP' if r['tower'] == 'bow_mlp' else 'BERT'} {r['label']}"
+        axes[0].plot([p["train_cpu_seconds"] / 60 for p in points],
+                     [100 * p["R@100"] for p in points], marker="o", label=label)
+    axes[0].set_xlabel("training CPU minutes")
+    axes[0].set_ylabel("ReQA R@100 (2,000 questions, zero-shot)")
+    axes[0].set_title("learning curves")
+    axes[0].legend(fontsize=7)
+    names = [f"{'BoW' if r['tower'] == 'bow_mlp' else 'BERT'} {r['label']}\n"
+             f"{r['steps']}x{r['batch']}" for r in rows]
+    values = [100 * _odqa(r.get("odqa")).get("R@20", 0) for r in rows]
+    axes[1].barh(range(len(rows)), values)
+    axes[1].set_yticks(range(len(rows)), names, fontsize=7)
+    axes[1].set_xlabel("ODQA validation top-20 answer recall (%)")
+    bm25 = _odqa(_baselines().get("odqa")).get("R@20")
+    if bm25:
+        axes[1].axvline(100 * bm25, color="black", linestyle="--", label="BM25")
+        axes[1].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(rows, output: pathlib.Path) -> None:
+    from tt_zoo.atomic_io import write_json, write_text
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    baselines = _baselines()
+    write_json(output.with_suffix(".json"), {"cells": rows, "baselines": baselines})
+    write_text(output.with_suffix(".md"), format_report(rows, baselines) + pair_statistics(rows)
+               + f"\n![pretraining tasks]({output.name}.png)\n")
+    plot(rows, output.with_suffix(".png"))
+    print(format_report(rows, baselines))

@@ -1,0 +1,29 @@
+"""`pretrain --init-from`: a warm start copies an export's weights, and refuses another shape."""
+
+import numpy as np
+import pytest
+
+from helpers import tiny_model
+
+
+def test_init_from_copies_the_exports_weights(exported):
+    from tt_zoo.cli.pretrain import init_from
+
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(1)  # a different initialisation than the export's
+    model = tiny_model()
+    model.build_by_calling()
+    model.set_weights([w + 1.0 for w in model.get_weights()])
+    record = init_from(model, exported.path)
+    for ours, theirs in zip(model.get_weights(), exported.model.get_weights()):
+        np.testing.assert_array_equal(ours, theirs)
+    assert record["from"] == str(exported.path) and record["sha256"] == exported.meta["sha256"]
+
+
+def test_init_from_refuses_another_architecture(exported):
+    from tt_zoo.cli.pretrain import init_from
+
+    other = tiny_model(encoder="bow_mlp")
+    other.build_by_calling()
+    with pytest.raises(SystemExit, match="do not match"):
+        init_from(other, exported.path)

@@ -1,0 +1,135 @@
+"""Open-domain QA answer recall of models and BM25 (DPR's top-k retrieval accuracy).
+
+Factoid questions (WebQuestions, CuratedTREC, or any JSONL of {question, answers | answer_regex})
+against an article source cut into 100-word passages with titles (Wikispeedia by default); a
+question is answered at k when a top-k passage holds an answer (`tt_zoo.retrieval.odqa`).
+The default questions are the validation sets (WebQuestions val + CuratedTREC train): choose
+settings on them, never train on them.
+
+Examples:
+  tt-zoo odqa --bm25 --model bow_mlp_ict_bfs_wlp_512
+  tt-zoo odqa --bm25 --questions webquestions-devtest --questions my_questions.jsonl \\
+      --articles enwiki-latest-pages-articles.xml.bz2 --json-out odqa.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+from tt_zoo.cli.common import default_data_dir
+from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="tt-zoo odqa", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
+                   help="a registered model name or an export directory (repeatable)")
+    p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
+    p.add_argument("--questions", action="append", default=[], metavar="SET_OR_FILE",
+                   help=f"a named set ({', '.join(odqa.NAMED_SETS)}) or a .json/.tsv/.jsonl "
+                        f"file (repeatable; default: {' + '.join(odqa.VALIDATION)})")
+    p.add_argument("--articles", default=None,
+                   help="any article source tt_zoo reads (default: $TT_ZOO_DATA/wikispeedia)")
+    p.add_argument("--passage-words", type=int, default=100,
+                   help="words a passage (DPR: 100) (default: %(default)s)")
+    p.add_argument("--k", default="1,5,20,100",
+                   help="comma-separated cut-offs (default: %(default)s)")
+    p.add_argument("--cache-dir", default="runs/odqa_cache",
+                   help="answer rows and passage embeddings are kept here between runs "
+                        "('' : nowhere) (default: %(default)s)")
+    p.add_argument("--limit-articles", type=int, default=None,
+                   help="use only the first N articles (smoke runs)")
+    p.add_argument("--json-out", default=None, help="write the results as JSON here")
+    p.add_argument("--no-progress", action="store_true")
+    args = p.parse_args(argv)
+    if not args.model and not args.bm25:
+        p.error("nothing to score: pass --model NAME_OR_PATH and/or --bm25")
+    try:
+        args.ks = tuple(sorted({int(k) for k in args.k.split(",") if k.strip()}))
+    except ValueError:
+        p.error(f"--k must be comma-separated positive integers (got {args.k!r})")
+    if not args.ks or min(args.ks) < 1:
+        p.error(f"--k must be comma-separated positive integers (got {args.k!r})")
+    if args.passage_words < 1:
+        p.error(f"--passage-words must be positive (got {args.passage_words})")
+    data = default_data_dir()
+    args.articles = args.articles or str(data / "wikispeedia")
+    if not pathlib.Path(args.articles).exists() and "://" not in args.articles:
+        p.error(f"--articles: {args.articles} does not exist (set TT_ZOO_DATA or pass a path)")
+    args.questions = args.questions or list(odqa.VALIDATION)
+    args.data = data
+    return args
+
+
+def format_table(results: dict, ks) -> str:
+    """One row a retriever, a column group a question set: answerable count, then R@k."""
+    sets = list(next(iter(results.values())).keys())
+    width = max(12, max(map(len, results)))
+    head = f"{'retriever':<{width}}" + "".join(f" | {s} (n)" + "".join(
+        f" {'R@' + str(k):>6}" for k in ks) for s in sets)
+    lines = [head, "-" * len(head)]
+    for name, per_set in results.items():
+        cells = []
+        for s in sets:
+            r = per_set[s]
+            cells.append(f" | {'':<{len(s) - len(str(r['answerable']))}}({r['answerable']})"
+                         + "".join(f" {100 * r.get(f'R@{k}', 0):>6.1f}" for k in ks))
+        lines.append(f"{name:<{width}}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def run(args) -> dict:
+    try:
+        question_sets = [odqa.load_question_set(q, args.data) for q in args.questions]
+    except odqa.OdqaFormatError as e:
+        sys.exit(f"--questions: {e}")
+    for s in question_sets:
+        for qid, why in s.skipped:
+            print(f"{s.name}: skipped question {qid}: {why}", file=sys.stderr)
+    cache = pathlib.Path(args.cache_dir) if args.cache_dir else None
+    t = time.perf_counter()
+    benchmark = odqa.Benchmark.build(args.articles, question_sets, args.passage_words,
+                                     args.limit_articles, progress=not args.no_progress,
+                                     cache_dir=cache)
+    described = benchmark.describe()
+    print(f"{described['num_passages']:,} passages of {args.passage_words} words; answerable: "
+          + ", ".join(f"{n} {v['answerable']}/{v['num_questions']}"
+                      for n, v in described["sets"].items())
+          + f" ({time.perf_counter() - t:.0f} s)", file=sys.stderr)
+    results, seconds = {}, {}
+    if args.bm25:
+        t = time.perf_counter()
+        results["BM25"] = benchmark.score(odqa.bm25_searcher(benchmark.collection), ks=args.ks)
+        seconds["BM25"] = round(time.perf_counter() - t, 1)
+    if args.model:
+        import tt_zoo  # noqa: PLC0415
+
+    for name in args.model:
+        t = time.perf_counter()
+        model = tt_zoo.load(name)
+        path = None
+        if cache is not None:
+            path = cache / f"passages-{model.metadata.get('sha256', model.name)[:16]}-" \
+                           f"{len(benchmark.collection)}.npy"
+        results[model.name] = benchmark.score_model(model, path, args.ks,
+                                                    progress=not args.no_progress)
+        seconds[model.name] = round(time.perf_counter() - t, 1)
+    print(format_table(results, args.ks))
+    out = {"benchmark": described, "ks": list(args.ks), "results": results, "seconds": seconds}
+    if args.json_out:
+        from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+        write_json(args.json_out, out)
+    return out
+
+
+def main(argv=None):
+    return run(parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

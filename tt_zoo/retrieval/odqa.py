@@ -1,0 +1,491 @@
+"""Open-domain QA answer recall: factoid questions against 100-word passages with titles.
+
+The benchmark of DPR (Karpukhin et al. 2020, Sec. 5.1, "top-k retrieval accuracy"): a question is
+answered at k when one of the top k passages *contains an answer*. Answers are matched as DrQA
+(Chen et al. 2017) and DPR do: a string answer hits when its normalised token sequence occurs
+contiguously in the passage's normalised tokens (:func:`normalize_tokens`: unicode NFD, lower
+case, punctuation and the articles a/an/the removed); a CuratedTREC answer is a regular
+expression (Baudis & Sedivy 2015) that hits on any match in the NFD passage text, case-insensitive.
+As DPR does, only the passage text is matched, not its title. Recall is over the *answerable*
+questions: those with at least one passage in the collection that holds an answer.
+
+Questions: WebQuestions (Berant et al. 2013) JSON ``[{"qId", "qText", "answers"}]``, CuratedTREC
+TSV ``id, type, question, answer regex``, or any JSONL of ``{"question", "answers" |
+"answer_regex"}``. Named sets resolve under ``$TT_ZOO_DATA/odqa``; the splits:
+
+* validation = ``webquestions-val`` + ``curatedtrec-train`` (:data:`VALIDATION`): choose
+  settings on these, never train on them;
+* ``webquestions-trainmodel`` may be trained on; ``webquestions-devtest`` is for final checks;
+* the test splits of both are deliberately absent and measured elsewhere.
+
+A question whose regular expression does not compile is reported in
+:attr:`QuestionSet.skipped` and left out, never fatal. Passages are
+`tt_zoo.data.passages.word_passages` (DPR's disjoint 100-word blocks) of any article source.
+Any `tt_zoo.retrieval.search.Searcher` is scored by :func:`answer_recall`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import hashlib
+import json
+import pathlib
+import re
+import unicodedata
+from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tt_zoo.errors import TtZooError
+
+KS = (1, 5, 20, 100)
+NAMED_SETS = {
+    "webquestions-trainmodel": "webquestions/trainmodel.json",
+    "webquestions-val": "webquestions/val.json",
+    "webquestions-devtest": "webquestions/devtest.json",
+    "curatedtrec-train": "curatedtrec/curated-train.tsv",
+}
+VALIDATION = ("webquestions-val", "curatedtrec-train")
+_ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
+# Punctuation and symbols go (as SQuAD's normalize_answer drops string.punctuation), and with
+# them NFD's combining accents, which are not word characters: "Padmé" matches "Padme".
+_NOT_WORD = re.compile(r"[^\w\s]", re.UNICODE)
+_SEPARATOR = "\n"  # between passages in the searched text; no answer token holds it
+REGEX_FLAGS = re.IGNORECASE | re.UNICODE | re.MULTILINE
+
+
+class OdqaFormatError(TtZooError):
+    """A question file that cannot be read; the message names the file and the line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class OdqaQuestion:
+    """A question and its answers: strings, or one regular expression (CuratedTREC)."""
+
+    id: str
+    text: str
+    answers: Tuple[str, ...] = ()
+    answer_regex: Optional[str] = None
+
+
+@dataclasses.dataclass(frozen=True)
+class QuestionSet:
+    """The questions of one set, and those left out with the reason (e.g. a bad regex)."""
+
+    name: str
+    questions: Tuple[OdqaQuestion, ...]
+    skipped: Tuple[Tuple[str, str], ...] = ()
+
+
+# -- normalisation and matching -----------------------------------------------------------
+
+def normalize_tokens(text: str) -> List[str]:
+    """DPR's answer normalisation: NFD, lower case, punctuation (and combining accents)
+    removed, articles removed, whitespace tokens.
+
+    >>> normalize_tokens("The Rhine's  Delta, U.S.A.")
+    ['rhines', 'delta', 'usa']
+    """
+    text = _NOT_WORD.sub("", unicodedata.normalize("NFD", text).lower())
+    return _ARTICLES.sub(" ", text).split()
+
+
+def has_answer(question: OdqaQuestion, passage_text: str) -> bool:
+    """Whether one passage holds an answer (the rule of :class:`AnswerIndex`, for one text)."""
+    if question.answer_regex is not None:
+        return re.search(question.answer_regex, unicodedata.normalize("NFD", passage_text),
+                         REGEX_FLAGS) is not None
+    return bool(AnswerIndex([passage_text]).rows_with_answer(question))
+
+
+def _answer_key(answer: str) -> str:
+    tokens = normalize_tokens(answer)
+    return " " + " ".join(tokens) + " " if tokens else ""
+
+
+class AnswerIndex:
+    """Finds, for many questions at once, the passages that hold an answer.
+
+    String answers go through an inverted index of the answers' own tokens (built in one pass
+    over the passages), then an exact check of the token sequence in each candidate passage.
+    Regular expressions search one newline-joined NFD text of all passages (offsets map back
+    to rows by bisection); a leading or trailing ``.*`` is dropped first (it changes no match of
+    a search, but costs quadratic time on each line: 30 s for ``.*Eureka.*`` over 28K passages).
+    """
+
+    def __init__(self, passage_texts: Sequence[str]):
+        self._normalized = [" " + " ".join(normalize_tokens(t)) + " " for t in passage_texts]
+        self._raw_texts = [unicodedata.normalize("NFD", t).replace(_SEPARATOR, " ")
+                           for t in passage_texts]
+        self._raw_starts, position = [], 0
+        for t in self._raw_texts:
+            self._raw_starts.append(position)
+            position += len(t) + len(_SEPARATOR)
+        self._raw = _SEPARATOR.join(self._raw_texts)
+        self.num_passages = len(passage_texts)
+
+    def rows_with_answer(self, question: OdqaQuestion) -> FrozenSet[int]:
+        """The rows of the passages that hold one of the question's answers."""
+        return self.rows_with_answers([question])[0]
+
+    def rows_with_answers(self, questions: Sequence[OdqaQuestion]) -> List[FrozenSet[int]]:
+        """`rows_with_answer` of each question, sharing one pass over the passages."""
+        keys = {a: _answer_key(a) for q in questions for a in q.answers}
+        wanted = {t for key in keys.values() for t in key.split()}
+        postings: Dict[str, List[int]] = {t: [] for t in wanted}
+        if wanted:
+            for row, text in enumerate(self._normalized):
+                for token in wanted.intersection(text.split()):
+                    postings[token].append(row)
+        out = []
+        for q in questions:
+            if q.answer_regex is not None:
+                out.append(self._regex_rows(q.answer_regex))
+                continue
+            rows = set()
+            for answer in q.answers:
+                key = keys[answer]
+                if not key:
+                    continue
+                rarest = min((postings[t] for t in key.split()), key=len)
+                rows.update(r for r in rarest if key in self._normalized[r])
+            out.append(frozenset(rows))
+        return out
+
+    def _regex_rows(self, regex: str) -> FrozenSet[int]:
+        pattern = re.compile(search_equivalent(regex), REGEX_FLAGS)
+        rows = set()
+        for match in pattern.finditer(self._raw):
+            first = bisect.bisect_right(self._raw_starts, match.start()) - 1
+            last = bisect.bisect_right(self._raw_starts, max(match.start(), match.end() - 1)) - 1
+            if first == last:
+                rows.add(first)
+            else:  # the match ran across a separator: search those passages alone
+                rows.update(r for r in range(first, last + 1)
+                            if pattern.search(self._raw_texts[r]))
+        return frozenset(rows)
+
+
+def search_equivalent(regex: str) -> str:
+    """``regex`` without a leading ``.*`` or a trailing unescaped ``.*``: the same passages
+    match under ``re.search`` (``.`` may match nothing), without the quadratic scan.
+
+    >>> search_equivalent(".*Eureka.*")
+    'Eureka'
+    """
+    while regex.startswith(".*") and len(regex) > 2:
+        regex = regex[2:]
+    while regex.endswith(".*") and not regex.endswith("\\.*") and len(regex) > 2:
+        regex = regex[:-2]
+    return regex
+
+
+# -- questions ------------------------------------------------------------------------------
+
+def _check_regex(pattern: str) -> Optional[str]:
+    try:
+        re.compile(pattern, REGEX_FLAGS)
+    except re.error as e:
+        return f"answer regex {pattern!r} does not compile ({e})"
+    return None
+
+
+def _from_record(record, where: str, skipped: list) -> Optional[OdqaQuestion]:
+    if not isinstance(record, dict):
+        raise OdqaFormatError(f"{where}: expected a JSON object, got {type(record).__name__}.")
+    text = record.get("question", record.get("qText"))
+    qid = str(record.get("id", record.get("qId", where)))
+    if not isinstance(text, str) or not text.strip():
+        raise OdqaFormatError(f"{where}: expected a non-empty 'question' (or 'qText') string.")
+    if "answer_regex" in record:
+        regex = record["answer_regex"]
+        if not isinstance(regex, str) or not regex:
+            raise OdqaFormatError(f"{where}: 'answer_regex' must be a non-empty string.")
+        problem = _check_regex(regex)
+        if problem:
+            skipped.append((qid, problem))
+            return None
+        return OdqaQuestion(qid, text.strip(), answer_regex=regex)
+    answers = record.get("answers")
+    if (not isinstance(answers, list) or not answers
+            or not all(isinstance(a, str) for a in answers)):
+        raise OdqaFormatError(f"{where}: expected 'answers' (a non-empty list of strings) or "
+                              "'answer_regex'.")
+    return OdqaQuestion(qid, text.strip(), answers=tuple(answers))
+
+
+def read_questions(path, name: Optional[str] = None) -> QuestionSet:
+    """Reads WebQuestions JSON (``.json``), CuratedTREC TSV (``.tsv``) or JSONL (``.jsonl``)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise OdqaFormatError(f"question file {path} does not exist.")
+    name = name or path.stem
+    skipped: list = []
+    questions = []
+    if path.suffix == ".tsv":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            fields = line.split("\t")
+            if len(fields) != 4:
+                raise OdqaFormatError(f"{path}:{number}: expected 4 tab-separated fields (id, "
+                                      f"type, question, answer regex), got {len(fields)}.")
+            qid, _, text, regex = fields
+            question = _from_record({"id": qid, "question": text, "answer_regex": regex},
+                                    f"{path}:{number}", skipped)
+            if question:
+                questions.append(question)
+    elif path.suffix == ".json":
+        try:
+            records = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as e:
+            raise OdqaFormatError(f"{path}:{e.lineno}: not valid JSON ({e.msg}).") from e
+        if not isinstance(records, list):
+            raise OdqaFormatError(f"{path}: expected a JSON list of questions.")
+        for i, record in enumerate(records):
+            question = _from_record(record, f"{path}: item {i}", skipped)
+            if question:
+                questions.append(question)
+    elif path.suffix == ".jsonl":
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise OdqaFormatError(f"{path}:{number}: not valid JSON ({e.msg}).") from e
+            question = _from_record(record, f"{path}:{number}", skipped)
+            if question:
+                questions.append(question)
+    else:
+        raise OdqaFormatError(f"{path}: expected a .json (WebQuestions), .tsv (CuratedTREC) "
+                              "or .jsonl question file.")
+    return QuestionSet(name, tuple(questions), tuple(skipped))
+
+
+def load_question_set(name_or_path, data_dir) -> QuestionSet:
+    """A named set (:data:`NAMED_SETS`, under ``data_dir/odqa``) or a question file."""
+    if name_or_path in NAMED_SETS:
+        path = pathlib.Path(data_dir) / "odqa" / NAMED_SETS[name_or_path]
+        if not path.is_file():
+            raise OdqaFormatError(f"question set {name_or_path!r}: {path} does not exist (set "
+                                  "TT_ZOO_DATA to the shared data folder).")
+        return read_questions(path, name_or_path)
+    return read_questions(name_or_path)
+
+
+# -- the collection and the metric -----------------------------------------------------------
+
+@dataclasses.dataclass
+class Collection:
+    """The passages searched: ids ("title#i"), titles and texts, in row order."""
+
+    ids: List[str]
+    titles: List[str]
+    texts: List[str]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def bm25_texts(self) -> List[str]:
+        """What BM25 indexes: "title text"."""
+        return [f"{t} {x}" for t, x in zip(self.titles, self.texts)]
+
+
+def passage_collection(articles, words: int = 100, limit_articles: Optional[int] = None,
+                       progress: bool = False) -> Collection:
+    """Every article of a source (any `read_articles` takes) cut into ``words``-word passages."""
+    from tt_zoo.data.article_sources import read_articles  # noqa: PLC0415
+    from tt_zoo.data.passages import word_passages  # noqa: PLC0415
+
+    ids, titles, texts = [], [], []
+    for n, article in enumerate(read_articles(articles, progress=progress)):
+        if limit_articles is not None and n >= limit_articles:
+            break
+        for p in word_passages(article, words):
+            ids.append(p.doc_id)
+            titles.append(p.title)
+            texts.append(p.text)
+    if not ids:
+        raise ValueError(f"passage_collection: no passages in {articles!r}.")
+    return Collection(ids, titles, texts)
+
+
+@dataclasses.dataclass(frozen=True)
+class AnswerSets:
+    """The questions of a set that the collection can answer, and their answer rows."""
+
+    name: str
+    questions: Tuple[OdqaQuestion, ...]
+    rows: Tuple[FrozenSet[int], ...]
+    num_questions: int
+    skipped: Tuple[Tuple[str, str], ...]
+
+    @property
+    def num_answerable(self) -> int:
+        return len(self.questions)
+
+
+def answerable(question_set: QuestionSet, index: AnswerIndex) -> AnswerSets:
+    """Keeps the questions with at least one passage that holds an answer."""
+    return _keep_answerable(question_set, index.rows_with_answers(question_set.questions))
+
+
+def _keep_answerable(question_set: QuestionSet, rows) -> AnswerSets:
+    kept = [(q, r) for q, r in zip(question_set.questions, rows) if r]
+    return AnswerSets(question_set.name, tuple(q for q, _ in kept), tuple(r for _, r in kept),
+                      len(question_set.questions), question_set.skipped)
+
+
+def _digest(collection: Collection, question_set: QuestionSet) -> str:
+    """sha256 of the passages (ids, texts) and the questions (ids, answers, regexes)."""
+    h = hashlib.sha256()
+    for part in (collection.ids, collection.texts):
+        for item in part:
+            h.update(item.encode("utf-8"))
+            h.update(b"\x1f")
+    h.update(json.dumps([dataclasses.astuple(q) for q in question_set.questions]).encode())
+    return h.hexdigest()[:24]
+
+
+def answer_recall(ranked_rows, answer_rows: Sequence[FrozenSet[int]],
+                  ks: Sequence[int] = KS) -> Dict[str, float]:
+    """Top-k answer recall: the fraction of questions with an answer-holding passage among
+    their first k rows (``ranked_rows`` ``[num_questions, >= max(ks)]``, -1 padding a short
+    result, as `SearchResult.rows`).
+
+    >>> answer_recall([[4, 2, -1], [0, 1, 3]], [frozenset({2}), frozenset({7})], ks=(1, 2))
+    {'R@1': 0.0, 'R@2': 0.5}
+    """
+    ranked = np.asarray(ranked_rows)
+    if ranked.ndim != 2 or ranked.shape[0] != len(answer_rows):
+        raise ValueError(f"answer_recall: ranked_rows must be [{len(answer_rows)}, k] "
+                         f"(got shape {ranked.shape}).")
+    if ranked.shape[1] < max(ks):
+        raise ValueError(f"answer_recall: {ranked.shape[1]} ranked rows per question, fewer "
+                         f"than k = {max(ks)}.")
+    first = np.full(len(answer_rows), np.inf)
+    for i, (row, gold) in enumerate(zip(ranked, answer_rows)):
+        hits = [rank for rank, r in enumerate(row) if r >= 0 and int(r) in gold]
+        if hits:
+            first[i] = hits[0]
+    return {f"R@{k}": float(np.mean(first < k)) if len(first) else 0.0 for k in ks}
+
+
+def evaluate_sets(searcher, queries_for, sets: Sequence[AnswerSets],
+                  ks: Sequence[int] = KS) -> Dict[str, dict]:
+    """Answer recall of one `Searcher` on each set and on their union (``"all"``).
+
+    Args:
+      searcher: any `tt_zoo.retrieval.search.Searcher` over the collection's rows.
+      queries_for: maps a list of question texts to what ``searcher.search`` takes (the texts
+        for BM25, the query embeddings for a dense searcher).
+    """
+    out = {}
+    union_rows, union_gold = [], []
+    for s in sets:
+        if not s.questions:
+            out[s.name] = {"num_questions": s.num_questions, "answerable": 0,
+                           "skipped": len(s.skipped)}
+            continue
+        result = searcher.search(queries_for([q.text for q in s.questions]), max(ks))
+        rows = np.full((len(s.questions), max(ks)), -1, np.int64)
+        rows[:, :result.rows.shape[1]] = result.rows
+        out[s.name] = {"num_questions": s.num_questions, "answerable": s.num_answerable,
+                       "skipped": len(s.skipped), **answer_recall(rows, s.rows, ks)}
+        union_rows.append(rows)
+        union_gold.extend(s.rows)
+    if len(sets) > 1 and union_rows:
+        out["all"] = {"num_questions": sum(s.num_questions for s in sets),
+                      "answerable": len(union_gold), "skipped": sum(len(s.skipped) for s in sets),
+                      **answer_recall(np.concatenate(union_rows), union_gold, ks)}
+    return out
+
+
+# -- searchers and the whole benchmark --------------------------------------------------------
+
+def bm25_searcher(collection: Collection):
+    """BM25 (bm25s, the package's default settings) over "title text" of every passage."""
+    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415
+
+    return BM25Retriever(collection.bm25_texts, ids=collection.ids)
+
+
+def dense_searcher(model, collection: Collection, cache_path=None, progress: bool = False):
+    """Exact inner-product search over `model`'s passage embeddings psi(title, text), encoded
+    to ``cache_path`` (resumable, `open_domain.encode_documents_to_file`) or in memory."""
+    from tt_zoo.retrieval.search import ExactSearcher  # noqa: PLC0415
+
+    if cache_path is None:
+        embeddings = model.encode_documents(collection.texts, titles=collection.titles)
+    else:
+        from tt_zoo.retrieval.open_domain import encode_documents_to_file  # noqa: PLC0415
+        embeddings = np.asarray(encode_documents_to_file(
+            model, collection.texts, collection.titles, cache_path, progress=progress))
+    return ExactSearcher(embeddings, collection.ids)
+
+
+@dataclasses.dataclass
+class Benchmark:
+    """A collection, its answer index and the answerable questions of each set: built once,
+    then any number of searchers are scored on it (:meth:`score`)."""
+
+    collection: Collection
+    sets: List[AnswerSets]
+    source: str
+    words: int
+
+    @classmethod
+    def build(cls, articles, question_sets: Sequence[QuestionSet], words: int = 100,
+              limit_articles: Optional[int] = None, progress: bool = False,
+              cache_dir=None) -> "Benchmark":
+        """Cuts the passages and finds each question's answer rows. With ``cache_dir``, the
+        answer rows are kept there, keyed by a sha256 of the passages and of the questions
+        (the CuratedTREC regular expressions take minutes over 130K passages)."""
+        collection = passage_collection(articles, words, limit_articles, progress)
+        index = None
+        sets = []
+        for question_set in question_sets:
+            cache = None
+            if cache_dir is not None:
+                cache = pathlib.Path(cache_dir) / f"answers-{_digest(collection, question_set)}.json"
+            if cache is not None and cache.is_file():
+                stored = json.loads(cache.read_text())
+                rows = [frozenset(stored[q.id]) for q in question_set.questions]
+                sets.append(_keep_answerable(question_set, rows))
+                continue
+            index = index or AnswerIndex(collection.texts)
+            found = answerable(question_set, index)
+            sets.append(found)
+            if cache is not None:
+                from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+                rows = dict(zip((q.id for q in found.questions), map(sorted, found.rows)))
+                write_json(cache, {q.id: rows.get(q.id, []) for q in question_set.questions})
+        return cls(collection, sets, str(articles), words)
+
+    def score(self, searcher, queries_for=lambda texts: texts, ks: Sequence[int] = KS) -> dict:
+        return evaluate_sets(searcher, queries_for, self.sets, ks)
+
+    def score_model(self, model, cache_path=None, ks: Sequence[int] = KS,
+                    progress: bool = False) -> dict:
+        searcher = dense_searcher(model, self.collection, cache_path, progress)
+        return self.score(searcher, model.encode_queries, ks)
+
+    def describe(self) -> dict:
+        return {"source": self.source, "passage_words": self.words,
+                "num_passages": len(self.collection),
+                "sets": {s.name: {"num_questions": s.num_questions,
+                                  "answerable": s.num_answerable,
+                                  "skipped": [list(x) for x in s.skipped]} for s in self.sets}}
+
+
+def validation_benchmark(data_dir, articles=None, progress: bool = False,
+                         cache_dir=None) -> Benchmark:
+    """The validation questions (:data:`VALIDATION`) over ``data_dir/wikispeedia`` (or
+    ``articles``), 100-word passages."""
+    data_dir = pathlib.Path(data_dir)
+    sets = [load_question_set(name, data_dir) for name in VALIDATION]
+    return Benchmark.build(articles or data_dir / "wikispeedia", sets, progress=progress,
+                           cache_dir=cache_dir)
