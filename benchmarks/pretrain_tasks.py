@@ -15,7 +15,8 @@ A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWE
 ``:vocab=PATH`` for a vocabulary other than the shipped 8K one.
 Each cell trains with `recipes/pretrain.py` in its own process (checkpointed: a rerun resumes,
 a finished cell is not retrained), on pairs made once by `recipes/make_pairs.py` (128 a page,
-passages of at most 96 words, as the shipped models'). Training CPU time is the pretraining
+passages of at most 96 words, as the shipped models'; Table 1 counted in whitespace words, as
+WordPiece counts of 0.5M pairs cost ~10 min a set). Training CPU time is the pretraining
 process's own (all threads, evaluations excluded: `training.loop.ZeroShotReqaCurve`), so cells
 compare at equal CPU time even when other jobs share the machine. Results per cell land in
 runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}.
@@ -70,7 +71,9 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return "+".join(LABELS[t] for t in self.tasks.split("_"))
+        tasks = "+".join(LABELS[t] for t in self.tasks.split("_"))
+        return tasks + (f" ({pathlib.Path(self.vocab).parent.name} vocabulary)" if self.vocab
+                        else "")
 
 
 def run(command, log):
@@ -87,8 +90,7 @@ def pairs_dir(tasks: str) -> pathlib.Path:
     if not (out / "stats.json").is_file():
         run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
              "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
-             "--max-doc-tokens", MAX_DOC_WORDS, "--vocab", REPO / "saved_models/vocab/vocab.txt",
-             "--output", out, "--no-progress"], REPO / "runs" / "pairs" / f"{tasks}.log")
+             "--max-doc-tokens", MAX_DOC_WORDS, "--output", out, "--no-progress"], REPO / "runs" / "pairs" / f"{tasks}.log")
     return out
 
 
@@ -145,6 +147,10 @@ def main(argv=None):
     p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "pretrain_tasks")
     args = p.parse_args(argv)
     cells = [Cell(c) for c in args.cell]
+    bm25 = REPO / "runs" / "grid" / "bm25_reqa.json"
+    if not args.train_only and not bm25.is_file():
+        run([sys.executable, REPO / "benchmarks" / "pretrain_tasks_eval.py", "bm25_reqa", "-",
+             bm25], bm25.with_suffix(".log"))
     rows = []
     for cell in cells:
         work = REPO / "runs" / "grid" / cell.name

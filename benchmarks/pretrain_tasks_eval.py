@@ -2,6 +2,7 @@
 `benchmarks/pretrain_tasks.py` (run in its own process so the grid's memory stays flat).
 
   python benchmarks/pretrain_tasks_eval.py odqa|reqa|open_domain_reqa EXPORT OUT.json
+  python benchmarks/pretrain_tasks_eval.py bm25_reqa - OUT.json   # BM25's row of the ReQA column
 """
 
 from __future__ import annotations
@@ -24,6 +25,16 @@ def reqa_benchmark(model) -> dict:
     out = metrics.evaluate_encoder(model, squad)
     return {"num_questions": out["num_queries"], "num_candidates": out["num_candidates"],
             **out["exact"]}
+
+
+def bm25_reqa_benchmark(_) -> dict:
+    """BM25 on the same ReQA-SQuAD(dev) setting as `reqa_benchmark` (all questions)."""
+    from tt_zoo.retrieval import bm25, reqa
+
+    squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
+    out = bm25.evaluate_bm25(squad)
+    return {"num_questions": out["num_queries"], "num_candidates": out["num_candidates"],
+            **out["exact"], "settings": out["settings"]}
 
 
 def open_domain_reqa_benchmark(model) -> dict:
@@ -61,9 +72,9 @@ def main(argv=None):
     from tt_zoo.atomic_io import write_json
 
     WORK.mkdir(parents=True, exist_ok=True)
-    model = tt_zoo.load(export)
+    model = None if bench == "bm25_reqa" else tt_zoo.load(export)
     t = time.perf_counter()
-    result = {"reqa": reqa_benchmark, "odqa": odqa_benchmark,
+    result = {"reqa": reqa_benchmark, "odqa": odqa_benchmark, "bm25_reqa": bm25_reqa_benchmark,
               "open_domain_reqa": open_domain_reqa_benchmark}[bench](model)
     result["seconds"] = round(time.perf_counter() - t, 1)
     write_json(out, result)

@@ -14,15 +14,18 @@ def _pct(value) -> str:
 
 
 def _baselines() -> dict:
-    """BM25's rows, measured by the same benchmarks (results/odqa.json, results/open_domain.json,
-    the shipped cards' ReQA numbers via benchmarks/bm25_reqa.py's settings)."""
+    """BM25's rows, measured by the same benchmarks: results/odqa.json, results/open_domain.json
+    and ReQA over all questions (`pretrain_tasks_eval.py bm25_reqa`, cached in runs/grid/)."""
     out = {}
+    reqa = REPO / "runs" / "grid" / "bm25_reqa.json"
+    if reqa.is_file():
+        out["reqa"] = json.loads(reqa.read_text())
     odqa = REPO / "results" / "odqa.json"
     if odqa.is_file():
         out["odqa"] = json.loads(odqa.read_text()).get("bm25", {})
     open_domain = REPO / "results" / "open_domain.json"
     if open_domain.is_file():
-        out["open_domain_reqa"] = json.loads(open_domain.read_text())["bm25"]["exact"]
+        out["open_domain_reqa"] = json.loads(open_domain.read_text())["bm25"]  # R@k at its top
     return out
 
 
@@ -47,6 +50,9 @@ def format_report(rows, baselines) -> str:
              "- **open-domain ReQA**: the same questions against 578K candidates (ReQA's + "
              "Wikispeedia's), for the cells named (4-5 min a BoW-MLP, ~50 min a tiny BERT "
              "here; – = not measured).", "",
+             "A warm-started cell continues from the named cell's export with its own schedule "
+             "(warm-up and decay again); its CPU minutes are the continuation's only, so its "
+             "total is the sum with the named cell's.", "",
              "| tower | pretraining | steps x batch | warm start | train CPU min | ODQA R@1 | "
              "R@5 | R@20 | R@100 | ReQA R@1 | ReQA R@100 | open-domain ReQA R@100 |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -54,7 +60,8 @@ def format_report(rows, baselines) -> str:
     if bm25_odqa:
         lines.append("| BM25 | – | – | – | – | " + " | ".join(_pct(bm25_odqa.get(k))
                                                              for k in ODQA_KS)
-                     + " | 67.4 | 97.6 | "
+                     + f" | {_pct(baselines.get('reqa', {}).get('R@1'))}"
+                     + f" | {_pct(baselines.get('reqa', {}).get('R@100'))} | "
                      + _pct(baselines.get("open_domain_reqa", {}).get("R@100")) + " |")
     for r in rows:
         o = _odqa(r.get("odqa"))
@@ -69,10 +76,11 @@ def format_report(rows, baselines) -> str:
 
 def pair_statistics(rows) -> str:
     """Table 1 of Chang et al. 2020 for each pair set the cells trained on (its stats.json)."""
-    lines = ["", "Pair sets (Table 1's statistics, WordPiece tokens of the shipped 8K "
-             "vocabulary; `recipes/make_pairs.py --pairs-per-article 128 --max-doc-tokens 96`):",
-             "", "| pair set | task | #pairs | #tokens | avg query tokens | avg doc tokens | "
-             "skipped slots |", "|---|---|---|---|---|---|---|"]
+    lines = ["", "Pair sets (Table 1's statistics; `recipes/make_pairs.py --pairs-per-article "
+             "128 --max-doc-tokens 96`; tokens are whitespace words, or WordPiece tokens of the "
+             "shipped 8K vocabulary where the unit says so):",
+             "", "| pair set | task | #pairs | #tokens | unit | avg query tokens | avg doc tokens | "
+             "skipped slots |", "|---|---|---|---|---|---|---|---|"]
     for tasks in dict.fromkeys(r["tasks"] for r in rows):
         path = REPO / "runs" / "pairs" / f"{tasks}_128" / "stats.json"
         if not path.is_file():
@@ -82,6 +90,7 @@ def pair_statistics(rows) -> str:
         for task, t in stats["tasks"].items():
             skipped = sum(v for k, v in counters.items() if k.startswith(f"{task}_skipped"))
             lines.append(f"| {tasks} | {task} | {t['num_pairs']:,} | {t['num_tokens']:,} | "
+                         f"{stats.get('token_unit', '?')} | "
                          f"{t['avg_query_tokens']:.1f} | {t['avg_doc_tokens']:.1f} | "
                          f"{skipped:,} |")
     return "\n".join(lines) + "\n"
@@ -94,10 +103,15 @@ def plot(rows, path: pathlib.Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    final_cpu = {r["cell"]: r["curve"][-1]["train_cpu_seconds"] for r in rows}
     for r in rows:
         points = r["curve"]
         label = f"{'BoW-MLP' if r['tower'] == 'bow_mlp' else 'BERT'} {r['label']}"
-        axes[0].plot([p["train_cpu_seconds"] / 60 for p in points],
+        # A warm start's curve goes on from its source cell's CPU time (cumulative compute).
+        offset = final_cpu.get(r["warm_start"], 0.0) if r["warm_start"] else 0.0
+        if r["warm_start"]:
+            label += f", {r['steps']:,} more steps (warm start)"
+        axes[0].plot([(offset + p["train_cpu_seconds"]) / 60 for p in points],
                      [100 * p["R@100"] for p in points], marker="o", label=label)
     axes[0].set_xlabel("training CPU minutes")
     axes[0].set_ylabel("ReQA R@100 (2,000 questions, zero-shot)")

@@ -324,12 +324,12 @@ def _pct(metrics: Optional[dict], column: str) -> str:
 
 def _row_label(name: str, row: dict) -> str:
     encoder = "BoW-MLP" if row["encoder"] == "bow_mlp" else "Transformer"
-    label = f"{encoder}, {label(row['pretraining'])}"
+    text = f"{encoder}, {label(row['pretraining'])}"
     if row["embedding_dim"] != 512:
-        label += f", dim {row['embedding_dim']}"
+        text += f", dim {row['embedding_dim']}"
     if name.endswith("(flagship)"):
-        label += f" (flagship, {row['train_steps']:,} steps)"
-    return label
+        text += f" (flagship, {row['train_steps']:,} steps)"
+    return text
 
 
 def _budget_header(grid: dict) -> str:
