@@ -38,8 +38,6 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
 PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
 PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
-LABELS = {"ict": "ICT", "bfs": "BFS", "wlp": "WLP", "crop": "crop", "span": "span",
-          "qgen": "qgen"}
 
 
 class Cell:
@@ -71,7 +69,9 @@ class Cell:
 
     @property
     def label(self) -> str:
-        tasks = "+".join(LABELS[t] for t in self.tasks.split("_"))
+        from tt_zoo.cli.reproduce import label  # the tables' names of a mix; no TensorFlow
+
+        tasks = label(self.tasks)
         return tasks + (f" ({pathlib.Path(self.vocab).parent.name} vocabulary)" if self.vocab
                         else "")
 
