@@ -90,7 +90,8 @@ def pairs_dir(tasks: str) -> pathlib.Path:
     if not (out / "stats.json").is_file():
         run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
              "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
-             "--max-doc-tokens", MAX_DOC_WORDS, "--output", out, "--no-progress"], REPO / "runs" / "pairs" / f"{tasks}.log")
+             "--max-doc-tokens", MAX_DOC_WORDS, "--output", out, "--no-progress"],
+            REPO / "runs" / "pairs" / f"{tasks}.log")
     return out
 
 
