@@ -87,6 +87,7 @@ def record(out: dict) -> None:
     """Each scored shipped model's answer recall into its card (beside its other numbers; the
     weights' manifest is unchanged) and its top-20 into the shipped-model list."""
     from tt_zoo.atomic_io import write_json
+    from tt_zoo.retrieval import odqa
     from tt_zoo.serving.export import update_metadata
     from tt_zoo.serving.registry import REGISTRY, SHIPPED_FILE
 
@@ -96,14 +97,8 @@ def record(out: dict) -> None:
             continue
         path = REGISTRY[name].artifact_path
         meta = json.loads((path / "metadata.json").read_text())
-        tables = dict(meta.get("metrics", {}))
-        for set_name, recall in per_set.items():
-            what = ("validation (WebQuestions val + CuratedTREC train)" if set_name == "all"
-                    else set_name)
-            tables[f"ODQA answer recall zero-shot, {what}, {recall['answerable']:,} answerable "
-                   f"of {recall['num_questions']:,} questions, "
-                   f"{out['benchmark']['num_passages']:,} 100-word Wikispeedia passages (%)"] = {
-                k: round(100 * v, 2) for k, v in recall.items() if k.startswith("R@")}
+        tables = {k: v for k, v in meta.get("metrics", {}).items() if not k.startswith("ODQA")}
+        tables.update(odqa.card_tables(per_set, out["benchmark"]["num_passages"]))
         update_metadata(path, metrics=tables)
         shipped[name].setdefault("metrics", {})["ODQA validation R@20"] = round(
             100 * per_set["all"]["R@20"], 2)

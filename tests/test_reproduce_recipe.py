@@ -51,7 +51,8 @@ def test_successor_variants_are_cells_with_labels_and_odqa_in_cards(recipe):
     assert recipe.label("ict_bfs_wlp") == "ICT+BFS+WLP" and recipe.label("crop") == "crop"
     metrics = {c: 0.5 for c in recipe.COLUMNS} | {"num_queries": 10}
     row = {"zero_shot": {"1%": metrics}, "finetuned": {},
-           "odqa": {"all": {"answerable": 944, "R@1": 0.1, "R@20": 0.4567}}}
+           "odqa": {"num_passages": 130638, "sets": {
+               "all": {"num_questions": 1185, "answerable": 944, "R@1": 0.1, "R@20": 0.4567}}}}
     tables = recipe.card_metrics(row, {"1%": metrics})
     odqa = [k for k in tables if k.startswith("ODQA")]
     assert len(odqa) == 1 and "944 answerable" in odqa[0]

@@ -304,7 +304,7 @@ def collect(cells: List[str], runs: pathlib.Path, budget: GridBudget, splits) ->
                "train_wall_time_s": meta.get("train_wall_time_s"),
                "final_loss": meta.get("final_loss"), "zero_shot": {}, "finetuned": {}}
         # Open-domain QA answer recall (`benchmarks/pretrain_tasks_eval.py odqa`), if measured.
-        row["odqa"] = (_read_json(result_dir / "odqa.json") or {}).get("sets")
+        row["odqa"] = _read_json(result_dir / "odqa.json")
         zero_shot = _read_json(result_dir / "zero_shot.json") or {}
         row["zero_shot"] = {k: v["exact"] for k, v in zero_shot.items()}
         for fraction in splits:
@@ -480,14 +480,11 @@ def card_metrics(row: dict, bm25: dict) -> dict:
                    f"{tuned['steps_run']} steps), {where} (%)"] = {
                 c: round(100 * tuned[c], 2) for c in COLUMNS}
         tables[f"BM25, {where} (%)"] = {c: round(100 * bm25[split][c], 2) for c in COLUMNS}
-    for name, recall in (row.get("odqa") or {}).items():
-        tables[f"ODQA answer recall zero-shot, {ODQA_SETS.get(name, name)}, "
-               f"{recall['answerable']:,} answerable questions, 100-word Wikispeedia passages "
-               "(%)"] = {k: round(100 * v, 2) for k, v in recall.items() if k.startswith("R@")}
+    if row.get("odqa"):
+        from tt_zoo.retrieval.odqa import card_tables  # noqa: PLC0415 (numpy only)
+
+        tables.update(card_tables(row["odqa"]["sets"], row["odqa"]["num_passages"]))
     return tables
-
-
-ODQA_SETS = {"all": "validation (WebQuestions val + CuratedTREC train)"}
 
 
 def provenance(row: dict, meta: dict) -> str:
@@ -563,7 +560,8 @@ def stage_ship(cells: List[str], args) -> None:
                                                      ("fine-tuned", row["finetuned"]))
                              for split, m in per_split.items()}}
         if row.get("odqa"):
-            entry["metrics"]["ODQA validation R@20"] = round(100 * row["odqa"]["all"]["R@20"], 2)
+            entry["metrics"]["ODQA validation R@20"] = round(
+                100 * row["odqa"]["sets"]["all"]["R@20"], 2)
         elif "ODQA validation R@20" in shipped.get(variant, {}).get("metrics", {}):
             entry["metrics"]["ODQA validation R@20"] = shipped[variant]["metrics"][
                 "ODQA validation R@20"]

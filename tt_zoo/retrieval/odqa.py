@@ -404,6 +404,20 @@ def evaluate_sets(searcher, queries_for, sets: Sequence[AnswerSets],
     return out
 
 
+SET_DESCRIPTIONS = {"all": "validation (WebQuestions val + CuratedTREC train)"}
+
+
+def card_tables(per_set: Dict[str, dict], num_passages: int) -> Dict[str, Dict[str, float]]:
+    """A model card's tables (title -> {R@k: %}) of one model's answer recall per question set
+    (`evaluate_sets`'s dict): the one wording both the ship stage and `benchmarks/odqa.py`
+    write, so a card never holds the same measurement twice."""
+    return {f"ODQA answer recall zero-shot, {SET_DESCRIPTIONS.get(name, name)}, "
+            f"{recall['answerable']:,} answerable of {recall['num_questions']:,} questions, "
+            f"{num_passages:,} 100-word Wikispeedia passages (%)":
+            {k: round(100 * v, 2) for k, v in recall.items() if k.startswith("R@")}
+            for name, recall in per_set.items()}
+
+
 # -- searchers and the whole benchmark --------------------------------------------------------
 
 def bm25_searcher(collection: Collection):
