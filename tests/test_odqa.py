@@ -138,3 +138,15 @@ def test_the_command_on_a_tiny_corpus_with_bm25(tmp_path, capsys):
                           "--cache-dir", str(tmp_path / "cache"), "--no-progress"])
     assert again["results"] == out["results"]
     assert "Broken" not in capsys.readouterr().out
+
+
+def test_the_command_table_aligns_counts_wider_than_the_set_name():
+    # "all" (3 letters) over 3,026 answerable questions once made a negative pad width, a
+    # ValueError after the whole run; the count now sits under its "SET (n)" header.
+    from tt_zoo.cli.odqa import format_table
+
+    results = {"BM25": {"all": {"answerable": 3026, "R@1": 0.25, "R@5": 0.5}}}
+    head, rule, row = format_table(results, (1, 5)).splitlines()
+    assert head == "retriever    | all (n)    R@1    R@5"
+    assert row == "BM25         |  (3026)   25.0   50.0"
+    assert head.index("R@1") + 3 == row.index("25.0") + 4

@@ -77,7 +77,8 @@ def format_table(results: dict, ks) -> str:
         cells = []
         for s in sets:
             r = per_set[s]
-            cells.append(f" | {'':<{len(s) - len(str(r['answerable']))}}({r['answerable']})"
+            pad = max(0, len(f"{s} (n)") - len(f"({r['answerable']})"))  # align under "SET (n)"
+            cells.append(f" | {'':<{pad}}({r['answerable']})"
                          + "".join(f" {100 * r.get(f'R@{k}', 0):>6.1f}" for k in ks))
         lines.append(f"{name:<{width}}" + "".join(cells))
     return "\n".join(lines)
