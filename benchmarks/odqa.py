@@ -52,7 +52,7 @@ def report(out: dict) -> str:
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", default=None,
-                   help="models to score (default: every shipped model)")
+                   help="models to score (default: every shipped two-tower model)")
     p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "odqa")
     p.add_argument("--record", action="store_true",
                    help="write each shipped model's numbers into its card and its top-20 into "
@@ -62,7 +62,8 @@ def main(argv=None):
     from tt_zoo.cli import odqa as odqa_cli
     from tt_zoo.serving.registry import list_models
 
-    models = args.model if args.model is not None else list_models(shipped_only=True)
+    models = (args.model if args.model is not None
+              else list_models(shipped_only=True, kind="two_tower"))
     argv = ["--bm25", "--no-progress", "--cache-dir", str(REPO / "runs" / "odqa_cache")]
     for m in models:
         argv += ["--model", m]

@@ -3,11 +3,13 @@ model and its pairs, hand-made data. Test modules import from here (and fixtures
 conftest.py), never from one another."""
 
 import importlib
+import importlib.util
 import json
 import pathlib
 import signal
 import string
 import subprocess
+import sys
 import time
 from typing import NamedTuple
 
@@ -282,6 +284,54 @@ def assert_matches_golden(golden: dict, query_embeddings, document_embeddings):
     np.testing.assert_allclose(q @ d.T, golden["scores"], atol=1e-5)
 
 
+def assert_matches_token_golden(golden: dict, query_tokens, document_tokens, scores):
+    """A late-interaction model's outputs for the golden texts equal the pinned ones: the token
+    counts, the first 3 token vectors' first 8 dims, every MaxSim score."""
+    assert [len(v) for v in query_tokens] == golden["query_token_counts"]
+    assert [len(v) for v in document_tokens] == golden["document_token_counts"]
+    for got, pinned in ((query_tokens, golden["query_tokens_first3x8"]),
+                        (document_tokens, golden["document_tokens_first3x8"])):
+        for vectors, expected in zip(got, pinned):
+            np.testing.assert_allclose(np.asarray(vectors)[:3, :8], expected, atol=1e-5)
+    np.testing.assert_allclose(scores, golden["scores"], atol=1e-4)
+
+
+def assert_matches_term_golden(golden: dict, term_weights, atol: float = 2e-4):
+    """A term-weight model's `TermWeights` of the golden passages equal the pinned ones: the
+    same terms, each weight within `atol` (pinned to 4 decimals), and the pinned top terms first
+    (a term whose weight ties the last of them within `atol` may stand in for it)."""
+    assert len(term_weights) == len(golden["terms"])
+    for weights, pinned, top in zip(term_weights, golden["terms"], golden["top_terms"]):
+        got = dict(weights.weights)
+        assert sorted(got) == [t for t, _ in pinned]
+        np.testing.assert_allclose([got[t] for t, _ in pinned], [w for _, w in pinned],
+                                   atol=atol)
+        ranked = sorted(got, key=lambda t: (-got[t], t))
+        floor = got[ranked[len(top) - 1]] - atol
+        assert set(top) <= {t for t in got if got[t] >= floor}, (top, ranked[:len(top)])
+
+
+def golden_regenerator():
+    """tests/golden/regenerate.py as a module (its `golden_of`, `main(argv)`)."""
+    spec = importlib.util.spec_from_file_location("golden_regenerate",
+                                                  GOLDEN_DIR / "regenerate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_colbert(embedding_dim: int = 8, **kwargs):
+    """A seeded late-interaction (ColBERT) model: 1 layer, hidden 16, token vectors of
+    `embedding_dim`, queries 12, documents 24."""
+    import tensorflow as tf
+    from tt_zoo.modeling.late_interaction_model import build_late_interaction_model
+    tf.keras.utils.set_random_seed(0)
+    return build_late_interaction_model(tiny_vocab(), embedding_dim=embedding_dim, size=None,
+                                        num_layers=1, hidden_size=16, num_attention_heads=2,
+                                        inner_dim=32, query_length=12, document_length=24,
+                                        **kwargs)
+
+
 def kill_at_first_checkpoint(command, checkpoints: pathlib.Path) -> int:
     """Starts `command` (a pretraining run) and SIGKILLs it once its first checkpoint is complete:
     a real kill, no cleanup and no final save. Returns the process's exit code."""
@@ -326,3 +376,34 @@ def tokenized_batch(model, hard_negatives=0):
         inputs[F.HARD_NEGATIVE_SAMPLING_PROBS] = tf.constant(
             rng.uniform(0.05, 0.3, n).astype("float32"))
     return inputs
+
+
+def graph_ops(saved_model_dir) -> dict:
+    """The ops of a SavedModel's graphs outside TensorFlow core, found in a fresh process:
+    {"text": those tensorflow-text registers, "other": the rest (the op whitelist: TF Serving
+    with tensorflow-text serves a graph whose "other" is empty), "signatures": its names}."""
+    script = f"""
+import json
+from tensorflow.core.framework import op_def_pb2
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow.python.client import pywrap_tf_session as c_api
+def registered_ops():
+    buffer = c_api.TF_GetAllOpList()
+    ops = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
+    c_api.TF_DeleteBuffer(buffer)
+    return {{op.name for op in ops.op}}
+core = registered_ops()
+import tensorflow_text
+text = registered_ops() - core
+proto = saved_model_pb2.SavedModel()
+proto.ParseFromString(open({str(pathlib.Path(saved_model_dir) / 'saved_model.pb')!r}, 'rb').read())
+graph = proto.meta_graphs[0].graph_def
+used = {{n.op for n in graph.node}} | {{n.op for f in graph.library.function for n in f.node_def}}
+used -= {{f.signature.name for f in graph.library.function}}
+print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & text),
+                  "signatures": sorted(proto.meta_graphs[0].signature_def)}}))
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])

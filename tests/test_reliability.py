@@ -16,7 +16,7 @@ import tensorflow as tf
 
 import tt_zoo
 from conftest import REPO_ROOT
-from helpers import load_recipe, pair_dataset, tiny_model
+from helpers import graph_ops, load_recipe, pair_dataset, tiny_model
 from tt_zoo import atomic_io
 from tt_zoo.serving import export
 from tt_zoo.data import pairs_io
@@ -262,32 +262,7 @@ def test_an_export_without_sha256_or_with_truncated_weights_is_refused(exported,
 def test_serving_default_and_only_core_or_text_ops(exported):
     """11. TF Serving's default signature is encode_query, and the graphs use only TensorFlow
     core and tensorflow-text ops (the set a TF Serving build with tensorflow-text links)."""
-    script = f"""
-import json, tensorflow as tf
-from tensorflow.core.framework import op_def_pb2
-from tensorflow.core.protobuf import saved_model_pb2
-from tensorflow.python.client import pywrap_tf_session as c_api
-def registered_ops():
-    buffer = c_api.TF_GetAllOpList()
-    ops = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
-    c_api.TF_DeleteBuffer(buffer)
-    return {{op.name for op in ops.op}}
-core = registered_ops()
-import tensorflow_text
-text = registered_ops() - core
-proto = saved_model_pb2.SavedModel()
-proto.ParseFromString(open({str(exported.path / 'saved_model.pb')!r}, 'rb').read())
-graph = proto.meta_graphs[0].graph_def
-used = {{n.op for n in graph.node}} | {{n.op for f in graph.library.function for n in f.node_def}}
-used -= {{f.signature.name for f in graph.library.function}}
-sigs = sorted(proto.meta_graphs[0].signature_def)
-print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & text),
-                  "signatures": sigs}}))
-"""
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    found = json.loads(proc.stdout.strip().splitlines()[-1])
+    found = graph_ops(exported.path)
     assert found["other"] == [], found["other"]
     assert found["text"], "the tokenizer's tensorflow-text ops should be in the graph"
     assert "serving_default" in found["signatures"]

@@ -1,4 +1,5 @@
-"""Every model shipped in saved_models/: golden outputs, a complete card, a sane retriever."""
+"""Every model shipped in saved_models/, by its kind: golden outputs, a complete card with a
+measured table, a sane retriever; and the size budget."""
 
 import json
 import pathlib
@@ -7,36 +8,88 @@ import numpy as np
 import pytest
 
 import tt_zoo
-from helpers import assert_matches_golden, read_golden
+from helpers import (assert_matches_golden, assert_matches_term_golden,
+                     assert_matches_token_golden, read_golden)
+from tt_zoo.serving.export import table_rows
+from tt_zoo.serving.registry import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 SHIPPED = tt_zoo.list_models(shipped_only=True)
+# Loaded with tt_zoo.load: one vector per text, or one per token (ColBERT).
+MODELS = [n for n in SHIPPED if tt_zoo.get_spec(n).kind in (TWO_TOWER, LATE_INTERACTION)]
+TERM_MODELS = tt_zoo.list_models(shipped_only=True, kind=TERM_WEIGHTS)
 METRICS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
+RECALLS = ("R@1", "R@5", "R@10", "R@20", "R@50", "R@100")
 
 
-@pytest.fixture(scope="module", params=SHIPPED)
+@pytest.fixture(scope="module", params=MODELS)
 def shipped(request):
     return request.param, tt_zoo.load(request.param)
+
+
+@pytest.fixture(scope="module", params=TERM_MODELS)
+def term_weighter(request):
+    return request.param, tt_zoo.load_term_weighter(request.param)
 
 
 def test_golden_outputs(shipped):
     name, model = shipped
     golden = read_golden(name)
-    assert_matches_golden(golden, model.encode_queries(golden["queries"]),
-                          model.encode_documents(golden["passages"], titles=golden["titles"]))
+    if tt_zoo.get_spec(name).kind == LATE_INTERACTION:
+        assert_matches_token_golden(
+            golden, model.encode_query_tokens(golden["queries"]),
+            model.encode_document_tokens(golden["passages"], titles=golden["titles"]),
+            model.score(golden["queries"], golden["passages"], titles=golden["titles"]))
+    else:
+        assert_matches_golden(golden, model.encode_queries(golden["queries"]),
+                              model.encode_documents(golden["passages"], titles=golden["titles"]))
+
+
+def test_term_weight_golden_outputs(term_weighter):
+    name, weighter = term_weighter
+    golden = read_golden(name)
+    assert_matches_term_golden(golden, weighter.weigh(golden["titles"], golden["passages"]))
+
+
+def measured_rows(meta: dict, title_start: str):
+    """(title, row label, values) of every row of the card's tables whose title starts so."""
+    for title, table in meta.get("metrics", {}).items():
+        if title.startswith(title_start):
+            for label, values in (table_rows(table) or {}).items():
+                yield title, label, values
 
 
 def test_card_records_the_measured_table_and_how_it_was_trained(shipped):
+    """Two-tower: a ReQA table of the model itself; ColBERT: a ReQA table with its rows (from
+    benchmarks/late_interaction.py, `tt-zoo ship --record-from`)."""
     name, model = shipped
     meta = model.metadata
-    reqa = [t for table, t in meta.get("metrics", {}).items() if table.startswith("ReQA")]
-    assert reqa and all(k in reqa[0] for k in METRICS), f"{name}: no measured ReQA table"
-    assert "model_options" in meta or meta.get("pretraining") == "none"
+    rows = [(label, values) for _, label, values in measured_rows(meta, "ReQA")]
+    if tt_zoo.get_spec(name).kind == LATE_INTERACTION:
+        rows = [(label, values) for label, values in rows if "ColBERT" in label]
+        assert meta.get("late_interaction") and meta.get("scoring") == "maxsim"
+    else:
+        assert "model_options" in meta or meta.get("pretraining") == "none"
+    assert rows and all(k in rows[0][1] for k in METRICS), f"{name}: no measured ReQA table"
     card = (model.path / "MODEL_CARD.md").read_text()
-    assert "## Measured quality" in card
+    assert "## Measured quality" in card and "Trained with:" in card
+
+
+def test_term_weight_card_records_the_weighted_bm25_table(term_weighter):
+    """The measured weighted-BM25 rows (benchmarks/term_weights.py, recorded by `tt-zoo ship
+    --record-from`) on ReQA, with the model's training recorded."""
+    name, weighter = term_weighter
+    meta = weighter.model.export_metadata
+    rows = [values for _, label, values in measured_rows(meta, "ReQA") if "HDCT" in label]
+    assert rows and all(k in rows[0] for k in RECALLS + ("MRR",)), f"{name}: no HDCT table"
+    assert meta["kind"] == TERM_WEIGHTS and meta.get("init") and meta.get("train_steps")
+    card = (tt_zoo.get_spec(name).artifact_path / "MODEL_CARD.md").read_text()
+    assert "## Measured quality" in card and "Trained with:" in card
 
 
 def test_pretrained_models_put_the_matching_passage_first(shipped):
+    """The golden scores (inner products, or MaxSim for ColBERT) rank each question's own
+    passage first."""
     name, model = shipped
     if model.pretraining == "none":
         pytest.skip("an untrained model is not expected to rank")
@@ -45,12 +98,25 @@ def test_pretrained_models_put_the_matching_passage_first(shipped):
     assert (scores.argmax(axis=1) == np.arange(len(scores))).all(), scores
 
 
+def test_weighted_bm25_puts_the_matching_passage_first(term_weighter):
+    """BM25 over the golden passages weighted by the model ranks each question's own passage
+    first."""
+    from tt_zoo.retrieval.bm25 import BM25Retriever
+    name, weighter = term_weighter
+    golden = read_golden(name)
+    texts = [f"{t} {p}" for t, p in zip(golden["titles"], golden["passages"])]
+    weights = weighter.weigh(golden["titles"], golden["passages"])
+    rows = BM25Retriever(texts, weights=weights).search(golden["queries"], 1).rows
+    assert rows[:, 0].tolist() == list(range(len(texts))), rows
+
+
 def test_every_grid_variant_is_shipped_within_the_size_budget():
     """The reproduce grid's ten variants (Tables 3 and 5) are all shipped, and saved_models/
-    holds at most 150 MiB."""
+    holds at most 200 MiB: issue 22 allows raising the budget from 150 MiB to 200 MiB, to ship
+    a late-interaction (ColBERT) and a term-weight (HDCT) model beside the two-tower ones."""
     from helpers import load_recipe
     cells = load_recipe("reproduce").CELLS
     assert len(cells) == 10 and set(cells) <= set(SHIPPED), sorted(set(cells) - set(SHIPPED))
     saved_models = pathlib.Path(tt_zoo.__file__).resolve().parents[1] / "saved_models"
     size = sum(f.stat().st_size for f in saved_models.rglob("*") if f.is_file())
-    assert size <= 150 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 150)"
+    assert size <= 200 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 200)"

@@ -8,8 +8,9 @@ import pytest
 import tt_zoo
 from helpers import PAIRS, tiny_vocab
 from tt_zoo.data import features as F
-from tt_zoo.serving.registry import (EMBEDDING_DIMS, PRETRAINING_TASKS, REGISTRY,
-                                     SUCCESSOR_PREFIXES, SUCCESSOR_TASKS)
+from tt_zoo.serving.registry import (EMBEDDING_DIMS, LATE_INTERACTION, PRETRAINING_TASKS,
+                                     REGISTRY, SUCCESSOR_PREFIXES, SUCCESSOR_TASKS, TERM_WEIGHTS,
+                                     TOKEN_DIMS, TWO_TOWER)
 from tt_zoo.serving.zoo import ArtifactError, build_untrained
 
 
@@ -27,7 +28,17 @@ def test_registry_names_read_like_the_paper():
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_registered_variant_is_consistent(name):
     spec = REGISTRY[name]
-    assert spec.embedding_dim in EMBEDDING_DIMS
+    if spec.shipped:
+        assert spec.artifact_path.is_dir() and spec.sha256
+    if spec.kind == TERM_WEIGHTS:  # hdct_<tasks>: trained on pairs' query terms
+        assert name == f"hdct_{spec.pretraining}" and spec.pretraining not in ("none", "mlm")
+        assert (f"recipes/train_term_weights.py --pairs runs/pairs/{spec.pretraining} "
+                f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
+        assert spec.recipe_command().endswith(f"--export saved_models/{name}")
+        return
+    assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
+    # (late-interaction variants: the size of each token vector)
+    assert spec.embedding_dim in (TOKEN_DIMS if spec.encoder == "colbert" else EMBEDDING_DIMS)
     if spec.pretraining in SUCCESSOR_TASKS:  # past the paper: the CPU-scale towers only
         assert name[:-len(f"{spec.pretraining}_{spec.embedding_dim}")] in SUCCESSOR_PREFIXES
         assert f"--tasks {spec.pretraining.replace('_', ',')} " in spec.recipe_command()
@@ -36,8 +47,6 @@ def test_every_registered_variant_is_consistent(name):
     assert name.endswith(f"{spec.pretraining}_{spec.embedding_dim}")
     assert (spec.tower_size is None) == (spec.encoder == "bow_mlp")
     assert f"--variant {name}" in spec.recipe_command()
-    if spec.shipped:
-        assert spec.artifact_path.is_dir() and spec.sha256
 
 
 @pytest.mark.parametrize("encoder_prefix", ["", "bow_mlp_"])

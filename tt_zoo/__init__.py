@@ -7,6 +7,12 @@ ICLR 2020.
     model = tt_zoo.load("ict_bfs_wlp_512")
     index = model.index(passages)
     hits = index.search(["who discovered penicillin?"], k=10)
+
+`load` gives two-tower and late-interaction (ColBERT) models; `load_term_weighter` gives the
+document weighter of a term-weight (HDCT) model, by registered name or export path:
+
+    weighter = tt_zoo.load_term_weighter("hdct_ict_bfs_wlp_crop_span_qgen")
+    weights = weighter.weigh(titles, passages)   # one TermWeights per document, for BM25
 """
 
 from tt_zoo import _keras_env
@@ -20,13 +26,14 @@ from tt_zoo._version import __version__  # noqa: E402
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
 from tt_zoo.serving.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "list_models", "get_spec", "ArtifactError", "DownloadError", "TtZooError",
-           "__version__"]
+__all__ = ["load", "load_term_weighter", "list_models", "get_spec", "ArtifactError",
+           "DownloadError", "TtZooError", "__version__"]
 
 
 def __getattr__(name):
-    if name == "load":
+    # TensorFlow is imported on first use of a loader, not by `import tt_zoo`.
+    if name in ("load", "load_term_weighter"):
         _keras_env.check_legacy_keras()
-        from tt_zoo.serving.zoo import load
-        return load
+        from tt_zoo.serving import zoo
+        return getattr(zoo, name)
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

@@ -19,10 +19,13 @@ COMMANDS = {
     "mine-negatives": ("mine_negatives", "BM25 hard negatives for a pair set, stored beside it"),
     "pretrain": ("pretrain", "pretrain a registered variant, resumable, then export it (Sec. 5.1)"),
     "export": ("export", "export a checkpoint for serving, with a ScaNN index and retrieve model"),
+    "train-term-weights": ("train_term_weights",
+                           "HDCT term weights from pairs' query terms, from an export's encoder"),
     "finetune": ("finetune", "fine-tune on a ReQA split and evaluate (Sec. 5)"),
     "evaluate": ("evaluate", "ReQA R@k and MRR of models and BM25 (Table 3's shape)"),
     "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),
+    "ship": ("ship", "ship an export (any kind) to saved_models/ with its measured tables"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
 }
 

@@ -20,6 +20,10 @@ pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/mak
 with the activation memory of N pairs (GradCache, `tt_zoo.training.grad_cache`). --cluster-every N draws each batch from one
 k-means cluster of the documents, re-clustered every N steps with the current document tower
 (ProQA, Xiong et al. 2020, Sec. 3.2; tt_zoo.training.clustered_batches).
+`colbert_` variants (ColBERT's late interaction, `tt_zoo.modeling.late_interaction_model`) train
+the same way on the same pairs; --init-from a single-vector BERT export copies its encoder (the
+token projection starts fresh). They refuse --grad-cache-chunk, --cluster-every and
+--eval-every, which need one vector per text.
 """
 
 from __future__ import annotations
@@ -133,8 +137,18 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+# Tower options a late-interaction (colbert_) model has no choice in (one BERT, per-token L2).
+_NOT_FOR_COLBERT = ("pooling", "share_towers", "normalize", "bow_output_activation")
+
+
 def model_options(spec, args) -> registry.ModelOptions:
     """The spec's training-time model options, with the command line's overrides."""
+    if spec.encoder == "colbert":
+        given = [f"--{k.replace('_', '-')}" for k in _NOT_FOR_COLBERT
+                 if getattr(args, k) is not None]
+        if given:
+            sys.exit(f"{', '.join(given)}: {spec.name} is a late-interaction model (one shared "
+                     "BERT, every token kept and L2-normalised); only --temperature applies")
     yes = {"yes": True, "no": False}
     options = dataclasses.asdict(spec.options)
     if args.pooling is not None:
@@ -252,10 +266,23 @@ def clustering_summary(order, train_wall_time_s: float) -> dict:
 
 def init_from(model, name_or_path) -> dict:
     """Copies an export's weights into `model` (a warm start); its name, sha256, steps and
-    pretraining, for the card. The vocabulary and every weight's shape must match."""
+    pretraining, for the card. The vocabulary and every weight's shape must match; a
+    late-interaction model takes a single-vector BERT export's encoder only (`warm_start_from`:
+    its token projection starts fresh), recorded under "copied" and "new"."""
     import tt_zoo  # noqa: PLC0415
+    from tt_zoo.modeling.late_interaction_model import LateInteractionModel, warm_start_from
 
     source = tt_zoo.load(name_or_path)
+    meta = source.metadata
+    record = {"from": str(name_or_path), "sha256": meta.get("sha256"),
+              "pretraining": meta.get("pretraining"), "train_steps": meta.get("train_steps"),
+              "batch_size": meta.get("batch_size"), "pairs_seen": meta.get("pairs_seen")}
+    if isinstance(model, LateInteractionModel) and not isinstance(source.keras_model,
+                                                                  LateInteractionModel):
+        try:
+            return {**record, **warm_start_from(model, source.keras_model)}
+        except TtZooError as e:
+            sys.exit(f"--init-from {name_or_path}: {e}")
     theirs, ours = source.keras_model.get_weights(), model.get_weights()
     mismatch = [i for i, (a, b) in enumerate(zip(theirs, ours)) if a.shape != b.shape]
     if len(theirs) != len(ours) or mismatch:
@@ -265,10 +292,7 @@ def init_from(model, name_or_path) -> dict:
             model.document_preprocessor.vocabulary_sha256:
         sys.exit(f"--init-from {name_or_path}: its vocabulary differs from --vocab")
     model.set_weights(theirs)
-    meta = source.metadata
-    return {"from": str(name_or_path), "sha256": meta.get("sha256"),
-            "pretraining": meta.get("pretraining"), "train_steps": meta.get("train_steps"),
-            "batch_size": meta.get("batch_size"), "pairs_seen": meta.get("pairs_seen")}
+    return record
 
 
 def main(argv=None):
@@ -291,6 +315,14 @@ def main(argv=None):
     if args.cluster_every and (not steps or spec.pretraining == "mlm"):
         sys.exit("--cluster-every groups the batches of pair pretraining; "
                  f"{spec.name} trains {'no steps' if not steps else 'with MLM'}")
+    if spec.encoder == "colbert":
+        for flag, value, why in (
+                ("--cluster-every", args.cluster_every, "clusters one vector per document"),
+                ("--eval-every", args.eval_every, "scores ReQA with one vector per text; "
+                 "evaluate the export with the MaxSim re-ranker of tt_zoo.retrieval")):
+            if value:
+                sys.exit(f"{flag}: {spec.name} is a late-interaction model (token vectors) and "
+                         f"{flag} {why}")
     if steps and spec.pretraining == "mlm" and not args.mlm_examples:
         sys.exit(f"{spec.name} pretrains with MLM: pass --mlm-examples DIR "
                  "(recipes/make_pairs.py --tasks mlm)")
@@ -340,7 +372,10 @@ def main(argv=None):
             schedule = training.paper_learning_rate(lr, steps, warmup)
             model.compile(optimizer=tf.keras.optimizers.Adam(schedule),
                           jit_compile=jit_compile(args))
-            model.use_grad_cache(args.grad_cache_chunk or None)
+            try:
+                model.use_grad_cache(args.grad_cache_chunk or None)
+            except TtZooError as e:  # a model GradCache cannot train (late interaction)
+                sys.exit(f"--grad-cache-chunk {args.grad_cache_chunk}: {e}")
 
     result, order, clustering = None, None, None
     if steps and spec.pretraining == "mlm":

@@ -543,7 +543,8 @@ def stage_ship(cells: List[str], args) -> None:
 
             write_directory(dest, copy, is_replaceable=is_model_export, what="tt_zoo model export")
         meta = update_metadata(dest, metrics=card_metrics(row, grid["bm25"]))
-        entry = {"artifact": variant, "sha256": meta["sha256"],
+        entry = {"kind": registry.get_spec(variant).kind, "artifact": variant,
+                 "sha256": meta["sha256"],
                  "url": download.release_url(variant),
                  "document_length": meta["document_length"],
                  "query_length": meta["query_length"],
@@ -584,14 +585,16 @@ def _directory_mib(path: pathlib.Path) -> float:
 
 
 def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Path) -> str:
-    """The README's model list: every shipped model with its measured R@100 (%)."""
+    """The README's model list: every shipped two-tower model with its measured R@100 (%)
+    (late-interaction and term-weight models have their own tables, `tt-zoo ship`)."""
     from tt_zoo.serving import registry
 
     splits = grid["splits"]
     head = ("| name | tower | pretraining | zero-shot R@100 | "
             + " | ".join(f"fine-tuned {s} R@100" for s in splits) + " | ODQA top-20 | MiB |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
-    for name in sorted(shipped, key=lambda n: (n.startswith("bow"), n)):
+    two_tower = [n for n in shipped if registry.get_spec(n).kind == registry.TWO_TOWER]
+    for name in sorted(two_tower, key=lambda n: (n.startswith("bow"), n)):
         entry = shipped[name]
         metrics = entry.get("metrics", {})
         spec = registry.get_spec(name)

@@ -1,5 +1,7 @@
 """Modeling: the two towers and their loss (Chang et al. 2020, Sec. 2 and 4.1).
 
 `towers` (BERT and BoW-MLP over `tt_zoo.data.text`'s token ids), `losses` (the corrected
-sampled softmax) and `models` (`TwoTowerModel`, `build_two_tower_model`).
+sampled softmax) and `models` (`TwoTowerModel`, `build_two_tower_model`); late interaction
+(ColBERT, Khattab & Zaharia 2020): `late_interaction` (the token tower, query augmentation),
+`maxsim` (the score) and `late_interaction_model` (`LateInteractionModel`).
 """

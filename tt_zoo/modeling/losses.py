@@ -9,6 +9,11 @@ On top of `tfrs.tasks.Retrieval` this module adds what neither TFRS nor the Mode
 negatives gathered across replicas under `tf.distribute`, so that each query is scored against
 the *global* batch (the paper's 8,192 pairs over 32 TPU chips), and a loss normalised by the
 global batch size so that the summed per-replica gradients equal the single-device gradient.
+
+The score of a (query, candidate) pair is the inner product of their embeddings
+(``similarity="dot"``, the paper's f(q, d) = <phi(q), psi(d)>), or ColBERT's MaxSim over token
+vectors (``similarity="maxsim"``, `tt_zoo.modeling.maxsim`; Khattab & Zaharia 2020, Sec. 3.3):
+the same candidates, corrections and loss either way.
 """
 
 from __future__ import annotations
@@ -18,7 +23,10 @@ from typing import NamedTuple, Optional
 import tensorflow as tf
 import tensorflow_recommenders as tfrs
 
+from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_scores
+
 _ID_HASH_BUCKETS = 2**62
+SIMILARITIES = ("dot", "maxsim")
 
 
 def hash_ids(ids: tf.Tensor) -> tf.Tensor:
@@ -29,7 +37,8 @@ def hash_ids(ids: tf.Tensor) -> tf.Tensor:
 
 
 class GatheredCandidates(NamedTuple):
-    embeddings: tf.Tensor        # [global_candidates, dim], this replica's positives first
+    embeddings: object           # [global_candidates, dim] (or a dict of token vectors and
+                                 # mask [global_candidates, length, ...]), this replica's first
     ids: Optional[tf.Tensor]     # [global_candidates] int64
     probabilities: Optional[tf.Tensor]  # [global_candidates] float32
     global_batch_size: tf.Tensor  # scalar float32: number of queries over all replicas
@@ -62,6 +71,45 @@ def gather_across_replicas(values: tf.Tensor, local_sizes: Optional[tf.Tensor] =
     return tf.roll(gathered, shift=-offset, axis=0), local_sizes
 
 
+class ScoredRetrieval(tfrs.tasks.Retrieval):
+    """`tfrs.tasks.Retrieval` that also takes a precomputed score matrix.
+
+    `call` is TFRS's own (scores = query_embeddings x candidate_embeddings^T); `call_on_scores`
+    runs the same steps from a [num_queries, num_candidates] score matrix that another scoring
+    function made (MaxSim), so every score function shares one temperature, logQ correction,
+    accidental-hit removal, loss and in-batch metric.
+    """
+
+    def call_on_scores(self, scores: tf.Tensor, sample_weight=None,
+                       candidate_sampling_probability=None, candidate_ids=None,
+                       compute_batch_metrics: bool = True) -> tf.Tensor:
+        """The task loss of `scores` [num_queries, num_candidates], column i the positive of
+        query i (`tfrs.tasks.Retrieval.call` from its score matrix on, without the factorized
+        metrics, which need embeddings)."""
+        num_queries, num_candidates = tf.shape(scores)[0], tf.shape(scores)[1]
+        labels = tf.eye(num_queries, num_candidates)
+        if self._temperature is not None:
+            scores = scores / self._temperature
+        if candidate_sampling_probability is not None:
+            scores = tfrs.layers.loss.SamplingProbablityCorrection()(
+                scores, candidate_sampling_probability)
+        if self._remove_accidental_hits:
+            if candidate_ids is None:
+                raise ValueError("When accidental hit removal is enabled, candidate ids must be "
+                                 "supplied.")
+            scores = tfrs.layers.loss.RemoveAccidentalHits()(labels, scores, candidate_ids)
+        if self._num_hard_negatives is not None:
+            scores, labels = tfrs.layers.loss.HardNegativeMining(self._num_hard_negatives)(
+                scores, labels)
+        loss = self._loss(y_true=labels, y_pred=scores, sample_weight=sample_weight)
+        update_ops = [metric.update_state(loss) for metric in self._loss_metrics]
+        if compute_batch_metrics:
+            update_ops += [metric.update_state(labels, scores, sample_weight=sample_weight)
+                           for metric in self._batch_metrics]
+        with tf.control_dependencies(update_ops):
+            return tf.identity(loss)
+
+
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
 class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
     """In-batch sampled softmax with logQ correction, accidental-hit removal and global negatives.
@@ -77,6 +125,9 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
         probabilities are given.
       cross_replica_negatives: under `tf.distribute`, score against all replicas' documents.
       temperature: optional divisor of the logits.
+      similarity: how a query and a candidate are scored: "dot" (embeddings [batch, dim], the
+        inner product) or "maxsim" (dicts of "token_vectors" [batch, length, dim] and "mask"
+        [batch, length]: ColBERT's MaxSim, `tt_zoo.modeling.maxsim`).
       **kwargs: passed to `tf.keras.layers.Layer`.
 
     Example:
@@ -86,12 +137,13 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
 
     References:
       Chang et al. 2020, Sec. 2 (sampled softmax); Yi et al. 2019, "Sampling-bias-corrected
-      neural modeling for large corpus item recommendations" (logQ correction).
+      neural modeling for large corpus item recommendations" (logQ correction); Khattab &
+      Zaharia 2020, Sec. 3.3 (MaxSim).
     """
 
     def __init__(self, remove_accidental_hits: bool = True, sampling_correction: bool = True,
                  cross_replica_negatives: bool = True, temperature: Optional[float] = None,
-                 **kwargs):
+                 similarity: str = "dot", **kwargs):
         # Scores and the softmax stay float32 under a mixed bfloat16 policy.
         kwargs.setdefault("dtype", "float32")
         super().__init__(**kwargs)
@@ -99,7 +151,10 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
         self.sampling_correction = sampling_correction
         self.cross_replica_negatives = cross_replica_negatives
         self.temperature = temperature
-        self.task = tfrs.tasks.Retrieval(
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"Unknown similarity {similarity!r}; expected one of {SIMILARITIES}.")
+        self.similarity = similarity
+        self.task = ScoredRetrieval(
             loss=tf.keras.losses.CategoricalCrossentropy(
                 from_logits=True, reduction=tf.keras.losses.Reduction.SUM),
             batch_metrics=[tf.keras.metrics.CategoricalAccuracy(name="in_batch_top1")],
@@ -108,10 +163,17 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
 
     def gather_candidates(self, document_embeddings, document_ids=None,
                           sampling_probabilities=None) -> GatheredCandidates:
-        """Collects the candidates every query of this replica is scored against."""
-        local_size = tf.shape(document_embeddings)[:1]
+        """Collects the candidates every query of this replica is scored against.
+
+        `document_embeddings` is a tensor [batch, ...] or a dict of them (token vectors and
+        their mask), gathered row by row alike."""
+        leaves = tf.nest.flatten(document_embeddings)
+        local_size = tf.shape(leaves[0])[:1]
         if self.cross_replica_negatives:
-            embeddings, sizes = gather_across_replicas(document_embeddings)
+            first, sizes = gather_across_replicas(leaves[0])
+            embeddings = tf.nest.pack_sequence_as(
+                document_embeddings,
+                [first] + [gather_across_replicas(t, sizes)[0] for t in leaves[1:]])
             ids = (gather_across_replicas(hash_ids(document_ids), sizes)[0]
                    if document_ids is not None else None)
             probs = (gather_across_replicas(tf.cast(sampling_probabilities, tf.float32), sizes)[0]
@@ -130,11 +192,14 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
         """Computes the loss for this replica's queries.
 
         Args:
-          query_embeddings: [batch, dim].
-          document_embeddings: [batch, dim], row i the positive document of query i.
+          query_embeddings: [batch, dim]; with similarity "maxsim", a dict of "token_vectors"
+            [batch, query_length, dim] and "mask" [batch, query_length].
+          document_embeddings: [batch, dim] (or, with "maxsim", a dict as the queries' of
+            [batch, document_length, ...]), row i the positive document of query i.
           document_ids: optional [batch] string or int ids (for accidental-hit removal).
           sampling_probabilities: optional [batch] q(d) of each positive document.
-          hard_negative_embeddings: optional [num_hard, dim] extra candidates for every query.
+          hard_negative_embeddings: optional [num_hard, dim] (or a dict like
+            `document_embeddings`) extra candidates for every query.
           hard_negative_ids: optional [num_hard] ids of the hard negatives.
           hard_negative_sampling_probabilities: optional [num_hard] q(d) of the hard negatives;
             when missing but the batch has probabilities, the batch's mean log q is used.
@@ -144,9 +209,16 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
           scalar loss: this replica's summed cross-entropy divided by the global batch size, so
           that summing over replicas gives the global-batch mean.
         """
-        if query_embeddings.shape.rank != 2 or document_embeddings.shape.rank != 2:
-            raise ValueError("Query and document embeddings must be 2D [batch, dim] (got "
-                             f"{query_embeddings.shape} and {document_embeddings.shape}).")
+        if self.similarity == "dot":
+            if query_embeddings.shape.rank != 2 or document_embeddings.shape.rank != 2:
+                raise ValueError("Query and document embeddings must be 2D [batch, dim] (got "
+                                 f"{query_embeddings.shape} and {document_embeddings.shape}).")
+        else:
+            for name, value in (("query_embeddings", query_embeddings),
+                                ("document_embeddings", document_embeddings),
+                                ("hard_negative_embeddings", hard_negative_embeddings)):
+                if value is not None:
+                    _check_token_vectors(value, name)
         if self.remove_accidental_hits and document_ids is None:
             raise ValueError("remove_accidental_hits needs document_ids; pass them or build the "
                              "loss with remove_accidental_hits=False.")
@@ -159,7 +231,8 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
             extra = self.gather_candidates(
                 hard_negative_embeddings, hard_negative_ids,
                 hard_negative_sampling_probabilities if use_probs else None)
-            candidates = tf.concat([candidates, extra.embeddings], axis=0)
+            candidates = tf.nest.map_structure(lambda a, b: tf.concat([a, b], axis=0),
+                                               candidates, extra.embeddings)
             if ids is not None:
                 if extra.ids is None:
                     raise ValueError("Hard negatives need ids when accidental hits are removed.")
@@ -168,13 +241,21 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
                 extra_probs = extra.probabilities
                 if extra_probs is None:
                     mean_log_q = tf.reduce_mean(tf.math.log(tf.maximum(probs, 1e-12)))
-                    extra_probs = tf.fill(tf.shape(extra.embeddings)[:1], tf.exp(mean_log_q))
+                    extra_probs = tf.fill(tf.shape(tf.nest.flatten(extra.embeddings)[0])[:1],
+                                          tf.exp(mean_log_q))
                 probs = tf.concat([probs, extra_probs], axis=0)
 
-        summed = self.task(query_embeddings, candidates, sample_weight=sample_weight,
-                           candidate_sampling_probability=probs,
-                           candidate_ids=ids if self.remove_accidental_hits else None,
-                           compute_metrics=False, compute_batch_metrics=True)
+        if self.similarity == "dot":
+            summed = self.task(query_embeddings, candidates, sample_weight=sample_weight,
+                               candidate_sampling_probability=probs,
+                               candidate_ids=ids if self.remove_accidental_hits else None,
+                               compute_metrics=False, compute_batch_metrics=True)
+        else:
+            scores = maxsim_scores(query_embeddings[TOKEN_VECTORS], query_embeddings[MASK],
+                                   candidates[TOKEN_VECTORS], candidates[MASK])
+            summed = self.task.call_on_scores(
+                scores, sample_weight=sample_weight, candidate_sampling_probability=probs,
+                candidate_ids=ids if self.remove_accidental_hits else None)
         return summed / gathered.global_batch_size
 
     def get_config(self):
@@ -183,4 +264,18 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
                       sampling_correction=self.sampling_correction,
                       cross_replica_negatives=self.cross_replica_negatives,
                       temperature=self.temperature)
+        if self.similarity != "dot":  # (the configs of the single-vector models stay as they were)
+            config["similarity"] = self.similarity
         return config
+
+
+def _check_token_vectors(value, name: str) -> None:
+    """A MaxSim input must be {"token_vectors": [batch, length, dim], "mask": [batch, length]}."""
+    if not isinstance(value, dict) or set(value) != {TOKEN_VECTORS, MASK}:
+        raise ValueError(f"With similarity 'maxsim', {name} must be a dict of {TOKEN_VECTORS!r} "
+                         f"[batch, length, dim] and {MASK!r} [batch, length] (got "
+                         f"{sorted(value) if isinstance(value, dict) else type(value).__name__}).")
+    vectors, mask = value[TOKEN_VECTORS], value[MASK]
+    if vectors.shape.rank != 3 or mask.shape.rank != 2:
+        raise ValueError(f"{name}: {TOKEN_VECTORS} must be 3D and {MASK} 2D (got "
+                         f"{vectors.shape} and {mask.shape}).")

@@ -8,8 +8,22 @@ is what separates sentences of the same passage. ``field="sentence"`` or ``"pass
 side only.
 
 Tokenization is bm25s's (lower-cased ``\\w\\w+`` tokens), with PyStemmer stemming and bm25s's
-English stop words by default; both can be changed or turned off (None). BM25 parameters are
-bm25s's defaults (Lucene variant, k1 = 1.5, b = 0.75).
+English stop words by default; both can be changed or turned off (None): the term space of
+`tt_zoo.data.terms.TermSpace`. BM25 parameters are bm25s's defaults (Lucene variant, k1 = 1.5,
+b = 0.75).
+
+Learned term weights (HDCT, Dai & Callan, WWW 2020, Sec. 3.2-3.3): ``BM25Retriever(texts,
+weights=...)`` indexes each text as a bag of pseudo term frequencies instead of its counts.
+``weights[i]`` is a `TermWeights`, {term: y in [0, 1]} for text i (e.g. from
+`tt_zoo.retrieval.term_weighting`); a weighted term's tf is ``pseudo_term_frequency(y) =
+round(N * sqrt(y))`` (N = ``weight_scale``, default 100, rounded half up). The texts still
+define each document's terms: a weight re-weights a term of its text and never adds a term the
+text lacks, and occurrences the weighting did not read (``TermWeights.seen``: a ReQA sentence
+prepended to its weighted passage, words past a window cap, a word BERT's tokenizer spelled
+otherwise) keep their plain count, added to the pseudo tf. bm25s builds the index itself from
+the pseudo documents (each term id repeated tf times, generated one document at a time), so
+document lengths are pseudo lengths, as in HDCT, and the scoring is bm25s's. ``weights=None``
+is plain BM25, unchanged.
 
 Measured on ReQA-SQuAD(dev), all 10,570 questions, 10,255 candidates
 (``python benchmarks/bm25_reqa.py``; R@k and MRR in %):
@@ -30,15 +44,23 @@ passage context (R@100 93.9). The paper's BM25 R@100 of 77.9 is on the full ReQA
 
 from __future__ import annotations
 
+import array
+import collections
+import dataclasses
 import time
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 import bm25s
 import numpy as np
 
+from tt_zoo.data.terms import TermSpace
 from tt_zoo.retrieval import metrics as retrieval_metrics, search
 
+# HDCT's N (Dai & Callan 2020, Sec. 3.3: tf_BERT(t, d) = round(N * sqrt(y_t,d))).
+DEFAULT_WEIGHT_SCALE = 100
+
 FIELDS = ("sentence+passage", "sentence", "passage")
+UNREAD = ("plain", "weighted")  # BM25Retriever(unread=...): occurrences the weighting did not read
 
 
 def candidate_texts(reqa, field: str = "sentence+passage"):
@@ -52,16 +74,48 @@ def candidate_texts(reqa, field: str = "sentence+passage"):
     raise ValueError(f"field must be one of {FIELDS} (got {field!r}).")
 
 
-def _make_stemmer(stemmer):
-    if stemmer is None or callable(stemmer) or hasattr(stemmer, "stemWords"):
-        return stemmer
-    import Stemmer  # PyStemmer
+@dataclasses.dataclass(frozen=True)
+class TermWeights:
+    """One document's learned term weights, in BM25's term space (`tt_zoo.data.terms`).
 
-    try:
-        return Stemmer.Stemmer(stemmer)
-    except KeyError as e:
-        raise ValueError(f"Unknown PyStemmer language {stemmer!r}; choose one of "
-                         f"{Stemmer.algorithms()} or None.") from e
+    Attributes:
+      weights: {term: y}, y in [0, 1] (HDCT's predicted importance of the term).
+      seen: {term: occurrences the weighting read}, or None when it read every occurrence of
+        its terms in the document's BM25 text. Occurrences beyond `seen` keep their plain
+        count in the index (see the module docstring).
+    """
+
+    weights: Mapping[str, float]
+    seen: Optional[Mapping[str, int]] = None
+
+
+def pseudo_term_frequency(weights, scale: int = DEFAULT_WEIGHT_SCALE) -> np.ndarray:
+    """HDCT's tf_BERT = round(scale * sqrt(y)), rounded half up, for y in [0, 1] (array-like):
+    y = 1 gives `scale`, y = 0.25 gives scale / 2, and y < 1 / (4 scale^2) gives 0 (the term
+    leaves the document). Dai & Callan 2020, Sec. 3.3."""
+    y = np.asarray(weights, dtype=np.float64)
+    if y.size and (not np.isfinite(y).all() or y.min() < 0 or y.max() > 1):
+        raise ValueError(f"Term weights must be in [0, 1] (got min {y.min()}, max {y.max()}).")
+    return np.floor(scale * np.sqrt(y) + 0.5).astype(np.int64)
+
+
+class _PseudoDocuments:
+    """The pseudo documents as bm25s reads token-id documents: `len` and each document's term
+    ids, each repeated tf times, made on demand (bm25s reads the corpus three times; a
+    578K-document corpus of pseudo tfs near 100 would not fit in memory as Python lists)."""
+
+    def __init__(self, term_ids: np.ndarray, tfs: np.ndarray, offsets: np.ndarray):
+        self.term_ids, self.tfs, self.offsets = term_ids, tfs, offsets
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, i: int) -> list:
+        start, end = self.offsets[i], self.offsets[i + 1]
+        return np.repeat(self.term_ids[start:end], self.tfs[start:end]).tolist()
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
 
 
 class BM25Retriever:
@@ -73,22 +127,98 @@ class BM25Retriever:
       stemmer: a PyStemmer language name ("english"), a stemmer object, or None.
       stopwords: "en", a list of words, or None.
       k1, b, method: the BM25 parameters and variant (bm25s's defaults: 1.5, 0.75, "lucene").
+      weights: None (plain BM25), or one `TermWeights` per text, made in the same term space
+        (stemmer, stop words): HDCT's weighted index (see the module docstring).
+      weight_scale: N of the pseudo term frequency round(N * sqrt(y)).
+      unread: how occurrences of a weighted term that the weighting did not read count
+        (`TermWeights.seen`): "plain" adds their plain count to the pseudo tf; "weighted" scales
+        the pseudo tf by occurrences / read occurrences, so a ReQA sentence prepended to its
+        weighted passage doubles its terms' pseudo tfs as the repeated sentence doubles their
+        counts in plain BM25.
+
+    Example:
+      >>> BM25Retriever(["a cat", "a dog"], weights=[TermWeights({"cat": 0.04}),
+      ...                                          TermWeights({"dog": 1.0})])
+
+    References:
+      Dai & Callan, Context-Aware Document Term Weighting for Ad-Hoc Search (HDCT), WWW 2020,
+      Sec. 3.3 (pseudo term frequencies in a standard BM25 index).
     """
 
     def __init__(self, texts: Sequence[str], *, ids: Optional[Sequence[str]] = None,
                  stemmer="english", stopwords="en", k1: float = 1.5, b: float = 0.75,
-                 method: str = "lucene", show_progress: bool = False):
+                 method: str = "lucene", show_progress: bool = False,
+                 weights: Optional[Sequence[TermWeights]] = None,
+                 weight_scale: int = DEFAULT_WEIGHT_SCALE, unread: str = "plain"):
         if len(texts) == 0:
             raise ValueError("BM25Retriever: no texts to index.")
         self.ids = tuple(search.check_ids(search.default_ids(len(texts)) if ids is None else ids,
                                           len(texts)))
-        self.stemmer = _make_stemmer(stemmer)
-        self.stopwords = stopwords if stopwords is not None else []
+        self.terms = TermSpace(stemmer, stopwords)
+        self.stemmer = self.terms.stemmer
+        self.stopwords = self.terms.stopwords
         self.show_progress = show_progress
-        tokens = bm25s.tokenize(list(texts), stopwords=self.stopwords, stemmer=self.stemmer,
-                                return_ids=False, show_progress=show_progress)
+        self.weight_scale = weight_scale
+        if unread not in UNREAD:
+            raise ValueError(f"unread must be one of {UNREAD} (got {unread!r}).")
+        self.unread = unread
+        self.weighted_fraction = None  # of the texts' term occurrences, with `weights`
+        tokens = self.terms.tokenize(texts, show_progress=show_progress)
         self.retriever = bm25s.BM25(k1=k1, b=b, method=method)
-        self.retriever.index(tokens, show_progress=show_progress)
+        if weights is None:
+            self.retriever.index(tokens, show_progress=show_progress)
+        else:
+            documents, vocab = self._pseudo_documents(tokens, weights)
+            self.retriever.index(bm25s.tokenization.Tokenized(ids=documents, vocab=vocab),
+                                 show_progress=show_progress)
+
+    def _pseudo_documents(self, tokens, weights):
+        """(`_PseudoDocuments`, vocabulary {term: id}) of the texts' terms with `weights`."""
+        if isinstance(weights, (str, bytes, Mapping)) or len(weights) != len(tokens):
+            raise ValueError(f"BM25Retriever: weights must be a sequence of one TermWeights per "
+                             f"text ({len(tokens)} texts; got {type(weights).__name__}"
+                             f"{'' if isinstance(weights, Mapping) else f' of {len(weights)}'}).")
+        if isinstance(self.weight_scale, bool) or not isinstance(self.weight_scale, int) or \
+                self.weight_scale <= 0:
+            raise ValueError(f"weight_scale must be a positive int (got {self.weight_scale!r}).")
+        # Compact arrays, not lists: a 578K-document corpus holds about 40M (term, tf) entries.
+        vocab = {}
+        term_ids, tfs, offsets = array.array("i"), array.array("i"), array.array("q", [0])
+        weighted = total = 0
+        for i, (doc_tokens, doc_weights) in enumerate(zip(tokens, weights)):
+            if not isinstance(doc_weights, TermWeights):
+                raise ValueError(f"BM25Retriever: weights[{i}] must be a TermWeights (got "
+                                 f"{type(doc_weights).__name__}).")
+            counts = collections.Counter(doc_tokens)
+            known = [t for t in counts if t in doc_weights.weights]
+            try:
+                pseudo = dict(zip(known, pseudo_term_frequency(
+                    [doc_weights.weights[t] for t in known], self.weight_scale).tolist()))
+            except ValueError as e:
+                raise ValueError(f"BM25Retriever: weights[{i}]: {e}") from None
+            seen = doc_weights.seen
+            for term, count in counts.items():
+                if term in pseudo:
+                    read = count if seen is None else min(count, int(seen.get(term, 0)))
+                    if self.unread == "weighted" and read:
+                        tf = round(pseudo[term] * count / read)  # each occurrence as a read one
+                    else:
+                        tf = pseudo[term] + count - read
+                    weighted += read
+                else:
+                    tf = count
+                total += count
+                if tf > 0:
+                    term_ids.append(vocab.setdefault(term, len(vocab)))
+                    tfs.append(tf)
+            offsets.append(len(term_ids))
+        if not vocab:
+            raise ValueError("BM25Retriever: the weighted documents hold no term (every weight "
+                             "rounds to a pseudo tf of 0 and no text has an unweighted term).")
+        self.weighted_fraction = weighted / total if total else 0.0
+        documents = _PseudoDocuments(np.frombuffer(term_ids, np.int32),
+                                     np.frombuffer(tfs, np.int32), np.frombuffer(offsets, np.int64))
+        return documents, vocab
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -118,8 +248,7 @@ class BM25Retriever:
             raise ValueError("BM25Retriever.search: queries must be a sequence of strings, "
                              "not one string.")
         k = min(search.check_k(k), len(self))
-        tokens = bm25s.tokenize(list(queries), stopwords=self.stopwords, stemmer=self.stemmer,
-                                return_ids=False, show_progress=False)
+        tokens = self.terms.tokenize(queries)
         vocab = self.retriever.vocab_dict
         empty = np.array([not any(t in vocab for t in q) for q in tokens], dtype=bool)
         rows = np.full((len(tokens), k), -1, dtype=np.int64)

@@ -8,7 +8,9 @@ candidates. All of these are searchers over a fixed, ordered list of candidates:
 - `ExactSearcher` (here): brute force over embeddings, the exact top-k by inner product;
 - `tt_zoo.retrieval.index.EmbeddingIndex`: ScaNN (approximate) or brute force (this module's
   `ExactSearcher`), with save/load;
-- `tt_zoo.retrieval.bm25.BM25Retriever`: BM25 over texts.
+- `tt_zoo.retrieval.bm25.BM25Retriever`: BM25 over texts;
+- `QueryEncodingSearcher` (here): text queries through a query encoder into any of the embedding
+  searchers above, so a dense model and BM25 are searched alike (`tt_zoo.retrieval.fusion`).
 
 Each has `len(searcher)` (the number of candidates) and `search(queries, k) -> SearchResult`,
 with queries of the searcher's kind (embeddings `[num_queries, dim]` or strings). A
@@ -257,3 +259,54 @@ class ExactSearcher:
             self._candidates = tf.constant(self.embeddings)
         rows, scores = exact_top_k(queries, self._candidates, k)
         return SearchResult.from_rows(rows, scores, self.ids)
+
+
+class QueryEncodingSearcher:
+    """A searcher over query embeddings searched with text: `search(texts, k)` is
+    `searcher.search(encode_queries(texts), k)`, `len` and `ids` are the wrapped searcher's.
+
+    Args:
+      encode_queries: maps a list of strings to their float `[num_queries, dim]` embeddings
+        (e.g. a zoo model's `encode_queries`, phi(q) of Chang et al. 2020, Sec. 2).
+      searcher: a `Searcher` over candidate embeddings (`ExactSearcher`, `EmbeddingIndex`).
+
+    Example:
+    >>> encode = lambda texts: np.array([[0.0, 2.0, 1.0] for _ in texts], "float32")
+    >>> QueryEncodingSearcher(encode, ExactSearcher(np.eye(3, dtype="float32"))).search(
+    ...     ["any text"], k=2).ids
+    (('1', '2'),)
+    """
+
+    def __init__(self, encode_queries, searcher):
+        if not callable(encode_queries):
+            raise TypeError(f"QueryEncodingSearcher: encode_queries must be callable (got "
+                            f"{type(encode_queries).__name__}).")
+        if isinstance(searcher, type) or not isinstance(searcher, Searcher):
+            raise TypeError(f"QueryEncodingSearcher: searcher must be a built Searcher (len() and "
+                            f"search(queries, k)); got {type(searcher).__name__}.")
+        self.encode_queries = encode_queries
+        self.searcher = searcher
+
+    @property
+    def ids(self):
+        """The wrapped searcher's candidate ids (None when it has none)."""
+        return getattr(self.searcher, "ids", None)
+
+    def __len__(self) -> int:
+        return len(self.searcher)
+
+    def __repr__(self) -> str:
+        return f"QueryEncodingSearcher({self.searcher!r})"
+
+    def search(self, queries: Sequence[str], k: int = 10) -> SearchResult:
+        """The top-k candidates of each query string; no queries give an empty result."""
+        if isinstance(queries, (str, bytes)):
+            raise ValueError("QueryEncodingSearcher.search: queries must be a sequence of "
+                             "strings, not one string.")
+        queries = list(queries)
+        k = check_k(k)
+        if not queries:
+            width = min(k, len(self))
+            return SearchResult(np.zeros((0, width), np.int64), np.zeros((0, width), np.float32),
+                                ())
+        return self.searcher.search(self.encode_queries(queries), k)

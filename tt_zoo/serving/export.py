@@ -13,6 +13,15 @@ TF Serving serves it. Signatures:
   ``res_text``, ``res_context`` (response side: the sentence and its passage), and return
   ``{"outputs": [batch, dim]}``.
 
+A late-interaction (ColBERT) model (`tt_zoo.modeling.late_interaction_model`) exports token
+vectors instead:
+
+- ``encode_query_tokens``: ``query`` tf.string [batch] -> ``token_vectors`` float32
+  [batch, length, m] and ``mask`` int32 [batch, length] (1 on the tokens MaxSim scores; with
+  [MASK] augmentation every position of the fixed query length).
+- ``encode_document_tokens``: ``title``, ``passage`` -> ``token_vectors``, ``mask`` (padding and
+  punctuation 0); ``serving_default`` = ``encode_query_tokens``.
+
 Each signature runs the towers on its request batch padded only to the batch's longest text
 (`tt_zoo.modeling.inference.cut_to_longest`; padding is masked, so the embeddings are those of
 the full length).
@@ -35,6 +44,7 @@ from tt_zoo._version import __version__
 from tt_zoo.atomic_io import write_directory, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_files, manifest_digest, verify_files
+from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
@@ -43,6 +53,8 @@ MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
+# A late-interaction model's signatures (token vectors and their mask).
+TOKEN_SIGNATURES = ("encode_query_tokens", "encode_document_tokens")
 # TF Serving's REST API uses "serving_default" when a request names no signature.
 DEFAULT_SIGNATURE = "serving_default"  # = encode_query
 
@@ -75,6 +87,33 @@ class _ServingModule(tf.Module):
         parsed = _parse_examples(examples, ("res_text", "res_context"))
         return {"outputs": self.model.embed_documents(parsed["res_text"], parsed["res_context"],
                                                       training=False, cut_padding=True)}
+
+
+class _TokenServingModule(tf.Module):
+    """The SavedModel root of a `LateInteractionModel`: the Keras model and two signatures."""
+
+    def __init__(self, model: LateInteractionModel):
+        super().__init__()
+        self.model = model
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="query")])
+    def encode_query_tokens(self, query):
+        return self.model.embed_queries(query, training=False, cut_padding=True)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
+                                  tf.TensorSpec([None], tf.string, name="passage")])
+    def encode_document_tokens(self, title, passage):
+        return self.model.embed_documents(title, passage, training=False, cut_padding=True)
+
+
+def serving_signatures(model: TwoTowerModel) -> tuple:
+    """(module, {signature name: function}) of the SavedModel a model exports to."""
+    if isinstance(model, LateInteractionModel):
+        module, names = _TokenServingModule(model), TOKEN_SIGNATURES
+    else:
+        module, names = _ServingModule(model), SIGNATURES
+    functions = {name: getattr(module, name) for name in names}
+    return module, {DEFAULT_SIGNATURE: functions[names[0]], **functions}
 
 
 class QueryEncoder(tf.Module):
@@ -168,12 +207,9 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
 
     def build(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
-        module = _ServingModule(serving_model)
+        module, signatures = serving_signatures(serving_model)
         with _without_keras_traces():
-            tf.saved_model.save(module, str(staging),
-                                signatures={DEFAULT_SIGNATURE: module.encode_query,
-                                            **{name: getattr(module, name)
-                                               for name in SIGNATURES}})
+            tf.saved_model.save(module, str(staging), signatures=signatures)
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(serving_model.artifact_config(), f)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and
@@ -189,7 +225,8 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
             "query_length": serving_model.query_preprocessor.seq_length,
             "document_length": serving_model.document_preprocessor.seq_length,
             "vocab_size": serving_model.query_preprocessor.vocab_size,
-            "signatures": [DEFAULT_SIGNATURE, *SIGNATURES],
+            "signatures": list(signatures),
+            **late_interaction_metadata(serving_model),
             "versions": library_versions(),
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"),
@@ -205,6 +242,21 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     return meta
 
 
+def late_interaction_metadata(model: TwoTowerModel) -> dict:
+    """What a late-interaction export records beside the shared fields ({} for the others): the
+    scoring, token size, query augmentation and markers, how many punctuation tokens the
+    document side drops (their ids: config.json, the tower's ``punctuation_ids``)."""
+    if not isinstance(model, LateInteractionModel):
+        return {}
+    query = model.query_preprocessor
+    return {"scoring": "maxsim", "late_interaction": {
+        "token_dim": model.embedding_dim,
+        "query_augmentation": "[MASK]" if query.mask_augmentation else None,
+        "query_marker": f"segment (type) id {query.marker_type_id}",
+        "document_marker": "segment ids 0 (title) and 1 (passage)",
+        "document_punctuation_tokens_masked": len(model.tower.punctuation_ids)}}
+
+
 def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
     """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
     if not model.built:
@@ -218,9 +270,19 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
     return clone
 
 
+def artifact_kind(meta: dict) -> str:
+    """The registry kind (`tt_zoo.serving.registry.KINDS`) of an export, from its metadata:
+    ``term_weights`` (``kind``), ``late_interaction`` (MaxSim ``scoring``), else ``two_tower``."""
+    from tt_zoo.serving.registry import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+    if meta.get("kind") == TERM_WEIGHTS:
+        return TERM_WEIGHTS
+    return LATE_INTERACTION if meta.get("scoring") == "maxsim" else TWO_TOWER
+
+
 def update_metadata(path, **fields) -> dict:
     """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
-    MODEL_CARD.md; the weights and their manifest are unchanged (neither file is in it)."""
+    MODEL_CARD.md (any kind: `render_model_card`); the weights and their manifest are unchanged
+    (neither file is in it)."""
     path = pathlib.Path(path)
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     meta.update(fields)
@@ -230,14 +292,22 @@ def update_metadata(path, **fields) -> dict:
 
 
 def render_model_card(meta: dict) -> str:
-    """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers."""
+    """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers
+    (a term-weight export's card: `tt_zoo.serving.term_weight_export.render_card`)."""
+    if artifact_kind(meta) == "term_weights":
+        from tt_zoo.serving.term_weight_export import render_card  # (it imports this module)
+        return render_card(meta)
     name = meta.get("name", "tt_zoo model")
-    lines = [f"# {name}", "",
+    tokens = meta.get("scoring") == "maxsim"
+    about = ("A late-interaction (ColBERT: Khattab & Zaharia, SIGIR 2020) retrieval model from "
+             "tt_zoo: one L2-normalised vector per token, scored by MaxSim, pretrained with the "
+             "tasks of Chang et al., ICLR 2020." if tokens else
              "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
-             "Embedding-based Large-scale Retrieval*, ICLR 2020).", "",
-             "| field | value |", "| --- | --- |"]
+             "Embedding-based Large-scale Retrieval*, ICLR 2020).")
+    lines = [f"# {name}", "", about, "", "| field | value |", "| --- | --- |"]
     for key in ("base_model", "fine_tuning",
-                "encoder", "tower_size", "pretraining", "embedding_dim", "model_options",
+                "encoder", "tower_size", "pretraining", "embedding_dim", "scoring",
+                "late_interaction", "model_options",
                 "query_length", "document_length", "vocab_size", "parameters", "training_data",
                 "pairs",
                 "warm_start", "train_steps", "batch_size", "pairs_seen", "learning_rate",
@@ -250,30 +320,66 @@ def render_model_card(meta: dict) -> str:
         lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
     if meta.get("notes"):
         lines += ["", str(meta["notes"])]
-    metrics = meta.get("metrics") or {}
-    if metrics:
-        lines += ["", "## Measured quality", ""]
-        for table_name, rows in metrics.items():
-            lines.append(f"**{table_name}**")
-            lines.append("")
-            if isinstance(rows, dict):
-                keys = list(rows)
-                lines.append("| " + " | ".join(keys) + " |")
-                lines.append("|" + " --- |" * len(keys))
-                lines.append("| " + " | ".join(_fmt(rows[k]) for k in keys) + " |")
-            else:
-                lines.append(str(rows))
-            lines.append("")
+    lines += measured_quality_lines(meta)
+    if tokens:
+        use = ["query_vectors = model.encode_query_tokens([\"a question\"])  # [n_i, m] each",
+               "document_vectors = model.encode_document_tokens(passages, titles=titles)",
+               "scores = model.score([\"a question\"], passages, titles=titles)  # MaxSim"]
+        names = TOKEN_SIGNATURES
+    else:
+        use = ["index = model.index(passages)", "hits = index.search([\"a question\"], k=10)"]
+        names = SIGNATURES
     lines += ["", "## Use", "", "```python", "import tt_zoo",
-              f"model = tt_zoo.load({name!r})",
-              "index = model.index(passages)", "hits = index.search([\"a question\"], k=10)",
-              "```", "",
+              f"model = tt_zoo.load({name!r})", *use, "```", "",
               "Serving: `saved_model_cli show --dir . --all` lists the signatures "
-              f"{DEFAULT_SIGNATURE} (= encode_query), {', '.join(SIGNATURES)}; they take raw "
+              f"{DEFAULT_SIGNATURE} (= {names[0]}), {', '.join(names)}; they take raw "
               "strings and tokenize in the graph with tensorflow-text ops, so a process that "
               "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
               "first (TF Serving images built with tensorflow-text have the ops).", ""]
     return "\n".join(lines)
+
+
+def table_rows(table) -> Optional[dict]:
+    """The rows of a measured table of ``metadata["metrics"]``: ``{row label: {column: value}}``
+    for a table of several rows (e.g. one per retriever), ``{"": {column: value}}`` for a
+    one-row table (``{column: value}``), None for anything else (a note)."""
+    if not isinstance(table, dict) or not table:
+        return None
+    if all(isinstance(v, dict) for v in table.values()):
+        return table
+    return {"": table}
+
+
+def measured_quality_lines(meta: dict) -> list:
+    """The card's "## Measured quality" section: each table of ``meta["metrics"]`` under its
+    title (a one-row table as it is; a table of rows with a first column naming each row,
+    `table_rows`), then which runs measured them (``meta["measured_by"]``, written by
+    `tt_zoo.serving.shipping.record_tables`). [] when nothing was measured."""
+    metrics = meta.get("metrics") or {}
+    if not metrics:
+        return []
+    lines = ["", "## Measured quality", ""]
+    for table_name, table in metrics.items():
+        lines += [f"**{table_name}**", ""]
+        rows = table_rows(table)
+        if rows is None:
+            lines.append(str(table))
+        else:
+            keys = list(dict.fromkeys(k for values in rows.values() for k in values))
+            labelled = list(rows) != [""]
+            head = (["row"] if labelled else []) + keys
+            lines.append("| " + " | ".join(head) + " |")
+            lines.append("|" + " --- |" * len(head))
+            for label, values in rows.items():
+                cells = [_fmt(values[k]) if k in values else "–" for k in keys]
+                lines.append("| " + " | ".join(([label] if labelled else []) + cells) + " |")
+        lines.append("")
+    for source, about in (meta.get("measured_by") or {}).items():
+        results = f" ({about['results']})" if about.get("results") else ""
+        lines.append(f"Measured by `{source}`{results}, recorded {about.get('recorded', '?')}: "
+                     f"{len(about.get('tables', []))} table(s) above.")
+        lines.append("")
+    return lines
 
 
 def _fmt(value):

@@ -5,6 +5,18 @@ A name reads like the paper: ``{pretraining}_{dim}`` for the default BERT tower
 (``bert_base_ict_512``, ``bow_mlp_ict_bfs_wlp_512``). Chang et al. 2020, Table 3 (encoders ×
 pretraining tasks) and Table 5 (ablations: 4 vs 12 layers, embedding dimension 128/256/512,
 tasks ICT, BFS, WLP and their mix).
+
+``colbert_{pretraining}_{m}`` (issue 23) is a late-interaction tiny BERT (ColBERT, Khattab &
+Zaharia, SIGIR 2020; `tt_zoo.modeling.late_interaction_model`) with m-dimensional token vectors,
+pretrained on the same pair sources, warm-started from the shipped single-vector flagship.
+
+``hdct_{pretraining}`` (issue 23) is a term-weight model (HDCT, Dai & Callan, WWW 2020;
+`tt_zoo.modeling.term_weights`): the flagship's tiny BERT and a linear head weigh each document
+term for a BM25 index, trained on the query terms of those pairs (`tt-zoo train-term-weights`).
+
+Every spec has a ``kind`` (`KINDS`): what its artifact is and how it loads. ``two_tower`` and
+``late_interaction`` exports load with ``tt_zoo.load``; ``term_weights`` exports with
+``tt_zoo.load_term_weighter``. The shipped list records each entry's kind.
 """
 
 from __future__ import annotations
@@ -21,8 +33,14 @@ PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
 # spans, ProQA generated questions, alone and mixed. Registered for the CPU-scale towers only.
 SUCCESSOR_TASKS = ("crop", "span", "qgen", "crop_span", "span_qgen", "crop_span_qgen",
                    "ict_bfs_wlp_span", "ict_bfs_wlp_crop_span", "ict_bfs_wlp_crop_span_qgen")
-SUCCESSOR_PREFIXES = ("", "bow_mlp_")
+SUCCESSOR_PREFIXES = ("", "bow_mlp_", "colbert_")
 EMBEDDING_DIMS = (128, 256, 512)
+TOKEN_DIMS = (32, 64, 128)  # the late-interaction (colbert_) models' token vector sizes
+# What an artifact is, and so how it loads (`ModelSpec.kind`): one embedding per text, one vector
+# per token (MaxSim), or one weight per document term (a BM25 index's term frequencies).
+TWO_TOWER, LATE_INTERACTION, TERM_WEIGHTS = "two_tower", "late_interaction", "term_weights"
+KINDS = (TWO_TOWER, LATE_INTERACTION, TERM_WEIGHTS)
+TERM_WEIGHT_PREFIX = "hdct_"
 # Encoder prefix -> (encoder, BERT tower size). The default tower (no prefix) is the tiny BERT
 # that fits CPU pretraining; the paper's BERT-base is "bert_base_".
 ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -31,6 +49,7 @@ ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
     "bert_small_": ("bert", "small"),
     "bert_base_": ("bert", "base"),
     "bow_mlp_": ("bow_mlp", None),
+    "colbert_": ("colbert", "tiny"),
 }
 # The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.serving.download` then finds
 # the weights in the cache or downloads them).
@@ -70,8 +89,22 @@ PAPER = ModelOptions()
 CPU_SCALE = ModelOptions(pooling="mean", share_towers=True, normalize_embeddings=True,
                          temperature=0.05, bow_output_activation=None)
 # Encoder prefixes trained at CPU scale use CPU_SCALE; the paper's larger towers keep PAPER.
+# ColBERT (Sec. 3): one BERT, per-token L2 normalisation, raw MaxSim logits (no temperature).
+COLBERT = ModelOptions(pooling="tokens", share_towers=True, normalize_embeddings=True,
+                       temperature=None, bow_output_activation=None)
 _OPTIONS_BY_PREFIX = {"": CPU_SCALE, "bert_mini_": CPU_SCALE, "bow_mlp_": CPU_SCALE,
-                      "bert_small_": PAPER, "bert_base_": PAPER}
+                      "bert_small_": PAPER, "bert_base_": PAPER, "colbert_": COLBERT}
+# How the colbert_ variants train by default: the flagship ict_bfs_wlp_512's CPU-scale pairs and
+# batch, ColBERT's query length 32, the flagship's document length 128, its encoder as the start.
+COLBERT_RECIPE = RecipeSettings(batch_size=128, steps=3500, learning_rate=3e-4,
+                                pairs_per_article=128, max_doc_tokens=96)
+COLBERT_INIT_FROM = "ict_bfs_wlp_512"
+# How the hdct_ variants train by default: the flagship's encoder, 2,000 steps x 64 documents of
+# the pair set's first 200,000 pairs (`tt-zoo train-term-weights`).
+TERM_WEIGHT_RECIPE = RecipeSettings(batch_size=64, steps=2000, learning_rate=5e-4,
+                                    pairs_per_article=128, max_doc_tokens=96)
+TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
+TERM_WEIGHT_MAX_PAIRS = 200_000
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,12 +113,15 @@ class ModelSpec:
 
     Args:
       name: the registry key.
-      encoder: "bert" or "bow_mlp".
+      encoder: "bert", "bow_mlp" or "colbert" (a term-weight model's encoder is "bert").
       tower_size: BERT size name ("tiny", "mini", "small", "base"), None for BoW-MLP.
-      embedding_dim: output dimension of both towers.
+      embedding_dim: output dimension of both towers (late interaction: of each token vector;
+        term weights: 1, one weight per token).
       pretraining: one of PRETRAINING_TASKS or SUCCESSOR_TASKS.
-      query_length, document_length: token budgets (paper: 64 and 288).
+      query_length, document_length: token budgets (paper: 64 and 288; a term-weight model
+        reads documents only: query_length 0).
       recipe: the settings that train it.
+      init_from: the shipped model a recipe warm-starts from (`pretrain --init-from`), if any.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
         clone, <cache>/models/<artifact> once downloaded: `tt_zoo.serving.download`), else None.
@@ -93,6 +129,7 @@ class ModelSpec:
       url: the folder URL its files are to be downloaded from (`tt_zoo.serving.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
+      kind: one of `KINDS`: what the artifact is and how it loads.
     """
 
     name: str
@@ -103,12 +140,14 @@ class ModelSpec:
     query_length: int = 64
     document_length: int = 288
     recipe: RecipeSettings = RecipeSettings()
+    init_from: Optional[str] = None
     options: ModelOptions = PAPER
     artifact: Optional[str] = None
     sha256: Optional[str] = None
     url: Optional[str] = None
     provenance: str = ""
     metrics: Tuple[Tuple[str, float], ...] = ()
+    kind: str = TWO_TOWER
 
     @property
     def shipped(self) -> bool:
@@ -122,6 +161,8 @@ class ModelSpec:
 
     def recipe_command(self) -> str:
         """The commands that train and export this variant."""
+        if self.kind == TERM_WEIGHTS:
+            return self._term_weight_recipe_command()
         lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
         export = f"--export saved_models/{self.name}"
         if self.pretraining == "none":
@@ -133,38 +174,72 @@ class ModelSpec:
                     f"--vocab saved_models/vocab/vocab.txt --output {data_dir}")
             data = f"--mlm-examples {data_dir}"
         else:
-            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
-                    f"--tasks {self.pretraining.replace('_', ',')} "
-                    f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
-                    f"{r.max_doc_tokens} --output {data_dir}")
+            make = self._make_pairs_command()
             data = f"--pairs {data_dir}"
+        init = f" --init-from {self.init_from}" if self.init_from else ""
         return (f"{make} && python recipes/pretrain.py --variant {self.name} {data} "
                 f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
-                f"{lengths} {export}")
+                f"{lengths}{init} {export}")
+
+    def _make_pairs_command(self) -> str:
+        r = self.recipe
+        return (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
+                f"--tasks {self.pretraining.replace('_', ',')} "
+                f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
+                f"{r.max_doc_tokens} --output runs/pairs/{self.pretraining}")
+
+    def _term_weight_recipe_command(self) -> str:
+        """make-pairs, then `tt-zoo train-term-weights` (recipes/train_term_weights.py) from
+        the `init_from` export's encoder."""
+        r = self.recipe
+        return (f"{self._make_pairs_command()} && python recipes/train_term_weights.py "
+                f"--pairs runs/pairs/{self.pretraining} --init-from {self.init_from} "
+                f"--max-pairs {TERM_WEIGHT_MAX_PAIRS} --steps {r.steps} "
+                f"--batch-size {r.batch_size} --learning-rate {r.learning_rate:g} "
+                f"--warmup-fraction {r.warmup_fraction:g} --export saved_models/{self.name}")
 
 
 def _build_registry() -> Dict[str, ModelSpec]:
     specs = {}
     for prefix, (encoder, size) in ENCODERS.items():
         tasks = PRETRAINING_TASKS + (SUCCESSOR_TASKS if prefix in SUCCESSOR_PREFIXES else ())
+        colbert = encoder == "colbert"
+        extra = (dict(query_length=32, document_length=128, recipe=COLBERT_RECIPE,
+                      init_from=COLBERT_INIT_FROM) if colbert else {})
         for task in tasks:
             if encoder == "bow_mlp" and task == "mlm":
                 continue  # MLM pretrains a Transformer; the paper has no BoW-MLP MLM row.
-            for dim in EMBEDDING_DIMS:
+            if colbert and task in ("none", "mlm"):
+                continue  # ColBERT variants train on pairs, from a pretrained encoder
+            for dim in (TOKEN_DIMS if colbert else EMBEDDING_DIMS):
                 name = f"{prefix}{task}_{dim}"
                 specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
                                         embedding_dim=dim, pretraining=task,
-                                        options=_OPTIONS_BY_PREFIX[prefix])
+                                        options=_OPTIONS_BY_PREFIX[prefix],
+                                        kind=LATE_INTERACTION if colbert else TWO_TOWER, **extra)
+    for task in PRETRAINING_TASKS + SUCCESSOR_TASKS:
+        if task in ("none", "mlm"):
+            continue  # term weights train on the query terms of pairs
+        name = f"{TERM_WEIGHT_PREFIX}{task}"
+        specs[name] = ModelSpec(name=name, encoder="bert", tower_size="tiny", embedding_dim=1,
+                                pretraining=task, query_length=0, document_length=128,
+                                recipe=TERM_WEIGHT_RECIPE, init_from=TERM_WEIGHT_INIT_FROM,
+                                options=CPU_SCALE, kind=TERM_WEIGHTS)
     return specs
 
 
 REGISTRY: Dict[str, ModelSpec] = _build_registry()
 
 
-def list_models(pattern: str = "*", shipped_only: bool = False) -> List[str]:
-    """Registered names matching a glob pattern (e.g. "*ict_bfs_wlp*"), sorted."""
+def list_models(pattern: str = "*", shipped_only: bool = False,
+                kind: Optional[str] = None) -> List[str]:
+    """Registered names matching a glob pattern (e.g. "*ict_bfs_wlp*"), sorted; only shipped
+    ones with `shipped_only`, only those of one of `KINDS` with `kind`."""
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r}).")
     return sorted(name for name, spec in REGISTRY.items()
-                  if fnmatch.fnmatch(name, pattern) and (spec.shipped or not shipped_only))
+                  if fnmatch.fnmatch(name, pattern) and (spec.shipped or not shipped_only)
+                  and kind in (None, spec.kind))
 
 
 def get_spec(name: str) -> ModelSpec:
@@ -183,19 +258,21 @@ def register_shipped(name: str, **fields) -> None:
 
 
 # -- What ships trained weights: tt_zoo/serving/shipped_models.json (package data, so an installed wheel
-# has it), name -> artifact folder, sha256 of its files, download URL, recipe settings,
-# provenance and measured metrics (written by `recipes/reproduce.py --stages ship` from real
-# runs; see each MODEL_CARD.md). The weights themselves are in the clone's saved_models/.
+# has it), name -> kind, artifact folder, sha256 of its files, download URL, recipe settings,
+# provenance and measured metrics (written by `recipes/reproduce.py --stages ship` and
+# `tt-zoo ship` from real runs; see each MODEL_CARD.md). The weights themselves are in the
+# clone's saved_models/.
 SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
-_SHIPPED_FIELDS = ("artifact", "sha256", "url", "document_length", "query_length", "recipe",
-                   "provenance", "metrics")
+_SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "document_length", "query_length",
+                   "recipe", "provenance", "metrics")
 
 
 def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
     """The `ModelSpec` fields of every shipped artifact listed in ``path`` ({} if absent).
 
     Raises:
-      ValueError: naming the file and the entry, when an entry is malformed.
+      ValueError: naming the file and the entry, when an entry is malformed or records a kind
+        other than its name's (an entry without ``kind`` is of its name's kind).
     """
     if not path.is_file():
         return {}
@@ -210,7 +287,11 @@ def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
             raise ValueError(f"{path}: entry {name!r} must name a registered variant and hold "
                              f"'artifact' and only {', '.join(_SHIPPED_FIELDS)} "
                              f"(unknown: {unknown}).")
-        fields = dict(entry)
+        kind = entry.get("kind", REGISTRY[name].kind)
+        if kind != REGISTRY[name].kind:
+            raise ValueError(f"{path}: entry {name!r} records kind {kind!r}, but {name!r} is "
+                             f"a {REGISTRY[name].kind!r} variant.")
+        fields = dict(entry, kind=kind)
         if "recipe" in fields:
             fields["recipe"] = RecipeSettings(**fields["recipe"])
         fields["metrics"] = tuple(sorted(fields.get("metrics", {}).items()))

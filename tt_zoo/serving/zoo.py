@@ -1,4 +1,5 @@
-"""`tt_zoo.load(name_or_path)`: a pretrained two-tower model, ready to encode, index and fine-tune."""
+"""`tt_zoo.load(name_or_path)`: a pretrained two-tower model, ready to encode, index and fine-tune;
+`tt_zoo.load_term_weighter(name_or_path)`: a term-weight model's document weighter."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a c
 from tt_zoo.serving import download  # noqa: E402
 from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
-from tt_zoo.errors import ArtifactError  # noqa: E402
+from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.modeling.models import as_string_list  # noqa: E402
-from tt_zoo.serving.registry import ModelSpec, get_spec  # noqa: E402
+from tt_zoo.serving.registry import (KINDS, LATE_INTERACTION, TERM_WEIGHTS,  # noqa: E402
+                                     TWO_TOWER, ModelSpec, get_spec)
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 
 PASSAGES_FILE = "passages.jsonl"
@@ -165,6 +167,34 @@ class ZooModel:
         return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size,
                                                  **options)
 
+    # Late-interaction (ColBERT) models: token vectors instead of one vector per text.
+    def encode_query_tokens(self, texts: Sequence[str], batch_size: int = 256,
+                            **options) -> List[np.ndarray]:
+        """Query token vectors of a late-interaction model: one float32 [n_i, m] array per
+        query (`tt_zoo.modeling.late_interaction_model.LateInteractionModel`)."""
+        return self._late_interaction("encode_query_tokens")(texts, batch_size=batch_size,
+                                                             **options)
+
+    def encode_document_tokens(self, texts: Sequence[str],
+                               titles: Optional[Sequence[str]] = None, batch_size: int = 256,
+                               **options) -> List[np.ndarray]:
+        """Document token vectors of a late-interaction model: one float32 [n_i, m] array per
+        (title or sentence, passage), padding and punctuation removed."""
+        return self._late_interaction("encode_document_tokens")(
+            texts, titles=titles, batch_size=batch_size, **options)
+
+    def score(self, queries: Sequence[str], documents: Sequence[str],
+              titles: Optional[Sequence[str]] = None, batch_size: int = 256) -> np.ndarray:
+        """MaxSim scores of a late-interaction model, float32 [len(queries), len(documents)]."""
+        return self._late_interaction("score")(queries, documents, titles=titles,
+                                               batch_size=batch_size)
+
+    def _late_interaction(self, method: str):
+        if not hasattr(self.keras_model, "encode_query_tokens"):
+            raise TtZooError(f"{self.name} is a single-vector model: it has no {method} "
+                             "(encode_queries / encode_documents give its embeddings).")
+        return getattr(self.keras_model, method)
+
     def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
               ids: Optional[Sequence[str]] = None, backend: str = "scann",
               batch_size: int = 256, embeddings: Optional[np.ndarray] = None) -> TextIndex:
@@ -223,7 +253,8 @@ class ZooModel:
 def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
                     document_length: Optional[int] = None, dropout_rate: float = 0.1,
                     tower_shape: Optional[dict] = None, options=None):
-    """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining).
+    """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining);
+    a `LateInteractionModel` for a ``colbert_`` variant.
 
     Args:
       spec: the variant.
@@ -242,6 +273,14 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
         hidden = shape["hidden_size"]
         shape.setdefault("inner_dim", 4 * hidden)
         shape.update(bow_token_embedding_dim=hidden, bow_hidden_dim=4 * hidden)
+    if spec.encoder == "colbert":
+        from tt_zoo.modeling.late_interaction_model import build_late_interaction_model
+        return build_late_interaction_model(
+            vocabulary, embedding_dim=spec.embedding_dim,
+            query_length=query_length or spec.query_length,
+            document_length=document_length or spec.document_length, dropout_rate=dropout_rate,
+            temperature=options.temperature,
+            **{k: v for k, v in shape.items() if not k.startswith("bow_")})
     if spec.encoder != "bert":
         shape = {k: v for k, v in shape.items() if k.startswith("bow_")}
     return build_two_tower_model(vocabulary, encoder=spec.encoder,
@@ -256,40 +295,89 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
                                  **shape)
 
 
-def load(name_or_path) -> ZooModel:
-    """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path.
+def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
+    """``(path, spec)`` of a registered name or an export directory (spec None for a path):
+    the one way `load` and `load_term_weighter` find an artifact.
 
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
-    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.serving.download`; no release
-    is published yet: the weights ship in the git clone).
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.serving.download`; no
+    release is published yet: the weights ship in the git clone). A name of a kind
+    (`tt_zoo.serving.registry.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
 
-    A registered name whose weights are not shipped raises FileNotFoundError with the recipe
-    command that trains it; an unknown name raises KeyError listing close matches; a corrupted
-    or truncated directory raises `ArtifactError` (sha256 checked against the registry); a
-    download that cannot reach its URL raises `DownloadError` naming the URL and the folder
-    where the files may be placed by hand.
+    Raises:
+      KeyError: an unknown name (listing close matches).
+      FileNotFoundError: a registered name whose weights are not shipped (with the recipe
+        command that trains it).
+      ArtifactError: a path that does not exist.
     """
     path = pathlib.Path(os.fspath(name_or_path))
-    spec = None
-    expected_sha = None
-    if not path.is_dir():
-        if os.sep in str(name_or_path) or str(name_or_path).startswith("."):
-            raise ArtifactError(f"Saved model directory {path} does not exist.")
-        spec = get_spec(str(name_or_path))
-        if not spec.shipped:
-            raise FileNotFoundError(
-                f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
-                f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
-                "by path.")
-        path = download.locate(spec)
-        expected_sha = spec.sha256
+    if path.is_dir():
+        return path, None
+    if os.sep in str(name_or_path) or str(name_or_path).startswith("."):
+        raise ArtifactError(f"Saved model directory {path} does not exist.")
+    spec = get_spec(str(name_or_path))
+    if spec.kind not in kinds:
+        raise TtZooError(_wrong_kind(spec.name, spec.kind))
+    if not spec.shipped:
+        raise FileNotFoundError(
+            f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
+            f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
+            "by path.")
+    return download.locate(spec), spec
+
+
+def _wrong_kind(what, kind: str) -> str:
+    loader = "tt_zoo.load_term_weighter" if kind == TERM_WEIGHTS else "tt_zoo.load"
+    return f"{what} is a {kind.replace('_', '-')} model: load it with {loader}."
+
+
+def _verified(path: pathlib.Path, spec: Optional[ModelSpec], verify) -> object:
+    """`verify(path, expected_sha256)`, with a hint to delete a damaged copy in the cache."""
     try:
-        metadata = export_lib.verify_export(path, expected_sha)
+        return verify(path, spec.sha256 if spec else None)
     except ArtifactError as e:
         if spec is not None and download.in_cache(path):
             raise ArtifactError(f"{e} (This copy is in tt_zoo's cache: delete {path} and load "
                                 f"{spec.name!r} again to download it anew.)") from e
         raise
+
+
+def load(name_or_path) -> ZooModel:
+    """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path:
+    a two-tower or a late-interaction (ColBERT, ``colbert_*``) model. Term-weight models
+    (``hdct_*``) load with `load_term_weighter`.
+
+    A shipped name is found as `find_artifact` says (the clone, the cache, else a verified
+    download). A registered name whose weights are not shipped raises FileNotFoundError with
+    the recipe command that trains it; an unknown name raises KeyError listing close matches;
+    a corrupted or truncated directory raises `ArtifactError` (sha256 checked against the
+    registry); a download that cannot reach its URL raises `DownloadError` naming the URL and
+    the folder where the files may be placed by hand.
+    """
+    path, spec = find_artifact(name_or_path, kinds=(TWO_TOWER, LATE_INTERACTION))
+    metadata = _verified(path, spec, export_lib.verify_export)
+    if export_lib.artifact_kind(metadata) == TERM_WEIGHTS:
+        raise TtZooError(_wrong_kind(str(path), TERM_WEIGHTS))
     keras_model = export_lib.load_keras_model(path)
     return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
+
+
+def load_term_weighter(name_or_path, **options):
+    """A `tt_zoo.retrieval.term_weighting.TermWeighter` of a term-weight model (HDCT, Dai &
+    Callan, WWW 2020, Sec. 3): a registered ``hdct_*`` name or a term-weight export directory
+    (`tt-zoo train-term-weights`), found and sha256-verified as `load` does (the clone, the
+    cache, else a download). `options` go to `TermWeighter` (max_windows, batch_size, ...).
+
+    Example:
+    >>> weighter = tt_zoo.load_term_weighter("hdct_ict_bfs_wlp_crop_span_qgen")  # doctest: +SKIP
+    >>> weighter.weigh(["Penicillin"], ["Fleming found it."])[0].weights  # doctest: +SKIP
+
+    Raises as `load` does; `TtZooError` for a two-tower or late-interaction name, and
+    `ArtifactError` for a directory that is not a term-weight export.
+    """
+    from tt_zoo.serving import term_weight_export
+
+    path, spec = find_artifact(name_or_path, kinds=(TERM_WEIGHTS,))
+    return _verified(path, spec, lambda p, sha: term_weight_export.load_term_weighter(
+        p, sha, **options))

@@ -133,7 +133,8 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     """`tokenize_pair_set` of a pair directory, kept in `cache_dir` for the next run.
 
     The cache file is named by a sha256 of everything the ids depend on: the pair directory's
-    manifest (its shards' sha256), `max_pairs`, the vocabulary and both sequence lengths; a
+    manifest (its shards' sha256), `max_pairs`, the vocabulary, both sequence lengths and any
+    query packing beyond the plain one (`_query_packing`); a
     changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
     """
     from tt_zoo.atomic_io import open_for_replace
@@ -149,7 +150,8 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
         "vocabulary": model.query_preprocessor.vocabulary_sha256,
         "lower_case": model.query_preprocessor.lower_case,
         "query_length": model.query_preprocessor.seq_length,
-        "document_length": model.document_preprocessor.seq_length}, sort_keys=True)
+        "document_length": model.document_preprocessor.seq_length,
+        **_query_packing(model)}, sort_keys=True)
         .encode("utf-8")).hexdigest()[:24]
     path = os.path.join(cache_dir, f"tokens-{key}.npz")
     if tf.io.gfile.exists(path):
@@ -161,6 +163,15 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     with open_for_replace(path, "wb") as f:
         np.savez(f, **_flatten(arrays))
     return arrays
+
+
+def _query_packing(model) -> dict:
+    """The query preprocessor's settings beyond a plain `TextPreprocessor`'s (e.g. ColBERT's
+    [MASK] augmentation and query marker: `tt_zoo.modeling.late_interaction`), which change the
+    ids; {} for a plain one, so the cache names of single-vector models stay as they were."""
+    plain = {"name", "trainable", "dtype", "vocabulary", "seq_length", "lower_case"}
+    extra = {k: v for k, v in model.query_preprocessor.get_config().items() if k not in plain}
+    return {"query_packing": extra} if extra else {}
 
 
 def _flatten(arrays: Arrays, prefix: str = "") -> Dict[str, np.ndarray]:

@@ -1,0 +1,117 @@
+"""results/fusion.{md,json}: score fusion of BM25 with the single-vector flagships, on
+ReQA-SQuAD(dev), open-domain ReQA and ODQA answer recall (issue 23, item 4).
+
+Rows per benchmark: BM25; each dense model (exact search); RRF(BM25, model) (Cormack et al.
+2009, rrf_k 60); convex(BM25, model), w * minmax(BM25) + (1 - w) * minmax(model) over each
+searcher's top --depth, w chosen from a grid of 0.00..1.00 by 0.05 on questions that are not
+reported: for ReQA the training questions of the 5% cold-start split (by MRR), for ODQA
+webquestions-trainmodel over the same passages (by R@20); open-domain ReQA takes ReQA's w.
+`tt_zoo.retrieval.fusion` does the fusing, `tt_zoo.retrieval.text_benchmarks` the scoring.
+Candidate embeddings are cached under runs/ (resumable); BM25 and each model are searched
+once per question set, the fusion rows reuse those searches and report the queries/s of a fresh
+fused search (both searches plus the fusion).
+
+  python benchmarks/fusion.py                                        # the full run
+  python benchmarks/fusion.py --limit-questions 100 --limit-articles 20   # a smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, peers_measure
+import text_rows  # noqa: E402
+
+NAME = "fusion"
+FLAGSHIPS = text_rows.FLAGSHIPS
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("--depth", type=int, default=100,
+                   help="candidates of each searcher fused per query (default: %(default)s)")
+    p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    text_rows.add_arguments(p)
+    args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    if args.depth < 1:
+        p.error(f"--depth must be at least 1 (got {args.depth})")
+    if "open_domain_reqa" in args.benchmarks and "reqa" not in args.benchmarks:
+        p.error("--benchmarks: open_domain_reqa takes ReQA's chosen weight; add reqa")
+    return args
+
+
+def fusion_rows(ctx: text_rows.Context) -> dict:
+    """RRF and convex fusion of BM25 with each dense model on one benchmark; the convex weight
+    chosen on the benchmark's validation queries (open-domain ReQA: ReQA's)."""
+    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
+
+    args, bench, bm25, rows = ctx.args, ctx.bench, ctx.bm25, {}
+    weights = ctx.out["weights"]
+    for name, dense in ctx.dense.items():
+        both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
+        rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k)
+        label = f"RRF(BM25, {name})"
+        rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
+        if bench.validation is not None:
+            t = time.perf_counter()
+            choice = choose_fusion_weight(bm25, dense, bench.validation.queries,
+                                          bench.validation.metric, depth=args.depth)
+            weights.setdefault(bench.name, {})[name] = {
+                **choice.as_dict(), "chosen_on": bench.validation.name,
+                "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
+            weight, source = choice.weight, bench.name
+        else:
+            weight, source = weights["reqa"][name]["weight"], "reqa"
+        convex = FusionSearcher(bm25, dense, method="convex", weight=weight, depth=args.depth)
+        label = f"convex(BM25, {name})"
+        rows[label] = text_rows.score_row(bench, label, convex, both_s,
+                                          {**convex.describe(), "weight_chosen_on": source})
+    return rows
+
+
+def main(argv=None) -> dict:
+    out = text_rows.run(parse_args(argv), NAME, fusion_rows, report)
+    print(report(out))
+    return out
+
+
+def report(out: dict) -> str:
+    s = out["settings"]
+    lines = text_rows.report_head(out, NAME, "Score fusion: BM25 with the single-vector flagships", (
+        "Rows: BM25 (bm25s); each dense model by exact inner-product search; RRF "
+        f"(reciprocal-rank fusion, Cormack et al. 2009, rrf_k {s['rrf_k']:g}) and a convex "
+        "combination w * minmax(BM25) + (1 - w) * minmax(model) (Bruch et al. 2023) of each "
+        f"searcher's top {s['depth']} (`tt_zoo.retrieval.fusion.FusionSearcher`). w is "
+        "chosen from 0.00..1.00 by 0.05 on questions not reported: ReQA by "
+        f"{s['reqa_metric']} on the training questions of the "
+        f"{100 * s['split_fraction']:g}% cold-start split, ODQA by {s['odqa_metric']} on "
+        f"{pathlib.Path(s['odqa_validation']).name} over the same passages; open-domain "
+        "ReQA uses ReQA's w. Queries/s: the search of all questions, query encoding "
+        "included, a fused row counting both searches and the fusion. Build s: indexing, "
+        "or encoding the candidates (about 0 when cached), a fused row both searchers'."))
+    lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])
+    if out["weights"]:
+        lines += ["## The chosen weights", "",
+                  "w is BM25's share. The validation metric of each grid weight (%):", ""]
+        grid = None
+        for bench, per_model in out["weights"].items():
+            for model, choice in per_model.items():
+                if grid is None:
+                    grid = [w for w, _ in choice["grid"]]
+                    lines += ["| benchmark | model | questions | metric | w | "
+                              + " | ".join(f"{w:.2f}" for w in grid) + " |",
+                              "|---|---|---|---|---|" + "---|" * len(grid)]
+                lines.append(f"| {text_rows.TITLES[bench]} | {model} | {choice['num_queries']:,} "
+                             f"| {choice['metric']} | **{choice['weight']:.2f}** | "
+                             + " | ".join(f"{100 * v:.1f}" for _, v in choice["grid"]) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

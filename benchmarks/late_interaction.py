@@ -1,0 +1,205 @@
+"""results/late_interaction.{md,json}: a late-interaction (ColBERT) model beside BM25 and the
+single-vector flagships, on ReQA-SQuAD(dev), open-domain ReQA and ODQA answer recall (issue 23,
+items 1-2).
+
+The ColBERT export's document token vectors of a benchmark's candidates are encoded once into a
+`TokenStore` (float16, runs/token_stores/, resumable). Rows per benchmark:
+
+* BM25 and each dense model (`text_rows`), and the --partner model through its ScaNN index
+  (`EmbeddingIndex`, the settings `ScannConfig.for_size` gives), for the speed beside ColBERT's;
+* ColBERT re-ranking BM25's top --depth by exact MaxSim (`MaxSimReranker`; Khattab & Zaharia
+  2020, Sec. 3.5);
+* ColBERT end to end (`TokenIndex`, Sec. 3.6): ScaNN over every document token, each query
+  token's --token-k nearest tokens name the candidates, exact MaxSim ranks them (the benchmarks
+  of --end-to-end);
+* convex(BM25, ColBERT re-ranking): BM25's and MaxSim's min-max normalised scores over BM25's top
+  --depth, the weight chosen on questions that are not reported (ReQA: the 5% cold-start
+  split's training questions, by MRR; ODQA: webquestions-trainmodel, by R@20; open-domain ReQA
+  takes ReQA's).
+
+Memory per passage (store and token index) and each row's queries/s (query encoding included)
+are recorded.
+
+  python benchmarks/late_interaction.py --colbert saved_models/colbert_ict_bfs_wlp_crop_span_qgen_64
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, peers_measure
+import text_rows  # noqa: E402
+
+NAME = "late_interaction"
+PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("--colbert", required=True, metavar="NAME_OR_PATH",
+                   help="a late-interaction export (tt-zoo pretrain --variant colbert_*)")
+    p.add_argument("--partner", default=PARTNER,
+                   help="the single-vector model also searched through ScaNN (one of --model; "
+                        "default: %(default)s)")
+    p.add_argument("--depth", type=int, default=100,
+                   help="BM25 candidates re-ranked per query (default: %(default)s)")
+    p.add_argument("--token-k", type=int, default=64,
+                   help="end to end: neighbours of each query token (default: %(default)s)")
+    p.add_argument("--end-to-end", default="reqa,odqa",
+                   help="benchmarks with the end-to-end token index row (default: %(default)s)")
+    p.add_argument("--colbert-benchmarks", default=",".join(text_rows.BENCHMARKS),
+                   help="benchmarks with ColBERT rows (encoding open-domain ReQA's 578K "
+                        "candidates takes ~45 min on 2 cores) (default: %(default)s)")
+    p.add_argument("--record", action="store_true",
+                   help="after the run, write the model's measured tables into the card of "
+                        "the export --colbert names (a shipped one's entry too): "
+                        "tt_zoo.serving.shipping.record_results")
+    text_rows.add_arguments(p)
+    args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    args.end_to_end = [b for b in args.end_to_end.split(",") if b]
+    args.colbert_benchmarks = [b for b in args.colbert_benchmarks.split(",") if b]
+    if "open_domain_reqa" in args.colbert_benchmarks and "reqa" not in args.colbert_benchmarks:
+        p.error("--colbert-benchmarks: open_domain_reqa takes ReQA's chosen weight; add reqa")
+    return args
+
+
+def token_store(ctx, colbert):
+    """The benchmark's candidates' document token vectors (built once, resumable)."""
+    from tt_zoo.retrieval.text_benchmarks import model_tag
+    from tt_zoo.retrieval.token_store import CONFIG_FILE, TokenStore
+
+    c, args = ctx.bench.candidates, ctx.args
+    path = args.work / "token_stores" / f"{ctx.bench.name}-{model_tag(colbert)}-{len(c)}"
+    if (path / CONFIG_FILE).is_file():
+        return TokenStore.load(path)
+    return TokenStore.build(path, colbert.encode_document_tokens, c.texts, c.titles, c.ids,
+                            encoder=colbert.name, progress=not args.no_progress)
+
+
+def scann_row(ctx) -> dict:
+    """The partner model searched through its ScaNN index (the single-vector speed beside)."""
+    import numpy as np
+
+    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.retrieval.index import EmbeddingIndex
+    from tt_zoo.retrieval.search import QueryEncodingSearcher
+
+    model = ctx.models[ctx.args.partner]
+    embeddings = np.load(text_rows.embedding_cache(ctx.args, ctx.bench, model), mmap_mode="r")
+    index, build_s = tb.searcher_seconds(lambda: text_rows.warmed_up(QueryEncodingSearcher(
+        model.encode_queries, EmbeddingIndex(np.asarray(embeddings), ctx.bench.candidates.ids))))
+    label = f"{ctx.args.partner} (ScaNN)"
+    return {label: text_rows.score_row(ctx.bench, label, index, build_s,
+                                       {"search": "scann",
+                                        **vars(index.searcher.scann_config)})}
+
+
+def colbert_rows(ctx: text_rows.Context) -> dict:
+    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
+    from tt_zoo.retrieval.late_interaction import MaxSimReranker
+    from tt_zoo.retrieval.token_index import TokenIndex
+
+    args, bench, rows = ctx.args, ctx.bench, {}
+    if args.partner in ctx.dense:
+        rows.update(scann_row(ctx))
+    if bench.name not in args.colbert_benchmarks:
+        return rows
+    colbert = _load(args.colbert)
+    store, store_s = tb.searcher_seconds(lambda: token_store(ctx, colbert))
+    memory = ctx.out.setdefault("memory", {})[bench.name] = {
+        "store_bytes_per_passage": store.bytes_per_passage,
+        "tokens_per_passage": store.num_tokens / len(store), "dtype": store.dtype}
+    rerank = tb.ReusedSearcher(MaxSimReranker(ctx.bm25, colbert.encode_query_tokens,
+                                              store=store, depth=args.depth))
+    text_rows.warmed_up(rerank)
+    label = f"ColBERT re-ranking BM25@{args.depth}"
+    rows[label] = text_rows.score_row(bench, label, rerank, store_s + ctx.build_seconds["BM25"],
+                                      {"depth": args.depth, "model": colbert.name})
+    if bench.name in args.end_to_end:
+        index, index_s = tb.searcher_seconds(lambda: text_rows.warmed_up(
+            TokenIndex(store, colbert.encode_query_tokens, token_k=args.token_k)))
+        memory.update(index.memory())
+        label = f"ColBERT end to end (token index, k' {args.token_k})"
+        rows[label] = text_rows.score_row(bench, label, index, store_s + index_s,
+                                          {"token_k": args.token_k,
+                                           "scann": vars(index.scann_config)})
+    key = f"convex(BM25, ColBERT re-ranking BM25@{args.depth})"
+    if bench.validation is not None:
+        t = time.perf_counter()
+        fit = choose_fusion_weight(ctx.bm25, rerank, bench.validation.queries,
+                                   bench.validation.metric, depth=args.depth)
+        ctx.out["weights"].setdefault(bench.name, {})[key] = {
+            **fit.as_dict(), "chosen_on": bench.validation.name,
+            "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
+        weight = fit.weight
+    else:
+        weight = ctx.out["weights"]["reqa"][key]["weight"]
+    fused = FusionSearcher(ctx.bm25, rerank, method="convex", weight=weight, depth=args.depth)
+    rows[key] = text_rows.score_row(bench, key, fused, 0.0, fused.describe())
+    return rows
+
+
+@functools.lru_cache(maxsize=None)
+def _load(name_or_path):
+    """The ColBERT model, loaded once for all benchmarks (not a dense row of `text_rows`)."""
+    import tt_zoo
+
+    return tt_zoo.load(name_or_path)
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    out = text_rows.run(args, NAME, colbert_rows, report)
+    print(report(out))
+    if args.record:  # the model's measured tables into its card (= tt-zoo ship --record-from)
+        from tt_zoo.serving.shipping import record_results
+        record_results(args.colbert, out, results_path=args.output.with_suffix(".json"))
+    return out
+
+
+def report(out: dict) -> str:
+    s = out["settings"]
+    lines = text_rows.report_head(out, NAME, "Late interaction (ColBERT) beside BM25 and the "
+                                  "single-vector models", (
+        f"ColBERT model `{s['colbert']}`: its document token vectors of every candidate "
+        "in a float16 `TokenStore`; re-ranking takes BM25's top "
+        f"{s['depth']} and orders them by exact MaxSim; end to end, ScaNN over every "
+        f"document token gives each query token's {s['token_k']} nearest tokens, whose "
+        "documents exact MaxSim ranks. The convex fusion weight (BM25's share) is chosen "
+        "on questions not reported (ReQA: the 5% split's training questions by MRR; ODQA: "
+        "webquestions-trainmodel by R@20; open-domain ReQA: ReQA's). Queries/s: all "
+        "questions, query encoding included, on this machine in one run. Build s: BM25's "
+        "index, the token store (0 when cached) and the token index."))
+    lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])
+    if out.get("memory"):
+        lines += ["## Memory per passage", "",
+                  "| benchmark | tokens / passage | store bytes / passage | token index bytes / "
+                  "passage | total |", "|---|---|---|---|---|"]
+        for bench, m in out["memory"].items():
+            index = m.get("index_bytes_per_passage")
+            lines.append(f"| {text_rows.TITLES[bench]} | {m['tokens_per_passage']:.1f} | "
+                         f"{m['store_bytes_per_passage']:,.0f} | "
+                         f"{'–' if index is None else f'{index:,.0f}'} | "
+                         f"{m.get('bytes_per_passage', m['store_bytes_per_passage']):,.0f} |")
+        lines.append("")
+    if out["weights"]:
+        lines += ["## Fusion weights chosen on validation questions", "",
+                  "| benchmark | fusion | w | on | grid (metric, %) |", "|---|---|---|---|---|"]
+        for bench, chosen in out["weights"].items():
+            for what, c in chosen.items():
+                grid = ", ".join(f"{w:.2f}: {100 * v:.1f}" for w, v in c["grid"])
+                lines.append(f"| {text_rows.TITLES[bench]} | {what} | {c['weight']:.2f} | "
+                             f"{c['chosen_on']} | {grid} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

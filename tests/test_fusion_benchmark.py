@@ -1,0 +1,84 @@
+"""benchmarks/fusion.py end to end on tiny data: a tiny exported model, the hand-made SQuAD
+file, three Wikispeedia articles and a few ODQA questions; every row, the chosen weights and
+the report, in seconds."""
+
+import json
+import pathlib
+import sys
+
+import pytest
+
+from conftest import DATA_DIR, data_file
+from helpers import hand_made_squad, write_squad
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
+if str(BENCHMARKS) not in sys.path:
+    sys.path.insert(0, str(BENCHMARKS))
+
+
+def _jsonl(path, records):
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    return str(path)
+
+
+def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_path,
+                                                                monkeypatch):
+    data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
+    import fusion
+    import peers_measure
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    reported = _jsonl(tmp_path / "reported.jsonl", [
+        {"question": "Who founded the Persian Empire?", "answers": ["Cyrus"]},
+        {"question": "What is the capital of Ethiopia?", "answer_regex": "Addis Ababa"},
+        {"question": "Who is nobody?", "answers": ["Zzyzx Qwertyuiop"]}])
+    held = _jsonl(tmp_path / "held.jsonl", [
+        {"question": "Which country borders Ethiopia to the west?", "answers": ["Sudan"]},
+        {"question": "Who said Cyrus was named after the sun?", "answers": ["Ctesias"]}])
+    argv = ["--model", str(exported.path), "--squad", str(write_squad(tmp_path, hand_made_squad())),
+            "--split-fraction", "0.5", "--limit-articles", "3", "--odqa-questions", reported,
+            "--odqa-validation", held, "--data-dir", str(DATA_DIR), "--no-progress",
+            "--work", str(tmp_path / "work"), "--output", str(tmp_path / "out" / "fusion")]
+    out = fusion.main(argv)
+    assert json.loads((tmp_path / "out" / "fusion.json").read_text())["results"] == out["results"]
+    name = "tiny_test"
+    rows = ["BM25", name, f"RRF(BM25, {name})", f"convex(BM25, {name})"]
+    assert list(out["results"]) == ["reqa", "open_domain_reqa", "odqa"]
+    for bench, per_row in out["results"].items():
+        assert list(per_row) == rows, bench
+        for row in per_row.values():
+            recalls = [v for k, v in fusion.text_rows.main_set(row).items() if k.startswith("R@")]
+            assert recalls == sorted(recalls) and all(0 <= v <= 1 for v in recalls)
+            assert row["queries_per_s"] > 0
+    # ReQA has 5 candidates: every dense or fused list holds all of them, the gold included.
+    for row in rows[1:]:
+        assert out["results"]["reqa"][row]["sets"]["all"]["R@5"] == 1.0
+    assert out["results"]["odqa"]["BM25"]["sets"]["reported"]["answerable"] == 2
+    reqa_choice = out["weights"]["reqa"][name]
+    assert len(reqa_choice["grid"]) == 21 and reqa_choice["metric"] == "MRR"
+    assert reqa_choice["num_queries"] == 3  # the split's training half of the 6 questions
+    assert out["weights"]["odqa"][name]["metric"] == "R@20"
+    assert "open_domain_reqa" not in out["weights"]  # it takes ReQA's weight:
+    settings = out["results"]["open_domain_reqa"][f"convex(BM25, {name})"]["settings"]
+    assert settings == {"method": "convex", "weight": reqa_choice["weight"], "depth": 100,
+                        "rrf_k": None, "weight_chosen_on": "reqa"}
+    report = (tmp_path / "out" / "fusion.md").read_text()
+    assert "**Smoke run**" in report and f"| convex(BM25, {name}) |" in report
+    assert "## The chosen weights" in report and "Machine: " in report
+    # The dense embeddings are cached, named as `tt-zoo odqa` names its passages'.
+    assert list((tmp_path / "work" / "odqa_cache").glob("passages-*-98.npy"))
+
+
+def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
+    import fusion
+
+    args = fusion.parse_args(["--limit-questions", "10"])
+    assert args.smoke and args.output == fusion.text_rows.REPO / "runs" / "fusion_small" / "fusion"
+    assert args.work == fusion.text_rows.REPO / "runs" / "fusion_small"
+    full = fusion.parse_args([])
+    assert full.output == fusion.text_rows.REPO / "results" / "fusion"
+    assert full.model == list(fusion.FLAGSHIPS)
+    with pytest.raises(SystemExit):
+        fusion.parse_args(["--benchmarks", "open_domain_reqa"])  # needs ReQA's weight
+    with pytest.raises(SystemExit):
+        fusion.parse_args(["--odqa-metric", "MRR"])  # answer recall has no MRR

@@ -1,0 +1,70 @@
+"""Ship an export under a registered name, with the measured tables of benchmark results.
+
+Copies --export (default saved_models/NAME itself) into saved_models/NAME, lists it in
+tt_zoo/serving/shipped_models.json with its kind, sha256, release URL, recipe and provenance
+(`tt_zoo.serving.shipping.ship`), then writes the model's rows of each --record-from results
+JSON (benchmarks/late_interaction.py, benchmarks/term_weights.py, ...) into its metadata and
+MODEL_CARD.md (`record_results`). Any kind: two-tower, late interaction (colbert_*), term
+weights (hdct_*).
+
+  tt-zoo ship colbert_ict_bfs_wlp_crop_span_qgen_64 --export runs/models/colbert_64
+  tt-zoo ship hdct_ict_bfs_wlp_crop_span_qgen --record-from results/term_weights.json
+  python tests/golden/regenerate.py colbert_ict_bfs_wlp_crop_span_qgen_64   # then pin its outputs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p.add_argument("name", help="the registered name it ships as (tt_zoo.list_models())")
+    p.add_argument("--export", type=pathlib.Path, default=None,
+                   help="the export to ship (default: saved_models/NAME, shipped in place)")
+    p.add_argument("--record-from", type=pathlib.Path, action="append", default=[],
+                   metavar="RESULTS_JSON",
+                   help="a text-benchmark results JSON whose rows of this model go into its "
+                        "card (repeatable)")
+    p.add_argument("--rows", default=None,
+                   help="the label text of the model's rows in the results (default: ColBERT "
+                        "for late interaction, HDCT for term weights, the name for two-tower)")
+    p.add_argument("--provenance", default=None,
+                   help="the shipped entry's training data and license line (default: kept, "
+                        "or made from the metadata)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from tt_zoo.errors import TtZooError
+    from tt_zoo.serving import registry, shipping
+
+    for path in args.record_from:
+        if not path.is_file():
+            sys.exit(f"--record-from: {path} does not exist")
+    try:
+        registry.get_spec(args.name)
+    except KeyError as e:
+        sys.exit(f"ship: {e.args[0]}")
+    source = args.export or registry.SAVED_MODELS_DIR / args.name
+    try:
+        shipping.ship(source, args.name, provenance=args.provenance)
+        for path in args.record_from:
+            shipping.record_results(args.name, json.loads(path.read_text(encoding="utf-8")),
+                                    rows=args.rows, results_path=path)
+    except TtZooError as e:  # ArtifactError included
+        sys.exit(f"ship {args.name}: {e}")
+    print(f"next: python tests/golden/regenerate.py {args.name}, then commit "
+          f"saved_models/{args.name}, {registry.SHIPPED_FILE.name} and "
+          f"tests/golden/{args.name}.json together")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,353 @@
+"""`LateInteractionModel`: ColBERT (Khattab & Zaharia, SIGIR 2020) trained like the two towers.
+
+One `LateInteractionTower` encodes queries (marked and [MASK]-augmented by an
+`AugmentedQueryPreprocessor`) and documents ((title or sentence, passage) pairs, punctuation
+dropped) into L2-normalised token vectors; the loss is the two-tower models' corrected in-batch
+softmax (`CorrectedSampledSoftmaxLoss`: logQ correction, accidental-hit removal, temperature,
+hard negatives, cross-replica negatives) over MaxSim scores (``similarity="maxsim"``). ColBERT
+trains with a softmax over (q, d+, d-) triples (Sec. 3.4); the in-batch softmax scores every
+query against every document of the batch, the same objective with more negatives.
+
+The model is a `TwoTowerModel` with one shared tower, so it tokenizes pairs, trains (`fit`,
+`tt-zoo pretrain`, `tf.distribute`), serialises and exports the same way; what differs is what
+it embeds: token vectors, read with `encode_query_tokens` / `encode_document_tokens`. The
+single-vector `encode_queries` / `encode_documents` raise. GradCache is refused
+(`use_grad_cache`): its chunked passes cache one embedding per example.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tt_zoo.data.text import TextPreprocessor
+from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.inference import SORT_WINDOW_BATCHES, plan_batches
+from tt_zoo.modeling.late_interaction import (DEFAULT_QUERY_LENGTH, PACKED_KEYS, QUERY_TYPE_ID,
+                                              AugmentedQueryPreprocessor, LateInteractionTower,
+                                              punctuation_ids)
+from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_scores
+from tt_zoo.modeling.models import TwoTowerModel, as_string_list
+from tt_zoo.modeling.towers import BertTower
+
+# `score` keeps its [queries, query tokens, documents, document tokens] block below this size.
+SCORE_BLOCK_FLOATS = 2**24
+
+
+@tf.keras.utils.register_keras_serializable(package="tt_zoo")
+class LateInteractionModel(TwoTowerModel):
+    """ColBERT: one BERT tower giving token vectors, MaxSim scores, the corrected softmax.
+
+    Args:
+      query_preprocessor: an `AugmentedQueryPreprocessor` (query marker, [MASK] augmentation
+        to a fixed length).
+      document_preprocessor: a `TextPreprocessor` for (title or sentence, passage) pairs.
+      tower: the `LateInteractionTower` both sides share (ColBERT has one BERT).
+      loss: a `CorrectedSampledSoftmaxLoss` with ``similarity="maxsim"``; a default one (all
+        corrections on, no temperature) if None.
+      **kwargs: passed to `tfrs.Model` (e.g. ``name``).
+
+    Example:
+      >>> model = build_late_interaction_model(vocab, embedding_dim=64)
+      >>> model.compile(tf.keras.optimizers.Adam(1e-4))
+      >>> model.fit(pairs.batch(128), steps_per_epoch=100)
+      >>> [v.shape for v in model.encode_query_tokens(["who discovered penicillin?"])]
+      [(32, 64)]
+
+    References:
+      Khattab & Zaharia, SIGIR 2020, Sec. 3 (ColBERT); Chang et al. 2020, Sec. 2 (the loss).
+    """
+
+    def __init__(self, query_preprocessor: AugmentedQueryPreprocessor,
+                 document_preprocessor: TextPreprocessor, tower: LateInteractionTower,
+                 loss: Optional[CorrectedSampledSoftmaxLoss] = None, **kwargs):
+        if not isinstance(query_preprocessor, AugmentedQueryPreprocessor):
+            raise ValueError("A late-interaction model's query preprocessor must be an "
+                             "AugmentedQueryPreprocessor (got "
+                             f"{type(query_preprocessor).__name__}).")
+        if not isinstance(tower, LateInteractionTower):
+            raise ValueError(f"tower must be a LateInteractionTower (got {type(tower).__name__}).")
+        types = tower.encoder.get_config()["type_vocab_size"]
+        if query_preprocessor.marker_type_id >= types:
+            raise ValueError(f"The query marker's segment id {query_preprocessor.marker_type_id} "
+                             f"is outside the encoder's {types} type embeddings.")
+        loss = loss if loss is not None else CorrectedSampledSoftmaxLoss(similarity="maxsim")
+        if loss.similarity != "maxsim":
+            raise ValueError("A late-interaction model scores with MaxSim: build its loss with "
+                             f"similarity='maxsim' (got {loss.similarity!r}).")
+        super().__init__(query_preprocessor, document_preprocessor, tower, None, loss=loss,
+                         normalize_embeddings=True, **kwargs)
+
+    @property
+    def tower(self) -> LateInteractionTower:
+        return self.query_tower
+
+    # -- token vectors (what `TwoTowerModel`'s embedding and loss methods now carry) ----------
+    def embed_query_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
+        """Packed query ids -> {"token_vectors": float32 [batch, length, m], "mask": int32
+        [batch, length]} (every position of an augmented query is scored)."""
+        return self.query_tower(packed, training=training)
+
+    def embed_document_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
+        """Packed document ids -> token vectors and mask as `embed_query_inputs`, padding and
+        punctuation masked."""
+        return self.query_tower(packed, training=training, mask_punctuation=True)
+
+    def use_grad_cache(self, chunk_size: Optional[int]) -> None:
+        """Refused for now (None is accepted): GradCache (`tt_zoo.training.grad_cache`) caches
+        one [rows, dim] embedding per example between its passes, not token vectors."""
+        if chunk_size is not None:
+            from tt_zoo.training.grad_cache import GradCacheError
+            raise GradCacheError(
+                "GradCache (--grad-cache-chunk) does not support late-interaction (token "
+                "vector) models yet: its chunked passes cache one embedding per example. Train "
+                "without it (a smaller --batch-size bounds the memory).")
+        super().use_grad_cache(None)
+
+    def encode_queries(self, *args, **kwargs):
+        raise TtZooError(_NO_SINGLE_VECTOR.format(side="query", method="encode_query_tokens"))
+
+    def encode_documents(self, *args, **kwargs):
+        raise TtZooError(_NO_SINGLE_VECTOR.format(side="document",
+                                                  method="encode_document_tokens"))
+
+    def encode_document_inputs(self, *args, **kwargs):
+        raise TtZooError(_NO_SINGLE_VECTOR.format(side="document",
+                                                  method="encode_document_tokens"))
+
+    # -- numpy conveniences ---------------------------------------------------------------------
+    def encode_query_tokens(self, texts: Sequence[str], batch_size: int = 256, *,
+                            bucketing: bool = True) -> List[np.ndarray]:
+        """Token vectors of query strings: one float32 [n_i, m] array per query, in the order
+        given, L2-normalised rows. With [MASK] augmentation n_i is the query length (32) for
+        every query; longer queries are truncated to it."""
+        texts = as_string_list(texts, "texts")
+        cache = self._token_cache
+        return encode_tokens_in_buckets(
+            lambda s, e: cache.pack_queries(tf.constant(texts[s:e], tf.string)),
+            cache.tower_fn("query"), len(texts), self.query_preprocessor.seq_length,
+            batch_size, bucketing)
+
+    def encode_document_tokens(self, texts: Sequence[str],
+                               titles: Optional[Sequence[str]] = None, batch_size: int = 256, *,
+                               bucketing: bool = True) -> List[np.ndarray]:
+        """Token vectors of (title or sentence, passage) documents: one float32 [n_i, m] array
+        per document, in the order given, L2-normalised rows, padding and punctuation removed
+        ([CLS] and [SEP] stay, as in ColBERT). `bucketing` sorts texts by length and pads each
+        batch only to its longest member (the same vectors, fewer FLOPs;
+        `tt_zoo.modeling.inference`)."""
+        texts = as_string_list(texts, "texts")
+        titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
+        if len(titles) != len(texts):
+            raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+        cache = self._token_cache
+        return encode_tokens_in_buckets(
+            lambda s, e: cache.pack_documents(tf.constant(titles[s:e], tf.string),
+                                              tf.constant(texts[s:e], tf.string)),
+            cache.tower_fn("document"), len(texts), self.document_preprocessor.seq_length,
+            batch_size, bucketing)
+
+    def score(self, queries: Sequence[str], documents: Sequence[str],
+              titles: Optional[Sequence[str]] = None, batch_size: int = 256) -> np.ndarray:
+        """MaxSim of every query with every document: float32 [len(queries), len(documents)]
+        (exact; for a corpus, re-rank a first stage or use the token index of
+        `tt_zoo.retrieval`)."""
+        return maxsim_matrix(self.encode_query_tokens(queries, batch_size),
+                             self.encode_document_tokens(documents, titles, batch_size))
+
+    @property
+    def _token_cache(self) -> "_TokenEncodeCache":
+        # A plain attribute of a non-trackable object: Keras and SavedModel do not see it.
+        cache = self.__dict__.get("_tt_zoo_token_cache")
+        if cache is None:
+            cache = _TokenEncodeCache(self)
+            object.__setattr__(self, "_tt_zoo_token_cache", cache)
+        return cache
+
+    # -- config ---------------------------------------------------------------------------------
+    def get_config(self):
+        serialize = tf.keras.layers.serialize
+        return {"name": self.name,
+                "query_preprocessor": serialize(self.query_preprocessor),
+                "document_preprocessor": serialize(self.document_preprocessor),
+                "tower": serialize(self.query_tower),
+                "loss": serialize(self.retrieval_loss)}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("query_preprocessor", "document_preprocessor", "tower", "loss"):
+            config[key] = tf.keras.layers.deserialize(config[key])
+        return cls(**config)
+
+
+_NO_SINGLE_VECTOR = ("A late-interaction (ColBERT) model has no single {side} vector: use "
+                     "{method} (one vector per token) and MaxSim (score, or the re-ranker and "
+                     "token index of tt_zoo.retrieval).")
+
+
+class _TokenEncodeCache:
+    """The tf.functions `encode_*_tokens` run, made on first use and kept (not trackable)."""
+
+    def __init__(self, model: LateInteractionModel):
+        self._model = model
+        self._tower_fns: Dict[str, Callable] = {}
+        self.pack_queries = tf.function(
+            lambda queries: model.query_preprocessor(queries),
+            input_signature=[tf.TensorSpec([None], tf.string)])
+        self.pack_documents = tf.function(
+            lambda titles, texts: model.document_preprocessor((titles, texts)),
+            input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+
+    def tower_fn(self, role: str) -> Callable:
+        """packed ids {PACKED_KEYS: int32 [rows, length]} -> {"token_vectors", "mask"}."""
+        if role not in self._tower_fns:
+            embed = (self._model.embed_query_inputs if role == "query"
+                     else self._model.embed_document_inputs)
+            spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
+            self._tower_fns[role] = tf.function(lambda packed: embed(packed, training=False),
+                                                input_signature=[spec])
+        return self._tower_fns[role]
+
+
+def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
+                             tower_fn: Callable, n: int, seq_length: int, batch_size: int,
+                             bucketing: bool = True) -> List[np.ndarray]:
+    """Token vectors of `n` texts: one float32 [n_i, m] array each (masked rows removed), in
+    the caller's order; texts sorted by length within windows and each batch cut to its longest
+    member, as `tt_zoo.modeling.inference.encode_in_buckets` does for single vectors.
+
+    Args:
+      pack: ``pack(start, end)`` -> packed ids (int32 [end - start, seq_length]).
+      tower_fn: packed ids [rows, length] -> {"token_vectors" [rows, length, m], "mask"}.
+      n, seq_length, batch_size, bucketing: texts, the preprocessor's length, rows per call,
+        length bucketing on or off.
+    """
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise TtZooError(f"batch_size must be a positive int (got {batch_size!r}).")
+    if not isinstance(bucketing, bool):
+        raise TtZooError(f"bucketing must be True or False (got {bucketing!r}).")
+    out: List[Optional[np.ndarray]] = [None] * n
+    window = batch_size * SORT_WINDOW_BATCHES
+    for start in range(0, n, window):
+        packed = {k: v.numpy() for k, v in pack(start, min(start + window, n)).items()}
+        lengths = packed["input_mask"].sum(axis=1)
+        for rows, length in plan_batches(lengths, batch_size, seq_length, bucketing):
+            result = tower_fn({k: packed[k][rows, :length] for k in PACKED_KEYS})
+            vectors = result[TOKEN_VECTORS].numpy()
+            keep = result[MASK].numpy().astype(bool)
+            for i, row in enumerate(rows):
+                out[start + row] = np.ascontiguousarray(vectors[i][keep[i]], dtype=np.float32)
+    return out
+
+
+def pad_token_vectors(arrays: Sequence[np.ndarray]):
+    """float32 [n_i, m] arrays -> (vectors [n, max n_i, m] zero-padded, mask int32 [n, max])."""
+    if not arrays:
+        raise ValueError("pad_token_vectors needs at least one array.")
+    dims = {a.shape[1] for a in arrays}
+    if len(dims) != 1 or any(a.ndim != 2 for a in arrays):
+        raise ValueError(f"Token vectors must all be [n_i, m] with one m (got sizes {dims}).")
+    longest = max(len(a) for a in arrays)
+    vectors = np.zeros([len(arrays), longest, dims.pop()], np.float32)
+    mask = np.zeros([len(arrays), longest], np.int32)
+    for i, a in enumerate(arrays):
+        vectors[i, :len(a)], mask[i, :len(a)] = a, 1
+    return vectors, mask
+
+
+def maxsim_matrix(queries: Sequence[np.ndarray], documents: Sequence[np.ndarray]) -> np.ndarray:
+    """MaxSim (`tt_zoo.modeling.maxsim.maxsim_scores`) of every query's token vectors with every
+    document's: float32 [len(queries), len(documents)], computed in blocks of documents."""
+    out = np.zeros([len(queries), len(documents)], np.float32)
+    if not len(queries) or not len(documents):
+        return out
+    q_vectors, q_mask = pad_token_vectors(queries)
+    longest = max(len(d) for d in documents)
+    step = max(1, SCORE_BLOCK_FLOATS // (q_vectors.shape[0] * q_vectors.shape[1] * longest))
+    for start in range(0, len(documents), step):
+        d_vectors, d_mask = pad_token_vectors(documents[start:start + step])
+        out[:, start:start + step] = maxsim_scores(q_vectors, q_mask, d_vectors, d_mask).numpy()
+    return out
+
+
+def build_late_interaction_model(vocabulary, *, embedding_dim: int = 128,
+                                 size: Optional[str] = "tiny",
+                                 query_length: int = DEFAULT_QUERY_LENGTH,
+                                 document_length: int = 128, dropout_rate: float = 0.1,
+                                 temperature: Optional[float] = None,
+                                 mask_augmentation: bool = True,
+                                 loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                                 **bert_shape) -> LateInteractionModel:
+    """Builds a ColBERT model from a vocabulary (path or token list) and the tower's settings.
+
+    Args:
+      vocabulary: a vocab.txt path or a list of WordPiece tokens (with [MASK]).
+      embedding_dim: m, the size of each token vector (ColBERT: 128; 32-128 here).
+      size: BERT tower size name ("tiny", "mini", "small", "base"); see `BertTower`.
+      query_length: N_q, the fixed (augmented) query length (ColBERT: 32).
+      document_length: the document token budget (CPU-scale models: 128).
+      temperature: divides the MaxSim logits in the loss (ColBERT: none).
+      mask_augmentation: ColBERT's [MASK] query augmentation.
+      loss: overrides the loss (it must use similarity "maxsim").
+      **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim.
+    """
+    query_pre = AugmentedQueryPreprocessor(vocabulary, seq_length=query_length,
+                                           marker_type_id=QUERY_TYPE_ID,
+                                           mask_augmentation=mask_augmentation,
+                                           name="query_preprocessor")
+    doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
+                               name="document_preprocessor")
+    tower = LateInteractionTower(query_pre.vocab_size, embedding_dim, size=size,
+                                 max_sequence_length=max(query_length, document_length),
+                                 dropout_rate=dropout_rate,
+                                 punctuation_ids=punctuation_ids(query_pre.vocabulary),
+                                 name="tower", **bert_shape)
+    loss = loss if loss is not None else CorrectedSampledSoftmaxLoss(temperature=temperature,
+                                                                     similarity="maxsim")
+    return LateInteractionModel(query_pre, doc_pre, tower, loss=loss)
+
+
+def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
+    """Copies a single-vector BERT model's encoder into `model`'s tower (a warm start).
+
+    The token projection stays freshly initialised; the query marker's type-embedding row (never
+    trained by a single-vector model, whose queries are segment 0) starts as a copy of row 0,
+    so the warm-started tower encodes queries exactly as the source's query tower did. The
+    vocabulary and the encoder's shape (layers, sizes, positions) must match. Returns what was
+    copied, for the model card.
+    """
+    tower = model.tower
+    if isinstance(source, LateInteractionModel) or not isinstance(source.query_tower, BertTower):
+        raise TtZooError("warm_start_from copies a single-vector BERT model's encoder (got a "
+                         f"{type(source).__name__} with a {type(source.query_tower).__name__}).")
+    if source.query_preprocessor.vocabulary_sha256 != model.query_preprocessor.vocabulary_sha256:
+        raise TtZooError("The source model's vocabulary differs from this model's.")
+    if not source.built:
+        source.build_by_calling()
+    if not model.built:
+        model.build_by_calling()
+    theirs, ours = source.query_tower.encoder.weights, tower.encoder.weights
+    differ = [(a.name, tuple(a.shape), tuple(b.shape)) for a, b in zip(theirs, ours)
+              if tuple(a.shape) != tuple(b.shape)]
+    if len(theirs) != len(ours) or differ:
+        raise TtZooError(f"The source's encoder does not match this tower's ({len(theirs)} "
+                         f"weights against {len(ours)}; first differences: {differ[:3]}): the "
+                         "BERT shape and max_sequence_length (max of the query and document "
+                         "lengths) must be the source's.")
+    tower.encoder.set_weights(source.query_tower.encoder.get_weights())
+    marker = model.query_preprocessor.marker_type_id
+    record = {"copied": f"encoder ({len(ours)} weights) from the source's "
+                        f"{'shared tower' if source.share_towers else 'query tower'}",
+              "new": [tower.projection.name]}
+    if marker:
+        table = [w for w in tower.encoder.weights if "type_embeddings" in w.name]
+        if len(table) != 1:
+            raise TtZooError("Cannot find the encoder's type embeddings to initialise the query "
+                             f"marker (found {[w.name for w in table]}).")
+        table[0].assign(tf.tensor_scatter_nd_update(table[0], [[marker]], table[0][:1]))
+        record["query_marker"] = f"type embedding row {marker} initialised from row 0"
+    return record

@@ -1,0 +1,346 @@
+"""Shipping an export under a registered name, and recording its measured tables in its card.
+
+What ships is three things kept in step: the export in ``saved_models/<name>/`` (its files
+pinned by the sha256 of their manifest, `tt_zoo.manifest`), its entry in
+``tt_zoo/serving/shipped_models.json`` (kind, artifact, that sha256, the release URL, lengths,
+recipe, provenance, a few headline numbers; `tt_zoo.serving.registry.read_shipped`), and its
+``MODEL_CARD.md`` with the measured tables (``metadata.json``'s ``metrics``). Any kind ships the
+same way (`tt_zoo.serving.registry.KINDS`: two-tower, late interaction, term weights).
+
+- `ship(source, name)`: verifies the export, checks its kind and size against the registered
+  name, copies it to saved_models/<name> atomically (nothing to copy when it is already there)
+  and writes the name's entry.
+- `record_tables(name_or_path, tables, source=...)`: measured tables into the metadata and the
+  card, replacing those the same source recorded before. metadata.json and the card are not in
+  the file manifest, so the weights' sha256 is unchanged; the shipped entry's sha256 is set to
+  the export's all the same, so the two never disagree.
+- `benchmark_tables` / `record_results`: the tables of a results JSON of the text benchmarks
+  (`benchmarks/text_rows.py`: benchmarks/late_interaction.py, benchmarks/term_weights.py), the
+  model's rows with BM25's beside them, per benchmark and question set, with the question and
+  candidate counts in each title.
+
+`tt-zoo ship` (`tt_zoo.cli.ship`) runs these; `python tests/golden/regenerate.py NAME` then pins
+the model's outputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import pathlib
+import shutil
+from typing import Callable, Dict, Mapping, Optional, Tuple, Union
+
+from tt_zoo.atomic_io import write_directory, write_json
+from tt_zoo.errors import TtZooError
+from tt_zoo.serving import download, registry
+from tt_zoo.serving.export import (METADATA_FILE, artifact_kind, is_model_export,
+                                   update_metadata, verify_export)
+
+# The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
+# two-tower model's rows are labelled with its name).
+ROW_MARKERS = {registry.LATE_INTERACTION: "ColBERT", registry.TERM_WEIGHTS: "HDCT"}
+BASELINE_ROW = "BM25"
+# Each benchmark's headline number for the shipped entry's metrics (the README's columns).
+_HEADLINE = {"reqa": ("ReQA", "R@100"), "open_domain_reqa": ("open-domain ReQA", "R@100"),
+             "odqa": ("ODQA validation", "R@20")}
+# The results settings naming the model a text benchmark measured.
+_MODEL_SETTINGS = ("colbert", "term_model")
+
+
+def _read_json(path: pathlib.Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+# -- ship -------------------------------------------------------------------------------------
+
+def ship(source, name: str, *, provenance: Optional[str] = None, saved_models=None,
+         shipped_file=None, log: Callable[[str], None] = print) -> dict:
+    """Copies the export at `source` to ``saved_models/<name>`` and lists it as shipped.
+
+    Args:
+      source: an export directory of any kind (in place when it is saved_models/<name>).
+      name: a registered name of the export's kind (`tt_zoo.serving.registry.get_spec`).
+      provenance: the entry's training data and license line (default: from the metadata).
+      saved_models, shipped_file: default the registry's (`SAVED_MODELS_DIR`, `SHIPPED_FILE`).
+
+    Returns:
+      the shipped entry written (also registered in this process).
+
+    Raises:
+      ArtifactError: `source` is not a complete, undamaged export.
+      TtZooError: its kind or size is not the registered name's, or saved_models/<name> holds
+        another model's export.
+    """
+    spec = registry.get_spec(name)
+    source = pathlib.Path(source)
+    meta = verify_export(source)
+    kind = artifact_kind(meta)
+    if kind != spec.kind:
+        raise TtZooError(f"{source} is a {kind} export; {name!r} is registered as a "
+                         f"{spec.kind} variant (tt_zoo.list_models(kind={kind!r}) lists the "
+                         "names it may ship as).")
+    if kind != registry.TERM_WEIGHTS and meta.get("embedding_dim") != spec.embedding_dim:
+        raise TtZooError(f"{source} has embedding_dim {meta.get('embedding_dim')}; {name!r} "
+                         f"is registered with {spec.embedding_dim}.")
+    dest = pathlib.Path(saved_models or registry.SAVED_MODELS_DIR) / name
+    if source.resolve() != dest.resolve():
+        current = _read_json(dest / METADATA_FILE).get("name")
+        if dest.exists() and current not in (name, meta.get("name")):
+            raise TtZooError(f"{dest} holds an export of {current!r}, not of {name!r}; move it "
+                             "away first.")
+
+        def copy(staging: pathlib.Path) -> None:
+            shutil.copytree(source, staging, dirs_exist_ok=True)
+
+        write_directory(dest, copy, is_replaceable=is_model_export, what="tt_zoo model export")
+        log(f"copied {source} to {dest}")
+    update_metadata(dest, name=name)  # the card names it as it loads, rendered as today
+    meta = verify_export(dest)
+    shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
+    shipped = _read_json(shipped_file)
+    previous = shipped.get(name, {})
+    entry = {"kind": kind, "artifact": name, "sha256": meta["sha256"],
+             "url": download.release_url(name),
+             "document_length": meta.get("document_length", spec.document_length),
+             "query_length": meta.get("query_length", spec.query_length),
+             "recipe": dataclasses.asdict(_recipe(meta, spec)),
+             "provenance": provenance or previous.get("provenance") or _provenance(meta),
+             # headline numbers measured on these weights stay; on other weights they go
+             "metrics": previous.get("metrics", {}) if previous.get("sha256") == meta["sha256"]
+             else {}}
+    shipped[name] = entry
+    _write_shipped(shipped_file, shipped, name)
+    log(f"shipped {name} ({kind}): {dest} (sha256 {meta['sha256'][:12]}…), listed in "
+        f"{shipped_file}")
+    return entry
+
+
+def _write_shipped(shipped_file: pathlib.Path, shipped: dict, name: str) -> None:
+    """Writes the shipped list and registers `name`'s entry in this process (read back through
+    `read_shipped`, so a malformed entry fails here, not at the next import)."""
+    write_json(shipped_file, shipped, indent=2, sort_keys=True)
+    registry.register_shipped(name, **registry.read_shipped(shipped_file)[name])
+
+
+def _recipe(meta: dict, spec: registry.ModelSpec) -> registry.RecipeSettings:
+    """The recipe the export records (steps, batch, learning rate, its pairs' settings), the
+    registered defaults for what it does not."""
+    r = spec.recipe
+    made = (meta.get("pairs") or {}).get("make_pairs_config") or {}
+    return registry.RecipeSettings(
+        batch_size=meta.get("batch_size") or r.batch_size, steps=meta.get("train_steps") or 0,
+        learning_rate=meta.get("learning_rate") or r.learning_rate,
+        warmup_fraction=meta.get("warmup_fraction", r.warmup_fraction),
+        pairs_per_article=made.get("pairs_per_article", r.pairs_per_article),
+        vocab_size=r.vocab_size, max_doc_tokens=made.get("max_doc_tokens", r.max_doc_tokens))
+
+
+def _provenance(meta: dict) -> str:
+    """A provenance line from the metadata: data, pairs, schedule, starting point, license."""
+    pairs = meta.get("pairs") or {}
+    tasks = "+".join((pairs.get("make_pairs_config") or {}).get("tasks", []))
+    data = meta.get("training_data", "training data not recorded")
+    if tasks:
+        data = f"{tasks} {data}"
+    if pairs.get("num_pairs"):
+        first = f", the first {pairs['max_pairs']:,}" if pairs.get("max_pairs") else ""
+        data += f" ({pairs['num_pairs']:,} pairs{first})"
+    parts = [data, f"{meta.get('train_steps') or 0:,} steps x {meta.get('batch_size', '?')} "
+                   "on CPU"]
+    start = (meta.get("warm_start") or {}).get("from") or (meta.get("init") or {}).get("name")
+    if start:
+        parts.append(f"from {start}'s encoder")
+    if meta.get("license"):
+        parts.append(meta["license"])
+    return "; ".join(parts)
+
+
+# -- record measured tables -------------------------------------------------------------------
+
+def export_path(name_or_path) -> Tuple[pathlib.Path, Optional[registry.ModelSpec]]:
+    """The export folder of a shipped name or a path, and the shipped spec it is (None for a
+    folder no shipped entry names)."""
+    path = pathlib.Path(name_or_path)
+    if not path.is_dir():
+        spec = registry.get_spec(str(name_or_path))
+        if not spec.shipped or not spec.artifact_path.is_dir():
+            raise TtZooError(f"{name_or_path!r} has no export in {registry.SAVED_MODELS_DIR}: "
+                             "ship it first (tt-zoo ship NAME --export PATH).")
+        return spec.artifact_path, spec
+    for spec in registry.REGISTRY.values():
+        if spec.shipped and spec.artifact_path.is_dir() and (
+                spec.artifact_path.resolve() == path.resolve()):
+            return path, spec
+    return path, None
+
+
+def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
+                  results: Optional[str] = None, summary: Optional[Mapping[str, float]] = None,
+                  shipped_file=None, log: Callable[[str], None] = print) -> dict:
+    """Writes measured tables into an export's metadata and re-renders its MODEL_CARD.md.
+
+    Args:
+      name_or_path: a shipped name or an export directory (of any kind).
+      tables: title -> table: ``{column: value}`` (one row) or ``{row label: {column: value}}``
+        (`tt_zoo.serving.export.table_rows`); the card prints each under "## Measured quality".
+      source: what measured them (e.g. "benchmarks/late_interaction.py"): the tables it recorded
+        before are replaced, others stay; ``metadata["measured_by"][source]`` lists them.
+      results: the results file they come from, named in the card.
+      summary: headline numbers for the shipped entry's ``metrics`` (replacing the ones this
+        source recorded before).
+      shipped_file: default the registry's.
+
+    Returns:
+      the metadata written. The export's files are verified first; the shipped entry (when
+      the export is a shipped one) gets the export's sha256.
+    """
+    if not tables or not all(isinstance(t, Mapping) and t for t in tables.values()):
+        raise ValueError(f"tables must map each title to a non-empty table (got {tables!r}).")
+    path, spec = export_path(name_or_path)
+    meta = verify_export(path)
+    metrics = dict(meta.get("metrics") or {})
+    measured_by = dict(meta.get("measured_by") or {})
+    before = measured_by.get(source) or {}
+    for title in before.get("tables", []):
+        metrics.pop(title, None)
+    metrics.update({title: dict(table) for title, table in tables.items()})
+    measured_by[source] = {"tables": list(tables), "recorded": datetime.datetime.now(
+        datetime.timezone.utc).isoformat(timespec="seconds"), "summary": sorted(summary or {})}
+    if results:
+        measured_by[source]["results"] = _repo_relative(results)
+    meta = update_metadata(path, metrics=metrics, measured_by=measured_by)
+    log(f"recorded {len(tables)} table(s) from {source} in {path / 'MODEL_CARD.md'}")
+    if spec is not None:
+        shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
+        shipped = _read_json(shipped_file)
+        entry = shipped[spec.name]
+        if entry.get("sha256") != meta["sha256"]:
+            log(f"{spec.name}: the shipped entry's sha256 {str(entry.get('sha256'))[:12]}… is "
+                f"now the export's {meta['sha256'][:12]}… (regenerate its golden outputs)")
+        entry["sha256"] = meta["sha256"]
+        entry_metrics = {k: v for k, v in entry.get("metrics", {}).items()
+                         if k not in before.get("summary", [])}
+        entry_metrics.update(summary or {})
+        entry["metrics"] = entry_metrics
+        _write_shipped(shipped_file, shipped, spec.name)
+    return meta
+
+
+def _repo_relative(path) -> str:
+    """`path` relative to the clone (results/x.json) when inside it, else as given."""
+    try:
+        return pathlib.Path(path).resolve().relative_to(
+            registry.SAVED_MODELS_DIR.parent.resolve()).as_posix()
+    except ValueError:
+        return str(path)
+
+
+def _percent(value: float) -> float:
+    return round(100 * float(value), 2)
+
+
+def benchmark_tables(out: dict, rows: Union[str, Callable[[str], bool]],
+                     baseline: Optional[str] = BASELINE_ROW) -> Dict[str, Dict[str, dict]]:
+    """A model card's tables from a text-benchmark results JSON (`benchmarks/text_rows.py`'s
+    ``run``): per benchmark and question set ("all" first), the rows whose label contains
+    `rows` (or for which it is true) and the `baseline` row, R@k (%) (+ MRR for ReQA), titled
+    with the question and candidate counts. Benchmarks without such a row are left out."""
+    mine = (lambda label: rows in label) if isinstance(rows, str) else rows
+    ks = out.get("ks") or [1, 5, 10, 20, 50, 100]
+    tables = {}
+    for bench, results in out.get("results", {}).items():
+        chosen = {label: row for label, row in results.items() if mine(label)}
+        if not chosen:
+            continue
+        if baseline in results:
+            chosen = {baseline: results[baseline], **chosen}
+        described = out["benchmarks"][bench]
+        columns = [f"R@{k}" for k in ks] + (["MRR"] if bench != "odqa" else [])
+        sets = list(next(iter(chosen.values()))["sets"])
+        for set_name in (["all"] if "all" in sets else []) + [s for s in sets if s != "all"]:
+            first = next(iter(chosen.values()))["sets"][set_name]
+            tables[_table_title(bench, described, set_name, first)] = {
+                label: {c: _percent(row["sets"][set_name][c]) for c in columns
+                        if c in row["sets"][set_name]}
+                for label, row in chosen.items()}
+    return tables
+
+
+def _table_title(bench: str, described: dict, set_name: str, counts: dict) -> str:
+    """The wording of the cards' other tables (`tt_zoo.retrieval.odqa.card_tables`, the
+    reproduce stage's ReQA tables), with the question and candidate counts."""
+    if bench == "odqa":
+        from tt_zoo.retrieval.odqa import SET_DESCRIPTIONS
+        source = pathlib.Path(str(described.get("source", ""))).name.capitalize()
+        return (f"ODQA answer recall zero-shot, {SET_DESCRIPTIONS.get(set_name, set_name)}, "
+                f"{counts['answerable']:,} answerable of {counts['num_questions']:,} questions, "
+                f"{described['num_passages']:,} {described.get('passage_words', 100)}-word "
+                f"{source} passages (%)")
+    what = ("all questions" if set_name == "all"
+            else f"test part of the {set_name.split()[0]} split")
+    name = "ReQA-SQuAD(dev)" if bench == "reqa" else "Open-domain ReQA"
+    return (f"{name} zero-shot, {what} ({counts['num_questions']:,} questions, "
+            f"{described['num_candidates']:,} candidates) (%)")
+
+
+def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
+                   results_path=None, shipped_file=None,
+                   log: Callable[[str], None] = print) -> dict:
+    """Records a text-benchmark run's tables of one model (`benchmark_tables`) in its card, with
+    each benchmark's headline number of each of its rows in the shipped entry (`record_tables`).
+
+    `rows`: the label text of the model's rows (default by its kind, `ROW_MARKERS`, or its name
+    for a two-tower model). A smoke run, a run of another model (by sha256, when the results
+    name a folder or shipped name that resolves), or one without such rows raises
+    `TtZooError`."""
+    path, _ = export_path(name_or_path)
+    meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+    settings = out.get("settings") or {}
+    where = results_path or out.get("generator", "the results")
+    if settings.get("smoke"):
+        raise TtZooError(f"{where} is a smoke run (--limit-questions / --limit-articles): its "
+                         "numbers are not the benchmark's, and are not recorded.")
+    _check_same_model(settings, meta, where, log)
+    marker = rows or ROW_MARKERS.get(artifact_kind(meta)) or meta.get("name")
+    tables = benchmark_tables(out, marker)
+    if not tables:
+        raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
+                         f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")
+    summary = {}
+    for bench, results in out["results"].items():
+        short, metric = _HEADLINE.get(bench, (bench, "R@100"))
+        for label, row in results.items():
+            values = row["sets"].get("all", {})
+            if marker in label and metric in values:
+                summary[f"{short} {metric}, {label}"] = _percent(values[metric])
+    return record_tables(path, tables, source=out.get("generator", "benchmark"),
+                         results=str(results_path) if results_path else None, summary=summary,
+                         shipped_file=shipped_file, log=log)
+
+
+def _check_same_model(settings: dict, meta: dict, where, log) -> None:
+    """Refuses results measured on other weights than `meta`'s (compared by sha256 when the
+    model the results name still resolves to an export)."""
+    named = next((settings[k] for k in _MODEL_SETTINGS if settings.get(k)), None)
+    if named is None:
+        return
+    sha = None
+    for candidate in (pathlib.Path(named), registry.SAVED_MODELS_DIR.parent / named):
+        if (candidate / METADATA_FILE).is_file():
+            sha = _read_json(candidate / METADATA_FILE).get("sha256")
+            break
+    else:
+        if named in registry.REGISTRY:
+            sha = registry.REGISTRY[named].sha256
+    if sha is None:
+        log(f"warning: {where} measured {named!r}, which no longer resolves: recording it for "
+            f"{meta.get('name')} unchecked")
+    elif sha != meta.get("sha256"):
+        raise TtZooError(f"{where} measured {named!r} (sha256 {sha[:12]}…), not these weights "
+                         f"({meta.get('name')}, sha256 {str(meta.get('sha256'))[:12]}…).")
+
+
+__all__ = ["ship", "record_tables", "record_results", "benchmark_tables", "export_path",
+           "ROW_MARKERS"]

@@ -1,0 +1,197 @@
+"""The term-weight model's artifact: a SavedModel mapping passages to weighted tokens.
+
+HDCT (Dai & Callan, WWW 2020) weights documents offline, at indexing time; this export serves
+that step. Signature (also ``serving_default``):
+
+- ``term_weights``: ``title``, ``passage`` tf.string [batch] -> ``tokens`` tf.string
+  [batch, L] (the packed WordPiece tokens, ``[CLS] title [SEP] passage [SEP]``, "" on padding),
+  ``weights`` float32 [batch, L] (y in [0, 1]; 0 on padding), ``word_start`` bool [batch, L]
+  (the token is a word's first piece: a word's weight). L is the batch's longest row, at most
+  the model's length (longer documents are truncated as `tt_zoo.data.text.TextPreprocessor`
+  does; `tt_zoo.retrieval.term_weighting.TermWeighter` windows them instead).
+
+Tokenisation runs in the graph (tensorflow-text ops only, as the two-tower exports); merging
+pieces into words and words into BM25 terms runs in Python (`tt_zoo.data.term_weight_targets`,
+`tt_zoo.retrieval.term_weighting`). Beside the SavedModel: ``config.json`` (the Keras config),
+``assets/vocab.txt``, ``metadata.json`` (``kind: "term_weights"``, the initialisation, the
+training, the term space and the pseudo-tf scale N, the sha256 file manifest) and
+``MODEL_CARD.md``; `load_term_weight_model` / `load_term_weighter` read it back, verified.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import pathlib
+from typing import Optional
+
+import tensorflow as tf
+
+from tt_zoo.atomic_io import write_directory
+from tt_zoo.data.terms import TermSpace
+from tt_zoo.errors import ArtifactError
+from tt_zoo.manifest import describe_files, manifest_digest
+from tt_zoo.modeling.inference import cut_to_longest
+from tt_zoo.modeling.term_weights import TermWeightModel
+from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
+from tt_zoo.serving.export import (CONFIG_FILE, DEFAULT_SIGNATURE, MANIFEST_EXCLUDES,
+                                   METADATA_FILE, MODEL_CARD_FILE, VOCAB_ASSET,
+                                   _without_keras_traces, count_parameters, library_versions,
+                                   measured_quality_lines, verify_export)
+from tt_zoo.serving.registry import TERM_WEIGHTS
+
+KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
+SIGNATURE = "term_weights"
+
+
+class _TermWeightModule(tf.Module):
+    """The SavedModel root: the Keras model under `model`, the vocabulary, the signature."""
+
+    def __init__(self, model: TermWeightModel):
+        super().__init__()
+        self.model = model
+        pre = model.preprocessor
+        self._vocabulary = tf.constant(pre.vocabulary, tf.string)
+        self._specials = tf.constant([pre.cls_id, pre.sep_id], tf.int32)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
+                                  tf.TensorSpec([None], tf.string, name="passage")])
+    def term_weights(self, title, passage):
+        packed = cut_to_longest(self.model.preprocessor((title, passage)))
+        weights = self.model(packed, training=False)
+        ids, real = packed["input_word_ids"], packed["input_mask"] > 0
+        tokens = tf.where(real, tf.gather(self._vocabulary, ids), "")
+        special = tf.reduce_any(tf.equal(ids[:, :, tf.newaxis], self._specials), axis=-1)
+        piece = tf.equal(tf.strings.substr(tokens, 0, 2), "##")
+        word_start = real & ~special & ~piece
+        return {"tokens": tokens, "weights": weights, "word_start": word_start}
+
+
+def is_term_weight_export(path) -> bool:
+    """Whether `path` holds a term-weight export (which a new one may replace)."""
+    meta = pathlib.Path(path) / METADATA_FILE
+    try:
+        return json.loads(meta.read_text(encoding="utf-8")).get("kind") == KIND
+    except (OSError, ValueError):
+        return False
+
+
+def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[dict] = None, *,
+                             overwrite: bool = False) -> dict:
+    """Exports a term-weight model atomically (temp folder, then rename); returns the metadata
+    written (with its file manifest and sha256).
+
+    `metadata`: what the run records (name, init, training, ...). Derived fields (kind,
+    lengths, parameters, signatures, versions, the term space and N unless given) win.
+    """
+    meta = {}
+
+    def build(staging: pathlib.Path) -> None:
+        serving_model = _inference_copy(model)
+        module = _TermWeightModule(serving_model)
+        with _without_keras_traces():
+            tf.saved_model.save(module, str(staging),
+                                signatures={DEFAULT_SIGNATURE: module.term_weights,
+                                            SIGNATURE: module.term_weights})
+        (staging / CONFIG_FILE).write_text(json.dumps(serving_model.artifact_config()),
+                                           encoding="utf-8")
+        (staging / "assets").mkdir(exist_ok=True)
+        (staging / "assets" / VOCAB_ASSET).write_text(
+            "\n".join(serving_model.preprocessor.vocabulary) + "\n", encoding="utf-8")
+        meta.update({"term_space": TermSpace().settings(), "weight_scale": DEFAULT_WEIGHT_SCALE})
+        meta.update(metadata or {})
+        meta.update({
+            "kind": KIND, "document_length": serving_model.seq_length,
+            "vocab_size": serving_model.preprocessor.vocab_size,
+            "parameters": count_parameters(serving_model),
+            "signatures": [DEFAULT_SIGNATURE, SIGNATURE], "versions": library_versions(),
+            "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds")})
+        meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
+        meta["sha256"] = manifest_digest(meta["files"])
+        (staging / METADATA_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True),
+                                             encoding="utf-8")
+        (staging / MODEL_CARD_FILE).write_text(render_card(meta), encoding="utf-8")
+
+    write_directory(path, build, overwrite=overwrite, is_replaceable=is_term_weight_export,
+                    what="tt_zoo term-weight export", last=(METADATA_FILE,))
+    return meta
+
+
+def _inference_copy(model: TermWeightModel) -> TermWeightModel:
+    """The same weights without the optimizer, so the export carries no Adam slots."""
+    if not model.built:
+        model.build_by_calling()
+    if getattr(model, "optimizer", None) is None:
+        return model
+    clone = tf.keras.layers.deserialize(model.artifact_config())
+    clone.build_by_calling()
+    clone.set_weights(model.get_weights())
+    return clone
+
+
+def render_card(meta: dict) -> str:
+    """MODEL_CARD.md of a term-weight export."""
+    lines = [f"# {meta.get('name', 'term weights')}", "",
+             "Learned term weights after HDCT (Dai & Callan, WWW 2020): a BERT encoder and a "
+             "linear head give each WordPiece a weight y in [0, 1]; BM25 indexes a term with "
+             f"the pseudo term frequency round(N sqrt(y)), N = {meta.get('weight_scale')}.", "",
+             "| field | value |", "| --- | --- |"]
+    for key in ("init", "training_data", "targets", "pairs", "train_steps", "batch_size",
+                "learning_rate", "warmup_fraction", "train_cpu_seconds", "train_wall_time_s",
+                "final_loss", "document_length", "vocab_size", "parameters", "term_space",
+                "weight_scale", "weighting", "license", "exported"):
+        if key in meta:
+            lines.append(f"| {key} | {meta[key]} |")
+    if meta.get("command"):
+        lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
+    lines += measured_quality_lines(meta)
+    lines += ["", "## Use", "", "```python",
+              "import tt_zoo",
+              "from tt_zoo.retrieval.bm25 import BM25Retriever",
+              "from tt_zoo.retrieval.term_weighting import weigh_corpus",
+              f"weighter = tt_zoo.load_term_weighter({meta.get('name', 'path')!r})  # or a path",
+              "weights = weigh_corpus(weighter, titles, passages, cache_dir='runs/term_weights')",
+              "bm25 = BM25Retriever([t + ' ' + p for t, p in zip(titles, passages)], "
+              "weights=weights)", "```", "",
+              f"Serving: the signature `{SIGNATURE}` (= {DEFAULT_SIGNATURE}) takes `title` and "
+              "`passage` strings and returns `tokens`, `weights` and `word_start`; it tokenizes "
+              "with tensorflow-text ops, so `import tensorflow_text` before "
+              "`tf.saved_model.load`.", ""]
+    return "\n".join(lines)
+
+
+def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermWeightModel:
+    """The trainable Keras model of a term-weight export, after checking every file's sha256
+    (against `expected_sha256`, the registry's, when given)."""
+    path = pathlib.Path(path)
+    meta = verify_export(path, expected_sha256)
+    if meta.get("kind") != KIND:
+        raise ArtifactError(f"{path} is not a term-weight export (its metadata.json kind is "
+                            f"{meta.get('kind')!r}, expected {KIND!r}).")
+    try:
+        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ArtifactError(f"{path / CONFIG_FILE} is not readable JSON ({e}).") from e
+    model = tf.keras.layers.deserialize(config)
+    model.build_by_calling()
+    try:
+        status = tf.train.Checkpoint(model=model).read(str(path / "variables" / "variables"))
+        status.expect_partial().assert_existing_objects_matched()
+    except (tf.errors.OpError, ValueError, AssertionError) as e:
+        first = (str(e).splitlines() or [""])[0]
+        raise ArtifactError(f"Could not restore the weights of {path} ({type(e).__name__}: "
+                            f"{first}).") from e
+    object.__setattr__(model, "export_metadata", meta)  # not tracked by Keras
+    return model
+
+
+def load_term_weighter(path, expected_sha256: Optional[str] = None, **options):
+    """A `tt_zoo.retrieval.term_weighting.TermWeighter` on a term-weight export, in the term
+    space it was trained in; `options` go to `TermWeighter` (max_windows, batch_size, ...)."""
+    from tt_zoo.retrieval.term_weighting import TermWeighter  # noqa: PLC0415
+
+    model = load_term_weight_model(path, expected_sha256)
+    space = model.export_metadata.get("term_space") or {}
+    terms = TermSpace(space.get("stemmer", "english"), space.get("stopwords", "en"))
+    return TermWeighter(model, terms=terms, **options)
