@@ -125,10 +125,10 @@ class LateInteractionModel(TwoTowerModel):
         given, L2-normalised rows. With [MASK] augmentation n_i is the query length (32) for
         every query; longer queries are truncated to it."""
         texts = as_string_list(texts, "texts")
-        cache = self._token_cache
+        cache = self._encode_cache  # TwoTowerModel's: the same packing functions
         return encode_tokens_in_buckets(
             lambda s, e: cache.pack_queries(tf.constant(texts[s:e], tf.string)),
-            cache.tower_fn("query"), len(texts), self.query_preprocessor.seq_length,
+            self._token_tower_fn("query"), len(texts), self.query_preprocessor.seq_length,
             batch_size, bucketing)
 
     def encode_document_tokens(self, texts: Sequence[str],
@@ -143,11 +143,11 @@ class LateInteractionModel(TwoTowerModel):
         titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
         if len(titles) != len(texts):
             raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
-        cache = self._token_cache
+        cache = self._encode_cache
         return encode_tokens_in_buckets(
             lambda s, e: cache.pack_documents(tf.constant(titles[s:e], tf.string),
                                               tf.constant(texts[s:e], tf.string)),
-            cache.tower_fn("document"), len(texts), self.document_preprocessor.seq_length,
+            self._token_tower_fn("document"), len(texts), self.document_preprocessor.seq_length,
             batch_size, bucketing)
 
     def score(self, queries: Sequence[str], documents: Sequence[str],
@@ -158,14 +158,20 @@ class LateInteractionModel(TwoTowerModel):
         return maxsim_matrix(self.encode_query_tokens(queries, batch_size),
                              self.encode_document_tokens(documents, titles, batch_size))
 
-    @property
-    def _token_cache(self) -> "_TokenEncodeCache":
-        # A plain attribute of a non-trackable object: Keras and SavedModel do not see it.
-        cache = self.__dict__.get("_tt_zoo_token_cache")
-        if cache is None:
-            cache = _TokenEncodeCache(self)
-            object.__setattr__(self, "_tt_zoo_token_cache", cache)
-        return cache
+    def _token_tower_fn(self, role: str) -> Callable:
+        """packed ids {PACKED_KEYS: int32 [rows, length]} -> {"token_vectors", "mask"}: one
+        tf.function per role, made on first use and kept in a plain dict that Keras and
+        SavedModel do not track."""
+        fns = self.__dict__.get("_tt_zoo_token_fns")
+        if fns is None:
+            fns = {}
+            object.__setattr__(self, "_tt_zoo_token_fns", fns)
+        if role not in fns:
+            embed = self.embed_query_inputs if role == "query" else self.embed_document_inputs
+            spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
+            fns[role] = tf.function(lambda packed: embed(packed, training=False),
+                                    input_signature=[spec])
+        return fns[role]
 
     # -- config ---------------------------------------------------------------------------------
     def get_config(self):
@@ -187,30 +193,6 @@ class LateInteractionModel(TwoTowerModel):
 _NO_SINGLE_VECTOR = ("A late-interaction (ColBERT) model has no single {side} vector: use "
                      "{method} (one vector per token) and MaxSim (score, or the re-ranker and "
                      "token index of tt_zoo.retrieval).")
-
-
-class _TokenEncodeCache:
-    """The tf.functions `encode_*_tokens` run, made on first use and kept (not trackable)."""
-
-    def __init__(self, model: LateInteractionModel):
-        self._model = model
-        self._tower_fns: Dict[str, Callable] = {}
-        self.pack_queries = tf.function(
-            lambda queries: model.query_preprocessor(queries),
-            input_signature=[tf.TensorSpec([None], tf.string)])
-        self.pack_documents = tf.function(
-            lambda titles, texts: model.document_preprocessor((titles, texts)),
-            input_signature=[tf.TensorSpec([None], tf.string)] * 2)
-
-    def tower_fn(self, role: str) -> Callable:
-        """packed ids {PACKED_KEYS: int32 [rows, length]} -> {"token_vectors", "mask"}."""
-        if role not in self._tower_fns:
-            embed = (self._model.embed_query_inputs if role == "query"
-                     else self._model.embed_document_inputs)
-            spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
-            self._tower_fns[role] = tf.function(lambda packed: embed(packed, training=False),
-                                                input_signature=[spec])
-        return self._tower_fns[role]
 
 
 def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
