@@ -176,6 +176,29 @@ def _build_scann_searcher(embeddings: np.ndarray, config: ScannConfig, k: int = 
 
 # -- the index --------------------------------------------------------------------------------
 
+def load_scann_searcher(scann_dir: pathlib.Path, expected_size: int, config_file,
+                        what: str):
+    """ScaNN's searcher saved in `scann_dir`, refusing a pickle (scann.load_searcher would
+    unpickle scann_docids.pkl; tt_zoo never writes one) and checking it holds `expected_size`
+    points (`what`: "candidates", "tokens"), as `config_file` records."""
+    if (scann_dir / "scann_docids.pkl").exists():
+        raise IndexFileError(f"{scann_dir / 'scann_docids.pkl'} is a pickle; tt_zoo "
+                             "indexes never hold pickles and will not load one.")
+    if not (scann_dir / "scann_assets.pbtxt").is_file():
+        raise IndexFileError(f"{scann_dir / 'scann_assets.pbtxt'} is missing.")
+    import scann  # pylint: disable=import-outside-toplevel
+
+    try:
+        searcher = scann.scann_ops_pybind.load_searcher(str(scann_dir),
+                                                        assets_backcompat_shim=False)
+    except (RuntimeError, ValueError) as e:
+        raise IndexFileError(f"ScaNN could not load {scann_dir}: {e}") from e
+    if searcher.size() != expected_size:
+        raise IndexFileError(f"{scann_dir} holds {searcher.size()} {what}; {config_file} "
+                             f"says {expected_size}.")
+    return searcher
+
+
 class EmbeddingIndex:
     """A maximum-inner-product index over candidate embeddings (Chang et al. 2020, Section 2).
 
@@ -393,26 +416,10 @@ class EmbeddingIndex:
             index._init(backend, exact.ids, dim, exact, None, None)
             return index
 
-        scann_dir = root / SCANN_DIR
-        if (scann_dir / "scann_docids.pkl").exists():
-            # scann.load_searcher would unpickle this file; we never write it, never read it.
-            raise IndexFileError(f"{scann_dir / 'scann_docids.pkl'} is a pickle; tt_zoo "
-                                 "indexes never hold pickles and will not load one.")
-        if not (scann_dir / "scann_assets.pbtxt").is_file():
-            raise IndexFileError(f"{scann_dir / 'scann_assets.pbtxt'} is missing.")
         try:
             scann_config = ScannConfig.from_json(config["scann"])
         except (TypeError, ValueError) as e:
             raise IndexFileError(f"{config_file}: bad 'scann' settings: {e}") from e
-        import scann  # pylint: disable=import-outside-toplevel
-
-        try:
-            searcher = scann.scann_ops_pybind.load_searcher(str(scann_dir),
-                                                            assets_backcompat_shim=False)
-        except (RuntimeError, ValueError) as e:
-            raise IndexFileError(f"ScaNN could not load {scann_dir}: {e}") from e
-        if searcher.size() != num:
-            raise IndexFileError(f"{scann_dir} holds {searcher.size()} candidates; "
-                                 f"{config_file} says {num}.")
+        searcher = load_scann_searcher(root / SCANN_DIR, num, config_file, "candidates")
         index._init(backend, ids, dim, None, searcher, scann_config)
         return index

@@ -52,7 +52,8 @@ import numpy as np
 
 from tt_zoo.atomic_io import write_directory, write_json
 from tt_zoo.manifest import describe_files, verify_files
-from tt_zoo.retrieval.index import IndexFileError, ScannConfig, read_json
+from tt_zoo.retrieval.index import (IndexFileError, ScannConfig, load_scann_searcher,
+                                    read_json)
 from tt_zoo.retrieval.late_interaction import (check_query_texts, encode_queries_checked,
                                                top_by_maxsim)
 from tt_zoo.retrieval.search import SearchResult, check_k
@@ -258,20 +259,7 @@ class TokenIndex:
         if store.digest != store_digest:
             raise IndexFileError(f"{root} was built on another token store (digest "
                                  f"{store_digest[:16]}…, this store's {store.digest[:16]}…).")
-        scann_dir = root / SCANN_DIR
-        if (scann_dir / "scann_docids.pkl").exists():
-            raise IndexFileError(f"{scann_dir / 'scann_docids.pkl'} is a pickle; tt_zoo "
-                                 "indexes never hold pickles and will not load one.")
-        import scann  # noqa: PLC0415
-
-        try:
-            searcher = scann.scann_ops_pybind.load_searcher(str(scann_dir),
-                                                            assets_backcompat_shim=False)
-        except (RuntimeError, ValueError) as e:
-            raise IndexFileError(f"ScaNN could not load {scann_dir}: {e}") from e
-        if searcher.size() != num_tokens:
-            raise IndexFileError(f"{scann_dir} holds {searcher.size()} tokens; {config_file} "
-                                 f"says {num_tokens}.")
+        searcher = load_scann_searcher(root / SCANN_DIR, num_tokens, config_file, "tokens")
         index = cls.__new__(cls)
         index._init(store, encode_query_tokens, scann_config, token_k, searcher)
         return index
