@@ -3,7 +3,6 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-export TF_CPP_MIN_LOG_LEVEL := 2
 export TT_ZOO_DATA ?= $(abspath ../shared/data)
 
 .PHONY: setup demo test test-slow clean

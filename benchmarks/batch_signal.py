@@ -75,6 +75,19 @@ CONFIGS = {
     "bow_batch_512": (BOW, 500, 512, 125, []),
     "bow_batch_2048": (BOW, 125, 2048, 25, []),
 }
+# What the plots' legends call each configuration (one plot a tower, so no tower in them).
+LABELS = {
+    "baseline": "baseline: batch 128",
+    "clustered": "clustered batches (ProQA)",
+    "hard_negatives": "one BM25 hard negative a pair",
+    "both": "clustered batches + BM25 hard negatives",
+    "grad_cache_512": "GradCache, batch 512",
+    "batch_512": "batch 512",
+    "batch_512_warmup16": "batch 512, 16 warm-up steps",
+    "batch_2048": "batch 2,048",
+    "bfloat16": "baseline in mixed bfloat16",
+}
+TOWER_NAMES = {"bert": "tiny BERT", "bow": "BoW-MLP"}
 
 
 def run_dir(args, name: str, seed: int) -> pathlib.Path:
@@ -223,8 +236,9 @@ def write_report(runs: dict, args) -> None:
                             results / f"batch_signal_{tower}.png",
                             x_axes=(("pairs_seen", "pairs seen (thousands)", 1e3),
                                     ("train_cpu_seconds", "training CPU minutes", 60)),
-                            title=f"ReQA-SQuAD(dev) zero-shot, {tower}: more signal per CPU "
-                                  "step (median over seeds)")
+                            title=f"ReQA-SQuAD(dev) zero-shot, {TOWER_NAMES[tower]}: more "
+                                  "signal per CPU step (median over seeds)",
+                            labels={n: LABELS[n.split("_", 1)[1]] for n in runs})
 
 
 def main(argv=None):

@@ -23,6 +23,7 @@ import os
 import pathlib
 import subprocess
 import sys
+from typing import Optional
 
 from tt_zoo.cli.common import default_data_dir
 
@@ -60,6 +61,19 @@ CONFIGS = {
     "bow_mlp_shared_cosine": ("bow_mlp_ict_bfs_wlp_512",
                               ["--share-towers", "yes", "--normalize", "yes", "--temperature",
                                "0.05", "--bow-output-activation", "linear"]),
+}
+# What the plots' legends call each configuration (the names above are run directories).
+LABELS = {
+    "paper_cls_separate": "tiny BERT: [CLS], two towers, dot product (the paper's)",
+    "cls_shared": "tiny BERT: [CLS], one shared tower, dot product",
+    "mean_separate": "tiny BERT: mean pooling, two towers, dot product",
+    "mean_shared": "tiny BERT: mean pooling, one shared tower, dot product",
+    "mean_shared_cosine": "tiny BERT: mean pooling, one shared tower, cosine / 0.05 (the zoo's)",
+    "mean_shared_cosine_bert_vocab": "tiny BERT: the zoo's recipe, BERT's 30,522-token vocabulary",
+    "mean_shared_cosine_bf16": "tiny BERT: the zoo's recipe in mixed bfloat16",
+    "mini_mean_shared_cosine": "BERT-mini (4 layers, hidden 256): the zoo's recipe",
+    "bow_mlp_paper": "BoW-MLP: two towers, tanh output, dot product (the paper's)",
+    "bow_mlp_shared_cosine": "BoW-MLP: one shared tower, linear output, cosine / 0.05",
 }
 
 
@@ -156,15 +170,18 @@ def write_report(curves: dict, long_runs: dict, args) -> None:
     lines += ["", "![curves](pretrain_curve.png)", ""]
     write_text(results / "pretrain_curve.md", "\n".join(lines))
     plot({**done, **{f"{n} (long run)": c for n, c in long_runs.items() if c}},
-         results / "pretrain_curve.png")
+         results / "pretrain_curve.png", labels=LABELS)
 
 
 X_AXES = (("pairs_seen", "pairs seen (thousands)", 1e3), ("train_seconds", "training minutes", 60))
 
 
 def plot(curves: dict, path: pathlib.Path, x_axes=X_AXES,
-         title: str = "ReQA-SQuAD(dev) zero-shot during pretraining") -> None:
-    """R@1/10/100 of each curve, one row per x axis ((point key, label, divisor) triples)."""
+         title: str = "ReQA-SQuAD(dev) zero-shot during pretraining",
+         labels: Optional[dict] = None) -> None:
+    """R@1/10/100 of each curve, one row per x axis ((point key, label, divisor) triples); the
+    legend names a curve by `labels` (its key when absent)."""
+    labels = labels or {}
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -177,7 +194,7 @@ def plot(curves: dict, path: pathlib.Path, x_axes=X_AXES,
             ax = axes[row, col]
             for (name, curve), color in zip(curves.items(), colors):
                 ax.plot([p[x_key] / scale for p in curve], [100 * p[metric] for p in curve],
-                        marker="o", markersize=3, label=name, color=color)
+                        marker="o", markersize=3, label=labels.get(name, name), color=color)
             ax.set_xlabel(x_label)
             ax.set_ylabel(f"{metric} (%)")
             ax.grid(alpha=0.3)

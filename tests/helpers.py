@@ -2,6 +2,7 @@
 model and its pairs, hand-made data. Test modules import from here (and fixtures come from
 conftest.py), never from one another."""
 
+import functools
 import importlib
 import importlib.util
 import json
@@ -378,32 +379,53 @@ def tokenized_batch(model, hard_negatives=0):
     return inputs
 
 
-def graph_ops(saved_model_dir) -> dict:
-    """The ops of a SavedModel's graphs outside TensorFlow core, found in a fresh process:
-    {"text": those tensorflow-text registers, "other": the rest (the op whitelist: TF Serving
-    with tensorflow-text serves a graph whose "other" is empty), "signatures": its names}."""
-    script = f"""
+_OP_LAYERS_SCRIPT = """
 import json
 from tensorflow.core.framework import op_def_pb2
-from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.client import pywrap_tf_session as c_api
-def registered_ops():
+def registered():
     buffer = c_api.TF_GetAllOpList()
     ops = op_def_pb2.OpList.FromString(c_api.TF_GetBuffer(buffer))
     c_api.TF_DeleteBuffer(buffer)
-    return {{op.name for op in ops.op}}
-core = registered_ops()
+    return {op.name for op in ops.op}
+core = registered()
 import tensorflow_text
-text = registered_ops() - core
-proto = saved_model_pb2.SavedModel()
-proto.ParseFromString(open({str(pathlib.Path(saved_model_dir) / 'saved_model.pb')!r}, 'rb').read())
-graph = proto.meta_graphs[0].graph_def
-used = {{n.op for n in graph.node}} | {{n.op for f in graph.library.function for n in f.node_def}}
-used -= {{f.signature.name for f in graph.library.function}}
-print(json.dumps({{"other": sorted(used - core - text), "text": sorted(used & text),
-                  "signatures": sorted(proto.meta_graphs[0].signature_def)}}))
+text = registered() - core
+import scann
+scann_ops = registered() - core - text
+print(json.dumps({"core": sorted(core), "text": sorted(text), "scann": sorted(scann_ops)}))
 """
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=300)
+
+
+@functools.lru_cache(maxsize=None)
+def registered_op_layers() -> dict:
+    """The ops a fresh process registers, layer by layer: {"core": TensorFlow's own, "text":
+    those `import tensorflow_text` adds, "scann": those `import scann` adds after it} (sets of
+    op names; found once per test process)."""
+    proc = subprocess.run([sys.executable, "-c", _OP_LAYERS_SCRIPT], capture_output=True,
+                          text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return {k: set(v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items()}
+
+
+def saved_model_graph(saved_model_dir):
+    """``(ops, signatures)`` of a SavedModel read from its saved_model.pb, without loading it:
+    the op names its graph and function library use (calls of its own functions left out) and
+    its ``{name: SignatureDef}``."""
+    from tensorflow.core.protobuf import saved_model_pb2
+    proto = saved_model_pb2.SavedModel.FromString(
+        (pathlib.Path(saved_model_dir) / "saved_model.pb").read_bytes())
+    graph = proto.meta_graphs[0].graph_def
+    used = {n.op for n in graph.node} | {n.op for f in graph.library.function for n in f.node_def}
+    used -= {f.signature.name for f in graph.library.function}
+    return used, dict(proto.meta_graphs[0].signature_def)
+
+
+def graph_ops(saved_model_dir) -> dict:
+    """The ops of a SavedModel's graphs outside TensorFlow core: {"text": those tensorflow-text
+    registers, "other": the rest (the stock TF Serving ModelServer, which links tensorflow-text's
+    ops, serves a graph whose "other" is empty), "signatures": its names}."""
+    used, signatures = saved_model_graph(saved_model_dir)
+    layers = registered_op_layers()
+    return {"other": sorted(used - layers["core"] - layers["text"]),
+            "text": sorted(used & layers["text"]), "signatures": sorted(signatures)}

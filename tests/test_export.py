@@ -124,3 +124,97 @@ def test_card_shows_the_more_signal_settings_a_run_recorded():
     assert "| clustered_batches | {'every': 250, 'clusters': 62} |" in card
     assert "'miner_version': 2" in card
     assert "grad_cache_chunk" not in render_model_card({"name": "m", "batch_size": 128})
+
+
+# ------------------------------------------------------------------ format version, re-export
+
+def test_every_export_records_the_format_version_its_loader_compares(exported, tmp_path):
+    """Two-tower and ColBERT exports (one writer) and term-weight exports record
+    `FORMAT_VERSION`, which `verify_export` (every loader's first step) compares."""
+    from helpers import tiny_model
+    from tt_zoo.modeling.term_weights import TermWeightModel
+    from tt_zoo.serving.export import FORMAT_VERSION
+    from tt_zoo.serving.term_weight_export import export_term_weight_model
+    assert FORMAT_VERSION == 1
+    _, path, meta = exported
+    assert meta["format_version"] == FORMAT_VERSION
+    assert json.loads((path / "metadata.json").read_text())["format_version"] == FORMAT_VERSION
+    two_tower = tiny_model()
+    two_tower.build_by_calling()
+    term_meta = export_term_weight_model(TermWeightModel.from_two_tower(two_tower),
+                                         tmp_path / "hdct", {"name": "hdct_test"})
+    assert term_meta["format_version"] == FORMAT_VERSION
+
+
+def test_retrieve_model_records_its_format_and_needs_only_scann_ops_beyond_core_and_text(
+        exported, tmp_path):
+    """The `retrieve` SavedModel: brute force needs TensorFlow core and tensorflow-text ops only
+    (the stock ModelServer's); ScaNN adds ScaNN's ops and no other (a ScaNN-enabled image).
+    A newer format in its settings is refused, naming both versions."""
+    import pytest
+    from helpers import registered_op_layers, saved_model_graph
+    from tt_zoo.errors import ArtifactError
+    from tt_zoo.serving.export import QueryEncoder
+    from tt_zoo.serving.retrieve import (RETRIEVAL_CONFIG_FILE, RETRIEVE_FORMAT_VERSION,
+                                         export_retrieval_model, load_retrieval_model)
+    model, _, _ = exported
+    documents = model.encode_documents(PASSAGES, titles=SENTENCES)
+    ids = [f"d{i}" for i in range(len(PASSAGES))]
+    layers = registered_op_layers()
+    for backend in ("brute_force", "scann"):
+        path = export_retrieval_model(QueryEncoder(model), documents, ids, tmp_path / backend,
+                                      k=2, backend=backend)
+        used, signatures = saved_model_graph(path)
+        assert "serving_default" in signatures and used & layers["text"]
+        extra = used - layers["core"] - layers["text"]
+        if backend == "scann":
+            assert extra and extra <= layers["scann"], extra
+        else:
+            assert extra == set(), extra
+    settings_path = tmp_path / "brute_force" / RETRIEVAL_CONFIG_FILE
+    settings = json.loads(settings_path.read_text())
+    assert settings["format_version"] == RETRIEVE_FORMAT_VERSION == 1
+    settings["format_version"] = 2
+    settings_path.write_text(json.dumps(settings))
+    with pytest.raises(ArtifactError, match="format 2; this tt_zoo .* reads up to format 1: "
+                                            "upgrade tt_zoo"):
+        load_retrieval_model(tmp_path / "brute_force")
+
+
+def test_reexport_keeps_the_weights_and_the_card_and_records_why(exported, tmp_path):
+    """`shipping.reexport`: today's exporter over an export's own weights (how the three shipped
+    exports made before serving_default got it); the card, its measured tables and the command
+    stay, the note says when and why, the file manifest and sha256 are the new files'."""
+    import shutil
+    from helpers import saved_model_graph
+    from tt_zoo.serving import export, shipping
+    _, path, _ = exported
+    old = tmp_path / "old"
+    shutil.copytree(path, old)
+    before = export.update_metadata(old, metrics={"ReQA": {"R@1": 1.0}}, command="python x.py")
+    messages = []
+    meta = shipping.reexport(old, "to add serving_default", log=messages.append)
+    assert meta == export.verify_export(old)
+    assert (meta["metrics"], meta["command"], meta["name"]) == (
+        before["metrics"], "python x.py", "tiny_test")
+    note = meta["reexported"][-1]
+    assert note["reason"] == "to add serving_default" and note["weights"] == "unchanged"
+    assert (note["previous_sha256"], note["previous_exported"]) == (before["sha256"],
+                                                                    before["exported"])
+    assert meta["format_version"] == export.FORMAT_VERSION
+    assert "serving_default" in saved_model_graph(old)[1]
+    card = (old / "MODEL_CARD.md").read_text()
+    assert "Re-exported" in card and "to add serving_default" in card and "R@1" in card
+    reloaded = export.load_keras_model(old)
+    for ours, theirs in zip(reloaded.get_weights(), exported.model.get_weights()):
+        np.testing.assert_array_equal(ours, theirs)
+    assert any("weights unchanged" in m for m in messages), messages
+
+
+def test_card_tables_read_recall_by_k_whatever_order_the_json_keeps():
+    """metadata.json keeps each table with sorted keys (MRR, R@1, R@10, R@100, R@5); the card
+    prints R@k by k, then MRR."""
+    card = render_model_card({"name": "m", "metrics": {"ReQA (%)": {
+        "MRR": 3.0, "R@1": 1.0, "R@10": 10.0, "R@100": 100.0, "R@5": 5.0}}})
+    assert "| R@1 | R@5 | R@10 | R@100 | MRR |\n" in card
+    assert "| 1 | 5 | 10 | 100 | 3 |" in card

@@ -190,3 +190,79 @@ def test_auto_xla_only_for_a_bert_corpus(encoder, models, monkeypatch):
     auto_run = model.encode_documents(TEXTS[:4], titles=TITLES[:4])
     np.testing.assert_allclose(auto_run, reference, rtol=1e-4, atol=1e-5)
     assert asked == [False, encoder == "bert"]
+
+
+# -- one string, batch_size and the progress bar (issue 26) ----------------------------------
+
+def test_a_single_string_is_one_text_and_gives_one_vector(models):
+    model = models("bert")
+    queries = model.encode_queries(TEXTS)
+    one = model.encode_queries(TEXTS[3])
+    assert one.shape == (8,)  # a 1-D vector, as sentence-transformers gives for one string
+    np.testing.assert_allclose(one, queries[3], rtol=1e-5, atol=1e-6)
+    documents = model.encode_documents(TEXTS, titles=TITLES)
+    np.testing.assert_allclose(model.encode_documents(TEXTS[3], titles=TITLES[3]), documents[3],
+                               rtol=1e-5, atol=1e-6)
+    assert model.encode_documents(TEXTS[3]).shape == (8,)  # no title: ""
+    with pytest.raises(TypeError, match="titles must be one string when texts is one string"):
+        model.encode_documents(TEXTS[3], titles=TITLES[3:4])
+    with pytest.raises(TypeError, match="titles must be a sequence of strings"):
+        model.encode_documents(TEXTS[3:5], titles="paris")
+
+
+def test_a_single_string_gives_one_token_array():
+    from helpers import tiny_colbert
+    model = tiny_colbert()
+    model.build_by_calling()
+    many = model.encode_document_tokens(TEXTS[:3], titles=TITLES[:3], batch_size=2)
+    one = model.encode_document_tokens(TEXTS[1], titles=TITLES[1], batch_size=2)
+    assert isinstance(one, np.ndarray) and one.ndim == 2
+    np.testing.assert_allclose(one, many[1], rtol=1e-5, atol=1e-6)
+    query = model.encode_query_tokens("who discovered penicillin?")
+    assert isinstance(query, np.ndarray) and query.shape == (12, 8)
+
+
+def _bars(capsys) -> list:
+    """The descriptions of the tqdm bars drawn on stderr since the last call."""
+    err = capsys.readouterr().err
+    return sorted({line.split(":")[0].strip() for line in err.replace("\r", "\n").splitlines()
+                   if "%|" in line})
+
+
+def test_show_progress_bar_true_and_false(models, capsys):
+    model = models("bow_mlp")
+    model.encode_documents(TEXTS, titles=TITLES, batch_size=2, show_progress_bar=True)
+    model.encode_queries(TEXTS, batch_size=2, show_progress_bar=True)
+    assert _bars(capsys) == ["encode documents", "encode queries"]
+    model.encode_documents(TEXTS, batch_size=1, show_progress_bar=False)
+    assert _bars(capsys) == []
+    with pytest.raises(TtZooError, match="show_progress_bar must be True, False or None"):
+        model.encode_queries(TEXTS, show_progress_bar="yes")
+
+
+def test_token_encoders_take_show_progress_bar(capsys):
+    from helpers import tiny_colbert
+    model = tiny_colbert()
+    model.encode_query_tokens(TEXTS, batch_size=2, show_progress_bar=True)
+    model.encode_document_tokens(TEXTS, batch_size=2, show_progress_bar=True)
+    assert _bars(capsys) == ["encode document tokens", "encode query tokens"]
+
+
+def test_progress_bar_by_default_only_for_many_batches_at_a_terminal(models, capsys,
+                                                                      monkeypatch):
+    model = models("bow_mlp")
+    monkeypatch.setattr(inference, "_interactive", lambda: True)
+    few = inference.PROGRESS_MIN_BATCHES  # texts at batch_size 1: not more than a few batches
+    model.encode_queries(TEXTS[:few], batch_size=1)
+    assert _bars(capsys) == []
+    model.encode_queries(TEXTS[:few + 1], batch_size=1)
+    assert _bars(capsys) == ["encode queries"]
+    # Inside a caller's own bar, none of its own.
+    from tqdm.auto import tqdm
+    with tqdm(total=1, desc="outer"):
+        model.encode_queries(TEXTS, batch_size=1)
+    assert _bars(capsys) == ["outer"]
+    # Not at a terminal (a pipe, a log file): none.
+    monkeypatch.setattr(inference, "_interactive", lambda: False)
+    model.encode_queries(TEXTS, batch_size=1)
+    assert _bars(capsys) == []

@@ -94,3 +94,11 @@ def test_cross_replica_loss_equals_single_device_loss():
                             timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "CROSS_REPLICA_OK" in result.stdout, result.stdout
+
+
+def test_the_loss_name_does_not_depend_on_what_the_process_built_before():
+    """Its config is in a pretraining run's recorded settings: a run resumed in a process (a
+    notebook) that built another model first must still match them."""
+    first, second = CorrectedSampledSoftmaxLoss(), CorrectedSampledSoftmaxLoss()
+    assert first.get_config() == second.get_config()
+    assert second.name == "corrected_sampled_softmax_loss"

@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -48,13 +49,21 @@ def final_weights(workdir):
             if "metrics" not in k and k.endswith(".ATTRIBUTES/VARIABLE_VALUE")}
 
 
-def test_kill_and_resume_matches_uninterrupted_run(inputs):
+@pytest.fixture(scope="module")
+def straight(inputs):
+    """One uninterrupted run with its export: the reference of the kill-and-resume test and the
+    finished run the rerun test starts from (trained once for both)."""
     root, vocab = inputs
-    straight = subprocess.run(command(root, vocab, root / "straight",
-                                      ["--export", str(root / "export")]),
-                              capture_output=True, text=True, timeout=600)
-    assert straight.returncode == 0, straight.stderr[-3000:]
-    assert "no checkpoint in" in straight.stdout  # a missing checkpoint dir starts fresh, and says so
+    run = subprocess.run(command(root, vocab, root / "straight", ["--export", str(root / "export")]),
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return root / "straight", run.stdout
+
+
+def test_kill_and_resume_matches_uninterrupted_run(inputs, straight):
+    root, vocab = inputs
+    straight_dir, printed = straight
+    assert "no checkpoint in" in printed  # a missing checkpoint dir starts fresh, and says so
     import tt_zoo
     exported = tt_zoo.load(root / "export")  # the export at the end of pretraining loads
     assert exported.metadata["train_steps"] == STEPS and exported.pretraining == "ict_bfs_wlp"
@@ -73,7 +82,7 @@ def test_kill_and_resume_matches_uninterrupted_run(inputs):
     assert "resuming from" in resumed.stdout
     assert f"trained to step {STEPS}" in resumed.stdout
 
-    expected, actual = final_weights(root / "straight"), final_weights(workdir)
+    expected, actual = final_weights(straight_dir), final_weights(workdir)
     assert expected.keys() == actual.keys() and len(expected) > 10
     assert any("query_tower" in name for name in expected)
     for name in expected:
@@ -81,32 +90,39 @@ def test_kill_and_resume_matches_uninterrupted_run(inputs):
                                    err_msg=name)
 
 
-def test_rerun_of_a_finished_run_and_resume_with_other_settings(inputs):
+def in_process(argv, capsys):
+    """The recipe's `main` in this process (TensorFlow is already loaded here: no second
+    interpreter start-up); its exit message (or None) and what it printed."""
+    from tt_zoo.cli import pretrain
+    try:
+        pretrain.main(argv[2:])  # past the interpreter and the script
+        message = None
+    except SystemExit as stop:
+        message = str(stop.code)
+    return message, capsys.readouterr()
+
+
+def test_rerun_of_a_finished_run_and_resume_with_other_settings(inputs, straight, capsys):
     root, vocab = inputs
     workdir = root / "rerun"
-    first = subprocess.run(command(root, vocab, workdir), capture_output=True, text=True,
-                           timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    summary = (workdir / "train_summary.json").read_text()
-    again = subprocess.run(command(root, vocab, workdir), capture_output=True, text=True,
-                           timeout=600)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert f"already trained to step {STEPS}: nothing to do" in again.stdout
-    assert "read 96 tokenized pairs" in again.stdout  # the token cache served the rerun
+    shutil.copytree(straight[0], workdir)  # a finished run (checkpoint paths are relative)
+    summary = json.loads((workdir / "train_summary.json").read_text())
+    message, again = in_process(command(root, vocab, workdir), capsys)
+    assert message is None, again.err[-3000:]
+    assert f"already trained to step {STEPS}: nothing to do" in again.out
+    assert "read 96 tokenized pairs" in again.out  # the token cache served the rerun
     rerun_summary = json.loads((workdir / "train_summary.json").read_text())  # valid JSON
-    assert rerun_summary["final_loss"] == json.loads(summary)["final_loss"]
-    assert rerun_summary["train_wall_time_s"] == json.loads(summary)["train_wall_time_s"]
+    assert rerun_summary["final_loss"] == summary["final_loss"]
+    assert rerun_summary["train_wall_time_s"] == summary["train_wall_time_s"]
 
     other = command(root, vocab, workdir)
     other[other.index("--batch-size") + 1] = "4"
     other[other.index("--steps") + 1] = str(2 * STEPS)
-    refused = subprocess.run(other, capture_output=True, text=True, timeout=600)
-    assert refused.returncode != 0
-    assert "batch_size: checkpoint 8, now 4" in refused.stderr
-    assert f"steps: checkpoint {STEPS}, now {2 * STEPS}" in refused.stderr
-    pooled = subprocess.run(command(root, vocab, workdir, ["--pooling", "cls"]),
-                            capture_output=True, text=True, timeout=600)
-    assert pooled.returncode != 0 and "query_tower" in pooled.stderr
+    refused, _ = in_process(other, capsys)
+    assert "batch_size: checkpoint 8, now 4" in refused
+    assert f"steps: checkpoint {STEPS}, now {2 * STEPS}" in refused
+    pooled, _ = in_process(command(root, vocab, workdir, ["--pooling", "cls"]), capsys)
+    assert pooled is not None and "query_tower" in pooled
 
 
 def test_unknown_variant_and_missing_pairs_are_clear(inputs):

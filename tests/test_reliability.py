@@ -195,12 +195,14 @@ def test_a_saved_index_is_verified_file_by_file(exported, tmp_path):
         model.load_index(tmp_path / "i")
 
 
-def test_a_bare_string_is_refused_wherever_texts_are_taken(exported):
-    """7. A string is a sequence of characters: "abc" is not three passages."""
+def test_a_bare_string_is_one_text_never_a_sequence_of_characters(exported):
+    """7. "abc" is one text (as sentence-transformers takes it), not three passages; beside a
+    list of passages, a bare title or id string is refused."""
     model = tt_zoo.load(exported.path)
-    for call in (lambda: model.index("abc"), lambda: model.index(["a"], titles="t"),
-                 lambda: model.index(["a"], ids="i"), lambda: model.encode_queries("abc"),
-                 lambda: model.encode_documents("abc")):
+    assert model.encode_queries("abc").shape == (8,)
+    assert model.encode_documents("abc").shape == (8,)
+    assert len(model.index("abc", backend="brute_force")) == 1
+    for call in (lambda: model.index(["a"], titles="t"), lambda: model.index(["a"], ids="i")):
         with pytest.raises(TypeError, match="not a single string"):
             call()
 

@@ -9,8 +9,10 @@ import pytest
 
 import tt_zoo
 from helpers import (assert_matches_golden, assert_matches_term_golden,
-                     assert_matches_token_golden, read_golden)
+                     assert_matches_token_golden, read_golden, registered_op_layers,
+                     saved_model_graph)
 from tt_zoo.serving.export import table_rows
+from tt_zoo.serving import registry
 from tt_zoo.serving.registry import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
@@ -120,3 +122,70 @@ def test_every_grid_variant_is_shipped_within_the_size_budget():
     saved_models = pathlib.Path(tt_zoo.__file__).resolve().parents[1] / "saved_models"
     size = sum(f.stat().st_size for f in saved_models.rglob("*") if f.is_file())
     assert size <= 200 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 200)"
+
+
+# ------------------------------------------------------------------ serving (no model loaded)
+# Read from each export's saved_model.pb (protobuf parsing, no TensorFlow load), for every entry
+# of tt_zoo/serving/shipped_models.json.
+
+SHIPPED_ENTRIES = registry.read_shipped()
+# The signatures the README's Serving section promises each kind; serving_default (what TF
+# Serving's REST API uses when a request names none) is the first of them.
+PROMISED_SIGNATURES = {
+    TWO_TOWER: ("encode_query", "encode_document", "query_encoder", "response_encoder"),
+    LATE_INTERACTION: ("encode_query_tokens", "encode_document_tokens"),
+    TERM_WEIGHTS: ("term_weights",)}
+
+
+def _inputs_and_outputs(signature):
+    return ({k: v.dtype for k, v in signature.inputs.items()},
+            {k: v.dtype for k, v in signature.outputs.items()})
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_ENTRIES))
+def test_every_shipped_export_has_serving_default_and_its_kinds_signatures(name):
+    from tensorflow.core.framework import types_pb2
+    entry = SHIPPED_ENTRIES[name]
+    path = registry.SAVED_MODELS_DIR / entry["artifact"]
+    _, signatures = saved_model_graph(path)
+    promised = PROMISED_SIGNATURES[entry["kind"]]
+    missing = [s for s in ("serving_default",) + promised if s not in signatures]
+    assert not missing, (f"{name} has no {missing} signature: re-export it from its own "
+                         "weights (tt_zoo.serving.shipping.reexport)")
+    assert _inputs_and_outputs(signatures["serving_default"]) == _inputs_and_outputs(
+        signatures[promised[0]])
+    for signature in promised:
+        inputs = signatures[signature].inputs
+        assert inputs and {t.dtype for t in inputs.values()} == {types_pb2.DT_STRING}, signature
+    recorded = json.loads((path / "metadata.json").read_text())["signatures"]
+    assert set(recorded) == {"serving_default", *promised}, recorded
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_ENTRIES))
+def test_shipped_exports_use_only_tensorflow_core_and_tensorflow_text_ops(name):
+    """The ops a stock TF Serving ModelServer has: TensorFlow's own and tensorflow-text's, which
+    tensorflow_serving/model_servers/BUILD links in (SUPPORTED_TENSORFLOW_OPS). Here "TensorFlow's
+    own" is what the pinned pip TensorFlow registers, the closest offline stand-in for the
+    ModelServer of the same version (its own op list cannot be had offline)."""
+    used, _ = saved_model_graph(registry.SAVED_MODELS_DIR / SHIPPED_ENTRIES[name]["artifact"])
+    layers = registered_op_layers()
+    assert used - layers["core"] - layers["text"] == set()
+    assert used & layers["text"], "the in-graph tokenizer uses tensorflow-text's ops"
+
+
+def test_the_license_file_is_the_one_the_metadata_and_every_card_name():
+    """LICENSE holds the Apache License 2.0 that setup.cfg declares (and puts in the wheel:
+    license_files), and every shipped card records it with the note on its training text."""
+    import configparser
+    root = registry.SAVED_MODELS_DIR.parent
+    text = (root / "LICENSE").read_text(encoding="utf-8")
+    assert text.split()[:4] == ["Apache", "License", "Version", "2.0,"]
+    assert "END OF TERMS AND CONDITIONS" in text
+    setup = configparser.ConfigParser()
+    setup.read(root / "setup.cfg")
+    assert setup["metadata"]["license"] == "Apache-2.0"
+    assert setup["metadata"]["license_files"].split() == ["LICENSE"]
+    for name, entry in SHIPPED_ENTRIES.items():
+        meta = json.loads((registry.SAVED_MODELS_DIR / entry["artifact"] / "metadata.json")
+                          .read_text())
+        assert meta.get("license") == "Apache-2.0 (weights trained on CC BY-SA text)", name

@@ -90,7 +90,7 @@ def test_registry_kinds_and_term_weight_names(tmp_path):
     spec = registry.get_spec("hdct_ict_bfs_wlp_crop_span_qgen")
     assert (spec.kind, spec.encoder, spec.tower_size, spec.document_length) == (
         registry.TERM_WEIGHTS, "bert", "tiny", 128)
-    assert ("recipes/train_term_weights.py --pairs runs/pairs/ict_bfs_wlp_crop_span_qgen "
+    assert ("tt-zoo train-term-weights --pairs runs/pairs/ict_bfs_wlp_crop_span_qgen "
             "--init-from ict_bfs_wlp_512 --max-pairs 200000 --steps 2000 --batch-size 64 "
             "--learning-rate 0.0005") in spec.recipe_command()
     assert "hdct_none" not in registry.REGISTRY and "hdct_mlm" not in registry.REGISTRY
@@ -195,7 +195,7 @@ def test_shipped_kinds_load_by_name(sources, zoo):
         tt_zoo.load_term_weighter(COLBERT)
     with pytest.raises(ArtifactError, match="not a term-weight export"):
         tt_zoo.load_term_weighter(saved / COLBERT)
-    with pytest.raises(FileNotFoundError, match="recipes/train_term_weights.py --pairs"):
+    with pytest.raises(FileNotFoundError, match="tt-zoo train-term-weights --pairs"):
         tt_zoo.load_term_weighter("hdct_crop")  # registered, not shipped
     # The registry's sha256 is checked: a copy whose files differ is refused.
     monkeypatch_sha(HDCT, "0" * 64)

@@ -29,6 +29,26 @@ def test_bert_tower_uses_cls_state_linearly_without_pooler():
     np.testing.assert_allclose(out, cls_state.numpy() @ kernel + bias, rtol=1e-5, atol=1e-5)
 
 
+def test_the_unused_pooler_is_kept_but_not_trained():
+    """The encoder's pooler (its tanh layer on [CLS]) feeds nothing, so it trains nothing: no
+    "Gradients do not exist for variables [...pooler_transform...]" warning at fit. Its weights
+    stay in the layer (shipped exports restore them unchanged)."""
+    tower = BertTower(vocab_size=20, embedding_dim=8, size="tiny", max_sequence_length=16)
+    tower(PACKED)
+    pooler = [w.name for w in tower.weights if "pooler_transform" in w.name]
+    assert len(pooler) == 2
+    assert not [w for w in tower.trainable_weights if "pooler_transform" in w.name]
+    assert sorted(w.name for w in tower.non_trainable_weights) == sorted(pooler)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tower(PACKED, training=True))
+    assert all(g is not None for g in tape.gradient(loss, tower.trainable_weights))
+    # A config round trip keeps it so.
+    clone = BertTower.from_config(tower.get_config())
+    clone(PACKED)
+    assert [w.name for w in clone.non_trainable_weights] == [
+        w.name for w in tower.non_trainable_weights]
+
+
 def test_named_and_explicit_shapes():
     assert resolve_bert_shape("mini") == BERT_SIZES["mini"]
     shape = resolve_bert_shape(None, num_layers=3, hidden_size=64, num_attention_heads=4)
@@ -90,7 +110,8 @@ def test_bow_mlp_linear_output_is_unbounded_and_round_trips():
                         output_activation=None)
     out = tower(PACKED)
     kernel, bias = tower.output_layer.get_weights()
-    tower.output_layer.set_weights([kernel * 100.0, bias])  # scaled far past tanh's range
+    # Far past tanh's range, even when every hidden unit of this unseeded tower is off (ReLU).
+    tower.output_layer.set_weights([kernel * 100.0, bias + 5.0])
     assert out.shape == (2, 4) and np.abs(tower(PACKED)).max() > 1.0
     clone = assert_layer_round_trip(tower, PACKED)
     assert clone.output_activation is None

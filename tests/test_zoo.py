@@ -32,7 +32,7 @@ def test_every_registered_variant_is_consistent(name):
         assert spec.artifact_path.is_dir() and spec.sha256
     if spec.kind == TERM_WEIGHTS:  # hdct_<tasks>: trained on pairs' query terms
         assert name == f"hdct_{spec.pretraining}" and spec.pretraining not in ("none", "mlm")
-        assert (f"recipes/train_term_weights.py --pairs runs/pairs/{spec.pretraining} "
+        assert (f"tt-zoo train-term-weights --pairs runs/pairs/{spec.pretraining} "
                 f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
         assert spec.recipe_command().endswith(f"--export saved_models/{name}")
         return
@@ -61,7 +61,7 @@ def test_unknown_and_unshipped_names():
     with pytest.raises(KeyError, match="ict_bfs_wlp_512"):
         tt_zoo.load("ict_bfs_wlp_521")
     unshipped = next(n for n, s in REGISTRY.items() if not s.shipped)
-    with pytest.raises(FileNotFoundError, match="recipes/pretrain.py --variant"):
+    with pytest.raises(FileNotFoundError, match="tt-zoo pretrain --variant"):
         tt_zoo.load(unshipped)
     with pytest.raises(ArtifactError, match="does not exist"):
         tt_zoo.load("./no/such/dir")
@@ -92,6 +92,26 @@ def test_index_search_and_save(exported, tmp_path, backend):
     index.save(tmp_path / "idx")
     again = loaded.load_index(tmp_path / "idx")
     assert [h.id for h in again.search(["paris"], k=3)[0]] == [h.id for h in hits[1]]
+
+
+def test_index_and_encode_take_batch_size_progress_and_one_string(exported, capsys):
+    loaded = tt_zoo.load(exported.path)
+    passages, titles = PAIRS[F.DOC_TEXT], PAIRS[F.DOC_TITLE]
+    index = loaded.index(passages, titles=titles, backend="brute_force", batch_size=1,
+                         show_progress_bar=True)
+    assert "encode documents: 100%" in capsys.readouterr().err
+    loaded.encode_queries(PAIRS[F.QUERY], batch_size=1, show_progress_bar=False)
+    assert capsys.readouterr().err == ""
+    # One query string: its one list of hits; one passage string: an index of one passage.
+    hits = index.search("who discovered penicillin?", k=2)
+    assert [type(h).__name__ for h in hits] == ["Hit", "Hit"]
+    assert hits == index.search(["who discovered penicillin?"], k=2)[0]
+    one = loaded.index(passages[0], titles=titles[0], ids="d0", backend="brute_force")
+    assert (one.texts, one.titles, list(one.embedding_index.ids)) == (
+        [passages[0]], [titles[0]], ["d0"])
+    np.testing.assert_allclose(loaded.encode_documents(passages[0], titles=titles[0]),
+                               loaded.encode_documents(passages, titles=titles)[0],
+                               rtol=1e-5, atol=1e-6)
 
 
 def test_fine_tunes_with_keras_fit(exported):
@@ -136,3 +156,76 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     path.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
         registry.read_shipped(path)
+
+
+# ------------------------------------------------------------------ what load is given
+
+def test_a_file_is_named_as_a_file_with_what_was_expected(exported, tmp_path):
+    """Issue 26: a path that exists as a file said the directory "does not exist"."""
+    notes = tmp_path / "file.txt"
+    notes.write_text("not a model")
+    for given in (notes, str(notes)):
+        with pytest.raises(ArtifactError, match=r"file\.txt is a file, not a model export "
+                                                r"directory") as caught:
+            tt_zoo.load(given)
+        assert "metadata.json" in str(caught.value) and "registered" in str(caught.value)
+    with pytest.raises(ArtifactError, match="is a file"):
+        tt_zoo.load_term_weighter(notes)
+    # A file inside an export: the message names the folder to load instead.
+    with pytest.raises(ArtifactError, match=f"load its folder {exported.path}"):
+        tt_zoo.load(exported.path / "saved_model.pb")
+    with pytest.raises(ArtifactError, match="does not exist"):
+        tt_zoo.load(tmp_path / "nothing_here")
+
+
+# ------------------------------------------------------------------ artifact format versions
+
+def _copy_with_format(path, tmp_path, version, name="copy"):
+    """A copy of an export whose metadata.json records `version` (None: no field, as every
+    export before format versions were recorded)."""
+    import shutil
+    copy = tmp_path / name
+    shutil.copytree(path, copy)
+    meta = json.loads((copy / "metadata.json").read_text())
+    meta.pop("format_version", None)
+    if version is not None:
+        meta["format_version"] = version
+    (copy / "metadata.json").write_text(json.dumps(meta))  # not in the manifest: sha256 holds
+    return copy
+
+
+def test_an_export_of_a_newer_format_is_refused_naming_both_versions(exported, tmp_path):
+    from tt_zoo.serving.export import FORMAT_VERSION
+    newer = _copy_with_format(exported.path, tmp_path, FORMAT_VERSION + 1)
+    expected = (f"written in tt_zoo model export format {FORMAT_VERSION + 1}; this tt_zoo .* "
+                f"reads up to format {FORMAT_VERSION}: upgrade tt_zoo")
+    with pytest.raises(ArtifactError, match=expected):
+        tt_zoo.load(newer)
+    with pytest.raises(ArtifactError, match=expected):  # the term-weight loader reads it too
+        tt_zoo.load_term_weighter(newer)
+    for bad in ("2", 0, True, 1.5):
+        with pytest.raises(ArtifactError, match="format_version .* is not a whole number"):
+            tt_zoo.load(_copy_with_format(exported.path, tmp_path, bad, name=f"bad_{bad}"))
+
+
+def test_an_export_without_a_format_version_loads_as_format_1(exported, tmp_path):
+    """Every export before format versions were recorded (most shipped ones) reads as 1."""
+    older = _copy_with_format(exported.path, tmp_path, None)
+    np.testing.assert_allclose(tt_zoo.load(older).encode_queries(["paris"]),
+                               exported.model.encode_queries(["paris"]), rtol=1e-5, atol=1e-6)
+
+
+def test_a_saved_text_index_records_its_format_version(exported, tmp_path):
+    from tt_zoo.serving.zoo import TEXT_INDEX_FILE, TEXT_INDEX_FORMAT_VERSION
+    loaded = tt_zoo.load(exported.path)
+    loaded.index(PAIRS[F.DOC_TEXT], backend="brute_force").save(tmp_path / "idx")
+    manifest_path = tmp_path / "idx" / TEXT_INDEX_FILE
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["format_version"] == TEXT_INDEX_FORMAT_VERSION == 1
+    del manifest["format_version"]  # saved before versions were recorded: format 1
+    manifest_path.write_text(json.dumps(manifest))
+    assert len(loaded.load_index(tmp_path / "idx")) == len(PAIRS[F.DOC_TEXT])
+    manifest["format_version"] = 2
+    manifest_path.write_text(json.dumps(manifest))
+    with pytest.raises(ArtifactError, match="format 2; this tt_zoo .* reads up to format 1"):
+        loaded.load_index(tmp_path / "idx")

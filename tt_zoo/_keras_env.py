@@ -1,15 +1,24 @@
-"""Make sure TensorFlow runs with Keras 2 (tf-keras), which TFRS and the Model Garden need.
+"""The environment TensorFlow must start in: Keras 2 (tf-keras), and quiet C++ logs.
 
-Importing this module before TensorFlow sets ``TF_USE_LEGACY_KERAS=1``. If TensorFlow was
-already imported with Keras 3 as ``tf.keras``, nothing can be fixed in-process, so we fail with
-a message that says what to do.
+Importing this module before TensorFlow sets ``TF_USE_LEGACY_KERAS=1`` (TFRS and the Model Garden
+need Keras 2). If TensorFlow was already imported with Keras 3 as ``tf.keras``, nothing can be
+fixed in-process, so we fail with a message that says what to do.
+
+It also sets ``TF_CPP_MIN_LOG_LEVEL=3`` when the user set no level: TensorFlow's C++ logs then
+show FATAL lines only. On a CPU machine the ERROR lines TensorFlow prints are not errors of the
+user's (``cuda_platform.cc ... failed call to cuInit`` at the first op, from the CUDA probe, and
+``util.cc ... oneDNN supports DT_INT64 only on platforms with AVX-512`` at the first int64
+transpose, e.g. when the tokenizer packs a pair); neither has a switch of its own (an empty
+``CUDA_VISIBLE_DEVICES`` does not stop the probe), and TensorFlow's real failures reach the
+user as Python exceptions. ScaNN's C++ logs follow the same variable (`tt_zoo._native_logs`).
+A level set by the user is kept: ``TF_CPP_MIN_LOG_LEVEL=0`` shows everything again.
 """
 
 import os
 import sys
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
 def check_legacy_keras(import_tensorflow: bool = True):

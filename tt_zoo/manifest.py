@@ -8,7 +8,9 @@ record count). The manifest is written last, so an artifact whose manifest is mi
 files differ from it, was cut short or damaged: readers raise `ArtifactError` naming the file.
 
 `manifest_digest` is the artifact's identity: the sha256 of its manifest, which the registry
-records for each shipped model and which a download is checked against.
+records for each shipped model and which a download is checked against. Beside the manifest an
+artifact records the version of its layout (``format_version``); `check_format_version` is how
+every reader compares it, so a later tt_zoo's layout is refused, not misread.
 """
 
 from __future__ import annotations
@@ -100,3 +102,29 @@ def verify_files(root, files: Mapping[str, Mapping], *, listed_in, check: str = 
     for name, expected in files.items():
         path = f"{str(root).rstrip('/')}/{name}" if is_remote(root) else pathlib.Path(root) / name
         verify_file(path, expected, listed_in=listed_in, check=check, error=error)
+
+
+def check_format_version(recorded, supported: int, *, listed_in, what: str) -> int:
+    """The layout version an artifact records, refusing one this tt_zoo cannot read.
+
+    Args:
+      recorded: the ``format_version`` field as read (None when absent: the artifact was written
+        before versions were recorded, which is format 1).
+      supported: the newest version this tt_zoo reads (it reads every older one).
+      listed_in: the file that records it, named in the error.
+      what: the artifact's kind in words (e.g. "tt_zoo model export").
+
+    Raises:
+      ArtifactError: a version newer than `supported` (naming both: upgrade tt_zoo), or one that
+        is not a whole number of 1 or more.
+    """
+    from tt_zoo._version import __version__  # noqa: PLC0415
+    version = 1 if recorded is None else recorded
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ArtifactError(f"{listed_in}: format_version {recorded!r} is not a whole number "
+                            f"of 1 or more (this tt_zoo reads {what} formats 1 to {supported}).")
+    if version > supported:
+        raise ArtifactError(f"{listed_in} was written in {what} format {version}; this tt_zoo "
+                            f"({__version__}) reads up to format {supported}: upgrade tt_zoo "
+                            "to load it.")
+    return version

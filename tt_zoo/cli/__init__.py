@@ -1,7 +1,12 @@
-"""`tt-zoo COMMAND [ARGS]`: the pipeline's recipes, data to serving (Chang et al. 2020).
+"""`tt-zoo COMMAND [ARGS]`: find, encode and search with the zoo's models, and the pipeline's
+recipes, data to serving (Chang et al. 2020).
 
-Each command is a module here with a `main(argv)`; `recipes/NAME.py` runs the same one.
+Each command is a module here with ``add_arguments(parser)`` and ``main(argv)``;
+`recipes/NAME.py` runs the same one. Only the module of the command given is imported, and it
+imports TensorFlow only after its arguments are parsed, so ``--help`` is quick.
 
+    tt-zoo list --shipped
+    tt-zoo search passages.jsonl --query "who discovered penicillin?"
     tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp --output runs/pairs/x
     tt-zoo pretrain --variant ict_bfs_wlp_512 --pairs runs/pairs/x --export runs/models/x
     tt-zoo evaluate --model ict_bfs_wlp_512 --bm25
@@ -9,11 +14,21 @@ Each command is a module here with a `main(argv)`; `recipes/NAME.py` runs the sa
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import importlib
 import sys
 
-# command -> (module in tt_zoo.cli, what it does), in pipeline order.
+from tt_zoo._version import __version__
+from tt_zoo.cli.parsing import PROG, HelpFormatter, parser_settings
+
+# command -> (module in tt_zoo.cli, what it does): using the zoo, then the pipeline in order.
 COMMANDS = {
+    "list": ("list_models", "the registered model names; --shipped: those with weights, and "
+                            "their measured numbers"),
+    "encode": ("encode", "embed the texts of a JSONL/TSV/TXT file with a model into a .npy file"),
+    "search": ("search", "index a JSONL/TSV file of passages (a model, or BM25) and query it"),
+    "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
     "learn-vocab": ("learn_vocab", "learn a WordPiece vocabulary from articles"),
     "make-pairs": ("make_pairs", "ICT/BFS/WLP pairs or MLM examples as TFRecord shards (Sec. 3)"),
     "mine-negatives": ("mine_negatives", "BM25 hard negatives for a pair set, stored beside it"),
@@ -26,15 +41,33 @@ COMMANDS = {
     "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),
     "ship": ("ship", "ship an export (any kind) to saved_models/ with its measured tables"),
-    "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
 }
 
 
-def usage() -> str:
-    width = max(map(len, COMMANDS))
-    return "\n".join(["usage: tt-zoo COMMAND [ARGS]   (tt-zoo COMMAND --help for its options)",
-                      "", "commands:"] +
-                     [f"  {name:<{width}}  {what}" for name, (_, what) in COMMANDS.items()])
+def command_module(name: str):
+    """The module of command `name` (imported now: light until its `main` runs)."""
+    return importlib.import_module(f"tt_zoo.cli.{COMMANDS[name][0]}")
+
+
+def build_parser(command=None) -> argparse.ArgumentParser:
+    """``tt-zoo``'s parser: one subparser a command, with its arguments for `command` (only
+    that command's module is imported; the others list their one-line help)."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=HelpFormatter,
+        description=__doc__.split("\n\n")[0],
+        epilog=f"'{PROG} COMMAND --help' shows a command's options.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}",
+                        help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True,
+                                     title="commands")
+    for name, (_, what) in COMMANDS.items():
+        if name == command:
+            module = command_module(name)
+            module.add_arguments(commands.add_parser(name, help=what,
+                                                     **parser_settings(module.__doc__)))
+        else:
+            commands.add_parser(name, help=what, add_help=False)
+    return parser
 
 
 def exit_code(result) -> int:
@@ -43,13 +76,21 @@ def exit_code(result) -> int:
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv or argv[0] in ("-h", "--help"):
-        print(usage())
-        return 0 if argv else 2
-    name, rest = argv[0], argv[1:]
-    if name not in COMMANDS:
-        print(f"tt-zoo: unknown command {name!r}.\n\n{usage()}", file=sys.stderr)
+    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    command = argv[0] if argv and not argv[0].startswith("-") else None
+    if command is not None and command not in COMMANDS:
+        close = difflib.get_close_matches(command, COMMANDS, n=3, cutoff=0.6)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        print(f"{PROG}: unknown command {command!r}.{hint} Commands: {', '.join(COMMANDS)} "
+              f"('{PROG} --help' says what each does).", file=sys.stderr)
         return 2
-    module = importlib.import_module(f"tt_zoo.cli.{COMMANDS[name][0]}")  # only the one asked for
-    return exit_code(module.main(rest))
+    try:
+        # --help, --version, a missing command or a malformed option end here; then the
+        # command parses its arguments again, with the checks argparse cannot make.
+        build_parser(command).parse_known_args(argv)
+        return exit_code(command_module(command).main(argv[1:]))
+    except SystemExit as stop:  # an exit code, or a message (exit code 1)
+        if stop.code is None or isinstance(stop.code, int):
+            return stop.code or 0
+        print(stop.code, file=sys.stderr)
+        return 1

@@ -1,43 +1,107 @@
 """What several commands share: where the data and the vocabulary are by default, ReQA
-loading, and the Table 3 printout (Chang et al. 2020, Table 3's columns)."""
+loading (one clear error when SQuAD cannot be had), and the score tables (Chang et al. 2020,
+Table 3's columns).
+
+Default paths never point inside an installed package: the data folder is ``$TT_ZOO_DATA``,
+else ``../shared/data`` beside the git clone tt_zoo runs from, else ``$TT_ZOO_HOME/data`` (the
+cache, ``~/.cache/tt_zoo/data``); a command that needs a file there and does not find it says
+which file, and which flag or variable sets it.
+"""
 
 from __future__ import annotations
 
 import os
 import pathlib
+import socket
 import sys
-from typing import Optional
+import urllib.parse
+from typing import Mapping, Optional, Sequence
 
+from tt_zoo.errors import TtZooError
+from tt_zoo.serving import download
 from tt_zoo.serving.registry import SAVED_MODELS_DIR
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
-# The git clone's root (README.md, saved_models/): what `tt-zoo reproduce` updates. Work
-# folders (runs/, results/) are relative to the current directory instead.
+# The model `tt-zoo demo` and `tt-zoo search` use unless told otherwise (the README's).
+FLAGSHIP = "ict_bfs_wlp_512"
+DATA_ENV = "TT_ZOO_DATA"
+# Where tt_zoo's package sits: the root of a git clone when it runs from one (README.md,
+# saved_models/: what `tt-zoo reproduce` updates), else site-packages, which no default may
+# name (see `clone_root`). Work folders (runs/, results/) are relative to the current directory.
 CLONE_ROOT = SAVED_MODELS_DIR.parent
 # The vocabulary the project learned from Wikispeedia (`tt-zoo learn-vocab`), in a clone.
 PROJECT_VOCAB = SAVED_MODELS_DIR / "vocab" / "vocab.txt"
+SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
+_OFFLINE_ENV = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
+_PROBE_TIMEOUT_S = 3.0
+
+
+class MissingDataError(TtZooError):
+    """A data file a command needs is absent and cannot be fetched; the message names the file
+    and the flag (or variable) that sets it."""
+
+
+def clone_root() -> Optional[pathlib.Path]:
+    """The git clone tt_zoo runs from (its root holds saved_models/ and setup.cfg), else None
+    (an installed wheel)."""
+    if (CLONE_ROOT / "saved_models").is_dir() and (CLONE_ROOT / "setup.cfg").is_file():
+        return CLONE_ROOT
+    return None
 
 
 def default_data_dir() -> pathlib.Path:
-    """$TT_ZOO_DATA, else ../shared/data beside the clone."""
-    return pathlib.Path(os.environ.get("TT_ZOO_DATA", CLONE_ROOT.parent / "shared" / "data"))
+    """$TT_ZOO_DATA, else ../shared/data beside the git clone tt_zoo runs from, else the
+    cache's data folder ($TT_ZOO_HOME/data, default ~/.cache/tt_zoo/data)."""
+    if os.environ.get(DATA_ENV):
+        return pathlib.Path(os.environ[DATA_ENV]).expanduser()
+    root = clone_root()
+    if root is not None:
+        return root.parent / "shared" / "data"
+    return download.home() / "data"
 
 
 def default_squad_path() -> str:
-    return str(default_data_dir() / "squad" / "dev-v1.1.json")
+    return str(default_data_dir() / SQUAD_DEV)
 
 
 def default_vocab_path() -> str:
-    """The project's learned vocabulary when it exists, else the BERT uncased one."""
-    if PROJECT_VOCAB.is_file():
+    """The project's learned vocabulary in a git clone, else the BERT uncased one in the data
+    folder ($TT_ZOO_DATA/bert-vocab/vocab.txt)."""
+    if clone_root() is not None and PROJECT_VOCAB.is_file():
         return str(PROJECT_VOCAB)
     return str(default_data_dir() / "bert-vocab" / "vocab.txt")
 
 
-def load_reqa(path: Optional[str] = None):
+def _offline() -> bool:
+    return any(os.environ.get(v, "").strip().lower() in ("1", "true", "yes", "on")
+               for v in _OFFLINE_ENV)
+
+
+def _hub_reachable() -> bool:
+    """Whether the Hugging Face hub ($HF_ENDPOINT) answers a TCP connection within a few
+    seconds: without it, `datasets` would retry for minutes before failing."""
+    url = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname, url.port or 443), _PROBE_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
+def load_reqa(path: Optional[str] = None, flag: Optional[str] = "--squad"):
     """ReQA from the SQuAD file a user named (which must exist), or by default from
-    $TT_ZOO_DATA/squad/dev-v1.1.json, else from Hugging Face datasets (online only)."""
-    from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415 (imports TensorFlow: after argparse)
+    $TT_ZOO_DATA/squad/dev-v1.1.json, else SQuAD validation from Hugging Face `datasets`.
+
+    The Hugging Face fallback is tried only from the `datasets` cache when HF_DATASETS_OFFLINE
+    or HF_HUB_OFFLINE is set, and only when the hub answers otherwise; when it fails,
+    `MissingDataError` names the missing file and `flag` (the option that names the file;
+    None: the command has none) in one line.
+
+    Raises:
+      FileNotFoundError: `path` given and absent.
+      MissingDataError: no file, and no SQuAD from Hugging Face.
+    """
+    from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415 (after argparse)
 
     if path is not None:
         if not pathlib.Path(path).is_file():
@@ -46,17 +110,79 @@ def load_reqa(path: Optional[str] = None):
     default = default_squad_path()
     if pathlib.Path(default).is_file():
         return reqa_lib.build_reqa(default)
-    print(f"{default} is absent; loading SQuAD validation from Hugging Face datasets instead.",
-          file=sys.stderr)
-    return reqa_lib.load_squad_from_hf("validation")
+    todo = (f"{f'Pass {flag} PATH, or set' if flag else 'Set'} {DATA_ENV} to a folder holding "
+            f"{SQUAD_DEV.as_posix()}.")
+    offline = _offline()
+    if not offline and not _hub_reachable():
+        raise MissingDataError(f"SQuAD v1.1 dev not found: {default} does not exist and Hugging "
+                               f"Face, the fallback, is unreachable. {todo}")
+    if not offline:  # a download: say why the wait
+        print(f"{default} is absent; loading SQuAD validation from Hugging Face datasets.",
+              file=sys.stderr)
+    try:
+        return reqa_lib.load_squad_from_hf("validation")
+    except Exception as e:  # noqa: BLE001 (datasets raises many kinds; all mean "not had")
+        first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+        raise MissingDataError(
+            f"SQuAD v1.1 dev not found: {default} does not exist and Hugging Face datasets "
+            f"failed{' (offline: its cache only)' if offline else ''} with "
+            f"{type(e).__name__}{': ' + first if first else ''}. {todo}") from e
+
+
+def format_scores(rows: Mapping[str, Mapping[str, float]], columns: Sequence[str],
+                  label: str = "") -> str:
+    """``name -> {column: fraction}`` as a text table in %, the name column as wide as the
+    longest name."""
+    width = max([len(label)] + [len(name) for name in rows])
+    widths = [max(6, len(c)) for c in columns]
+    lines = [f"{label:<{width}}" + "".join(f" {c:>{w}}" for c, w in zip(columns, widths))]
+    for name, metrics in rows.items():
+        lines.append(f"{name:<{width}}" + "".join(f" {100 * metrics[c]:>{w}.1f}"
+                                                  for c, w in zip(columns, widths)))
+    return "\n".join(lines)
 
 
 def format_table(rows) -> str:
-    """Rows of {encoder, pretraining, search, R@k..., MRR} as Table 3's text table (in %)."""
-    head = f"{'encoder':<28} {'pretraining':<16} {'search':<8} " + " ".join(
+    """Rows of {encoder, pretraining, search, R@k..., MRR} as Table 3's text table (in %),
+    each text column as wide as its longest entry."""
+    keys = ("encoder", "pretraining", "search")
+    widths = {k: max([len(k)] + [len(str(r[k])) for r in rows]) for k in keys}
+    head = " ".join(f"{k:<{widths[k]}}" for k in keys) + " " + " ".join(
         f"{c:>6}" for c in COLUMNS)
     lines = [head, "-" * len(head)]
     for r in rows:
-        lines.append(f"{r['encoder']:<28.28} {r['pretraining']:<16.16} {r['search']:<8} "
+        lines.append(" ".join(f"{str(r[k]):<{widths[k]}}" for k in keys) + " "
                      + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
     return "\n".join(lines)
+
+
+def load_model(name_or_path: str, command: str):
+    """`tt_zoo.load(name_or_path)`, or exit with its error in one message naming the command
+    (an unknown name with close matches, weights not shipped with the command that trains
+    them, a damaged export, a failed download)."""
+    import tt_zoo  # noqa: PLC0415 (TensorFlow: after argparse)
+
+    try:
+        return tt_zoo.load(name_or_path)
+    except KeyError as e:
+        sys.exit(f"tt-zoo {command}: {e.args[0] if e.args else e}")
+    except (FileNotFoundError, TtZooError) as e:
+        sys.exit(f"tt-zoo {command}: {e}")
+
+
+def check_new_file(path: str, overwrite: bool, flag: str = "--output") -> Optional[str]:
+    """Why `path` cannot be written (it exists and `overwrite` is off, or it is a folder), or
+    None."""
+    target = pathlib.Path(path)
+    if target.is_dir():
+        return f"{flag}: {path} is a directory; give a file path"
+    if target.exists() and not overwrite:
+        return f"{flag}: {path} exists; pass --overwrite to replace it"
+    return None
+
+
+def progress_bar(no_progress: bool):
+    """The `show_progress_bar` of the encoders and `ZooModel.index` for a command's
+    --no-progress: off, or None (their default: a bar when a call runs more than a few
+    batches)."""
+    return False if no_progress else None

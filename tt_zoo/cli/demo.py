@@ -1,9 +1,13 @@
-"""The README's main command: load ict_bfs_wlp_512, index ReQA-SQuAD(dev), answer, and score.
+"""The README's main command: load the flagship, index ReQA-SQuAD(dev), answer, and score.
 
-Loads the shipped model, builds a ScaNN index over every (sentence, passage) candidate of
-ReQA-SQuAD(dev), prints the top hits for a few questions, then R@1/10/100 over all questions
-next to BM25 on the same questions. SQuAD dev is read from $TT_ZOO_DATA/squad/dev-v1.1.json,
-or through Hugging Face `datasets` (squad, validation) when that file is absent.
+Loads a shipped model (ict_bfs_wlp_512 unless --model says otherwise), builds a ScaNN index
+over every (sentence, passage) candidate of ReQA-SQuAD(dev), prints the top hits for a few
+questions, then R@1/10/100 over all questions next to BM25 on the same questions. SQuAD dev is
+read from --squad, else $TT_ZOO_DATA/squad/dev-v1.1.json, else through Hugging Face `datasets`
+(squad, validation) when it can be reached.
+
+  tt-zoo demo
+  tt-zoo demo --model bow_mlp_ict_bfs_wlp_512 --backend brute_force --questions 5
 """
 
 from __future__ import annotations
@@ -11,40 +15,59 @@ from __future__ import annotations
 import argparse
 import pathlib
 import random
+import sys
 import time
 
-from tt_zoo.cli.common import load_reqa
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_model, load_reqa,
+                               progress_bar)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=FLAGSHIP, metavar="NAME_OR_PATH",
+                   help="a registered model name (tt-zoo list --shipped) or an export directory")
+    p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
+                                   "dev-v1.1.json, else SQuAD validation from Hugging Face)")
+    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
+                   help="the index: ScaNN (approximate, fast) or brute force (exact)")
+    p.add_argument("--questions", type=int, default=3, help="questions to show with their hits")
+    p.add_argument("--seed", type=int, default=1, help="seed of the questions shown")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("demo", __doc__, add_arguments)
+    args = p.parse_args(argv)
+    if args.squad and not pathlib.Path(args.squad).is_file():
+        p.error(f"--squad: {args.squad} does not exist")
+    if args.questions < 0:
+        p.error(f"--questions must be >= 0 (got {args.questions})")
+    return args
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="ict_bfs_wlp_512")
-    parser.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
-                                        "dev-v1.1.json)")
-    parser.add_argument("--backend", default="scann", choices=("scann", "brute_force"))
-    parser.add_argument("--questions", type=int, default=3, help="questions to show")
-    parser.add_argument("--seed", type=int, default=1)
-    args = parser.parse_args(argv)
-    if args.squad and not pathlib.Path(args.squad).is_file():
-        parser.error(f"--squad: {args.squad} does not exist")
-
-    import tt_zoo
-    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics
+    args = parse_args(argv)
+    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics  # noqa: PLC0415
 
     start = time.perf_counter()
-    model = tt_zoo.load(args.model)
+    try:
+        reqa = load_reqa(args.squad)
+    except MissingDataError as e:
+        sys.exit(f"tt-zoo demo: {e}")
+    model = load_model(args.model, "demo")
     print(f"loaded {model}")
-    reqa = load_reqa(args.squad)
     print(f"ReQA-SQuAD(dev): {len(reqa.questions):,} questions, "
           f"{len(reqa.candidates):,} (sentence, passage) candidates")
 
     t = time.perf_counter()
     index = model.index([c.passage for c in reqa.candidates],
-                        titles=[c.sentence for c in reqa.candidates], backend=args.backend)
+                        titles=[c.sentence for c in reqa.candidates], backend=args.backend,
+                        show_progress_bar=progress_bar(args.no_progress))
     print(f"encoded and indexed the candidates with {args.backend} in "
           f"{time.perf_counter() - t:.0f} s")
 
-    shown = random.Random(args.seed).sample(reqa.questions, args.questions)
+    shown = random.Random(args.seed).sample(reqa.questions, min(args.questions,
+                                                                len(reqa.questions)))
     for question in shown:
         print(f"\nQ: {question.text}")
         for rank, hit in enumerate(index.search([question.text], k=3)[0], 1):
@@ -61,10 +84,8 @@ def main(argv=None):
     bm25_metrics = bm25.evaluate_bm25(reqa)["exact"]
     print(f"\nAll {len(queries):,} questions (model search {search_s:.0f} s; "
           "* = the gold (sentence, passage) pair):")
-    print(f"{'':<24}{'R@1':>7}{'R@10':>7}{'R@100':>7}")
-    for name, metrics in ((f"{args.model} ({args.backend})", model_metrics), ("BM25", bm25_metrics)):
-        print(f"{name:<24}"
-              + "".join(f"{100 * metrics[k]:7.1f}" for k in ("R@1", "R@10", "R@100")))
+    print(format_scores({f"{args.model} ({args.backend})": model_metrics, "BM25": bm25_metrics},
+                        ("R@1", "R@10", "R@100")))
     print(f"\ndone in {time.perf_counter() - start:.0f} s")
 
 

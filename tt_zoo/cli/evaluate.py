@@ -5,8 +5,8 @@ test questions (``--split-file``, or ``--train-fraction`` + ``--seed`` to make o
 questions. Candidates are always all (sentence, passage) pairs (ReQA, Ahmad et al. 2019).
 
 Examples:
-  python recipes/evaluate.py --bm25
-  python recipes/evaluate.py --model ict_bfs_wlp_512 --bm25 --train-fraction 0.8 --seed 0 \\
+  tt-zoo evaluate --bm25
+  tt-zoo evaluate --model ict_bfs_wlp_512 --bm25 --train-fraction 0.8 --seed 0 \\
       --scann --json-out reqa_squad_80.json
 """
 
@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 import time
 
-from tt_zoo.cli.common import COLUMNS, format_table, load_reqa
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import COLUMNS, MissingDataError, format_table, load_reqa
 
 BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
 
@@ -28,16 +30,14 @@ def _libs():
     return bm25, reqa, retrieval_metrics
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[5:]))
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
                                    "dev-v1.1.json, else SQuAD validation from Hugging Face)")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
                    help="a registered model name or a saved model directory (repeatable)")
     p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
-    p.add_argument("--bm25-field", default="sentence+passage", choices=BM25_FIELDS)
+    p.add_argument("--bm25-field", default="sentence+passage", choices=BM25_FIELDS,
+                   help="the candidate text BM25 indexes")
     p.add_argument("--scann", action="store_true",
                    help="also search each model's candidates through a ScaNN index")
     p.add_argument("--split-file", help="a split written by tt_zoo.retrieval.reqa.save_split")
@@ -51,6 +51,10 @@ def parse_args(argv=None):
     p.add_argument("--record-card", action="store_true",
                    help="write the measured numbers into each --model's metadata.json and "
                         "MODEL_CARD.md (models given as export directories)")
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("evaluate", __doc__, add_arguments)
     args = p.parse_args(argv)
     if args.split_file and args.train_fraction is not None:
         p.error("give either --split-file or --train-fraction, not both")
@@ -120,7 +124,10 @@ def main(argv=None) -> dict:
     args = parse_args(argv)
     bm25_lib, reqa_lib, retrieval_metrics = _libs()
     t0 = time.perf_counter()
-    reqa = load_reqa(args.squad)
+    try:
+        reqa = load_reqa(args.squad)
+    except MissingDataError as e:
+        sys.exit(f"tt-zoo evaluate: {e}")
     print(reqa.summary())
     question_ids, where = evaluation_questions(args, reqa)
     print(f"Evaluating on {len(question_ids):,} questions ({where}) against "

@@ -1,13 +1,14 @@
 """Exports a model for serving, and optionally a ScaNN / brute-force index and `retrieve` model.
 
-From a pretraining checkpoint (recipes/pretrain.py also calls the same export at its end):
-  python recipes/export.py --variant ict_bfs_wlp_512 --checkpoint runs/pretrain/ict_bfs_wlp_512 \
+From a pretraining checkpoint (tt-zoo pretrain also calls the same export at its end):
+  tt-zoo export --variant ict_bfs_wlp_512 --checkpoint runs/pretrain/ict_bfs_wlp_512 \\
       --document-length 128 --output saved_models/ict_bfs_wlp_512
 
-An index over a corpus (ReQA-SQuAD(dev) candidates, or a JSON Lines file of {"id", "title",
-"text"}), saved with ScaNN's own serializer (ids in a plain file), plus a `retrieve` SavedModel
-(query string -> top-k ids and scores) with the TFRS ScaNN layer or BruteForce:
-  python recipes/export.py --model ict_bfs_wlp_512 --corpus squad --index-output out/index \
+An index over a corpus (ReQA-SQuAD(dev) candidates, or a .jsonl/.tsv file of passages
+{id, title, text} as tt-zoo search reads them), saved with ScaNN's own serializer (ids in a
+plain file), plus a `retrieve` SavedModel (query string -> top-k ids and scores) with the TFRS
+ScaNN layer or BruteForce:
+  tt-zoo export --model ict_bfs_wlp_512 --corpus squad --index-output out/index \\
       --retrieve-output out/retrieve --backend brute_force --k 10
 """
 
@@ -19,25 +20,38 @@ import os
 import pathlib
 import sys
 
-from tt_zoo.cli.common import PROJECT_VOCAB, load_reqa
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import MissingDataError, default_vocab_path, load_reqa, progress_bar
+from tt_zoo.cli.text_files import TextFileError, read_texts
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--variant", help="registered name, restored from --checkpoint")
     src.add_argument("--model", help="a zoo name or an export directory")
     p.add_argument("--checkpoint", help="a pretrain workdir or checkpoint directory")
-    p.add_argument("--vocab", default=str(PROJECT_VOCAB))
-    p.add_argument("--query-length", type=int)
-    p.add_argument("--document-length", type=int)
+    p.add_argument("--vocab", help="vocab.txt of a --variant's model (default: the project's "
+                                   "saved_models/vocab/vocab.txt in a git clone, else "
+                                   "$TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    p.add_argument("--query-length", type=int,
+                   help="query token budget of a --variant's model (default: the registry's)")
+    p.add_argument("--document-length", type=int,
+                   help="document token budget of a --variant's model (default: the registry's)")
     p.add_argument("--output", help="export directory for the model's SavedModel")
-    p.add_argument("--corpus", help="'squad' (ReQA-SQuAD(dev) candidates) or a .jsonl file")
+    p.add_argument("--corpus", help="'squad' (ReQA-SQuAD(dev) candidates) or a .jsonl/.tsv "
+                                    "file of passages (tt-zoo search's formats)")
     p.add_argument("--index-output", help="directory for the saved index")
     p.add_argument("--retrieve-output", help="directory for the retrieve SavedModel")
-    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"))
-    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
+                   help="the index and retrieve model: ScaNN (approximate) or brute force "
+                        "(exact)")
+    p.add_argument("--k", type=int, default=10,
+                   help="results the retrieve SavedModel returns per query")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("export", __doc__, add_arguments)
     args = p.parse_args(argv)
     if args.variant and not args.checkpoint:
         p.error("--variant needs --checkpoint")
@@ -45,6 +59,15 @@ def parse_args(argv=None):
         p.error("--index-output/--retrieve-output need --corpus")
     if not (args.output or args.index_output or args.retrieve_output):
         p.error("nothing to do: give --output, --index-output or --retrieve-output")
+    if args.k < 1:
+        p.error(f"--k must be at least 1 (got {args.k})")
+    if args.variant:
+        args.vocab = args.vocab or default_vocab_path()
+        if not pathlib.Path(args.vocab).is_file():
+            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
+                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
+    if args.corpus and args.corpus != "squad" and not pathlib.Path(args.corpus).is_file():
+        p.error(f"--corpus: {args.corpus} does not exist (give 'squad' or a passage file)")
     return args
 
 
@@ -75,21 +98,18 @@ def restore_from_checkpoint(args):
 def load_corpus(corpus: str):
     """(ids, titles, texts) of the corpus to index."""
     if corpus == "squad":
-        reqa = load_reqa()
+        try:
+            reqa = load_reqa(flag=None)
+        except MissingDataError as e:
+            sys.exit(f"tt-zoo export: {e}")
         cands = reqa.candidates
         return ([str(i) for i in range(len(cands))], [c.sentence for c in cands],
                 [c.passage for c in cands])
-    ids, titles, texts = [], [], []
-    with open(corpus, encoding="utf-8") as f:
-        for line_no, line in enumerate(f, 1):
-            try:
-                row = json.loads(line)
-                ids.append(str(row["id"]))
-                titles.append(row.get("title", ""))
-                texts.append(row["text"])
-            except (json.JSONDecodeError, KeyError, TypeError) as e:
-                sys.exit(f"{corpus}:{line_no}: expected a JSON object with 'id' and 'text' ({e})")
-    return ids, titles, texts
+    try:
+        passages = read_texts(corpus, "passages")
+    except TextFileError as e:
+        sys.exit(f"--corpus: {e}")
+    return passages.ids_or_positions(), passages.titles, passages.texts
 
 
 def main(argv=None):
@@ -106,6 +126,7 @@ def export(args):
     from tt_zoo.serving.export import QueryEncoder, export_saved_model
     from tt_zoo.serving.retrieve import export_retrieval_model
 
+    corpus = load_corpus(args.corpus) if args.corpus else None  # a bad file fails at once
     if args.variant:
         keras_model, meta = restore_from_checkpoint(args)
         model = tt_zoo.serving.zoo.ZooModel(keras_model, metadata=meta)
@@ -117,9 +138,10 @@ def export(args):
         written = export_saved_model(keras_model, args.output, meta)
         print(f"exported {args.output} (sha256 {written['sha256']}, "
               f"{written['parameters']:,} parameters)")
-    if args.corpus:
-        ids, titles, texts = load_corpus(args.corpus)
-        embeddings = model.encode_documents(texts, titles=titles)
+    if corpus:
+        ids, titles, texts = corpus
+        embeddings = model.encode_documents(texts, titles=titles,
+                                            show_progress_bar=progress_bar(args.no_progress))
         index = model.index(texts, titles=titles, ids=ids, backend=args.backend,
                             embeddings=embeddings)
         print(f"indexed {len(index):,} documents with {args.backend}")

@@ -7,9 +7,9 @@ validation part; ``--eval`` scores the split's test questions against all ReQA c
 BM25 beside it, and prints the Table 3 rows (R@1/5/10/50/100, MRR, in %).
 
 Examples:
-  python recipes/finetune.py --model ict_bfs_wlp_512 --train-fraction 0.05 --seed 0 --eval \\
+  tt-zoo finetune --model ict_bfs_wlp_512 --train-fraction 0.05 --seed 0 --eval \\
       --output runs/finetune/ict_bfs_wlp_512_5pct
-  python recipes/finetune.py --init none --encoder bert --size tiny --embedding-dim 512 \\
+  tt-zoo finetune --init none --encoder bert --size tiny --embedding-dim 512 \\
       --vocab $TT_ZOO_DATA/bert-vocab/vocab.txt --train-fraction 0.01 --steps 300 \\
       --batch-size 128 --document-length 128 --eval --json-out runs/finetune/none_512_1pct.json
 """
@@ -22,26 +22,28 @@ import pathlib
 import sys
 import time
 
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import COLUMNS, default_squad_path, default_vocab_path, format_table
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[7:]))
+def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("model")
     which = src.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", metavar="NAME_OR_PATH",
                        help="a registered model name or an export directory (tt_zoo.load)")
     which.add_argument("--init", choices=["none"],
                        help="'none': build an untrained model here (no pretraining)")
-    src.add_argument("--encoder", default="bert", choices=["bert", "bow_mlp"])
+    src.add_argument("--encoder", default="bert", choices=["bert", "bow_mlp"],
+                     help="the tower of --init none: BERT or bag-of-words MLP")
     src.add_argument("--size", default="tiny", help="BERT tower size (tiny, mini, small, base)")
     src.add_argument("--num-layers", type=int, help="explicit BERT shape (overrides --size)")
-    src.add_argument("--hidden-size", type=int)
-    src.add_argument("--num-attention-heads", type=int)
-    src.add_argument("--inner-dim", type=int)
-    src.add_argument("--embedding-dim", type=int, default=512)
+    src.add_argument("--hidden-size", type=int, help="explicit BERT hidden size (overrides --size)")
+    src.add_argument("--num-attention-heads", type=int,
+                     help="explicit BERT attention heads (overrides --size)")
+    src.add_argument("--inner-dim", type=int,
+                     help="explicit BERT feed-forward size (overrides --size)")
+    src.add_argument("--embedding-dim", type=int, default=512,
+                     help="output dimension of both towers of --init none")
     src.add_argument("--vocab", default=None,
                      help="vocab.txt for --init none (default: saved_models/vocab/vocab.txt if "
                           "present, else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
@@ -49,7 +51,7 @@ def parse_args(argv=None):
     src.add_argument("--document-length", type=int, help="document token budget (paper: 288)")
     src.add_argument("--name", help="model name written to the export's metadata")
     data = p.add_argument_group("data")
-    data.add_argument("--squad", default=default_squad_path(),
+    data.add_argument("--squad", default=None,
                       help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
     data.add_argument("--train-fraction", type=float,
                       help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
@@ -60,16 +62,18 @@ def parse_args(argv=None):
     data.add_argument("--limit-questions", type=int,
                       help="keep a random, seeded subset of N questions (all candidates stay)")
     train = p.add_argument_group("training (paper: 2,000 steps, batch 512, lr 5e-5)")
-    train.add_argument("--steps", type=int, default=2000)
-    train.add_argument("--batch-size", type=int, default=512)
-    train.add_argument("--learning-rate", type=float, default=5e-5)
+    train.add_argument("--steps", type=int, default=2000, help="optimizer steps at most")
+    train.add_argument("--batch-size", type=int, default=512,
+                       help="training questions a step (clamped to the training part)")
+    train.add_argument("--learning-rate", type=float, default=5e-5, help="Adam learning rate")
     train.add_argument("--eval-every", type=int, help="steps between validation checks")
     train.add_argument("--patience", type=int, default=5,
                        help="validation checks without improvement before stopping")
     train.add_argument("--min-delta", type=float, default=0.0,
                        help="smallest change of the validation value that counts as improvement")
     train.add_argument("--validation-metric", default="loss",
-                       choices=["loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"])
+                       choices=["loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"],
+                       help="what early stopping watches on the validation part")
     train.add_argument("--hard-negatives", type=int, default=0, metavar="H",
                        help="H BM25 hard negatives per training question beside the in-batch "
                             "ones (Multi-task DPR), skipping the gold and answer-holding "
@@ -83,8 +87,16 @@ def parse_args(argv=None):
     out.add_argument("--eval", action="store_true",
                      help="evaluate on the split's test questions, with BM25 beside it")
     out.add_argument("--json-out", help="write settings, fine-tuning history and table as JSON")
-    out.add_argument("--quiet", action="store_true", help="no progress bars")
+    parsing.add_no_progress(out)
+    # The old spelling, kept for the command lines that used it
+    # (benchmarks/finetune_hard_negatives.py).
+    out.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("finetune", __doc__, add_arguments)
     args = p.parse_args(argv)
+    args.squad = args.squad or default_squad_path()
 
     if args.split_file and args.train_fraction is not None:
         p.error("give either --split-file or --train-fraction, not both")
@@ -96,8 +108,8 @@ def parse_args(argv=None):
     if args.split_file and args.limit_questions:
         p.error("--limit-questions makes a new question set; it cannot reuse --split-file")
     if not pathlib.Path(args.squad).is_file():
-        p.error(f"--squad: SQuAD file {args.squad} does not exist (set TT_ZOO_DATA or pass "
-                "--squad PATH)")
+        parsing.exit_missing(p, f"--squad: SQuAD file {args.squad} does not exist (set "
+                                "TT_ZOO_DATA or pass --squad PATH)")
     if args.split_file and not pathlib.Path(args.split_file).is_file():
         p.error(f"--split-file: {args.split_file} does not exist")
     for flag in ("steps", "batch_size", "limit_questions", "eval_every", "query_length",
@@ -124,7 +136,8 @@ def parse_args(argv=None):
     if args.init == "none":
         args.vocab = args.vocab or default_vocab_path()
         if not pathlib.Path(args.vocab).is_file():
-            p.error(f"--vocab: vocabulary file {args.vocab} does not exist")
+            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
+                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
     elif args.vocab:
         p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
     return args
@@ -225,7 +238,7 @@ def main(argv=None) -> dict:
         model, reqa, split, steps=args.steps, batch_size=args.batch_size,
         learning_rate=args.learning_rate, eval_every=args.eval_every, patience=args.patience,
         min_delta=args.min_delta, validation_metric=args.validation_metric, seed=args.seed,
-        log_dir=args.log_dir, progress=not args.quiet, hard_negatives=args.hard_negatives,
+        log_dir=args.log_dir, progress=not args.no_progress, hard_negatives=args.hard_negatives,
         hard_negatives_depth=args.hard_negatives_depth)
 
     table, rows = None, []

@@ -1,7 +1,6 @@
 """Learns a WordPiece vocabulary from an article corpus, so a model ships its own vocabulary.
 
-Usage:
-  python recipes/learn_vocab.py --input $TT_ZOO_DATA/wikispeedia --vocab-size 8192 \
+  tt-zoo learn-vocab --input $TT_ZOO_DATA/wikispeedia --vocab-size 8192 \\
       --output saved_models/vocab/vocab.txt
 """
 
@@ -12,21 +11,35 @@ import random
 import sys
 import time
 
-from tt_zoo.data.article_sources import read_articles
-from tt_zoo.data.text import learn_wordpiece_vocab, save_vocab
+from tt_zoo.cli import parsing
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--input", required=True,
+                   help="any article source tt_zoo reads (Wikispeedia folder, XML dump, JSONL "
+                        "of articles, HF dataset)")
+    p.add_argument("--vocab-size", type=int, default=8192,
+                   help="target number of WordPiece tokens (the result may be a little smaller)")
+    p.add_argument("--output", required=True, help="vocab.txt to write (atomically)")
+    p.add_argument("--sample", type=float, default=0.25,
+                   help="fraction of paragraphs to learn from (seeded)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the paragraph sample")
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("learn-vocab", __doc__, add_arguments)
+    args = p.parse_args(argv)
+    if not 0 < args.sample <= 1:
+        p.error(f"--sample must be in (0, 1] (got {args.sample})")
+    if args.vocab_size < 1:
+        p.error(f"--vocab-size must be positive (got {args.vocab_size})")
+    return args
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--input", required=True, help="any source read_articles accepts")
-    parser.add_argument("--vocab-size", type=int, default=8192)
-    parser.add_argument("--output", required=True, help="vocab.txt to write (atomically)")
-    parser.add_argument("--sample", type=float, default=0.25,
-                        help="fraction of paragraphs to learn from (seeded)")
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args(argv)
-    if not 0 < args.sample <= 1:
-        sys.exit(f"--sample must be in (0, 1], got {args.sample}")
+    args = parse_args(argv)
+    from tt_zoo.data.article_sources import read_articles  # noqa: PLC0415
+    from tt_zoo.data.text import learn_wordpiece_vocab, save_vocab  # noqa: PLC0415 (TensorFlow)
 
     rng = random.Random(args.seed)
     start = time.time()
@@ -36,7 +49,8 @@ def main(argv=None):
     tokens = learn_wordpiece_vocab(paragraphs, args.vocab_size)
     save_vocab(tokens, args.output)
     print(f"wrote {len(tokens):,} tokens to {args.output} in {time.time() - start:.0f} s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

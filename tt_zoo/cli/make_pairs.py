@@ -1,8 +1,7 @@
-#!/usr/bin/env python
 """Make pretraining pairs (ICT, BFS, WLP; Chang et al. 2020, Sec. 3) or MLM examples from a
 corpus, write them as TFRecord shards with a manifest, and print the Table 1 report.
 
-    python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \
+    tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \\
         --output runs/pairs/wikispeedia_ict_bfs_wlp --vocab $TT_ZOO_DATA/bert-vocab/vocab.txt
 
 ``--runner local`` streams ``generate_pairs`` into ``pairs_io.write_pair_shards`` on this
@@ -20,9 +19,10 @@ import os
 import sys
 import time
 
-from tt_zoo.data import pair_stats, pairs_io, pretraining_tasks  # noqa: E402
-from tt_zoo.data.articles import ReadReport  # noqa: E402
-from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory  # noqa: E402
+from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory
+from tt_zoo.cli import parsing
+from tt_zoo.data import pretraining_tasks  # numpy only; pairs_io and pair_stats (TensorFlow) later
+from tt_zoo.data.articles import ReadReport
 
 PAIR_TASKS = pretraining_tasks.TASKS
 
@@ -36,9 +36,7 @@ def read_articles(source, report, progress=True):
     return reader(source, report=report, progress=progress)
 
 
-def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", required=True,
                         help="any source read_articles accepts (Wikispeedia folder, XML dump, "
                              "JSONL of articles, HF dataset)")
@@ -47,10 +45,12 @@ def parse_args(argv=None):
                              "ICT/BFS/WLP; Contriever crops, Spider recurring spans, ProQA "
                              "generated questions); or 'mlm'")
     parser.add_argument("--output", required=True, help="output directory for the shards")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--pairs-per-article", type=int, default=4)
-    parser.add_argument("--num-shards", type=int, default=8)
-    parser.add_argument("--max-doc-tokens", type=int, default=288)
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
+    parser.add_argument("--pairs-per-article", type=int, default=4,
+                        help="pairs a task draws from each article")
+    parser.add_argument("--num-shards", type=int, default=8, help="TFRecord shards written")
+    parser.add_argument("--max-doc-tokens", type=int, default=288,
+                        help="passage budget in whitespace words (the paper's 288 tokens)")
     defaults = pretraining_tasks.TaskConfig()
     parser.add_argument("--crop-deletion-prob", type=float, default=defaults.crop_deletion_prob,
                         help="crop: probability of deleting each word of a crop (Contriever)")
@@ -61,8 +61,10 @@ def parse_args(argv=None):
                         help="span: the query's window of words around the span")
     parser.add_argument("--question-generator", default=defaults.question_generator,
                         help="qgen: the question generator's name")
-    parser.add_argument("--runner", choices=("local", "beam"), default="local")
-    parser.add_argument("--beam-runner", default="DirectRunner")
+    parser.add_argument("--runner", choices=("local", "beam"), default="local",
+                        help="this process, or an Apache Beam pipeline (the 'beam' extra)")
+    parser.add_argument("--beam-runner", default="DirectRunner",
+                        help="the Beam runner of --runner beam")
     parser.add_argument("--beam-arg", action="append", default=[],
                         help="an extra Beam option, e.g. --beam-arg=--direct_num_workers=2")
     parser.add_argument("--vocab", default=None,
@@ -74,7 +76,11 @@ def parse_args(argv=None):
     parser.add_argument("--in-memory", action="store_true",
                         help="local runner: read the corpus once and hold it in memory, instead "
                              "of streaming it twice (WLP's reverse-link index needs a first pass)")
-    parser.add_argument("--no-progress", action="store_true")
+    parsing.add_no_progress(parser)
+
+
+def parse_args(argv=None):
+    parser = parsing.command_parser("make-pairs", __doc__, add_arguments)
     args = parser.parse_args(argv)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     if tasks == ("mlm",):
@@ -97,6 +103,7 @@ def make_pairs_local(args, config):
     # generate_pairs reads the articles twice (pass 1: the reverse-link index for WLP; pass 2:
     # the pairs), streaming each time; the reader's report of the last pass is the one we keep.
     # With --in-memory the articles are read once and held in a list instead.
+    from tt_zoo.data import pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
     reports = []
 
     def articles():
@@ -124,7 +131,7 @@ def make_pairs_beam(args, config):
 
 
 def make_mlm(args):
-    from tt_zoo.data import passages as passages_lib  # noqa: PLC0415
+    from tt_zoo.data import pairs_io, passages as passages_lib  # noqa: PLC0415
     report = ReadReport()
     articles = itertools.islice(read_articles(args.input, report, not args.no_progress),
                                 args.limit)
@@ -155,7 +162,8 @@ def main(argv=None) -> int:
     if is_remote(args.output):
         args.write_to = args.output
         return make(args)
-    what = "pair directory (recipes/make_pairs.py output)"
+    from tt_zoo.data import pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
+    what = "pair directory (tt-zoo make-pairs output)"
     try:
         check_replaceable(args.output, is_replaceable=pairs_io.is_pair_directory, what=what)
     except FileExistsError as e:
@@ -170,6 +178,7 @@ def main(argv=None) -> int:
 
 
 def make(args) -> int:
+    from tt_zoo.data import pair_stats, pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
     start = time.perf_counter()
     if args.tasks == ("mlm",):
         manifest, read_report = make_mlm(args)

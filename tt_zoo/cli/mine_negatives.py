@@ -7,8 +7,8 @@ contain the query; too few valid ones are filled at random (seeded). See
 JSON sidecar; a stored file with the same settings is reused. `tt-zoo pretrain --hard-negatives H`
 mines (or reuses) the same file itself.
 
-    python recipes/mine_negatives.py --pairs runs/pairs/ict_bfs_wlp --num-negatives 1
-    python recipes/mine_negatives.py --pairs runs/pairs/ict_bfs_wlp --max-pairs 20000 \\
+    tt-zoo mine-negatives --pairs runs/pairs/ict_bfs_wlp --num-negatives 1
+    tt-zoo mine-negatives --pairs runs/pairs/ict_bfs_wlp --max-pairs 20000 \\
         --num-negatives 4 --output /tmp/hard_negatives
 """
 
@@ -17,14 +17,15 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.data.hard_negatives import DEFAULT_DEPTH
+from tt_zoo.cli import parsing
+
+# tt_zoo.data.hard_negatives.DEFAULT_DEPTH, repeated so that --help imports no bm25s (a test
+# checks that they agree).
+DEFAULT_DEPTH = 32
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[1:]))
-    p.add_argument("--pairs", required=True, help="a pair directory (recipes/make_pairs.py); "
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pairs", required=True, help="a pair directory (tt-zoo make-pairs); "
                    "only read")
     p.add_argument("--num-negatives", type=int, default=1, help="H, negatives per pair")
     p.add_argument("--depth", type=int, default=DEFAULT_DEPTH,
@@ -34,7 +35,11 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0, help="seed of the random fallback")
     p.add_argument("--output", default=None,
                    help="directory for the .npy and its sidecar (default PAIRS/hard_negatives)")
-    p.add_argument("--no-progress", action="store_true")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("mine-negatives", __doc__, add_arguments)
     args = p.parse_args(argv)
     if args.num_negatives < 1:
         p.error(f"--num-negatives must be >= 1 (got {args.num_negatives})")

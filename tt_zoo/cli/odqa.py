@@ -19,14 +19,12 @@ import pathlib
 import sys
 import time
 
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir
 from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="tt-zoo odqa", description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
                    help="a registered model name or an export directory (repeatable)")
     p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
@@ -45,7 +43,11 @@ def parse_args(argv=None):
     p.add_argument("--limit-articles", type=int, default=None,
                    help="use only the first N articles (smoke runs)")
     p.add_argument("--json-out", default=None, help="write the results as JSON here")
-    p.add_argument("--no-progress", action="store_true")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("odqa", __doc__, add_arguments)
     args = p.parse_args(argv)
     if not args.model and not args.bm25:
         p.error("nothing to score: pass --model NAME_OR_PATH and/or --bm25")
@@ -60,7 +62,8 @@ def parse_args(argv=None):
     data = default_data_dir()
     args.articles = args.articles or str(data / "wikispeedia")
     if not pathlib.Path(args.articles).exists() and "://" not in args.articles:
-        p.error(f"--articles: {args.articles} does not exist (set TT_ZOO_DATA or pass a path)")
+        parsing.exit_missing(p, f"--articles: {args.articles} does not exist (set TT_ZOO_DATA or "
+                                "pass --articles PATH)")
     args.questions = args.questions or list(odqa.VALIDATION)
     args.data = data
     return args

@@ -4,9 +4,9 @@ Chang et al. 2020, Sec. 5.1: Adam 1e-4 with 10% linear warm-up then linear decay
 sampled softmax over the (global) batch. Checkpoints every N steps and resumes after a kill;
 TensorBoard scalars under --log-dir; a progress bar with pairs/s.
 
-  python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \
+  tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \\
       --output runs/pairs/ict_bfs_wlp
-  python recipes/pretrain.py --variant ict_bfs_wlp_512 --pairs runs/pairs/ict_bfs_wlp \
+  tt-zoo pretrain --variant ict_bfs_wlp_512 --pairs runs/pairs/ict_bfs_wlp \\
       --batch-size 128 --steps 1000 --strategy cpu --export saved_models/ict_bfs_wlp_512
 
 On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden);
@@ -15,7 +15,7 @@ tf.io.gfile).
 --hard-negatives H adds H BM25 hard negatives per pair (mined once by
 `tt_zoo.data.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
 `none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
-pretrain the encoder with the masked-LM objective on --mlm-examples (recipes/make_pairs.py
+pretrain the encoder with the masked-LM objective on --mlm-examples (tt-zoo make-pairs
 --tasks mlm) and initialise both towers from it. --grad-cache-chunk N trains on the whole batch
 with the activation memory of N pairs (GradCache, `tt_zoo.training.grad_cache`). --cluster-every N draws each batch from one
 k-means cluster of the documents, re-clustered every N steps with the current document tower
@@ -35,30 +35,36 @@ import os
 import shlex
 import sys
 
-import tensorflow as tf
-
-from tt_zoo.serving import registry
-from tt_zoo.training import loop as training
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
-from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import default_squad_path, default_vocab_path
 from tt_zoo.errors import TtZooError
-from tt_zoo.serving.export import export_saved_model, is_model_export
-from tt_zoo.serving.zoo import build_untrained
+from tt_zoo.serving import registry
+
+# tt_zoo.training.loop.STRATEGIES, repeated so that --help imports no TensorFlow (a test checks
+# that they agree). TensorFlow and the modules that import it load after argparse.
+STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--variant", required=True, help="a registered name, e.g. ict_bfs_wlp_512")
-    p.add_argument("--pairs", help="a pair directory written by recipes/make_pairs.py")
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--variant", required=True,
+                   help="a registered name, e.g. ict_bfs_wlp_512 (tt-zoo list)")
+    p.add_argument("--pairs", help="a pair directory written by tt-zoo make-pairs")
     p.add_argument("--mlm-examples", help="an MLM example directory (for mlm variants)")
-    p.add_argument("--vocab", default=str(PROJECT_VOCAB), help="vocab.txt of the model")
+    p.add_argument("--vocab", default=None,
+                   help="vocab.txt of the model (default: the project's saved_models/vocab/"
+                        "vocab.txt in a git clone, else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
     p.add_argument("--steps", type=int, default=None, help="optimizer steps (registry default)")
     p.add_argument("--batch-size", type=int, default=None, help="global batch (registry default)")
-    p.add_argument("--learning-rate", type=float, default=None)
-    p.add_argument("--warmup-fraction", type=float, default=None)
-    p.add_argument("--query-length", type=int, default=None)
-    p.add_argument("--document-length", type=int, default=None)
-    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--learning-rate", type=float, default=None,
+                   help="peak Adam learning rate (registry default)")
+    p.add_argument("--warmup-fraction", type=float, default=None,
+                   help="fraction of the steps of linear warm-up (registry default)")
+    p.add_argument("--query-length", type=int, default=None,
+                   help="query token budget (registry default)")
+    p.add_argument("--document-length", type=int, default=None,
+                   help="document token budget (registry default)")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout rate of the towers")
     p.add_argument("--pooling", choices=("cls", "mean"), default=None,
                    help="BERT aggregator: [CLS] (the paper) or mean of the final states "
                         "(registry default)")
@@ -123,18 +129,26 @@ def parse_args(argv=None):
     p.add_argument("--cluster-threads", type=int, default=1,
                    help="threads of the k-means for --cluster-every (0: every core; 1 is "
                         "faster when TensorFlow and other jobs share a few cores)")
-    p.add_argument("--strategy", default="cpu", choices=training.STRATEGIES)
+    p.add_argument("--strategy", default="cpu", choices=STRATEGIES,
+                   help="tf.distribute strategy: this CPU, local GPUs, several workers or a TPU")
     p.add_argument("--tpu", default=None, help="TPU name/address for --strategy tpu")
-    p.add_argument("--workdir", default=None, help="checkpoints and logs (runs/pretrain/VARIANT)")
-    p.add_argument("--checkpoint-every", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workdir", default=None,
+                   help="checkpoints and logs (default: runs/pretrain/VARIANT)")
+    p.add_argument("--checkpoint-every", type=int, default=100,
+                   help="steps between checkpoints (a killed run resumes from the last)")
+    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and batches")
     p.add_argument("--export", default=None, help="export directory for the trained model")
     p.add_argument("--init-from", default=None, metavar="NAME_OR_PATH",
                    help="warm start: the towers start from this export's weights (a registered "
                         "name or an export directory of the same architecture) and train with "
                         "this run's own schedule; recorded in the card")
-    p.add_argument("--no-progress", action="store_true")
-    return p.parse_args(argv)
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    args = parsing.command_parser("pretrain", __doc__, add_arguments).parse_args(argv)
+    args.vocab = args.vocab or default_vocab_path()
+    return args
 
 
 # Tower options a late-interaction (colbert_) model has no choice in (one BERT, per-token L2).
@@ -166,6 +180,7 @@ def model_options(spec, args) -> registry.ModelOptions:
 
 
 def build_model(spec, args, vocab):
+    from tt_zoo.serving.zoo import build_untrained  # noqa: PLC0415 (TensorFlow)
     shape = (dict(zip(("num_layers", "hidden_size", "num_attention_heads"),
                       (int(x) for x in args.tower_shape.split(","))))
              if args.tower_shape else None)
@@ -228,6 +243,7 @@ def mining_settings(args):
 def zero_shot_curve(args, workdir, batch):
     """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
     from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.training import loop as training  # noqa: PLC0415 (TensorFlow)
     squad = args.squad or default_squad_path()
     if not os.path.isfile(squad):
         sys.exit(f"--eval-every needs SQuAD v1.1 dev: {squad} not found (pass --squad)")
@@ -311,7 +327,7 @@ def main(argv=None):
         steps = 0
     if steps and spec.pretraining != "mlm" and not args.pairs:
         sys.exit(f"{spec.name} pretrains on {spec.pretraining} pairs: pass --pairs DIR "
-                 "(see recipes/make_pairs.py)")
+                 "(see tt-zoo make-pairs)")
     if args.cluster_every and (not steps or spec.pretraining == "mlm"):
         sys.exit("--cluster-every groups the batches of pair pretraining; "
                  f"{spec.name} trains {'no steps' if not steps else 'with MLM'}")
@@ -325,7 +341,7 @@ def main(argv=None):
                          f"{flag} {why}")
     if steps and spec.pretraining == "mlm" and not args.mlm_examples:
         sys.exit(f"{spec.name} pretrains with MLM: pass --mlm-examples DIR "
-                 "(recipes/make_pairs.py --tasks mlm)")
+                 "(tt-zoo make-pairs --tasks mlm)")
     if args.hard_negatives < 0:
         sys.exit(f"--hard-negatives must be >= 0 (got {args.hard_negatives})")
     if args.hard_negatives and (spec.pretraining in ("mlm", "none") or not steps):
@@ -336,7 +352,11 @@ def main(argv=None):
     except ValueError as e:
         sys.exit(f"--hard-negatives: {e}")
     if not os.path.isfile(args.vocab):
-        sys.exit(f"vocabulary {args.vocab} not found (recipes/learn_vocab.py writes one)")
+        sys.exit(f"tt-zoo pretrain: --vocab: vocabulary {args.vocab} not found (pass --vocab "
+                 "PATH or set TT_ZOO_DATA; tt-zoo learn-vocab writes one)")
+    import tensorflow as tf  # noqa: PLC0415 (after the arguments are checked)
+    from tt_zoo.serving.export import export_saved_model, is_model_export  # noqa: PLC0415
+    from tt_zoo.training import loop as training  # noqa: PLC0415
     if args.export:
         try:  # before training, so an hour's run never ends in a refused write
             check_replaceable(args.export, is_replaceable=is_model_export,
@@ -442,8 +462,8 @@ def main(argv=None):
     summary["model_options"] = dataclasses.asdict(model_options(spec, args))
     if warm_start:
         summary["warm_start"] = warm_start
-    summary["command"] = shlex.join(["python", "recipes/pretrain.py",
-                                     *(sys.argv[1:] if argv is None else argv)])
+    summary["command"] = shlex.join(["tt-zoo", "pretrain",
+                                     *(sys.argv[1:] if argv is None else map(str, argv))])
     if steps and args.pairs:
         from tt_zoo.data.pairs_io import read_manifest
         manifest = read_manifest(args.pairs, verify="none")
@@ -481,7 +501,7 @@ def main(argv=None):
         meta = export_saved_model(model, args.export, summary)
         print(f"exported to {args.export} (sha256 {meta['sha256']})")
     # Without --export, the last checkpoint in WORKDIR/checkpoints holds the final weights;
-    # recipes/export.py --variant ... --checkpoint WORKDIR exports it later.
+    # tt-zoo export --variant ... --checkpoint WORKDIR exports it later.
     return 0
 
 

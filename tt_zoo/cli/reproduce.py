@@ -8,18 +8,18 @@ then is scored zero-shot and fine-tuned on the ReQA-SQuAD(dev) cold-start splits
 candidates, with BM25 on the same questions.
 
 Stages, each skipped where its output already exists (so the grid resumes where it stopped):
-  data      recipes/make_pairs.py for each task mix (runs/pairs/TASKS_128, MLM examples)
-  pretrain  recipes/pretrain.py per cell -> runs/reproduce/CELL/model (checkpointed, resumable)
+  data      tt-zoo make-pairs for each task mix (runs/pairs/TASKS_128, MLM examples)
+  pretrain  tt-zoo pretrain per cell -> runs/reproduce/CELL/model (checkpointed, resumable)
   evaluate  zero-shot and fine-tuned scores per cell and split -> runs/reproduce/CELL/*.json
   report    results/table3.md, results/table5.md, results/reproduce.json and the plots
   ship      fully evaluated models to saved_models/ with measured cards, listed with their
             sha256 and release URL in tt_zoo/serving/shipped_models.json (the registry's list of
             shipped weights, package data)
 
-  python recipes/reproduce.py                      # everything not yet done
-  python recipes/reproduce.py --stages ship        # then ship what is fully evaluated
-  python recipes/reproduce.py --cells ict_512,bfs_512 --stages pretrain
-  python recipes/reproduce.py --stages report      # tables from the cells done so far
+  tt-zoo reproduce                      # everything not yet done
+  tt-zoo reproduce --stages ship        # then ship what is fully evaluated
+  tt-zoo reproduce --cells ict_512,bfs_512 --stages pretrain
+  tt-zoo reproduce --stages report      # tables from the cells done so far
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import time
 from typing import List, Optional
 
 from tt_zoo.atomic_io import write_json, write_text  # no TensorFlow
-from tt_zoo.cli.common import CLONE_ROOT, PROJECT_VOCAB, default_data_dir
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import clone_root, default_data_dir, default_vocab_path
 from tt_zoo.serving.registry import SHIPPED_FILE
 
 STAGES = ("data", "pretrain", "evaluate", "report", "ship")
@@ -151,6 +152,8 @@ def stage_data(cells: List[str], args) -> None:
 def committed_pretrained(variant: str, args) -> Optional[pathlib.Path]:
     """saved_models/VARIANT when it holds this variant pretrained at this grid budget (so a
     fresh clone does not retrain it), else None. The shipped flagships are longer runs."""
+    if args.saved_models is None:  # not in a git clone: nothing committed to reuse
+        return None
     path = args.saved_models / variant
     meta = _read_json(path / "metadata.json") or {}
     if variant in FLAGSHIPS or meta.get("name") != variant:
@@ -641,10 +644,7 @@ def _budget_item(item: str):
     return name, (float if types[name] in ("float", float) else int)(value)
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cells", default=",".join(CELLS),
                    help=f"comma-separated subset of: {', '.join(CELLS)}")
     p.add_argument("--stages", default="data,pretrain,evaluate,report",
@@ -654,17 +654,21 @@ def parse_args(argv=None):
                    help="the data folder ($TT_ZOO_DATA): wikispeedia/, squad/dev-v1.1.json")
     p.add_argument("--runs", type=pathlib.Path, default=pathlib.Path("runs"),
                    help="where pairs, checkpoints, models and cell results go")
-    p.add_argument("--vocab", type=pathlib.Path,
-                   default=PROJECT_VOCAB)
-    p.add_argument("--results", type=pathlib.Path, default=pathlib.Path("results"))
-    p.add_argument("--saved-models", type=pathlib.Path, default=CLONE_ROOT / "saved_models",
-                   help="where the ship stage puts the models (and where committed models are "
-                        "found)")
-    p.add_argument("--shipped", type=pathlib.Path,
-                   default=SHIPPED_FILE,
-                   help="the shipped-model list the ship stage updates (the registry's)")
-    p.add_argument("--readme", type=pathlib.Path, default=CLONE_ROOT / "README.md",
-                   help="the README whose shipped-model list the ship stage regenerates")
+    p.add_argument("--vocab", type=pathlib.Path, default=None,
+                   help="the models' vocabulary (default: the project's saved_models/vocab/"
+                        "vocab.txt in a git clone, else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    p.add_argument("--results", type=pathlib.Path, default=pathlib.Path("results"),
+                   help="where the report stage writes the tables, JSON and plots")
+    p.add_argument("--saved-models", type=pathlib.Path, default=None,
+                   help="where the ship stage puts the models and committed models are found "
+                        "(default: the git clone's saved_models/; needed for --stages ship "
+                        "outside a clone)")
+    p.add_argument("--shipped", type=pathlib.Path, default=None,
+                   help="the shipped-model list the ship stage updates (default: the "
+                        "registry's, in a git clone)")
+    p.add_argument("--readme", type=pathlib.Path, default=None,
+                   help="the README whose shipped-model list the ship stage regenerates "
+                        "(default: the git clone's README.md)")
     p.add_argument("--squad", type=pathlib.Path,
                    help="SQuAD v1.1 JSON of the ReQA evaluation ($TT_ZOO_DATA/squad/dev-v1.1.json)")
     p.add_argument("--splits", default=",".join(f"{f:g}" for f in SPLITS),
@@ -673,6 +677,10 @@ def parse_args(argv=None):
                    help="change one field of the grid budget (e.g. steps=2000), for a bigger "
                         f"machine or a smoke test; fields: "
                         f"{', '.join(f.name for f in dataclasses.fields(GridBudget))}")
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("reproduce", __doc__, add_arguments)
     args = p.parse_args(argv)
     from tt_zoo.serving.registry import REGISTRY
     unknown = [c for c in args.cells.split(",") if c not in REGISTRY]
@@ -699,8 +707,19 @@ def parse_args(argv=None):
         p.error(f"--splits: every fraction must be between 0 and 1 (got {args.splits})")
     args.squad = args.squad or args.data / "squad" / "dev-v1.1.json"
     if "evaluate" in args.stages.split(",") and not args.squad.is_file():
-        p.error(f"--squad: {args.squad} does not exist (set TT_ZOO_DATA or pass --squad)")
+        parsing.exit_missing(p, f"--squad: {args.squad} does not exist (set TT_ZOO_DATA or "
+                                "pass --squad PATH)")
     args.stage_list = args.stages.split(",")
+    args.vocab = args.vocab or pathlib.Path(default_vocab_path())
+    root = clone_root()  # the clone's files are the defaults; an installed package has none
+    if root is not None:
+        args.saved_models = args.saved_models or root / "saved_models"
+        args.shipped = args.shipped or SHIPPED_FILE
+        args.readme = args.readme or root / "README.md"
+    elif "ship" in args.stage_list and None in (args.saved_models, args.shipped, args.readme):
+        p.error("--stages ship updates a git clone's saved_models/, shipped-model list and "
+                "README; tt_zoo is not running from a clone: pass --saved-models, --shipped "
+                "and --readme")
     return args
 
 

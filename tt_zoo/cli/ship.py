@@ -19,11 +19,10 @@ import json
 import pathlib
 import sys
 
+from tt_zoo.cli import parsing
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="the registered name it ships as (tt_zoo.list_models())")
     p.add_argument("--export", type=pathlib.Path, default=None,
                    help="the export to ship (default: saved_models/NAME, shipped in place)")
@@ -37,7 +36,10 @@ def parse_args(argv=None):
     p.add_argument("--provenance", default=None,
                    help="the shipped entry's training data and license line (default: kept, "
                         "or made from the metadata)")
-    return p.parse_args(argv)
+
+
+def parse_args(argv=None):
+    return parsing.command_parser("ship", __doc__, add_arguments).parse_args(argv)
 
 
 def main(argv=None) -> int:

@@ -8,7 +8,7 @@ tiny BERT trains in minutes. Checkpoints every N steps in --workdir; a rerun res
 the same settings, or it stops naming the difference). The export records the
 initialisation, the steps, the training CPU time and the pseudo-tf scale N.
 
-  python recipes/train_term_weights.py --pairs runs/pairs/ict_bfs_wlp_128 \\
+  tt-zoo train-term-weights --pairs runs/pairs/ict_bfs_wlp_128 \\
       --init-from saved_models/ict_bfs_wlp_512 --steps 2000 --batch-size 64 \\
       --learning-rate 5e-4 --export runs/models/hdct_ict_bfs_wlp
 """
@@ -21,12 +21,10 @@ import shlex
 import sys
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
+from tt_zoo.cli import parsing
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[9:]))
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", required=True, help="a pair directory (tt-zoo make-pairs)")
     p.add_argument("--init-from", required=True, metavar="NAME_OR_PATH",
                    help="a two-tower export (registered name or directory) whose document "
@@ -35,19 +33,24 @@ def parse_args(argv=None):
     p.add_argument("--batch-size", type=int, default=64, help="documents per step")
     p.add_argument("--learning-rate", type=float, default=5e-4,
                    help="peak Adam learning rate (linear warm-up, then linear decay to 0)")
-    p.add_argument("--warmup-fraction", type=float, default=0.1)
+    p.add_argument("--warmup-fraction", type=float, default=0.1,
+                   help="fraction of the steps of linear warm-up")
     p.add_argument("--export", required=True, help="export directory for the trained model")
     p.add_argument("--name", default=None, help="name in the metadata (default: the export "
                                                 "folder's name)")
     p.add_argument("--workdir", default=None,
                    help="checkpoints, logs, CPU time (default runs/term_weights/NAME)")
-    p.add_argument("--checkpoint-every", type=int, default=100)
+    p.add_argument("--checkpoint-every", type=int, default=100,
+                   help="steps between checkpoints (a killed run resumes from the last)")
     p.add_argument("--max-pairs", type=int, default=None, help="train on the first N pairs")
     p.add_argument("--token-cache", default=os.path.join("runs", "token_cache"),
                    help="where the tokenized documents and targets are kept ('': nowhere)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--no-progress", action="store_true", help="log lines instead of a bar")
-    return p.parse_args(argv)
+    p.add_argument("--seed", type=int, default=0, help="seed of initialisation and batches")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    return parsing.command_parser("train-term-weights", __doc__, add_arguments).parse_args(argv)
 
 
 def load_init(name_or_path):
@@ -140,8 +143,8 @@ def main(argv=None):
         "weighting": {"word_weight": "first piece", "term_weight": "max over occurrences",
                       "windows": COMBINE},
         "license": "Apache-2.0 (weights trained on CC BY-SA text)",
-        "command": shlex.join(["python", "recipes/train_term_weights.py",
-                               *(sys.argv[1:] if argv is None else argv)])}
+        "command": shlex.join(["tt-zoo", "train-term-weights",
+                               *(sys.argv[1:] if argv is None else map(str, argv))])}
     if trained["final_loss"] is None and os.path.exists(summary_path):
         import json  # noqa: PLC0415
         with open(summary_path, encoding="utf-8") as f:  # a rerun of a finished run

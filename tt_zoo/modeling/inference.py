@@ -26,12 +26,18 @@ changes what a tower computes:
 
 Tokenization is the same in-graph `TextPreprocessor` as training and serving use; it runs
 first, on the CPU, then the towers run on the cut batches.
+
+Progress (`progress_bar`): ``show_progress_bar=None``, the default, draws a tqdm bar on stderr
+when a call runs more than `PROGRESS_MIN_BATCHES` batches, stderr is a terminal or a Jupyter
+kernel's, and no other tqdm bar is open (a caller that shows its own progress gets no second
+bar); ``TQDM_DISABLE=1`` turns it off. True or False decide outright.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, List, Tuple, Union
+import sys
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -43,6 +49,7 @@ LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
 PRECISIONS = ("float32", "bfloat16")
 XLA_AUTO_MIN_DOCUMENTS = 20_000  # jit_compile="auto": XLA for a BERT tower from this many texts
+PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,10 +120,50 @@ def padded_row_count(rows: int, batch_size: int) -> int:
     return int(min(batch_size, 1 << max(0, int(rows) - 1).bit_length()))
 
 
+def check_batch_size(batch_size) -> int:
+    """`batch_size` if it is a positive int, else a `TtZooError` naming it."""
+    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
+        raise TtZooError(f"batch_size must be a positive int (got {batch_size!r}).")
+    return batch_size
+
+
+def _interactive() -> bool:
+    """True when stderr is a terminal or a Jupyter kernel's stream (where a bar is read)."""
+    stream = sys.stderr
+    if type(stream).__module__.startswith("ipykernel"):
+        return True
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
+def progress_bar(show_progress_bar: Optional[bool], n: int, batch_size: int, desc: str):
+    """The tqdm bar (on stderr) of one encode call over `n` texts, counted in texts; a disabled
+    bar when it should not show. `show_progress_bar`: True, False, or None (the rule of the
+    module docstring: more than `PROGRESS_MIN_BATCHES` batches, at a terminal or in a notebook,
+    inside no other bar)."""
+    from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
+
+    check_batch_size(batch_size)
+    if not (show_progress_bar is None or isinstance(show_progress_bar, bool)):
+        raise TtZooError("show_progress_bar must be True, False or None (got "
+                         f"{show_progress_bar!r}).")
+    if show_progress_bar is None:
+        batches = -(-n // batch_size)
+        if not (batches > PROGRESS_MIN_BATCHES and _interactive()
+                and not getattr(tqdm, "_instances", None)):
+            return tqdm(total=n, disable=True)
+        # No `disable` given: tqdm's own TQDM_DISABLE setting applies.
+        return tqdm(total=n, desc=desc, unit="text", file=sys.stderr)
+    return tqdm(total=n, desc=desc, unit="text", file=sys.stderr,
+                disable=not show_progress_bar)
+
+
 def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
                       tower_fn: Callable[[Dict[str, tf.Tensor]], tf.Tensor], n: int,
                       dim: int, seq_length: int, batch_size: int,
-                      options: EncodeOptions) -> np.ndarray:
+                      options: EncodeOptions, bar=None) -> np.ndarray:
     """Embeds `n` texts: float32 [n, dim] in the caller's order.
 
     Args:
@@ -126,9 +173,9 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
       n, dim, seq_length: number of texts, embedding size, the preprocessor's length.
       batch_size: rows per tower call.
       options: the `EncodeOptions`.
+      bar: a tqdm bar (`progress_bar`) advanced by each batch's rows, or None.
     """
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise TtZooError(f"batch_size must be a positive int (got {batch_size!r}).")
+    check_batch_size(batch_size)
     out = np.zeros([n, dim], np.float32)
     window = batch_size * SORT_WINDOW_BATCHES
     for start in range(0, n, window):
@@ -142,6 +189,8 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
                 batch = {k: np.pad(v, [(0, target - len(rows)), (0, 0)])
                          for k, v in batch.items()}
             out[start + rows] = tower_fn(batch).numpy()[:len(rows)]
+            if bar is not None:
+                bar.update(len(rows))
     return out
 
 

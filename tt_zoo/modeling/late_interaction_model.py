@@ -17,20 +17,21 @@ single-vector `encode_queries` / `encode_documents` raise. GradCache is refused
 
 from __future__ import annotations
 
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
 import tensorflow as tf
 
 from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.errors import TtZooError
-from tt_zoo.modeling.inference import SORT_WINDOW_BATCHES, plan_batches
+from tt_zoo.modeling.inference import (SORT_WINDOW_BATCHES, check_batch_size, plan_batches,
+                                       progress_bar)
 from tt_zoo.modeling.late_interaction import (DEFAULT_QUERY_LENGTH, PACKED_KEYS, QUERY_TYPE_ID,
                                               AugmentedQueryPreprocessor, LateInteractionTower,
                                               punctuation_ids)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_scores
-from tt_zoo.modeling.models import TwoTowerModel, as_string_list
+from tt_zoo.modeling.models import TwoTowerModel, as_documents, as_string_list, as_texts
 from tt_zoo.modeling.towers import BertTower
 
 # `score` keeps its [queries, query tokens, documents, document tokens] block below this size.
@@ -119,42 +120,52 @@ class LateInteractionModel(TwoTowerModel):
                                                   method="encode_document_tokens"))
 
     # -- numpy conveniences ---------------------------------------------------------------------
-    def encode_query_tokens(self, texts: Sequence[str], batch_size: int = 256, *,
-                            bucketing: bool = True) -> List[np.ndarray]:
+    def encode_query_tokens(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
+                            show_progress_bar: Optional[bool] = None,
+                            bucketing: bool = True) -> Union[np.ndarray, List[np.ndarray]]:
         """Token vectors of query strings: one float32 [n_i, m] array per query, in the order
-        given, L2-normalised rows. With [MASK] augmentation n_i is the query length (32) for
-        every query; longer queries are truncated to it."""
-        texts = as_string_list(texts, "texts")
+        given, L2-normalised rows; a single string gives its one array. With [MASK]
+        augmentation n_i is the query length (32) for every query; longer queries are truncated
+        to it. `batch_size` and `show_progress_bar` as `TwoTowerModel.encode_queries`."""
+        texts, single = as_texts(texts, "texts")
         cache = self._encode_cache  # TwoTowerModel's: the same packing functions
-        return encode_tokens_in_buckets(
-            lambda s, e: cache.pack_queries(tf.constant(texts[s:e], tf.string)),
-            self._token_tower_fn("query"), len(texts), self.query_preprocessor.seq_length,
-            batch_size, bucketing)
+        with progress_bar(show_progress_bar, len(texts), batch_size,
+                          "encode query tokens") as bar:
+            out = encode_tokens_in_buckets(
+                lambda s, e: cache.pack_queries(tf.constant(texts[s:e], tf.string)),
+                self._token_tower_fn("query"), len(texts), self.query_preprocessor.seq_length,
+                batch_size, bucketing, bar)
+        return out[0] if single else out
 
-    def encode_document_tokens(self, texts: Sequence[str],
-                               titles: Optional[Sequence[str]] = None, batch_size: int = 256, *,
-                               bucketing: bool = True) -> List[np.ndarray]:
+    def encode_document_tokens(self, texts: Union[str, Sequence[str]],
+                               titles: Union[None, str, Sequence[str]] = None,
+                               batch_size: int = 256, *, show_progress_bar: Optional[bool] = None,
+                               bucketing: bool = True) -> Union[np.ndarray, List[np.ndarray]]:
         """Token vectors of (title or sentence, passage) documents: one float32 [n_i, m] array
         per document, in the order given, L2-normalised rows, padding and punctuation removed
-        ([CLS] and [SEP] stay, as in ColBERT). `bucketing` sorts texts by length and pads each
-        batch only to its longest member (the same vectors, fewer FLOPs;
-        `tt_zoo.modeling.inference`)."""
-        texts = as_string_list(texts, "texts")
-        titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
-        if len(titles) != len(texts):
-            raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+        ([CLS] and [SEP] stay, as in ColBERT); a single string (with a single string or None as
+        its title) gives its one array. `bucketing` sorts texts by length and pads each batch
+        only to its longest member (the same vectors, fewer FLOPs;
+        `tt_zoo.modeling.inference`); `batch_size` and `show_progress_bar` as
+        `TwoTowerModel.encode_queries`."""
+        texts, titles, single = as_documents(texts, titles)
         cache = self._encode_cache
-        return encode_tokens_in_buckets(
-            lambda s, e: cache.pack_documents(tf.constant(titles[s:e], tf.string),
-                                              tf.constant(texts[s:e], tf.string)),
-            self._token_tower_fn("document"), len(texts), self.document_preprocessor.seq_length,
-            batch_size, bucketing)
+        with progress_bar(show_progress_bar, len(texts), batch_size,
+                          "encode document tokens") as bar:
+            out = encode_tokens_in_buckets(
+                lambda s, e: cache.pack_documents(tf.constant(titles[s:e], tf.string),
+                                                  tf.constant(texts[s:e], tf.string)),
+                self._token_tower_fn("document"), len(texts),
+                self.document_preprocessor.seq_length, batch_size, bucketing, bar)
+        return out[0] if single else out
 
     def score(self, queries: Sequence[str], documents: Sequence[str],
               titles: Optional[Sequence[str]] = None, batch_size: int = 256) -> np.ndarray:
         """MaxSim of every query with every document: float32 [len(queries), len(documents)]
         (exact; for a corpus, re-rank a first stage or use the token index of
         `tt_zoo.retrieval`)."""
+        queries = as_string_list(queries, "queries")
+        documents = as_string_list(documents, "documents")
         return maxsim_matrix(self.encode_query_tokens(queries, batch_size),
                              self.encode_document_tokens(documents, titles, batch_size))
 
@@ -197,7 +208,7 @@ _NO_SINGLE_VECTOR = ("A late-interaction (ColBERT) model has no single {side} ve
 
 def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
                              tower_fn: Callable, n: int, seq_length: int, batch_size: int,
-                             bucketing: bool = True) -> List[np.ndarray]:
+                             bucketing: bool = True, bar=None) -> List[np.ndarray]:
     """Token vectors of `n` texts: one float32 [n_i, m] array each (masked rows removed), in
     the caller's order; texts sorted by length within windows and each batch cut to its longest
     member, as `tt_zoo.modeling.inference.encode_in_buckets` does for single vectors.
@@ -207,9 +218,10 @@ def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
       tower_fn: packed ids [rows, length] -> {"token_vectors" [rows, length, m], "mask"}.
       n, seq_length, batch_size, bucketing: texts, the preprocessor's length, rows per call,
         length bucketing on or off.
+      bar: a tqdm bar (`tt_zoo.modeling.inference.progress_bar`) advanced by each batch's
+        rows, or None.
     """
-    if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-        raise TtZooError(f"batch_size must be a positive int (got {batch_size!r}).")
+    check_batch_size(batch_size)
     if not isinstance(bucketing, bool):
         raise TtZooError(f"bucketing must be True or False (got {bucketing!r}).")
     out: List[Optional[np.ndarray]] = [None] * n
@@ -223,6 +235,8 @@ def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
             keep = result[MASK].numpy().astype(bool)
             for i, row in enumerate(rows):
                 out[start + row] = np.ascontiguousarray(vectors[i][keep[i]], dtype=np.float32)
+            if bar is not None:
+                bar.update(len(rows))
     return out
 
 

@@ -146,6 +146,9 @@ class CorrectedSampledSoftmaxLoss(tf.keras.layers.Layer):
                  similarity: str = "dot", **kwargs):
         # Scores and the softmax stay float32 under a mixed bfloat16 policy.
         kwargs.setdefault("dtype", "float32")
+        # A fixed name, not Keras's per-process counter ("..._1" for a process's second loss):
+        # the name is in a pretraining run's recorded settings, which a resume must match.
+        kwargs.setdefault("name", "corrected_sampled_softmax_loss")
         super().__init__(**kwargs)
         self.remove_accidental_hits = remove_accidental_hits
         self.sampling_correction = sampling_correction

@@ -7,7 +7,7 @@ in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -15,7 +15,7 @@ import tensorflow_recommenders as tfrs
 
 from tt_zoo.data import features as F
 from tt_zoo.modeling.inference import (PACKED_KEYS, EncodeCache, EncodeOptions,
-                                       cut_to_longest, encode_in_buckets)
+                                       cut_to_longest, encode_in_buckets, progress_bar)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
@@ -220,41 +220,47 @@ class TwoTowerModel(tfrs.Model):
         return reduced
 
     # -- numpy conveniences ---------------------------------------------------------------------
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 256, *,
-                       bucketing: bool = True, precision: str = "float32",
+    def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
+                       show_progress_bar: Optional[bool] = None, bucketing: bool = True,
+                       precision: str = "float32",
                        jit_compile: Union[bool, str] = False) -> np.ndarray:
-        """Embeds query strings; returns float32 [len(texts), dim] in the order given.
+        """Embeds query strings; returns float32 [len(texts), dim] in the order given, or [dim]
+        for a single string (as sentence-transformers does).
 
-        `bucketing`, `precision` ("float32" or "bfloat16") and `jit_compile` (True, False or
-        "auto") choose how the tower runs (`tt_zoo.modeling.inference.EncodeOptions`);
-        bucketing gives the same embeddings as padding every text to the full length, for fewer
-        FLOPs.
+        `batch_size` texts go through the tower at a time. `show_progress_bar`: a tqdm bar on
+        stderr; None shows one for more than a few batches at a terminal or in a notebook
+        (`tt_zoo.modeling.inference.progress_bar`). `bucketing`, `precision` ("float32" or
+        "bfloat16") and `jit_compile` (True, False or "auto") choose how the tower runs
+        (`tt_zoo.modeling.inference.EncodeOptions`); bucketing gives the same embeddings as
+        padding every text to the full length, for fewer FLOPs.
         """
-        texts = as_string_list(texts, "texts")
+        texts, single = as_texts(texts, "texts")
         options = EncodeOptions(bucketing, precision, jit_compile)
-        return self._encode("query", lambda s, e: self._encode_cache.pack_queries(
-            tf.constant(texts[s:e], tf.string)), len(texts), batch_size, options)
+        out = self._encode("query", lambda s, e: self._encode_cache.pack_queries(
+            tf.constant(texts[s:e], tf.string)), len(texts), batch_size, options,
+            show_progress_bar, "encode queries")
+        return out[0] if single else out
 
-    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
-                         batch_size: int = 256, *, bucketing: bool = True,
-                         precision: str = "float32",
+    def encode_documents(self, texts: Union[str, Sequence[str]],
+                         titles: Union[None, str, Sequence[str]] = None,
+                         batch_size: int = 256, *, show_progress_bar: Optional[bool] = None,
+                         bucketing: bool = True, precision: str = "float32",
                          jit_compile: Union[bool, str] = "auto") -> np.ndarray:
         """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim] in
-        the order given. Options as `encode_queries`; `jit_compile="auto"` runs a BERT tower
-        under XLA when there are at least
-        `tt_zoo.modeling.inference.XLA_AUTO_MIN_DOCUMENTS` documents (a corpus, where the
-        compile time pays)."""
-        texts = as_string_list(texts, "texts")
-        titles = [""] * len(texts) if titles is None else as_string_list(titles, "titles")
-        if len(titles) != len(texts):
-            raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+        the order given, or [dim] for a single string (with a single string or None as its
+        title). Options as `encode_queries`; `jit_compile="auto"` runs a BERT tower under XLA
+        when there are at least `tt_zoo.modeling.inference.XLA_AUTO_MIN_DOCUMENTS` documents
+        (a corpus, where the compile time pays)."""
+        texts, titles, single = as_documents(texts, titles)
         options = EncodeOptions(bucketing, precision, jit_compile)
-        return self._encode("document", lambda s, e: self._encode_cache.pack_documents(
+        out = self._encode("document", lambda s, e: self._encode_cache.pack_documents(
             tf.constant(titles[s:e], tf.string), tf.constant(texts[s:e], tf.string)),
-            len(texts), batch_size, options)
+            len(texts), batch_size, options, show_progress_bar, "encode documents")
+        return out[0] if single else out
 
     def encode_document_inputs(self, packed: dict, batch_size: int = 256, *,
-                               bucketing: bool = True, precision: str = "float32",
+                               show_progress_bar: Optional[bool] = None, bucketing: bool = True,
+                               precision: str = "float32",
                                jit_compile: Union[bool, str] = "auto") -> np.ndarray:
         """Embeds documents already tokenized: `packed` holds int arrays [n, length] of
         input_word_ids, input_mask and input_type_ids (e.g. rows of the tokenized pair set);
@@ -263,16 +269,17 @@ class TwoTowerModel(tfrs.Model):
         options = EncodeOptions(bucketing, precision, jit_compile)
         return self._encode("document", lambda s, e: {
             k: tf.constant(packed[k][s:e], tf.int32) for k in PACKED_KEYS}, n, batch_size,
-            options)
+            options, show_progress_bar, "encode documents")
 
-    def _encode(self, role: str, pack, n: int, batch_size: int,
-                options: EncodeOptions) -> np.ndarray:
+    def _encode(self, role: str, pack, n: int, batch_size: int, options: EncodeOptions,
+                show_progress_bar: Optional[bool], desc: str) -> np.ndarray:
         preprocessor = self.query_preprocessor if role == "query" else self.document_preprocessor
         options = options.resolve_jit_compile(
             n, self.query_tower if role == "query" else self.document_tower)
-        tower_fn = self._encode_cache.tower_fn(role, options) if n else None
-        return encode_in_buckets(pack, tower_fn, n, self.embedding_dim, preprocessor.seq_length,
-                                 batch_size, options)
+        with progress_bar(show_progress_bar, n, batch_size, desc) as bar:
+            tower_fn = self._encode_cache.tower_fn(role, options) if n else None
+            return encode_in_buckets(pack, tower_fn, n, self.embedding_dim,
+                                     preprocessor.seq_length, batch_size, options, bar)
 
     @property
     def _encode_cache(self) -> EncodeCache:
@@ -354,6 +361,31 @@ def as_string_list(values, name: str) -> list:
         if not isinstance(v, (str, bytes)):
             raise TypeError(f"{name}[{i}] must be a string (got {type(v).__name__}: {v!r}).")
     return values
+
+
+def as_texts(values, name: str) -> Tuple[list, bool]:
+    """``(texts, single)``: a single string as one text (single True), else `as_string_list`."""
+    if isinstance(values, (str, bytes)):
+        return [values], True
+    return as_string_list(values, name), False
+
+
+def as_documents(texts, titles) -> Tuple[list, list, bool]:
+    """``(texts, titles, single)`` of the `encode_documents` arguments: `texts` one string or
+    a sequence of them; `titles` None (all ""), or one string for one text, or a sequence as
+    long as `texts`. Raises TypeError or ValueError naming the bad argument."""
+    texts, single = as_texts(texts, "texts")
+    if titles is None:
+        return texts, [""] * len(texts), single
+    if single:
+        if not isinstance(titles, (str, bytes)):
+            raise TypeError("titles must be one string when texts is one string (got "
+                            f"{type(titles).__name__}: {titles!r}).")
+        return texts, [titles], True
+    titles = as_string_list(titles, "titles")
+    if len(titles) != len(texts):
+        raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
+    return texts, titles, False
 
 
 def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[str] = "tiny",

@@ -64,7 +64,8 @@ def resolve_bert_shape(size: Optional[str] = None, num_layers: Optional[int] = N
 class BertTower(tf.keras.layers.Layer):
     """A BERT encoder whose embedding is a linear layer on an aggregate of its final hidden states.
 
-    There is no tanh pooler. With `pooling="cls"` the aggregate is the final [CLS] state, as in
+    There is no tanh pooler (the encoder's is built but unused and not trainable). With
+    `pooling="cls"` the aggregate is the final [CLS] state, as in
     Chang et al. 2020, Sec. 4.1 and Fig. 1 ("the final embedding is a linear layer on the [CLS]
     token's final hidden state"). With `pooling="mean"` it is the average of the final states of
     the real tokens (``input_mask`` == 1), the aggregator Fig. 1 uses for the BoW-MLP: towers
@@ -127,6 +128,10 @@ class BertTower(tf.keras.layers.Layer):
             output_dropout=dropout_rate,
             attention_dropout=dropout_rate,
             name="encoder")
+        # BertEncoderV2 always builds its pooler (a tanh layer on [CLS]); nothing here reads
+        # it. Not trainable, so `fit` neither updates it nor warns that it has no gradients; it
+        # stays built, so every export (which holds its weights) restores unchanged.
+        self.encoder.pooler_layer.trainable = False
         self.projection = tf.keras.layers.Dense(
             embedding_dim, kernel_initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
             name="cls_projection")

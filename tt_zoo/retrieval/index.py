@@ -167,7 +167,8 @@ def read_json(path: pathlib.Path) -> dict:
 # -- ScaNN ------------------------------------------------------------------------------------
 
 def _build_scann_searcher(embeddings: np.ndarray, config: ScannConfig, k: int = 10):
-    import scann  # pylint: disable=import-outside-toplevel
+    from tt_zoo._native_logs import import_scann  # pylint: disable=import-outside-toplevel
+    scann = import_scann()
 
     builder = scann.scann_ops_pybind.builder(embeddings, min(k, embeddings.shape[0]),
                                              "dot_product")
@@ -186,7 +187,8 @@ def load_scann_searcher(scann_dir: pathlib.Path, expected_size: int, config_file
                              "indexes never hold pickles and will not load one.")
     if not (scann_dir / "scann_assets.pbtxt").is_file():
         raise IndexFileError(f"{scann_dir / 'scann_assets.pbtxt'} is missing.")
-    import scann  # pylint: disable=import-outside-toplevel
+    from tt_zoo._native_logs import import_scann  # pylint: disable=import-outside-toplevel
+    scann = import_scann()
 
     try:
         searcher = scann.scann_ops_pybind.load_searcher(str(scann_dir),

@@ -74,7 +74,8 @@ def default_config(num_tokens: int) -> ScannConfig:
 
 
 def _build_searcher(vectors: np.ndarray, config: ScannConfig, token_k: int):
-    import scann  # noqa: PLC0415
+    from tt_zoo._native_logs import import_scann  # noqa: PLC0415
+    scann = import_scann()
 
     builder = scann.scann_ops_pybind.builder(vectors, min(token_k, vectors.shape[0]),
                                              "dot_product")

@@ -27,7 +27,9 @@ Each signature runs the towers on its request batch padded only to the batch's l
 the full length).
 
 Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
-trainable model from the SavedModel's own variables), ``metadata.json`` and ``MODEL_CARD.md``.
+trainable model from the SavedModel's own variables), ``metadata.json`` (with the file manifest
+and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` compares) and
+``MODEL_CARD.md``.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ import tensorflow as tf
 from tt_zoo._version import __version__
 from tt_zoo.atomic_io import write_directory, write_text
 from tt_zoo.errors import ArtifactError
-from tt_zoo.manifest import describe_files, manifest_digest, verify_files
+from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
 
@@ -57,6 +59,12 @@ SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_enco
 TOKEN_SIGNATURES = ("encode_query_tokens", "encode_document_tokens")
 # TF Serving's REST API uses "serving_default" when a request names no signature.
 DEFAULT_SIGNATURE = "serving_default"  # = encode_query
+# The layout of an export (this module's and `tt_zoo.serving.term_weight_export`'s), recorded in
+# metadata.json as "format_version"; an export without one is format 1. Raise it when a later
+# tt_zoo changes the layout, so older readers refuse the new exports instead of misreading them.
+# 1: SavedModel, config.json, assets/vocab.txt, metadata.json with its file manifest, card.
+FORMAT_VERSION = 1
+FORMAT_NAME = "tt_zoo model export"  # how the format is named in errors
 
 
 class _ServingModule(tf.Module):
@@ -227,6 +235,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
             "vocab_size": serving_model.query_preprocessor.vocab_size,
             "signatures": list(signatures),
             **late_interaction_metadata(serving_model),
+            "format_version": FORMAT_VERSION,
             "versions": library_versions(),
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"),
@@ -320,6 +329,7 @@ def render_model_card(meta: dict) -> str:
         lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
     if meta.get("notes"):
         lines += ["", str(meta["notes"])]
+    lines += reexport_lines(meta)
     lines += measured_quality_lines(meta)
     if tokens:
         use = ["query_vectors = model.encode_query_tokens([\"a question\"])  # [n_i, m] each",
@@ -332,11 +342,36 @@ def render_model_card(meta: dict) -> str:
     lines += ["", "## Use", "", "```python", "import tt_zoo",
               f"model = tt_zoo.load({name!r})", *use, "```", "",
               "Serving: `saved_model_cli show --dir . --all` lists the signatures "
-              f"{DEFAULT_SIGNATURE} (= {names[0]}), {', '.join(names)}; they take raw "
+              f"{_signature_list(meta, names)}; they take raw "
               "strings and tokenize in the graph with tensorflow-text ops, so a process that "
               "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
-              "first (TF Serving images built with tensorflow-text have the ops).", ""]
+              "first; the stock TF Serving ModelServer links tensorflow-text's ops, so it "
+              "serves this export: take the release of the TensorFlow version it was "
+              f"exported with ({_tensorflow_version(meta)}).", ""]
     return "\n".join(lines)
+
+
+def _signature_list(meta: dict, names) -> str:
+    """The signatures the export records (metadata ``signatures``; today's set when absent), so
+    a card never promises one its SavedModel lacks."""
+    recorded = meta.get("signatures") or [DEFAULT_SIGNATURE, *names]
+    return ", ".join(f"{n} (= {names[0]})" if n == DEFAULT_SIGNATURE else n for n in recorded)
+
+
+def _tensorflow_version(meta: dict) -> str:
+    return str((meta.get("versions") or {}).get("tensorflow", "see metadata.json"))
+
+
+def reexport_lines(meta: dict) -> list:
+    """The card's lines for each time the export was redone from its own weights
+    (``meta["reexported"]``, written by `tt_zoo.serving.shipping.reexport`); [] for none."""
+    lines = []
+    for note in meta.get("reexported") or []:
+        lines += ["", f"Re-exported {note.get('date', '?')} by {note.get('by', 'tt_zoo')}, "
+                      f"{note.get('reason', '')} (weights {note.get('weights', '?')}; the "
+                      f"export before had sha256 {str(note.get('previous_sha256'))[:12]}…, "
+                      f"exported {note.get('previous_exported', '?')})."]
+    return lines
 
 
 def table_rows(table) -> Optional[dict]:
@@ -365,7 +400,7 @@ def measured_quality_lines(meta: dict) -> list:
         if rows is None:
             lines.append(str(table))
         else:
-            keys = list(dict.fromkeys(k for values in rows.values() for k in values))
+            keys = _column_order(dict.fromkeys(k for values in rows.values() for k in values))
             labelled = list(rows) != [""]
             head = (["row"] if labelled else []) + keys
             lines.append("| " + " | ".join(head) + " |")
@@ -382,6 +417,19 @@ def measured_quality_lines(meta: dict) -> list:
     return lines
 
 
+def _column_order(keys) -> list:
+    """Metric columns as people read them: R@k by k, then the others in their order (MRR...);
+    metadata.json stores each table with sorted keys (R@1, R@100, R@20, R@5)."""
+    keys = list(keys)
+
+    def k_of(key: str):
+        head, _, k = key.partition("@")
+        return int(k) if head == "R" and k.isdigit() else None
+
+    recalls = sorted((key for key in keys if k_of(key) is not None), key=k_of)
+    return recalls + [key for key in keys if k_of(key) is None]
+
+
 def _fmt(value):
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
@@ -395,7 +443,7 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
     """
     path = pathlib.Path(path)
     if not path.is_dir():
-        raise ArtifactError(f"Saved model directory {path} does not exist.")
+        raise not_an_export_directory(path)
     meta_path = path / METADATA_FILE
     try:
         metadata = json.loads(meta_path.read_text(encoding="utf-8"))
@@ -403,6 +451,11 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
         raise ArtifactError(f"{path} is not a tt_zoo export: {meta_path.name} is missing.")
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{meta_path} is corrupted ({e}).") from e
+    if not isinstance(metadata, dict):
+        raise ArtifactError(f"{meta_path} holds {type(metadata).__name__}, not a JSON object.")
+    # Before anything else: a later layout may keep its manifest elsewhere.
+    check_format_version(metadata.get("format_version"), FORMAT_VERSION, listed_in=meta_path,
+                         what=FORMAT_NAME)
     expected = expected_sha256 or metadata.get("sha256")
     files = metadata.get("files")
     if not expected or not isinstance(files, dict):
@@ -417,6 +470,23 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
             f"records {expected[:16]}…. Re-train it or restore the directory from git.")
     verify_files(path, files, listed_in=meta_path)
     return metadata
+
+
+def not_an_export_directory(path) -> ArtifactError:
+    """The error for a path that is no export directory: a file (named as one, with the folder
+    to load when it is a file of an export), or nothing at all."""
+    path = pathlib.Path(path)
+    expected = (f"expected an export directory holding {METADATA_FILE} and saved_model.pb (as "
+                "`model.export` writes), or a registered model name (tt_zoo.list_models())")
+    if path.is_file():
+        inside = (f"; load its folder {path.parent}" if path.name in (
+            METADATA_FILE, CONFIG_FILE, MODEL_CARD_FILE, "saved_model.pb", "fingerprint.pb")
+            and (path.parent / METADATA_FILE).is_file() else "")
+        return ArtifactError(f"{path} is a file, not a model export directory: {expected}"
+                             f"{inside}.")
+    if path.exists():
+        return ArtifactError(f"{path} is not a directory: {expected}.")
+    return ArtifactError(f"Saved model directory {path} does not exist ({expected}).")
 
 
 def load_keras_model(path) -> TwoTowerModel:

@@ -58,7 +58,7 @@ SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
 
 @dataclasses.dataclass(frozen=True)
 class RecipeSettings:
-    """How `recipes/pretrain.py` trains a variant (Chang et al. 2020, Sec. 5.1 for the paper's)."""
+    """How `tt-zoo pretrain` trains a variant (Chang et al. 2020, Sec. 5.1 for the paper's)."""
 
     batch_size: int = 8192
     steps: int = 100_000
@@ -66,7 +66,7 @@ class RecipeSettings:
     warmup_fraction: float = 0.1
     pairs_per_article: int = 4
     vocab_size: int = 8192
-    max_doc_tokens: int = 288   # passage budget of recipes/make_pairs.py (whitespace words)
+    max_doc_tokens: int = 288   # passage budget of `tt-zoo make-pairs` (whitespace words)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,33 +166,33 @@ class ModelSpec:
         lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
         export = f"--export saved_models/{self.name}"
         if self.pretraining == "none":
-            return f"python recipes/pretrain.py --variant {self.name} {lengths} {export}"
+            return f"tt-zoo pretrain --variant {self.name} {lengths} {export}"
         r = self.recipe
         data_dir = f"runs/pairs/{self.pretraining}"
         if self.pretraining == "mlm":
-            make = (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
+            make = (f"tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
                     f"--vocab saved_models/vocab/vocab.txt --output {data_dir}")
             data = f"--mlm-examples {data_dir}"
         else:
             make = self._make_pairs_command()
             data = f"--pairs {data_dir}"
         init = f" --init-from {self.init_from}" if self.init_from else ""
-        return (f"{make} && python recipes/pretrain.py --variant {self.name} {data} "
+        return (f"{make} && tt-zoo pretrain --variant {self.name} {data} "
                 f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
                 f"{lengths}{init} {export}")
 
     def _make_pairs_command(self) -> str:
         r = self.recipe
-        return (f"python recipes/make_pairs.py --input $TT_ZOO_DATA/wikispeedia "
+        return (f"tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia "
                 f"--tasks {self.pretraining.replace('_', ',')} "
                 f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
                 f"{r.max_doc_tokens} --output runs/pairs/{self.pretraining}")
 
     def _term_weight_recipe_command(self) -> str:
-        """make-pairs, then `tt-zoo train-term-weights` (recipes/train_term_weights.py) from
-        the `init_from` export's encoder."""
+        """`tt-zoo make-pairs`, then `tt-zoo train-term-weights` from the `init_from` export's
+        encoder."""
         r = self.recipe
-        return (f"{self._make_pairs_command()} && python recipes/train_term_weights.py "
+        return (f"{self._make_pairs_command()} && tt-zoo train-term-weights "
                 f"--pairs runs/pairs/{self.pretraining} --init-from {self.init_from} "
                 f"--max-pairs {TERM_WEIGHT_MAX_PAIRS} --steps {r.steps} "
                 f"--batch-size {r.batch_size} --learning-rate {r.learning_rate:g} "
@@ -233,8 +233,23 @@ REGISTRY: Dict[str, ModelSpec] = _build_registry()
 
 def list_models(pattern: str = "*", shipped_only: bool = False,
                 kind: Optional[str] = None) -> List[str]:
-    """Registered names matching a glob pattern (e.g. "*ict_bfs_wlp*"), sorted; only shipped
-    ones with `shipped_only`, only those of one of `KINDS` with `kind`."""
+    """Registered model names matching a glob pattern, sorted.
+
+    Every variant of the paper's tables (and past them) is registered, but only the shipped ones
+    have trained weights and load by name; the others are recipes (`ModelSpec.recipe_command`).
+
+    Args:
+      pattern: a glob over the names, e.g. "*ict_bfs_wlp*".
+      shipped_only: only the names with shipped weights (`tt_zoo.load` loads them;
+        ``hdct_*`` term-weight models load with `tt_zoo.load_term_weighter`). `tt-zoo list
+        --shipped` prints them with their measured numbers.
+      kind: only the names of one of `KINDS` ("two_tower", "late_interaction",
+        "term_weights").
+
+    Example:
+      >>> list_models("ict_bfs_wlp_*", shipped_only=True)
+      ['ict_bfs_wlp_128', 'ict_bfs_wlp_256', 'ict_bfs_wlp_512']
+    """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r}).")
     return sorted(name for name, spec in REGISTRY.items()
@@ -259,7 +274,7 @@ def register_shipped(name: str, **fields) -> None:
 
 # -- What ships trained weights: tt_zoo/serving/shipped_models.json (package data, so an installed wheel
 # has it), name -> kind, artifact folder, sha256 of its files, download URL, recipe settings,
-# provenance and measured metrics (written by `recipes/reproduce.py --stages ship` and
+# provenance and measured metrics (written by `tt-zoo reproduce --stages ship` and
 # `tt-zoo ship` from real runs; see each MODEL_CARD.md). The weights themselves are in the
 # clone's saved_models/.
 SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"

@@ -5,7 +5,9 @@ candidates' psi(d) are searched by maximum inner product, here inside one SavedM
 TFRS `ScaNN` or `BruteForce` top-k layers (the in-process index is
 `tt_zoo.retrieval.index.EmbeddingIndex`). A ScaNN SavedModel needs ScaNN's TensorFlow ops at
 serving time: `import scann` before `tf.saved_model.load` (or use `load_retrieval_model`, which
-does it), or serve with the TF Serving build that includes ScaNN.
+does it), or serve it with a TF Serving ModelServer linked with ScaNN's ops (the stock one links
+TensorFlow's and tensorflow-text's only; ScaNN publishes such images, ``google/tf-serving-scann``,
+for the TF versions it builds them for). The brute-force backend needs no ScaNN ops.
 """
 
 from __future__ import annotations
@@ -19,15 +21,21 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from tt_zoo.atomic_io import write_directory, write_json
+from tt_zoo.manifest import check_format_version
 from tt_zoo.retrieval.index import ScannConfig, check_backend, read_json
 from tt_zoo.retrieval.search import check_embeddings, check_ids, check_k
 
 RETRIEVAL_CONFIG_FILE = "assets.extra/tt_zoo_retrieval.json"
+# The layout of a `retrieve` SavedModel and its settings file; `load_retrieval_model` refuses a
+# newer one (`tt_zoo.manifest.check_format_version`). 1: the settings as `build_retrieval_module`.
+RETRIEVE_FORMAT_VERSION = 1
 
 
 def _make_scann_top_k(query_encoder, k: int, config: ScannConfig):
     """A TFRS `ScaNN` top-k layer whose searcher is built with `config` (tree or exact)."""
     import tensorflow_recommenders as tfrs  # pylint: disable=import-outside-toplevel
+    from tt_zoo._native_logs import import_scann  # pylint: disable=import-outside-toplevel
+    import_scann()  # its C++ logs at tt_zoo's level
     from scann.scann_ops.py import scann_ops  # pylint: disable=import-outside-toplevel
 
     class _ConfiguredScaNN(tfrs.layers.factorized_top_k.ScaNN):
@@ -120,7 +128,7 @@ def build_retrieval_module(query_encoder, candidate_embeddings, candidate_ids: S
     top_k.index(tf.constant(embeddings), tf.constant(ids, dtype=tf.string))
     settings = {
         "format": "tt_zoo.retrieve",
-        "format_version": 1,
+        "format_version": RETRIEVE_FORMAT_VERSION,
         "backend": backend,
         "k": k,
         "num_candidates": num,
@@ -185,9 +193,13 @@ def save_retrieval_module(module: RetrievalModule, path, overwrite: bool = False
 
 
 def load_retrieval_model(path):
-    """Loads a `retrieve` SavedModel, registering ScaNN's TF ops first when it needs them."""
+    """Loads a `retrieve` SavedModel, registering ScaNN's TF ops first when it needs them;
+    one written in a newer format than this tt_zoo reads is an `ArtifactError`."""
     root = pathlib.Path(path)
     settings = read_json(root / RETRIEVAL_CONFIG_FILE)
+    check_format_version(settings.get("format_version"), RETRIEVE_FORMAT_VERSION,
+                         listed_in=root / RETRIEVAL_CONFIG_FILE, what="tt_zoo retrieve SavedModel")
     if settings.get("needs_scann_ops"):
-        import scann  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        from tt_zoo._native_logs import import_scann  # pylint: disable=import-outside-toplevel
+        import_scann()  # registers ScaNN's TF ops, its C++ logs at tt_zoo's level
     return tf.saved_model.load(str(root))

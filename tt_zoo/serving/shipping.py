@@ -14,6 +14,9 @@ same way (`tt_zoo.serving.registry.KINDS`: two-tower, late interaction, term wei
   card, replacing those the same source recorded before. metadata.json and the card are not in
   the file manifest, so the weights' sha256 is unchanged; the shipped entry's sha256 is set to
   the export's all the same, so the two never disagree.
+- `reexport(name_or_path, reason)`: the export written again from its own weights by today's
+  exporter (e.g. to add a signature an older exporter did not write), the card kept and a note
+  of when and why added; the shipped entry gets the new sha256 and keeps its numbers.
 - `benchmark_tables` / `record_results`: the tables of a results JSON of the text benchmarks
   (`benchmarks/text_rows.py`: benchmarks/late_interaction.py, benchmarks/term_weights.py), the
   model's rows with BM25's beside them, per benchmark and question set, with the question and
@@ -30,6 +33,7 @@ import datetime
 import json
 import pathlib
 import shutil
+import tempfile
 from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
 from tt_zoo.atomic_io import write_directory, write_json
@@ -155,6 +159,77 @@ def _provenance(meta: dict) -> str:
     if meta.get("license"):
         parts.append(meta["license"])
     return "; ".join(parts)
+
+
+# -- re-export --------------------------------------------------------------------------------
+
+def reexport(name_or_path, reason: str, *, shipped_file=None,
+             log: Callable[[str], None] = print) -> dict:
+    """Writes an export again, in place, from its own weights with today's exporter.
+
+    For an export made before the exporter gained something (the three shipped exports of
+    2026-11-22 predate the ``serving_default`` signature). The weights are read from the export
+    and written back unchanged (checked: every array equal after reading the new files back);
+    the card is kept (name, training, command, measured tables, provenance); what the exporter
+    derives (signatures, versions, format_version, file manifest, sha256, exported) is the new
+    files', and ``reexported`` gains a note: date, reason, the previous sha256 and export date.
+    A shipped export's entry gets the new sha256 and keeps its headline numbers (same weights).
+    Its golden test (tests/test_shipped_models.py) then shows the outputs unchanged.
+
+    Args:
+      name_or_path: a shipped name or an export directory of any kind.
+      reason: why, for the card (e.g. "to add the serving_default signature").
+      shipped_file: default the registry's.
+
+    Returns:
+      the metadata written.
+    """
+    from tt_zoo._version import __version__
+    from tt_zoo.serving import export as export_lib, term_weight_export
+
+    path, spec = export_path(name_or_path)
+    before = verify_export(path, spec.sha256 if spec else None)
+    if artifact_kind(before) == registry.TERM_WEIGHTS:
+        read, write = (term_weight_export.load_term_weight_model,
+                       term_weight_export.export_term_weight_model)
+    else:
+        read, write = export_lib.load_keras_model, export_lib.export_saved_model
+    model = read(path)
+    note = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "reason": reason, "weights": "unchanged", "by": f"tt_zoo {__version__}",
+            "previous_sha256": before["sha256"], "previous_exported": before.get("exported")}
+    kept = {k: v for k, v in before.items() if k not in ("files", "sha256")}
+    kept["reexported"] = list(before.get("reexported") or []) + [note]
+    with tempfile.TemporaryDirectory(prefix="tt_zoo_reexport_") as tmp:
+        staged = pathlib.Path(tmp) / path.name
+        meta = write(model, staged, kept)
+        arrays = _same_weights(model, read(staged), staged)
+        write_directory(path, lambda staging: shutil.copytree(staged, staging,
+                                                              dirs_exist_ok=True),
+                        is_replaceable=is_model_export, what="tt_zoo model export")
+    meta = verify_export(path)
+    log(f"re-exported {path} from its own weights (weights unchanged: {arrays} arrays equal); "
+        f"sha256 {before['sha256'][:12]}… -> {meta['sha256'][:12]}…; signatures "
+        f"{', '.join(meta.get('signatures', []))}")
+    if spec is not None:
+        shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
+        shipped = _read_json(shipped_file)
+        shipped[spec.name]["sha256"] = meta["sha256"]
+        _write_shipped(shipped_file, shipped, spec.name)
+        log(f"{spec.name}: the shipped entry in {shipped_file} records the new sha256")
+    return meta
+
+
+def _same_weights(model, reread, where) -> int:
+    """How many weight arrays `model` and the model read back from `where` share; raises
+    `TtZooError` when any differs (a re-export must not change the weights)."""
+    import numpy as np  # noqa: PLC0415
+    ours, theirs = model.get_weights(), reread.get_weights()
+    if len(ours) != len(theirs) or not all(
+            a.shape == b.shape and np.array_equal(a, b) for a, b in zip(ours, theirs)):
+        raise TtZooError(f"The weights read back from {where} differ from the export's own "
+                         "(the re-export is not written).")
+    return len(ours)
 
 
 # -- record measured tables -------------------------------------------------------------------
@@ -342,5 +417,5 @@ def _check_same_model(settings: dict, meta: dict, where, log) -> None:
                          f"({meta.get('name')}, sha256 {str(meta.get('sha256'))[:12]}…).")
 
 
-__all__ = ["ship", "record_tables", "record_results", "benchmark_tables", "export_path",
-           "ROW_MARKERS"]
+__all__ = ["ship", "reexport", "record_tables", "record_results", "benchmark_tables",
+           "export_path", "ROW_MARKERS"]

@@ -14,7 +14,8 @@ Tokenisation runs in the graph (tensorflow-text ops only, as the two-tower expor
 pieces into words and words into BM25 terms runs in Python (`tt_zoo.data.term_weight_targets`,
 `tt_zoo.retrieval.term_weighting`). Beside the SavedModel: ``config.json`` (the Keras config),
 ``assets/vocab.txt``, ``metadata.json`` (``kind: "term_weights"``, the initialisation, the
-training, the term space and the pseudo-tf scale N, the sha256 file manifest) and
+training, the term space and the pseudo-tf scale N, the sha256 file manifest, the layout's
+``format_version``, as the two-tower exports) and
 ``MODEL_CARD.md``; `load_term_weight_model` / `load_term_weighter` read it back, verified.
 """
 
@@ -34,10 +35,11 @@ from tt_zoo.manifest import describe_files, manifest_digest
 from tt_zoo.modeling.inference import cut_to_longest
 from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
-from tt_zoo.serving.export import (CONFIG_FILE, DEFAULT_SIGNATURE, MANIFEST_EXCLUDES,
-                                   METADATA_FILE, MODEL_CARD_FILE, VOCAB_ASSET,
-                                   _without_keras_traces, count_parameters, library_versions,
-                                   measured_quality_lines, verify_export)
+from tt_zoo.serving.export import (CONFIG_FILE, DEFAULT_SIGNATURE, FORMAT_VERSION,
+                                   MANIFEST_EXCLUDES, METADATA_FILE, MODEL_CARD_FILE,
+                                   VOCAB_ASSET, _without_keras_traces, count_parameters,
+                                   library_versions, measured_quality_lines, reexport_lines,
+                                   verify_export)
 from tt_zoo.serving.registry import TERM_WEIGHTS
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
@@ -104,7 +106,8 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
             "kind": KIND, "document_length": serving_model.seq_length,
             "vocab_size": serving_model.preprocessor.vocab_size,
             "parameters": count_parameters(serving_model),
-            "signatures": [DEFAULT_SIGNATURE, SIGNATURE], "versions": library_versions(),
+            "signatures": [DEFAULT_SIGNATURE, SIGNATURE], "format_version": FORMAT_VERSION,
+            "versions": library_versions(),
             "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds")})
         meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
@@ -145,6 +148,7 @@ def render_card(meta: dict) -> str:
             lines.append(f"| {key} | {meta[key]} |")
     if meta.get("command"):
         lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
+    lines += reexport_lines(meta)
     lines += measured_quality_lines(meta)
     lines += ["", "## Use", "", "```python",
               "import tt_zoo",

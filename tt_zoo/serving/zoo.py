@@ -7,7 +7,7 @@ import datetime
 import json
 import os
 import pathlib
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -19,7 +19,8 @@ from tt_zoo.serving import download  # noqa: E402
 from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
-from tt_zoo.modeling.models import as_string_list  # noqa: E402
+from tt_zoo.modeling.models import as_documents  # noqa: E402
+from tt_zoo.serving import registry  # noqa: E402
 from tt_zoo.serving.registry import (KINDS, LATE_INTERACTION, TERM_WEIGHTS,  # noqa: E402
                                      TWO_TOWER, ModelSpec, get_spec)
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
@@ -27,6 +28,7 @@ from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search re
 PASSAGES_FILE = "passages.jsonl"
 TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
 TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
+TEXT_INDEX_FORMAT_VERSION = 1  # none recorded: 1 (`tt_zoo.manifest.check_format_version`)
 
 
 def _is_text_index(path: pathlib.Path) -> bool:
@@ -51,11 +53,17 @@ class TextIndex:
     def __len__(self):
         return len(self.texts)
 
-    def search(self, queries: Sequence[str], k: int = 10) -> List[List[Hit]]:
-        """Top-k hits for each query string, best first: the `tt_zoo.retrieval.search.SearchResult` of
-        `embedding_index` (a `Searcher`) for the encoded queries, seen as `Hit`s."""
-        result = self.embedding_index.search(self.model.encode_queries(queries), k)
-        return result.hits(self.texts, self.titles)
+    def search(self, queries: Union[str, Sequence[str]], k: int = 10,
+               **encode_options) -> Union[List[Hit], List[List[Hit]]]:
+        """Top-k hits for each query string, best first: the
+        `tt_zoo.retrieval.search.SearchResult` of `embedding_index` (a `Searcher`) for the
+        encoded queries, seen as `Hit`s. A single string gives its one list of hits.
+        `encode_options` go to `ZooModel.encode_queries` (`batch_size`, `show_progress_bar`)."""
+        single = isinstance(queries, (str, bytes))
+        embeddings = self.model.encode_queries([queries] if single else queries,
+                                               **encode_options)
+        hits = self.embedding_index.search(embeddings, k).hits(self.texts, self.titles)
+        return hits[0] if single else hits
 
     def save(self, path, overwrite: bool = False) -> pathlib.Path:
         """Saves the embedding index (ScaNN's own serializer; ids in a plain file) and passages.
@@ -70,8 +78,9 @@ class TextIndex:
             with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
                     f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
-            write_json(staging / TEXT_INDEX_FILE, {"format": TEXT_INDEX_FORMAT,
-                                                   "files": describe_files(staging, [PASSAGES_FILE])})
+            write_json(staging / TEXT_INDEX_FILE, {
+                "format": TEXT_INDEX_FORMAT, "format_version": TEXT_INDEX_FORMAT_VERSION,
+                "files": describe_files(staging, [PASSAGES_FILE])})
 
         return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
                                what="saved tt_zoo TextIndex")
@@ -80,7 +89,7 @@ class TextIndex:
     def load(cls, path, model: "ZooModel") -> "TextIndex":
         """Loads a directory written by `save`, checking every file against its sha256."""
         from tt_zoo.retrieval.index import EmbeddingIndex, read_json
-        from tt_zoo.manifest import verify_files
+        from tt_zoo.manifest import check_format_version, verify_files
         path = pathlib.Path(path)
         manifest_path = path / TEXT_INDEX_FILE
         if not manifest_path.is_file():
@@ -88,6 +97,8 @@ class TextIndex:
                                 f"without {TEXT_INDEX_FILE}; save it again): "
                                 f"{manifest_path} is missing.")
         manifest = read_json(manifest_path)
+        check_format_version(manifest.get("format_version"), TEXT_INDEX_FORMAT_VERSION,
+                             listed_in=manifest_path, what=TEXT_INDEX_FORMAT)
         files = manifest.get("files")
         if manifest.get("format") != TEXT_INDEX_FORMAT or not isinstance(files, dict) or (
                 PASSAGES_FILE not in files):
@@ -154,34 +165,49 @@ class ZooModel:
         return (f"ZooModel(name={self.name!r}, encoder={self.encoder_name!r}, "
                 f"pretraining={self.pretraining!r}, dim={self.keras_model.embedding_dim})")
 
-    def encode_queries(self, texts: Sequence[str], batch_size: int = 256,
-                       **options) -> np.ndarray:
-        """Query embeddings, float32 [len(texts), dim]. `options`: `bucketing`, `precision`,
-        `jit_compile` (see `tt_zoo.modeling.models.TwoTowerModel.encode_queries`)."""
-        return self.keras_model.encode_queries(texts, batch_size=batch_size, **options)
+    def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256,
+                       show_progress_bar: Optional[bool] = None, **options) -> np.ndarray:
+        """Query embeddings, float32 [len(texts), dim]; a single string gives one [dim] vector.
 
-    def encode_documents(self, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
-                         batch_size: int = 256, **options) -> np.ndarray:
-        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim];
-        `options` as `encode_queries`."""
+        `batch_size` texts go through the tower at a time. `show_progress_bar`: a tqdm bar on
+        stderr; None (the default) shows one when the call runs more than 4 batches at a
+        terminal or in a notebook and no other tqdm bar is open; ``TQDM_DISABLE=1`` hides it.
+        `options`: `bucketing`, `precision`, `jit_compile` (see
+        `tt_zoo.modeling.models.TwoTowerModel.encode_queries`).
+        """
+        return self.keras_model.encode_queries(texts, batch_size=batch_size,
+                                               show_progress_bar=show_progress_bar, **options)
+
+    def encode_documents(self, texts: Union[str, Sequence[str]],
+                         titles: Union[None, str, Sequence[str]] = None, batch_size: int = 256,
+                         show_progress_bar: Optional[bool] = None, **options) -> np.ndarray:
+        """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim]; a single
+        string (its title one string or None) gives one [dim] vector. `batch_size`,
+        `show_progress_bar` and `options` as `encode_queries`."""
         return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size,
-                                                 **options)
+                                                 show_progress_bar=show_progress_bar, **options)
 
     # Late-interaction (ColBERT) models: token vectors instead of one vector per text.
-    def encode_query_tokens(self, texts: Sequence[str], batch_size: int = 256,
+    def encode_query_tokens(self, texts: Union[str, Sequence[str]], batch_size: int = 256,
+                            show_progress_bar: Optional[bool] = None,
                             **options) -> List[np.ndarray]:
         """Query token vectors of a late-interaction model: one float32 [n_i, m] array per
-        query (`tt_zoo.modeling.late_interaction_model.LateInteractionModel`)."""
-        return self._late_interaction("encode_query_tokens")(texts, batch_size=batch_size,
-                                                             **options)
+        query, or the one array of a single string
+        (`tt_zoo.modeling.late_interaction_model.LateInteractionModel`); `batch_size` and
+        `show_progress_bar` as `encode_queries`."""
+        return self._late_interaction("encode_query_tokens")(
+            texts, batch_size=batch_size, show_progress_bar=show_progress_bar, **options)
 
-    def encode_document_tokens(self, texts: Sequence[str],
-                               titles: Optional[Sequence[str]] = None, batch_size: int = 256,
+    def encode_document_tokens(self, texts: Union[str, Sequence[str]],
+                               titles: Union[None, str, Sequence[str]] = None,
+                               batch_size: int = 256, show_progress_bar: Optional[bool] = None,
                                **options) -> List[np.ndarray]:
         """Document token vectors of a late-interaction model: one float32 [n_i, m] array per
-        (title or sentence, passage), padding and punctuation removed."""
+        (title or sentence, passage), padding and punctuation removed; the one array of a
+        single string. `batch_size` and `show_progress_bar` as `encode_queries`."""
         return self._late_interaction("encode_document_tokens")(
-            texts, titles=titles, batch_size=batch_size, **options)
+            texts, titles=titles, batch_size=batch_size, show_progress_bar=show_progress_bar,
+            **options)
 
     def score(self, queries: Sequence[str], documents: Sequence[str],
               titles: Optional[Sequence[str]] = None, batch_size: int = 256) -> np.ndarray:
@@ -195,21 +221,28 @@ class ZooModel:
                              "(encode_queries / encode_documents give its embeddings).")
         return getattr(self.keras_model, method)
 
-    def index(self, passages: Sequence[str], titles: Optional[Sequence[str]] = None,
-              ids: Optional[Sequence[str]] = None, backend: str = "scann",
-              batch_size: int = 256, embeddings: Optional[np.ndarray] = None) -> TextIndex:
+    def index(self, passages: Union[str, Sequence[str]],
+              titles: Union[None, str, Sequence[str]] = None,
+              ids: Union[None, str, Sequence[str]] = None, backend: str = "scann",
+              batch_size: int = 256, embeddings: Optional[np.ndarray] = None,
+              show_progress_bar: Optional[bool] = None) -> TextIndex:
         """Encodes passages and builds a ScaNN (or exact brute-force) index over them.
 
+        `titles` (or sentences) pair with the passages as `encode_documents` takes them; `ids`
+        default to "0", "1", ...; a single passage string (with a single title and id) indexes
+        that one passage. `batch_size` and `show_progress_bar` go to `encode_documents`;
         `embeddings` skips the encoding when the passages' embeddings are already at hand.
         """
         from tt_zoo.retrieval.index import EmbeddingIndex
-        passages = as_string_list(passages, "passages")
-        titles = [""] * len(passages) if titles is None else as_string_list(titles, "titles")
-        if isinstance(ids, (str, bytes)):
+        single = isinstance(passages, (str, bytes))
+        passages, titles, _ = as_documents(passages, titles)
+        if isinstance(ids, (str, bytes)) and not single:
             raise TypeError(f"ids must be a sequence of ids, not a single string ({ids!r}).")
-        ids = [str(i) for i in range(len(passages))] if ids is None else [str(i) for i in ids]
+        ids = [str(i) for i in range(len(passages))] if ids is None else (
+            [str(ids)] if single and isinstance(ids, (str, bytes)) else [str(i) for i in ids])
         if embeddings is None:
-            embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size)
+            embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size,
+                                               show_progress_bar=show_progress_bar)
         return TextIndex(self, EmbeddingIndex(embeddings, ids, backend=backend), passages, titles)
 
     def load_index(self, path) -> TextIndex:
@@ -309,13 +342,15 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
       KeyError: an unknown name (listing close matches).
       FileNotFoundError: a registered name whose weights are not shipped (with the recipe
         command that trains it).
-      ArtifactError: a path that does not exist.
+      ArtifactError: a path that is not a directory (a file is named as one) or does not exist.
     """
     path = pathlib.Path(os.fspath(name_or_path))
     if path.is_dir():
         return path, None
-    if os.sep in str(name_or_path) or str(name_or_path).startswith("."):
-        raise ArtifactError(f"Saved model directory {path} does not exist.")
+    given = str(name_or_path)
+    if (path.exists() and given not in registry.REGISTRY) or os.sep in given \
+            or given.startswith("."):
+        raise export_lib.not_an_export_directory(path)
     spec = get_spec(str(name_or_path))
     if spec.kind not in kinds:
         raise TtZooError(_wrong_kind(spec.name, spec.kind))

@@ -1,0 +1,50 @@
+"""The README's code runs as written: every ```python block marked ``<!-- runnable -->`` runs, in
+order, in one fresh interpreter (a user pasting them into one session, with none of the TF_*
+variables the test run sets), and prints exactly the block marked ``<!-- output -->`` after it,
+with nothing on stderr."""
+
+import os
+import re
+import subprocess
+import sys
+
+from conftest import DATA_DIR, REPO_ROOT
+
+README = REPO_ROOT / "README.md"
+BLOCK = re.compile(r"^<!-- (runnable|output) -->\n```[a-z]*\n(.*?)^```$", re.M | re.S)
+END = "\x1e end of README block"  # printed after each block, to split what each prints
+
+
+def marked_blocks(text: str) -> list:
+    """``[(code, expected output or None)]`` of the runnable blocks, in README order."""
+    blocks = []
+    for kind, body in BLOCK.findall(text):
+        if kind == "runnable":
+            blocks.append([body, None])
+        else:
+            assert blocks and blocks[-1][1] is None, "an output block follows no runnable block"
+            blocks[-1][1] = body
+    return [tuple(b) for b in blocks]
+
+
+def test_marked_blocks_are_found():
+    blocks = marked_blocks(README.read_text(encoding="utf-8"))
+    assert len(blocks) >= 2, "the Quick start has no runnable blocks"
+    assert "tt_zoo.load(" in blocks[0][0] and "model.fit(" in "".join(c for c, _ in blocks)
+    assert all(code.strip() for code, _ in blocks)
+
+
+def test_runnable_blocks_run_and_print_what_the_readme_shows(tmp_path):
+    blocks = marked_blocks(README.read_text(encoding="utf-8"))
+    script = "".join(f"{code}\nprint({END!r}, flush=True)\n" for code, _ in blocks)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    env["TT_ZOO_DATA"] = str(DATA_DIR)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    printed = proc.stdout.split(f"{END}\n")
+    assert len(printed) == len(blocks) + 1 and printed[-1] == "", proc.stdout
+    for i, ((code, expected), got) in enumerate(zip(blocks, printed)):
+        if expected is not None:
+            assert got == expected, f"README block {i + 1} printed:\n{got}\nnot:\n{expected}"
+    assert proc.stderr == "", proc.stderr[-3000:]

@@ -1,0 +1,59 @@
+"""How every `tt-zoo` command builds its argument parser: `tt-zoo NAME` in the usage line, the
+module docstring as description and examples, each option's default after its help.
+
+A command module defines ``add_arguments(parser)`` (its options, and nothing heavy: no
+TensorFlow before the arguments are parsed) and ``parse_args(argv)``, which builds its parser
+with `command_parser` and checks what argparse cannot. `tt_zoo.cli.main` adds the same
+arguments to its subparser, so `tt-zoo NAME --help` and `recipes/NAME.py --help` agree.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+PROG = "tt-zoo"
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the docstring's lines (examples stay copyable) and appends ``(default: X)`` to an
+    option's help, unless the help already speaks of its default or there is none to show
+    (None, False, an empty list)."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        default = action.default
+        nothing = default is None or default is False or default in ("", [], argparse.SUPPRESS)
+        if ("default" in text or nothing
+                or not (action.option_strings or action.nargs in ("?", "*"))):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def parser_settings(doc: str) -> dict:
+    """`ArgumentParser` keywords from a command's docstring: its first paragraph is the
+    description, the rest (details, examples) the epilog."""
+    first, _, rest = doc.strip().partition("\n\n")
+    return {"description": first, "epilog": rest.rstrip() or None,
+            "formatter_class": HelpFormatter}
+
+
+def command_parser(name: str, doc: str,
+                   add_arguments: Callable[[argparse.ArgumentParser], None]
+                   ) -> argparse.ArgumentParser:
+    """The parser of ``tt-zoo NAME``, as a command module's `parse_args` builds it."""
+    parser = argparse.ArgumentParser(prog=f"{PROG} {name}", **parser_settings(doc))
+    add_arguments(parser)
+    return parser
+
+
+def add_no_progress(parser: argparse.ArgumentParser) -> None:
+    """``--no-progress``, every command's one spelling for "no progress bars"."""
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress bars (log lines, where the command has them)")
+
+
+def exit_missing(parser: argparse.ArgumentParser, message: str):
+    """`parser.error` without the usage: one line for a missing data file, whose fix is a path
+    (the flag, or $TT_ZOO_DATA), not the command's syntax. Exits with status 2."""
+    parser.exit(2, f"{parser.prog}: error: {message}\n")

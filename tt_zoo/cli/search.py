@@ -1,0 +1,155 @@
+"""Index a file of passages with a zoo model (default: the flagship) or BM25, and query it.
+
+The passages are a .jsonl ({"text", "title"?, "id"?} a line), a .tsv with a header line
+naming its columns (text, title, id) or a .txt (one passage a line); a passage's id is its
+position when the file gives none. A model encodes each (title, text) and indexes it
+(`ZooModel.index`: ScaNN, exact below 1,000 passages, or --backend brute_force);
+--bm25 indexes "title text" with BM25 instead (`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s,
+English stemming and stop words). Queries come from --query (repeatable) and/or a --queries
+file (.txt, .jsonl or .tsv: their text). The hits print as a table a query, or go to --output
+as JSON Lines, one line a query: {"query", "hits": [{"rank", "id", "score", "title", "text"}]}.
+
+  tt-zoo search passages.jsonl --query "who discovered penicillin?"
+  tt-zoo search passages.tsv --bm25 --queries questions.txt -k 5 --output hits.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import List, Sequence
+
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import FLAGSHIP, check_new_file, load_model, progress_bar
+from tt_zoo.cli.text_files import TextFileError, Texts, read_texts
+
+SNIPPET = 100  # characters of a passage the table shows
+BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's progress bars
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("passages", metavar="FILE", help="the passages: a .jsonl, .tsv or .txt file")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--model", default=FLAGSHIP, metavar="NAME_OR_PATH",
+                       help="a registered model name (tt-zoo list --shipped) or an export "
+                            "directory")
+    which.add_argument("--bm25", action="store_true", help="search with BM25 instead of a model")
+    p.add_argument("--query", action="append", default=[], metavar="TEXT",
+                   help="a query (repeatable)")
+    p.add_argument("--queries", metavar="FILE",
+                   help="a .txt, .jsonl or .tsv file of queries (their text), after any --query")
+    p.add_argument("-k", "--k", type=int, default=10, help="hits a query")
+    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
+                   help="a model's index: ScaNN (approximate on large sets) or brute force "
+                        "(exact)")
+    p.add_argument("--batch-size", type=int, default=256, help="texts a forward pass")
+    p.add_argument("-o", "--output", help="write the hits as JSON Lines here (.jsonl) instead "
+                                          "of printing them")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
+    parsing.add_no_progress(p)
+
+
+def parse_args(argv=None):
+    p = parsing.command_parser("search", __doc__, add_arguments)
+    args = p.parse_args(argv)
+    if not args.query and not args.queries:
+        p.error("nothing to search for: give --query TEXT and/or --queries FILE")
+    if args.k < 1:
+        p.error(f"-k must be at least 1 (got {args.k})")
+    if args.batch_size < 1:
+        p.error(f"--batch-size must be at least 1 (got {args.batch_size})")
+    if args.output:
+        if not args.output.endswith(".jsonl"):
+            p.error(f"--output must be a .jsonl file (got {args.output!r})")
+        problem = check_new_file(args.output, args.overwrite)
+        if problem:
+            p.error(problem)
+    return args
+
+
+def read_inputs(args):
+    """(passages `Texts`, query strings), or exit naming the file and line at fault."""
+    try:
+        passages = read_texts(args.passages, "passages")
+        queries = list(args.query)
+        if args.queries:
+            queries += read_texts(args.queries, "queries").texts
+    except TextFileError as e:
+        sys.exit(f"tt-zoo search: {e}")
+    return passages, queries
+
+
+def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
+    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415 (bm25s: after argparse)
+
+    texts = [f"{title} {text}" if title else text
+             for title, text in zip(passages.titles, passages.texts)]
+    retriever = BM25Retriever(texts, ids=passages.ids_or_positions(),
+                              show_progress=progress and len(texts) >= BM25_PROGRESS_FROM)
+    return retriever.search(list(queries), k).hits(passages.texts, passages.titles)
+
+
+def model_hits(args, passages: Texts, queries: Sequence[str]):
+    model = load_model(args.model, "search")
+    if hasattr(model.keras_model, "encode_query_tokens"):
+        sys.exit(f"tt-zoo search: {model.name} is a late-interaction model (token vectors); "
+                 "search it in Python with tt_zoo.retrieval.late_interaction.")
+    index = model.index(passages.texts, titles=passages.titles,
+                        ids=passages.ids_or_positions(), backend=args.backend,
+                        batch_size=args.batch_size,
+                        show_progress_bar=progress_bar(args.no_progress))
+    return model.name, index.search(list(queries), k=args.k)
+
+
+def format_hits(queries: Sequence[str], hits: Sequence[Sequence], searcher: str) -> str:
+    """Each query and its hits: rank, score, id, then "title | text" cut to `SNIPPET`."""
+    lines: List[str] = []
+    for number, (query, found) in enumerate(zip(queries, hits), 1):
+        if number > 1:
+            lines.append("")
+        lines.append(f"query {number}: {query}")
+        if not found:
+            lines.append("  (no hit: no query term occurs in the passages)")
+            continue
+        id_width = max(len("id"), *(len(h.id) for h in found))
+        lines.append(f"  {'rank':>4}  {'score':>8}  {'id':<{id_width}}  passage ({searcher})")
+        for rank, hit in enumerate(found, 1):
+            passage = f"{hit.title} | {hit.text}" if hit.title else hit.text
+            passage = " ".join(passage.split())
+            if len(passage) > SNIPPET:
+                passage = passage[:SNIPPET - 1] + "…"
+            lines.append(f"  {rank:>4}  {hit.score:>8.3f}  {hit.id:<{id_width}}  {passage}")
+    return "\n".join(lines)
+
+
+def write_hits(path: str, queries: Sequence[str], hits: Sequence[Sequence]) -> None:
+    """One JSON line a query, written to a temp file and renamed into place."""
+    from tt_zoo.atomic_io import open_for_replace  # noqa: PLC0415
+
+    with open_for_replace(path, "w", encoding="utf-8", newline="\n") as f:
+        for query, found in zip(queries, hits):
+            f.write(json.dumps({"query": query, "hits": [
+                {"rank": rank, "id": h.id, "score": round(float(h.score), 6), "title": h.title,
+                 "text": h.text} for rank, h in enumerate(found, 1)]}, ensure_ascii=False)
+                + "\n")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    passages, queries = read_inputs(args)  # before the model loads: a bad file fails at once
+    if args.bm25:
+        searcher, hits = "BM25", bm25_hits(passages, queries, args.k, not args.no_progress)
+    else:
+        searcher, hits = model_hits(args, passages, queries)
+    if args.output:
+        write_hits(args.output, queries, hits)
+        print(f"wrote the top {args.k} of {len(passages):,} passages ({searcher}) for "
+              f"{len(queries):,} queries to {args.output}")
+    else:
+        print(format_hits(queries, hits, searcher))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

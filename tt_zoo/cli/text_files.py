@@ -1,0 +1,149 @@
+"""Reading the text files `tt-zoo encode`, `tt-zoo search` and `tt-zoo export --corpus` take.
+
+Three formats, told apart by the file's extension:
+
+- ``.jsonl``: one JSON object a line, ``{"text": ...}`` with optional ``"title"`` and ``"id"``;
+- ``.tsv``: a header line naming the columns (``text``, and optionally ``title`` and ``id``),
+  then one tab-separated row a line (no quoting: a field holds no tab or newline);
+- ``.txt``: one text a line.
+
+Blank lines are skipped. Ids, when given, are given for every record and are unique; without
+them a record's id is its position (``"0"``, ``"1"``, ...: `tt_zoo.retrieval.search.default_ids`).
+A malformed record raises `TextFileError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+from typing import Iterator, List, Optional, Tuple
+
+from tt_zoo.errors import TtZooError
+
+FORMATS = (".jsonl", ".tsv", ".txt")
+COLUMNS = ("id", "title", "text")
+
+
+class TextFileError(TtZooError):
+    """A text file that cannot be read as records; the message names the file and line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Texts:
+    """The records of a text file, in order: `ids` is None when the file gives none."""
+
+    texts: List[str]
+    titles: List[str]
+    ids: Optional[List[str]]
+    path: str
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    @property
+    def has_titles(self) -> bool:
+        return any(self.titles)
+
+    def ids_or_positions(self) -> List[str]:
+        return self.ids if self.ids is not None else [str(i) for i in range(len(self.texts))]
+
+
+def _lines(path: pathlib.Path) -> Iterator[Tuple[int, str]]:
+    """(line number, line without its end) of each non-blank line."""
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip("\r\n")
+            except UnicodeDecodeError as e:
+                raise TextFileError(f"{path}:{number}: not UTF-8 text ({e.reason} at byte "
+                                    f"{e.start}).") from e
+            if line.strip():
+                yield number, line
+
+
+def _jsonl(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
+    for number, line in _lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise TextFileError(f"{path}:{number}: not valid JSON ({e.msg} at column "
+                                f"{e.colno}).") from e
+        if not isinstance(record, dict):
+            raise TextFileError(f"{path}:{number}: expected a JSON object with a \"text\" "
+                                f"string (got {type(record).__name__}).")
+        yield number, record
+
+
+def _tsv(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
+    lines = _lines(path)
+    header = next(lines, None)
+    if header is None:
+        return
+    number, line = header
+    columns = line.split("\t")
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown or "text" not in columns or len(set(columns)) != len(columns):
+        raise TextFileError(f"{path}:{number}: the first line must name the tab-separated "
+                            f"columns: text, and optionally title and id, each once "
+                            f"(got {columns}).")
+    for number, line in lines:
+        fields = line.split("\t")
+        if len(fields) != len(columns):
+            raise TextFileError(f"{path}:{number}: {len(fields)} tab-separated fields where "
+                                f"the header names {len(columns)} ({', '.join(columns)}).")
+        yield number, dict(zip(columns, fields))
+
+
+def _txt(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
+    for number, line in _lines(path):
+        yield number, {"text": line}
+
+
+_READERS = {".jsonl": _jsonl, ".tsv": _tsv, ".txt": _txt}
+
+
+def read_texts(path, what: str = "texts") -> Texts:
+    """The records of a .jsonl, .tsv or .txt file (see the module docstring).
+
+    Raises:
+      TextFileError: a missing, empty or unknown kind of file, or a malformed record, named
+        with its line.
+    """
+    path = pathlib.Path(path)
+    if path.suffix.lower() not in _READERS:
+        raise TextFileError(f"{path}: expected a {', '.join(FORMATS)} file of {what} "
+                            f"(got '{path.suffix or 'no extension'}').")
+    if not path.is_file():
+        raise TextFileError(f"{path}: no such file.")
+    texts, titles, ids, id_lines, first_line = [], [], [], {}, None
+    for number, record in _READERS[path.suffix.lower()](path):
+        first_line = first_line or number
+        text, title, record_id = record.get("text"), record.get("title", ""), record.get("id")
+        if not isinstance(text, str):
+            raise TextFileError(f"{path}:{number}: expected a \"text\" string "
+                                f"(got {type(text).__name__ if 'text' in record else 'none'}).")
+        if not isinstance(title, str):
+            raise TextFileError(f"{path}:{number}: \"title\" must be a string "
+                                f"(got {type(title).__name__}).")
+        if isinstance(record_id, bool) or not isinstance(record_id, (str, int, type(None))):
+            raise TextFileError(f"{path}:{number}: \"id\" must be a string or an integer "
+                                f"(got {type(record_id).__name__}).")
+        if texts and (record_id is None) != (not ids):
+            raise TextFileError(f"{path}:{number}: give an \"id\" for every record or for none "
+                                f"(line {first_line} {'has one' if ids else 'has none'}).")
+        if record_id is not None:
+            record_id = str(record_id)
+            if not record_id or any(c in record_id for c in "\t\r\n"):
+                raise TextFileError(f"{path}:{number}: id {record_id!r} is empty or holds a "
+                                    "tab or newline.")
+            if record_id in id_lines:
+                raise TextFileError(f"{path}:{number}: id {record_id!r} repeats line "
+                                    f"{id_lines[record_id]}; ids must be unique.")
+            id_lines[record_id] = number
+            ids.append(record_id)
+        texts.append(text)
+        titles.append(title)
+    if not texts:
+        raise TextFileError(f"{path}: holds no {what}.")
+    return Texts(texts, titles, ids or None, str(path))
