@@ -57,12 +57,15 @@ def test_the_clone_comes_before_the_cache(monkeypatch, tmp_path):
     assert download.locate(SPEC) == CLONE_COPY
 
 
-def test_load_by_name_downloads_verifies_and_caches(home, tmp_path, http_server, monkeypatch):
+def test_load_by_name_downloads_verifies_and_caches(home, tmp_path, http_server, monkeypatch,
+                                                    capsys):
     server = http_server(served_copy(tmp_path))
     # The registry entry's own URL (no TT_ZOO_BASE_URL), pointed at the local server.
     monkeypatch.setitem(registry.REGISTRY, NAME,
                         dataclasses.replace(SPEC, url=f"{server.url}/{SPEC.artifact}"))
     model = tt_zoo.load(NAME)
+    printed = capsys.readouterr().err  # stderr is no terminal here: one line, no bar
+    assert f"tt_zoo: downloading {NAME}" in printed and "%|" not in printed
     assert model.path == home / "models" / SPEC.artifact
     assert server.requests[0] == f"/{SPEC.artifact}/metadata.json"  # checked before the rest
     assert describe_files(model.path) == describe_files(CLONE_COPY)  # every file, card included

@@ -81,13 +81,17 @@ def read_inputs(args):
 
 
 def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
+    from tt_zoo.retrieval import search  # noqa: PLC0415
     from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415 (bm25s: after argparse)
 
     texts = [f"{title} {text}" if title else text
              for title, text in zip(passages.titles, passages.texts)]
     retriever = BM25Retriever(texts, ids=passages.ids_or_positions(),
                               show_progress=progress and len(texts) >= BM25_PROGRESS_FROM)
-    return retriever.search(list(queries), k).hits(passages.texts, passages.titles)
+    # Only passages that share a term with the query: no arbitrary order of zero scores.
+    rows, scores = retriever.top_rows(list(queries), k, matched_only=True)
+    return search.SearchResult.from_rows(rows, scores, retriever.ids).hits(passages.texts,
+                                                                           passages.titles)
 
 
 def model_hits(args, passages: Texts, queries: Sequence[str]):
@@ -145,7 +149,7 @@ def main(argv=None) -> int:
     if args.output:
         write_hits(args.output, queries, hits)
         print(f"wrote the top {args.k} of {len(passages):,} passages ({searcher}) for "
-              f"{len(queries):,} queries to {args.output}")
+              f"{len(queries):,} quer{'y' if len(queries) == 1 else 'ies'} to {args.output}")
     else:
         print(format_hits(queries, hits, searcher))
     return 0

@@ -187,8 +187,9 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
         total = sum(int(entry["size"]) for entry in files.values())
         print(f"tt_zoo: downloading {spec.name} ({total / 2**20:.1f} MiB) from {base}/ to {dest}",
               file=sys.stderr)
+        # disable=None: the bar draws at a terminal only, never into a log or a pipe.
         with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                  desc=spec.name) as progress:
+                  desc=spec.name, disable=None) as progress:
             for relpath, entry in sorted(files.items()):
                 relpath = _safe_relpath(relpath, meta_url)
                 url = _file_url(base, relpath)
