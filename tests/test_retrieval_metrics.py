@@ -45,11 +45,12 @@ def hand_made():
     return reqa_lib.build_reqa_from_squad(hand_made_squad())
 
 
-def test_evaluate_encoder_perfect(hand_made):
+def test_evaluate_encoder_perfect(hand_made, capsys):
     targets = {q.text: q.gold_index for q in hand_made.questions}
     result = rm.evaluate_encoder(LookupEncoder(hand_made, targets), hand_made, ks=(1, 2),
                                  batch_size=2)
     assert result["exact"] == {"R@1": 1.0, "R@2": 1.0, "MRR": 1.0}
+    assert "%|" not in capsys.readouterr().err  # stderr is no terminal here: no bar in a log
     assert result["index"] is None
     assert (result["num_queries"], result["num_candidates"]) == (6, 5)
 

@@ -77,7 +77,9 @@ def ranking_metrics(ranked_ids, gold_ids, ks: Sequence[int] = DEFAULT_KS) -> Dic
 
 def _encode_in_batches(fn, n, batch_size, desc, **columns):
     parts = []
-    for start in tqdm(range(0, n, batch_size), desc=desc, unit="batch", leave=False):
+    # disable=None: the bar draws at a terminal only, never into a log or a pipe.
+    for start in tqdm(range(0, n, batch_size), desc=desc, unit="batch", leave=False,
+                      disable=None):
         batch = {name: (None if col is None else col[start:start + batch_size])
                  for name, col in columns.items()}
         out = np.asarray(fn(**batch), dtype=np.float32)
