@@ -17,7 +17,6 @@ fused search (both searches plus the fusion).
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import sys
 import time
@@ -30,9 +29,7 @@ FLAGSHIPS = text_rows.FLAGSHIPS
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p = text_rows.parser(__doc__)
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
     p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
@@ -40,8 +37,7 @@ def parse_args(argv=None):
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
     if args.depth < 1:
         p.error(f"--depth must be at least 1 (got {args.depth})")
-    if "open_domain_reqa" in args.benchmarks and "reqa" not in args.benchmarks:
-        p.error("--benchmarks: open_domain_reqa takes ReQA's chosen weight; add reqa")
+    text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")
     return args
 
 

@@ -25,7 +25,6 @@ are recorded.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import pathlib
 import sys
@@ -39,9 +38,7 @@ PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p = text_rows.parser(__doc__)
     p.add_argument("--colbert", required=True, metavar="NAME_OR_PATH",
                    help="a late-interaction export (tt-zoo pretrain --variant colbert_*)")
     p.add_argument("--partner", default=PARTNER,
@@ -56,16 +53,13 @@ def parse_args(argv=None):
     p.add_argument("--colbert-benchmarks", default=",".join(text_rows.BENCHMARKS),
                    help="benchmarks with ColBERT rows (encoding open-domain ReQA's 578K "
                         "candidates takes ~45 min on 2 cores) (default: %(default)s)")
-    p.add_argument("--record", action="store_true",
-                   help="after the run, write the model's measured tables into the card of "
-                        "the export --colbert names (a shipped one's entry too): "
-                        "tt_zoo.serving.shipping.record_results")
+    text_rows.add_record_argument(p, "--colbert")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
     args.end_to_end = [b for b in args.end_to_end.split(",") if b]
     args.colbert_benchmarks = [b for b in args.colbert_benchmarks.split(",") if b]
-    if "open_domain_reqa" in args.colbert_benchmarks and "reqa" not in args.colbert_benchmarks:
-        p.error("--colbert-benchmarks: open_domain_reqa takes ReQA's chosen weight; add reqa")
+    text_rows.require_reqa_with_open_domain(p, args.colbert_benchmarks, "--colbert-benchmarks",
+                                            "weight")
     return args
 
 

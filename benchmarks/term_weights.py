@@ -23,7 +23,6 @@ sentence written before it in the BM25 text is then an occurrence the weighting 
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import sys
 import time
@@ -38,9 +37,7 @@ HDCT = "HDCT-weighted BM25"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p = text_rows.parser(__doc__)
     p.add_argument("--term-model", required=True, metavar="PATH",
                    help="a term-weight export (tt-zoo train-term-weights)")
     p.add_argument("--partner", default=PARTNER,
@@ -48,14 +45,10 @@ def parse_args(argv=None):
                         "default: %(default)s)")
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
-    p.add_argument("--record", action="store_true",
-                   help="after the run, write the model's measured tables into the card of "
-                        "the export --term-model names (a shipped one's entry too): "
-                        "tt_zoo.serving.shipping.record_results")
+    text_rows.add_record_argument(p, "--term-model")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
-    if "open_domain_reqa" in args.benchmarks and "reqa" not in args.benchmarks:
-        p.error("--benchmarks: open_domain_reqa takes ReQA's chosen settings; add reqa")
+    text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "settings")
     return args
 
 

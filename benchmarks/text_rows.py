@@ -37,6 +37,29 @@ VERSIONED = ("tt_zoo", "tensorflow", "tf-keras", "numpy", "bm25s", "scann")
 FLAGSHIPS = ("ict_bfs_wlp_512", "bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
 
 
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A benchmark's parser: its docstring's first line the description, the rest the epilog."""
+    lines = doc.splitlines()
+    return argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[2:]),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
+def add_record_argument(p: argparse.ArgumentParser, model_flag: str) -> None:
+    """--record: write the measured tables into the card of the export `model_flag` names."""
+    p.add_argument("--record", action="store_true",
+                   help="after the run, write the model's measured tables into the card of "
+                        f"the export {model_flag} names (a shipped one's entry too): "
+                        "tt_zoo.serving.shipping.record_results")
+
+
+def require_reqa_with_open_domain(p: argparse.ArgumentParser, benchmarks: Sequence[str],
+                                  flag: str, what: str) -> None:
+    """Open-domain ReQA reuses what was chosen on ReQA's validation questions (`what`): it
+    cannot run without ReQA."""
+    if "open_domain_reqa" in benchmarks and "reqa" not in benchmarks:
+        p.error(f"{flag}: open_domain_reqa takes ReQA's chosen {what}; add reqa")
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from tt_zoo.retrieval import odqa, text_benchmarks
 

@@ -6,6 +6,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import os
 import pathlib
 import signal
 import string
@@ -333,6 +334,15 @@ def tiny_colbert(embedding_dim: int = 8, **kwargs):
                                         **kwargs)
 
 
+def run_as_a_user(args, *, cwd=None, timeout: int = 600, **env) -> subprocess.CompletedProcess:
+    """`python ARGS` in a fresh interpreter as a user runs it: none of the TF_* variables the
+    test run sets (tt_zoo's own defaults apply), plus `env`; output captured as text."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    environment.update(env)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          env=environment, cwd=cwd, timeout=timeout)
+
+
 def kill_at_first_checkpoint(command, checkpoints: pathlib.Path) -> int:
     """Starts `command` (a pretraining run) and SIGKILLs it once its first checkpoint is complete:
     a real kill, no cleanup and no final save. Returns the process's exit code."""
@@ -381,6 +391,7 @@ def tokenized_batch(model, hard_negatives=0):
 
 _OP_LAYERS_SCRIPT = """
 import json
+import os
 from tensorflow.core.framework import op_def_pb2
 from tensorflow.python.client import pywrap_tf_session as c_api
 def registered():

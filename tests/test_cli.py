@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from helpers import run_as_a_user
 from tt_zoo import cli
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -106,9 +107,7 @@ def test_help_of_every_command_imports_no_tensorflow():
         "    loaded = [m for m in heavy if m in sys.modules]\n"
         "    assert not loaded, f'tt-zoo {name} --help imported {loaded}'\n"
         "print('ok')\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, cwd=REPO, timeout=120)
+    result = run_as_a_user(["-c", script], cwd=REPO, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 

@@ -1,9 +1,6 @@
 """`tt-zoo list`, `tt-zoo encode` and `tt-zoo search`, with conftest's tiny export."""
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -13,6 +10,7 @@ from tt_zoo.cli.list_models import headline
 from tt_zoo.serving.registry import REGISTRY, list_models
 
 from conftest import REPO_ROOT
+from helpers import run_as_a_user
 
 PASSAGES = [{"id": "d0", "title": "penicillin", "text": "alexander fleming discovered penicillin."},
             {"id": "d1", "title": "paris", "text": "paris is the capital of france."},
@@ -95,9 +93,7 @@ def test_list_loads_no_tensorflow():
               "with contextlib.redirect_stdout(io.StringIO()):\n"
               "    assert cli.main(['list', '--shipped']) == 0\n"
               "print([m for m in ('tensorflow', 'scann', 'bm25s') if m in sys.modules])\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env=env, cwd=REPO_ROOT, timeout=60)
+    result = run_as_a_user(["-c", script], cwd=REPO_ROOT, timeout=60)
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stderr[-2000:]
 
 

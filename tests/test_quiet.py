@@ -3,11 +3,9 @@ fine-tunes prints no native-library noise (TensorFlow's CUDA probe and oneDNN no
 lines, Keras' warning about the BERT encoder's unused pooler), while a user who sets
 TF_CPP_MIN_LOG_LEVEL gets the lines that level asks for."""
 
-import os
-import subprocess
-import sys
-
 import pytest
+
+from helpers import run_as_a_user
 
 # Tree-partitioned ScaNN indexes (at least `MIN_PARTITIONED_SIZE` candidates: their k-means
 # logs) in-process and in the `retrieve` module, two fit steps of the tiny BERT export (the pooler
@@ -43,10 +41,7 @@ NOISE = ("cuInit", "cuda_platform", "oneDNN supports", "absl::InitializeLog",
 
 def run(path, **env):
     """SCRIPT in a fresh interpreter with none of the TF_* variables the test run sets."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-    environment.update(env)
-    return subprocess.run([sys.executable, "-c", SCRIPT, str(path)], capture_output=True,
-                          text=True, env=environment, timeout=600)
+    return run_as_a_user(["-c", SCRIPT, str(path)], **env)
 
 
 @pytest.fixture(scope="module")

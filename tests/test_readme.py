@@ -3,12 +3,10 @@ order, in one fresh interpreter (a user pasting them into one session, with none
 variables the test run sets), and prints exactly the block marked ``<!-- output -->`` after it,
 with nothing on stderr."""
 
-import os
 import re
-import subprocess
-import sys
 
 from conftest import DATA_DIR, REPO_ROOT
+from helpers import run_as_a_user
 
 README = REPO_ROOT / "README.md"
 BLOCK = re.compile(r"^<!-- (runnable|output) -->\n```[a-z]*\n(.*?)^```$", re.M | re.S)
@@ -37,10 +35,7 @@ def test_marked_blocks_are_found():
 def test_runnable_blocks_run_and_print_what_the_readme_shows(tmp_path):
     blocks = marked_blocks(README.read_text(encoding="utf-8"))
     script = "".join(f"{code}\nprint({END!r}, flush=True)\n" for code, _ in blocks)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-    env["TT_ZOO_DATA"] = str(DATA_DIR)
-    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = run_as_a_user(["-c", script], cwd=tmp_path, TT_ZOO_DATA=str(DATA_DIR))
     assert proc.returncode == 0, proc.stderr[-3000:]
     printed = proc.stdout.split(f"{END}\n")
     assert len(printed) == len(blocks) + 1 and printed[-1] == "", proc.stdout

@@ -40,7 +40,7 @@ from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tt_zoo.retrieval.search import SearchResult, Searcher, check_k
+from tt_zoo.retrieval.search import SearchResult, check_built_searcher, check_k
 
 METHODS = ("rrf", "convex")
 DEFAULT_DEPTH = 100
@@ -63,9 +63,7 @@ def candidate_ids(searcher, what: str = "searcher") -> Tuple[str, ...]:
 def check_same_candidates(first, second) -> Tuple[str, ...]:
     """The candidate ids both searchers share; raises ValueError when their lists differ."""
     for what, s in (("the first searcher", first), ("the second searcher", second)):
-        if isinstance(s, type) or not isinstance(s, Searcher):
-            raise TypeError(f"score fusion: {what} must be a built Searcher (len() and "
-                            f"search(queries, k)); got {getattr(s, '__name__', type(s).__name__)}.")
+        check_built_searcher(s, f"score fusion: {what}")
     ids_a = candidate_ids(first, "the first searcher")
     ids_b = candidate_ids(second, "the second searcher")
     if len(ids_a) != len(ids_b):

@@ -16,7 +16,7 @@ from typing import Dict, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
-from tt_zoo.retrieval.search import ExactSearcher, SearchResult, Searcher
+from tt_zoo.retrieval.search import ExactSearcher, SearchResult, check_built_searcher
 
 DEFAULT_KS = (1, 5, 10, 50, 100)
 
@@ -128,11 +128,8 @@ def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,
     for name, s in (("exact", searcher), ("index", index)):
         if s is None:
             continue
-        if isinstance(s, type) or not isinstance(s, Searcher):
-            raise TypeError(f"evaluate: the {name} searcher must be a built "
-                            "tt_zoo.retrieval.search.Searcher (len() and search(queries, k) -> "
-                            f"SearchResult); got {getattr(s, '__name__', type(s).__name__)} "
-                            "(a builder goes to evaluate_encoder(build_index=...)).")
+        check_built_searcher(s, f"evaluate: the {name} searcher",
+                             " (a builder goes to evaluate_encoder(build_index=...))")
         if len(s) != len(searcher):
             raise ValueError(f"evaluate: the index holds {len(s)} candidates and the searcher "
                              f"{len(searcher)}; both must search the same candidates.")

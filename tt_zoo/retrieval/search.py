@@ -178,6 +178,15 @@ def default_ids(num_candidates: int) -> List[str]:
     return [str(i) for i in range(num_candidates)]
 
 
+def check_built_searcher(searcher, who: str, hint: str = "") -> None:
+    """Raises TypeError unless `searcher` is a built `Searcher` (an instance, not its class or
+    a builder); `who` names it in the message, `hint` (if any) says what to pass instead."""
+    if isinstance(searcher, type) or not isinstance(searcher, Searcher):
+        got = getattr(searcher, "__name__", type(searcher).__name__)
+        raise TypeError(f"{who} must be a built tt_zoo.retrieval.search.Searcher (a built "
+                        f"Searcher answers len() and search(queries, k)); got {got}{hint}.")
+
+
 def check_k(k) -> int:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive int (got {k!r}).")
@@ -281,9 +290,7 @@ class QueryEncodingSearcher:
         if not callable(encode_queries):
             raise TypeError(f"QueryEncodingSearcher: encode_queries must be callable (got "
                             f"{type(encode_queries).__name__}).")
-        if isinstance(searcher, type) or not isinstance(searcher, Searcher):
-            raise TypeError(f"QueryEncodingSearcher: searcher must be a built Searcher (len() and "
-                            f"search(queries, k)); got {type(searcher).__name__}.")
+        check_built_searcher(searcher, "QueryEncodingSearcher: searcher")
         self.encode_queries = encode_queries
         self.searcher = searcher
 

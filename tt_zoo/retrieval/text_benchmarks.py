@@ -40,7 +40,8 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from tt_zoo.retrieval import metrics as retrieval_metrics, odqa, reqa as reqa_lib
-from tt_zoo.retrieval.search import QueryEncodingSearcher, SearchResult, Searcher
+from tt_zoo.retrieval.search import (QueryEncodingSearcher, SearchResult,
+                                     check_built_searcher)
 
 KS = (1, 5, 10, 20, 50, 100)
 ODQA_VALIDATION_SET = "webquestions-trainmodel"
@@ -63,9 +64,7 @@ class ReusedSearcher:
     replayed_seconds = 0.0  # every reuse's charge, process-wide; read by `timed_search`
 
     def __init__(self, searcher):
-        if isinstance(searcher, type) or not isinstance(searcher, Searcher):
-            raise TypeError(f"ReusedSearcher: searcher must be a built Searcher; got "
-                            f"{type(searcher).__name__}.")
+        check_built_searcher(searcher, "ReusedSearcher: searcher")
         self.searcher = searcher
         self._kept: Dict[tuple, Tuple[int, SearchResult, float]] = {}
         self.searches = self.reuses = 0
@@ -134,10 +133,7 @@ class _Timed:
 
 
 def _check_searcher(searcher, bench) -> None:
-    if isinstance(searcher, type) or not isinstance(searcher, Searcher):
-        what = getattr(searcher, "__name__", type(searcher).__name__)
-        raise TypeError(f"{bench.name}: the searcher must be a built Searcher (len() and "
-                        f"search(queries, k)); got {what}.")
+    check_built_searcher(searcher, f"{bench.name}: the searcher")
     if len(searcher) != len(bench.candidates):
         raise ValueError(f"{bench.name}: the searcher holds {len(searcher):,} candidates, the "
                          f"benchmark {len(bench.candidates):,}; build it on bench.candidates.")
