@@ -138,6 +138,12 @@ def _interactive() -> bool:
         return False
 
 
+def bar_where_read() -> dict:
+    """tqdm keywords for a bar that draws only where it is read (a terminal or a notebook),
+    never into a log or a pipe; elsewhere tqdm's own TQDM_* settings apply."""
+    return {} if _interactive() else {"disable": True}
+
+
 def progress_bar(show_progress_bar: Optional[bool], n: int, batch_size: int, desc: str):
     """The tqdm bar (on stderr) of one encode call over `n` texts, counted in texts; a disabled
     bar when it should not show. `show_progress_bar`: True, False, or None (the rule of the

@@ -16,6 +16,7 @@ from typing import Dict, Sequence
 import numpy as np
 from tqdm.auto import tqdm
 
+from tt_zoo.modeling.inference import bar_where_read
 from tt_zoo.retrieval.search import ExactSearcher, SearchResult, check_built_searcher
 
 DEFAULT_KS = (1, 5, 10, 50, 100)
@@ -77,9 +78,8 @@ def ranking_metrics(ranked_ids, gold_ids, ks: Sequence[int] = DEFAULT_KS) -> Dic
 
 def _encode_in_batches(fn, n, batch_size, desc, **columns):
     parts = []
-    # disable=None: the bar draws at a terminal only, never into a log or a pipe.
     for start in tqdm(range(0, n, batch_size), desc=desc, unit="batch", leave=False,
-                      disable=None):
+                      **bar_where_read()):
         batch = {name: (None if col is None else col[start:start + batch_size])
                  for name, col in columns.items()}
         out = np.asarray(fn(**batch), dtype=np.float32)

@@ -164,6 +164,7 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
     from tqdm.auto import tqdm
 
     from tt_zoo.atomic_io import write_directory
+    from tt_zoo.modeling.inference import bar_where_read  # (TensorFlow: only when downloading)
     from tt_zoo.serving.export import METADATA_FILE, MODEL_CARD_FILE, is_model_export
     from tt_zoo.manifest import manifest_digest, verify_file
 
@@ -187,9 +188,8 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
         total = sum(int(entry["size"]) for entry in files.values())
         print(f"tt_zoo: downloading {spec.name} ({total / 2**20:.1f} MiB) from {base}/ to {dest}",
               file=sys.stderr)
-        # disable=None: the bar draws at a terminal only, never into a log or a pipe.
         with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
-                  desc=spec.name, disable=None) as progress:
+                  desc=spec.name, **bar_where_read()) as progress:
             for relpath, entry in sorted(files.items()):
                 relpath = _safe_relpath(relpath, meta_url)
                 url = _file_url(base, relpath)
