@@ -1,9 +1,9 @@
-"""tt_zoo.cli.text_files: the .jsonl / .tsv / .txt files of `tt-zoo encode` and `tt-zoo search`;
+"""tt_zoo.data.text_files: the .jsonl / .tsv / .txt files of `tt-zoo encode` and `tt-zoo search`;
 a malformed record names the file and the line."""
 
 import pytest
 
-from tt_zoo.cli.text_files import TextFileError, read_texts
+from tt_zoo.data.text_files import TextFileError, read_texts
 
 
 def write(tmp_path, name, content, mode="w"):

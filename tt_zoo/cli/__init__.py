@@ -28,6 +28,8 @@ COMMANDS = {
                             "their measured numbers"),
     "encode": ("encode", "embed the texts of a JSONL/TSV/TXT file with a model into a .npy file"),
     "search": ("search", "index a JSONL/TSV file of passages (a model, or BM25) and query it"),
+    "index-corpus": ("index_corpus", "encode a large JSONL corpus on Apache Beam into embedding "
+                                     "shards, a ScaNN index each"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
     "learn-vocab": ("learn_vocab", "learn a WordPiece vocabulary from articles"),
     "make-pairs": ("make_pairs", "ICT/BFS/WLP pairs or MLM examples as TFRecord shards (Sec. 3)"),

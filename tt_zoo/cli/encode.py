@@ -18,7 +18,7 @@ import sys
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import check_new_file, load_model, progress_bar
-from tt_zoo.cli.text_files import TextFileError, read_texts
+from tt_zoo.data.text_files import TextFileError, read_texts
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

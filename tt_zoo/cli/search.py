@@ -22,7 +22,7 @@ from typing import List, Sequence
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import FLAGSHIP, check_new_file, load_model, progress_bar
-from tt_zoo.cli.text_files import TextFileError, Texts, read_texts
+from tt_zoo.data.text_files import TextFileError, Texts, read_texts
 
 SNIPPET = 100  # characters of a passage the table shows
 BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's progress bars

@@ -5,5 +5,5 @@ Chang et al. 2020, Sec. 3: readers (`mediawiki`, `wikispeedia`, `article_sources
 MLM examples); `sampling` gives q(d); `pairs_io` writes and reads them as TFRecord shards with a
 manifest (`beam_pairs` does it at scale); `pair_stats` reports Table 1; `features` names the fields;
 `text` is the one tokenizer (vocabulary, in-graph WordPiece) that the towers, MLM examples and
-token counts share.
+token counts share; `text_files` reads the files of texts the commands take.
 """

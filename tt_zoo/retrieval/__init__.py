@@ -2,5 +2,6 @@
 
 `search` (the `Searcher` protocol, `SearchResult`, exact search), `index` (`EmbeddingIndex`:
 ScaNN or brute force, saved and loaded), `bm25`, `reqa` (the benchmark and its cold-start
-splits) and `metrics` (R@k and MRR of any searcher).
+splits) and `metrics` (R@k and MRR of any searcher); `embedding_storage`, `embedding_shards` and
+`sharded_index` keep a large corpus's embeddings in shards and search them as one.
 """

@@ -1,4 +1,5 @@
-"""Reading the text files `tt-zoo encode`, `tt-zoo search` and `tt-zoo export --corpus` take.
+"""Reading the text files `tt-zoo encode`, `tt-zoo search`, `tt-zoo export --corpus` and
+`tt-zoo index-corpus` take.
 
 Three formats, told apart by the file's extension:
 
@@ -10,6 +11,9 @@ Three formats, told apart by the file's extension:
 Blank lines are skipped. Ids, when given, are given for every record and are unique; without
 them a record's id is its position (``"0"``, ``"1"``, ...: `tt_zoo.retrieval.search.default_ids`).
 A malformed record raises `TextFileError` naming the file and the line.
+
+`read_texts` reads a whole file; `parse_jsonl_line` and `record_fields` read one JSON line, for a
+reader that gets lines one at a time (the Beam pipeline of `tt_zoo.serving.corpus_index`).
 """
 
 from __future__ import annotations
@@ -62,17 +66,22 @@ def _lines(path: pathlib.Path) -> Iterator[Tuple[int, str]]:
                 yield number, line
 
 
+def parse_jsonl_line(line: str, where: str) -> dict:
+    """One line of a .jsonl file as its JSON object; `where` ("file:line") starts the message of
+    the `TextFileError` a malformed line raises."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise TextFileError(f"{where}: not valid JSON ({e.msg} at column {e.colno}).") from e
+    if not isinstance(record, dict):
+        raise TextFileError(f"{where}: expected a JSON object with a \"text\" string "
+                            f"(got {type(record).__name__}).")
+    return record
+
+
 def _jsonl(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
     for number, line in _lines(path):
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise TextFileError(f"{path}:{number}: not valid JSON ({e.msg} at column "
-                                f"{e.colno}).") from e
-        if not isinstance(record, dict):
-            raise TextFileError(f"{path}:{number}: expected a JSON object with a \"text\" "
-                                f"string (got {type(record).__name__}).")
-        yield number, record
+        yield number, parse_jsonl_line(line, f"{path}:{number}")
 
 
 def _tsv(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
@@ -103,6 +112,28 @@ def _txt(path: pathlib.Path) -> Iterator[Tuple[int, dict]]:
 _READERS = {".jsonl": _jsonl, ".tsv": _tsv, ".txt": _txt}
 
 
+def record_fields(record: dict, where: str) -> Tuple[str, str, Optional[str]]:
+    """``(text, title, id)`` of one record (a JSON object or a TSV row as a dict): "text" a
+    string, "title" a string (default ""), "id" None or a string or an integer, returned as a
+    non-empty string without tab or newline. Raises `TextFileError` starting with `where`."""
+    text, title, record_id = record.get("text"), record.get("title", ""), record.get("id")
+    if not isinstance(text, str):
+        raise TextFileError(f"{where}: expected a \"text\" string "
+                            f"(got {type(text).__name__ if 'text' in record else 'none'}).")
+    if not isinstance(title, str):
+        raise TextFileError(f"{where}: \"title\" must be a string "
+                            f"(got {type(title).__name__}).")
+    if isinstance(record_id, bool) or not isinstance(record_id, (str, int, type(None))):
+        raise TextFileError(f"{where}: \"id\" must be a string or an integer "
+                            f"(got {type(record_id).__name__}).")
+    if record_id is not None:
+        record_id = str(record_id)
+        if not record_id or any(c in record_id for c in "\t\r\n"):
+            raise TextFileError(f"{where}: id {record_id!r} is empty or holds a tab or "
+                                "newline.")
+    return text, title, record_id
+
+
 def read_texts(path, what: str = "texts") -> Texts:
     """The records of a .jsonl, .tsv or .txt file (see the module docstring).
 
@@ -119,24 +150,11 @@ def read_texts(path, what: str = "texts") -> Texts:
     texts, titles, ids, id_lines, first_line = [], [], [], {}, None
     for number, record in _READERS[path.suffix.lower()](path):
         first_line = first_line or number
-        text, title, record_id = record.get("text"), record.get("title", ""), record.get("id")
-        if not isinstance(text, str):
-            raise TextFileError(f"{path}:{number}: expected a \"text\" string "
-                                f"(got {type(text).__name__ if 'text' in record else 'none'}).")
-        if not isinstance(title, str):
-            raise TextFileError(f"{path}:{number}: \"title\" must be a string "
-                                f"(got {type(title).__name__}).")
-        if isinstance(record_id, bool) or not isinstance(record_id, (str, int, type(None))):
-            raise TextFileError(f"{path}:{number}: \"id\" must be a string or an integer "
-                                f"(got {type(record_id).__name__}).")
+        text, title, record_id = record_fields(record, f"{path}:{number}")
         if texts and (record_id is None) != (not ids):
             raise TextFileError(f"{path}:{number}: give an \"id\" for every record or for none "
                                 f"(line {first_line} {'has one' if ids else 'has none'}).")
         if record_id is not None:
-            record_id = str(record_id)
-            if not record_id or any(c in record_id for c in "\t\r\n"):
-                raise TextFileError(f"{path}:{number}: id {record_id!r} is empty or holds a "
-                                    "tab or newline.")
             if record_id in id_lines:
                 raise TextFileError(f"{path}:{number}: id {record_id!r} repeats line "
                                     f"{id_lines[record_id]}; ids must be unique.")
