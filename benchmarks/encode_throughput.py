@@ -1,19 +1,30 @@
-"""Document encoding throughput of shipped models and encode settings: docs/s on ReQA-SQuAD(dev).
+"""Document encoding throughput of shipped models and encode settings: docs/s on what users
+index (100-word Wikipedia passages with their titles) and on ReQA-SQuAD(dev) candidates.
 
-Encodes the same (sentence, passage) candidates with each (model, setting) in interleaved rounds
-(A B A B ..., so machine noise hits every row alike) and reports the median docs/s of each, its
-speed relative to the first row, and how far its embeddings are from the same model's first
-setting (max 1 - cosine over the candidates). A setting is how `encode_documents` runs the
-tower (`tt_zoo.modeling.inference`): `pad` (every text padded to the full length, float32),
-`bucketing` (the default: batches of similar lengths, each padded to its longest member), and
-`+bf16` / `+xla` on top (`precision="bfloat16"`, `jit_compile=True`). Each row is encoded once
-untimed first (tracing; with XLA, every candidate, so each shape is compiled: `warm-up`).
-`--queries N` also times N ReQA questions through the query tower (queries are short, so
-bucketing matters more there). Writes `results/<output>.json` and `.md`.
+Encodes the same documents with each (model, setting) in interleaved rounds (A B A B ..., so
+machine noise hits every row alike) and reports the median docs/s of each, its speed relative
+to the first row, and how far its embeddings are from the same model's first setting (max
+1 - cosine over the documents). Inputs (`--inputs`): `passages` (the ODQA collection: Wikispeedia
+cut into 100-word passages, each with its article title: `tt_zoo.retrieval.odqa`) and
+`candidates` (ReQA's (sentence, passage) pairs). A setting is how the documents are encoded
+(`tt_zoo.modeling.inference`):
 
-  python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 --model bow_mlp_ict_bfs_wlp_512
-  python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 --documents 2000 \
-      --configs pad,bucketing,bucketing+bf16,bucketing+xla --queries 2000 --output encode_speed
+- `sequential`: `encode_documents` as tt_zoo 0.x before issue 25 ran it below its XLA
+  threshold: bucketing, float32, one tower call at a time (`TOWER_CALLS_IN_FLIGHT = 1`);
+- `pad`: every text padded to the full length; `bucketing`: batches of similar lengths, each
+  padded to its longest member, two tower calls in flight, no XLA; `+bf16` / `+xla` on top
+  (`precision="bfloat16"`, `jit_compile=True`); `default`: `encode_documents` with no options
+  (XLA by `XLA_AUTO_MIN_DOCUMENTS`);
+- `signature`: the export's `encode_document(title, passage)` serving signature, `--batch-size`
+  documents a call (what TF Serving or `tf.saved_model.load` users run).
+
+Each row is encoded once untimed first (tracing; with XLA, every document, so each shape is
+compiled: `warm-up`). `--queries N` also times N ReQA questions through the query tower.
+Writes `results/<output>.json` and `.md`.
+
+  python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 \
+      --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --inputs passages,candidates \
+      --configs sequential,bucketing,bucketing+xla,bucketing+bf16,signature --output encode_speed
 """
 
 from __future__ import annotations
@@ -34,14 +45,18 @@ DATA = default_data_dir()
 
 # Encode settings by name: keyword arguments of `encode_documents` / `encode_queries`.
 SETTINGS = {
-    "pad": dict(bucketing=False),
-    "bucketing": dict(bucketing=True),
-    "bucketing+bf16": dict(bucketing=True, precision="bfloat16"),
+    "default": dict(),
+    "sequential": dict(bucketing=True, jit_compile=False),  # with one tower call in flight
+    "signature": None,  # the export's encode_document signature
+    "pad": dict(bucketing=False, jit_compile=False),
+    "bucketing": dict(bucketing=True, jit_compile=False),
+    "bucketing+bf16": dict(bucketing=True, precision="bfloat16", jit_compile=False),
     "bucketing+xla": dict(bucketing=True, jit_compile=True),
     "bucketing+bf16+xla": dict(bucketing=True, precision="bfloat16", jit_compile=True),
-    "pad+bf16": dict(bucketing=False, precision="bfloat16"),
+    "pad+bf16": dict(bucketing=False, precision="bfloat16", jit_compile=False),
     "pad+xla": dict(bucketing=False, jit_compile=True),
 }
+INPUTS = ("passages", "candidates")
 
 
 def parse_configs(text: str) -> list:
@@ -74,12 +89,49 @@ def max_cosine_deviation(a, b) -> float:
     return float(np.max(1.0 - cos))
 
 
+def load_inputs(args) -> dict:
+    """{input name: (texts, titles)} of `args.inputs`, `args.documents` documents each."""
+    from tt_zoo.retrieval.odqa import passage_collection
+    from tt_zoo.retrieval.reqa import build_reqa
+    inputs = {}
+    for name in args.inputs:
+        if name == "passages":
+            # About 30 passages an article: read a few more articles than needed.
+            collection = passage_collection(DATA / "wikispeedia",
+                                            limit_articles=args.documents // 20 + 10)
+            inputs[name] = (collection.texts[:args.documents],
+                            collection.titles[:args.documents])
+        else:
+            candidates = build_reqa(args.squad).candidates[:args.documents]
+            inputs[name] = ([c.passage for c in candidates], [c.sentence for c in candidates])
+    return inputs
+
+
+class SignatureEncoder:
+    """A model's export, loaded as a SavedModel: its ``encode_document`` signature in batches."""
+
+    def __init__(self, path, batch_size: int):
+        import tensorflow as tf
+        self._tf, self._batch_size = tf, batch_size
+        self._loaded = tf.saved_model.load(str(path))
+        self._encode = self._loaded.signatures["encode_document"]
+
+    def __call__(self, texts, titles):
+        import numpy as np
+        tf, b = self._tf, self._batch_size
+        return np.concatenate([self._encode(title=tf.constant(titles[i:i + b]),
+                                            passage=tf.constant(texts[i:i + b]))["embedding"]
+                               .numpy() for i in range(0, len(texts), b)])
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, help="name or path (repeatable)")
     p.add_argument("--configs", type=parse_configs, default=["bucketing"],
                    help=f"comma list of encode settings, of {sorted(SETTINGS)}")
-    p.add_argument("--documents", type=int, default=2048, help="candidates encoded per round")
+    p.add_argument("--inputs", default="passages",
+                   help=f"comma list of {INPUTS} (default: %(default)s)")
+    p.add_argument("--documents", type=int, default=2048, help="documents encoded per round")
     p.add_argument("--queries", type=int, default=0, help="questions encoded per round (0: none)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=256)
@@ -87,53 +139,90 @@ def main(argv=None):
     p.add_argument("--results", default=str(REPO / "results"))
     p.add_argument("--output", default="encode_throughput", help="results file stem")
     args = p.parse_args(argv)
+    args.inputs = [i for i in args.inputs.split(",") if i]
+    if not args.inputs or set(args.inputs) - set(INPUTS):
+        p.error(f"--inputs: a comma list of {INPUTS} (got {args.inputs})")
     if not os.path.isfile(args.squad):
         sys.exit(f"SQuAD v1.1 dev not found at {args.squad} (set TT_ZOO_DATA or --squad)")
-
-    import numpy as np
 
     import tt_zoo
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
-    from tt_zoo.modeling.inference import plan_batches
+    from tt_zoo.modeling import inference
     from tt_zoo.retrieval.reqa import build_reqa
 
-    reqa = build_reqa(args.squad)
-    candidates = reqa.candidates[:args.documents]
-    texts = [c.passage for c in candidates]
-    titles = [c.sentence for c in candidates]
-    questions = [q.text for q in reqa.questions[:args.queries]]
+    inputs = load_inputs(args)
+    questions = [q.text for q in build_reqa(args.squad).questions[:args.queries]]
     models = {name: tt_zoo.load(name) for name in args.model}
+    signatures = {name: SignatureEncoder(models[name].path, args.batch_size)
+                  for name in models if "signature" in args.configs}
     rows = [(name, config) for name in models for config in args.configs]
 
-    def encode_documents(name, config, n=len(texts)):
-        return models[name].encode_documents(texts[:n], titles=titles[:n],
-                                             batch_size=args.batch_size, **SETTINGS[config])
+    def encode_documents(name, config, texts, titles):
+        if config == "signature":
+            return signatures[name](texts, titles)
+        in_flight = inference.TOWER_CALLS_IN_FLIGHT
+        inference.TOWER_CALLS_IN_FLIGHT = 1 if config == "sequential" else in_flight
+        try:
+            return models[name].encode_documents(texts, titles=titles,
+                                                 batch_size=args.batch_size,
+                                                 show_progress_bar=False, **SETTINGS[config])
+        finally:
+            inference.TOWER_CALLS_IN_FLIGHT = in_flight
 
     def encode_queries(name, config, n=len(questions)):
+        settings = SETTINGS[config] if SETTINGS[config] is not None else {}
         return models[name].encode_queries(questions[:n], batch_size=args.batch_size,
-                                           **SETTINGS[config])
+                                           show_progress_bar=False, **settings)
 
-    warm_up, embeddings, query_embeddings = {}, {}, {}
-    for row in rows:  # tracing and XLA compilation are not timed
-        # One batch traces a tower function; XLA compiles once per shape, so it sees them all.
-        n = None if SETTINGS[row[1]].get("jit_compile") else args.batch_size
-        t = time.perf_counter()
-        encode_documents(*row, n=n or len(texts))
-        if questions:
-            encode_queries(*row, n=n or len(questions))
-        warm_up[row] = time.perf_counter() - t
-    rates = {row: [] for row in rows}
-    query_rates = {row: [] for row in rows}
-    for _ in range(args.rounds):
-        for row in rows:
+    tables, out = {}, pathlib.Path(args.results)
+    for input_name, (texts, titles) in inputs.items():
+        warm_up, embeddings, query_embeddings = {}, {}, {}
+        for row in rows:  # tracing and XLA compilation are not timed
+            # One batch traces a tower function; XLA compiles once per shape: it sees them all.
+            xla = (SETTINGS[row[1]] or {}).get("jit_compile", "auto") is not False
+            n = len(texts) if xla else args.batch_size
             t = time.perf_counter()
-            embeddings[row] = encode_documents(*row)
-            rates[row].append(len(texts) / (time.perf_counter() - t))
+            encode_documents(*row, texts[:n], titles[:n])
             if questions:
+                encode_queries(*row, n=len(questions) if xla else args.batch_size)
+            warm_up[row] = time.perf_counter() - t
+        rates = {row: [] for row in rows}
+        query_rates = {row: [] for row in rows}
+        for _ in range(args.rounds):
+            for row in rows:
                 t = time.perf_counter()
-                query_embeddings[row] = encode_queries(*row)
-                query_rates[row].append(len(questions) / (time.perf_counter() - t))
+                embeddings[row] = encode_documents(*row, texts, titles)
+                rates[row].append(len(texts) / (time.perf_counter() - t))
+                if questions:
+                    t = time.perf_counter()
+                    query_embeddings[row] = encode_queries(*row)
+                    query_rates[row].append(len(questions) / (time.perf_counter() - t))
+        tables[input_name] = table(args, models, rows, texts, titles, questions, rates,
+                                   query_rates, embeddings, query_embeddings, warm_up,
+                                   input_name)
+    lines = [f"# Document encoding throughput ({', '.join(tables)})", ""]
+    for input_name, (md, _) in tables.items():
+        lines += md + [""]
+    print("\n".join(lines))
+    write_text(out / f"{args.output}.json",
+               json.dumps({"settings": vars(args), "cpu": cpu_description(),
+                           "cores": os.cpu_count(), "tensorflow": tf.__version__,
+                           "inputs": {name: record for name, (_, record) in tables.items()}},
+                          indent=2))
+    write_text(out / f"{args.output}.md", "\n".join(lines))
+
+
+INPUT_TITLES = {"passages": "100-word Wikispeedia passages with their article titles",
+                "candidates": "ReQA-SQuAD(dev) (sentence, passage) candidates"}
+
+
+def table(args, models, rows, texts, titles, questions, rates, query_rates, embeddings,
+          query_embeddings, warm_up, input_name):
+    """(markdown lines, JSON record) of one input's measurements."""
+    import numpy as np
+    import tensorflow as tf
+    from tt_zoo.modeling.inference import plan_batches
 
     first = statistics.median(rates[rows[0]])
     first_queries = statistics.median(query_rates[rows[0]]) if questions else None
@@ -176,15 +265,15 @@ def main(argv=None):
             cut = sum(len(rows) * length for rows, length in
                       plan_batches(lengths, args.batch_size, pre.seq_length))
             kept[f"{name} {kind}"] = round(cut / (len(lengths) * pre.seq_length), 3)
-    lines = ["# Document encoding throughput (ReQA-SQuAD(dev) candidates)", "",
-             f"{len(texts):,} (sentence, passage) candidates per round, batch {args.batch_size}, "
+    lines = [f"## {INPUT_TITLES[input_name]}", "",
+             f"{len(texts):,} documents per round, batch {args.batch_size}, "
              f"{args.rounds} interleaved rounds on this machine ({os.cpu_count()} cores; "
              f"{cpu_description()}); "
              f"written by `benchmarks/encode_throughput.py`. Settings: {', '.join(args.configs)} "
              "(see the script's docstring); `max 1−cos` compares each row's embeddings with the "
              "same model's first setting; `warm-up` is the untimed first call (one batch, or "
-             "with XLA every candidate, so that each shape is compiled). "
-             + " ".join(f"{full[name]:.0%} of these candidates fill {name}'s "
+             "with XLA every document, so that each shape is compiled). "
+             + " ".join(f"{full[name]:.0%} of these documents fill {name}'s "
                         f"{models[name].keras_model.document_preprocessor.seq_length}-token "
                         "budget." for name in models)
              + " Token positions bucketing keeps, of the padded ones: "
@@ -200,20 +289,15 @@ def main(argv=None):
                      f"{r['max_1_minus_cos_vs_first_setting']:.1e} |")
     if questions:
         lines += ["", f"Queries: {len(questions):,} ReQA questions per round, timed in the same "
-                  "rounds.", "",
+                  "rounds (`signature` rows: the library's default).", "",
                   "| model | setting | median queries/s | vs first | max 1−cos |",
                   "| --- | --- | --- | --- | --- |"]
         for r in out_rows:
             lines.append(f"| {r['model']} | {r['setting']} | {r['median_queries_per_s']:,.0f} | "
                          f"x{r['queries_speed_vs_first']:.2f} | "
                          f"{r['queries_max_1_minus_cos_vs_first_setting']:.1e} |")
-    print("\n".join(lines))
-    out = pathlib.Path(args.results)
-    write_text(out / f"{args.output}.json",
-               json.dumps({"settings": vars(args), "cpu": cpu_description(),
-                           "full_length_fraction": full, "bucketed_positions_kept": kept,
-                           "rows": out_rows}, indent=2))
-    write_text(out / f"{args.output}.md", "\n".join(lines) + "\n")
+    return lines, {"full_length_fraction": full, "bucketed_positions_kept": kept,
+                   "rows": out_rows}
 
 
 if __name__ == "__main__":

@@ -7,11 +7,14 @@ medians over rounds; `peers_measure`), and reports the peers' speed relative to 
 
 - train  (`peers_train`): two-tower training step, tt_zoo's CPU-scale step against a PyTorch
   step of the same BERT towers ("tiny" 2/128/2 and "mini" 4/256/4) and shapes: pairs/s.
-- encode (`peers_encode`): `TwoTowerModel.encode_documents` against sentence-transformers'
-  `encode` (BERT of the same shape; StaticEmbedding for the BoW-MLP): docs/s.
-- search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`) against FAISS IVF-PQ and HNSW and
-  exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build time,
-  memory.
+- encode (`peers_encode`): `TwoTowerModel.encode_documents` (and the exported SavedModel's
+  `encode_document` signature) against sentence-transformers' `encode` (BERT of the same shape;
+  StaticEmbedding for the BoW-MLP): docs/s on 100-word Wikispeedia passages with titles and on
+  ReQA candidates, each reported on its own.
+- search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
+  anisotropic quantization and SOAR built with ScaNN's own builder) against FAISS IVF-PQ and
+  HNSW and exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build
+  time, memory, and the cost per scanned candidate.
 
 The peers are benchmark-only (`pip install -e .[bench]`); a section whose peer is not installed
 measures tt_zoo alone and says so. Models are built from configs with random weights; nothing is
@@ -20,6 +23,8 @@ OUTPUT.md from all parts), so a later run can measure the remaining sections.
 
   python benchmarks/peers.py                                  # all sections, 5 rounds
   python benchmarks/peers.py --sections search --search-embeddings ict_bfs_wlp_512
+  python benchmarks/peers.py --sections search \
+      --search-embeddings-file runs/index_recall/MODEL-open_domain_reqa-578086.npy
   python benchmarks/peers.py --quick                          # smoke run, runs/peers_quick/
 """
 
@@ -43,6 +48,7 @@ from peers_measure import (busy_cores, is_busy, machine_info, machine_line,  # n
                            merge_section)
 
 SECTIONS = ("train", "encode", "search")
+ENCODE_INPUTS = ("passages", "reqa")
 TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
           "encode": "Encoding: tt_zoo against sentence-transformers (documents/s)",
           "search": "Nearest-neighbour search: ScaNN (tt_zoo) against FAISS (queries/s at "
@@ -55,7 +61,7 @@ def section_module(name: str):
 
 
 def parse_args(argv=None):
-    from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path
+    from tt_zoo.cli.common import PROJECT_VOCAB, default_data_dir, default_squad_path
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -80,14 +86,40 @@ def parse_args(argv=None):
     train.add_argument("--train-bfloat16", action=argparse.BooleanOptionalAction, default=True,
                        help="also time tt_zoo's step under mixed_bfloat16")
     encode = p.add_argument_group("encode")
+    encode.add_argument("--encode-inputs", default=",".join(ENCODE_INPUTS),
+                        help="comma-separated, of passages (Wikispeedia 100-word passages with "
+                             "titles) and reqa (ReQA-SQuAD(dev) candidates); default both")
     encode.add_argument("--documents", type=int, default=2000,
                         help="ReQA-SQuAD(dev) candidates encoded per round")
+    encode.add_argument("--passages", type=int, default=2000,
+                        help="Wikispeedia 100-word passages encoded per round")
+    encode.add_argument("--wikispeedia", type=pathlib.Path,
+                        default=default_data_dir() / "wikispeedia",
+                        help="the SNAP Wikispeedia release (the passages' articles)")
+    encode.add_argument("--encode-signature", action=argparse.BooleanOptionalAction,
+                        default=True, help="also time the exported SavedModel's "
+                                           "encode_document signature")
     encode.add_argument("--encode-batch", type=int, default=256)
     search = p.add_argument_group("search")
     search.add_argument("--embeddings-dir", default=str(REPO / "runs" / "open_domain"),
                         help="NAME.npy + NAME.json of benchmarks/open_domain.py (read only)")
     search.add_argument("--search-embeddings", default=None,
                         help="comma-separated NAMEs in --embeddings-dir (default: all)")
+    search.add_argument("--search-embeddings-file", action="append", default=None,
+                        metavar="PATH.npy",
+                        help="candidate embeddings [n, dim] to search instead of "
+                             "--embeddings-dir (repeatable); PATH.json beside it must say it is "
+                             "finished (shape, done) and name its model, else pass "
+                             "--search-model")
+    search.add_argument("--search-model", default=None,
+                        help="the model that encoded --search-embeddings-file (a name or "
+                             "path); the queries are encoded by it")
+    search.add_argument("--scann-variants", default=None,
+                        help="ScaNN indexes built with ScaNN's own builder beside tt_zoo's, "
+                             "comma-separated LEAVES[/avq=T][/soar=L][/over=F][/dims=D]"
+                             "[/sample=N] "
+                             "(LEAVES sqrt, Ksqrt or a number; 'none' for none; default "
+                             "DEFAULT_SCANN_VARIANTS of peers_search, --quick: the first two)")
     search.add_argument("--synthetic", action="store_true",
                         help="search a seeded Gaussian mixture (64-d) instead of the cache")
     search.add_argument("--num-queries", type=int, default=2000)
@@ -105,7 +137,27 @@ def parse_args(argv=None):
     args.sizes = [x.strip() for x in args.sizes.split(",") if x.strip()]
     if args.search_embeddings:
         args.search_embeddings = [x.strip() for x in args.search_embeddings.split(",")]
-    for name in ("rounds", "batch", "steps", "documents", "encode_batch", "num_queries"):
+    if args.search_embeddings_file and (args.search_embeddings or args.synthetic):
+        p.error("--search-embeddings-file replaces --embeddings-dir's NAMEs and --synthetic: "
+                "pass one source")
+    if args.search_model and not args.search_embeddings_file:
+        p.error("--search-model names the model of --search-embeddings-file; pass that too")
+    from peers_search import DEFAULT_SCANN_VARIANTS, parse_scann_variants
+    try:
+        if args.scann_variants is None:
+            args.scann_variants = parse_scann_variants(DEFAULT_SCANN_VARIANTS)
+            if args.quick:
+                args.scann_variants = args.scann_variants[:2]
+        else:
+            args.scann_variants = parse_scann_variants(args.scann_variants)
+    except ValueError as e:
+        p.error(f"--scann-variants: {e}")
+    args.encode_inputs = [x.strip() for x in args.encode_inputs.split(",") if x.strip()]
+    unknown = sorted(set(args.encode_inputs) - set(ENCODE_INPUTS))
+    if unknown or not args.encode_inputs:
+        p.error(f"--encode-inputs: unknown {unknown}; expected some of {', '.join(ENCODE_INPUTS)}")
+    for name in ("rounds", "batch", "steps", "documents", "passages", "encode_batch",
+                 "num_queries"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
     if not 0 < args.target_recall <= 1:
@@ -113,11 +165,23 @@ def parse_args(argv=None):
     if args.output is None:
         args.output = (REPO / "runs" / "peers_quick" / "performance" if args.quick
                        else REPO / "results" / "performance")
-    needs = {"train": ["vocab"], "encode": ["vocab", "squad"],
+    if ("search" in args.sections and not args.synthetic and not args.search_embeddings_file
+            and not os.path.isdir(args.embeddings_dir)):
+        if not args.quick:  # fail before measuring the other sections, not after
+            p.error(f"--embeddings-dir {args.embeddings_dir} does not exist (section search): "
+                    "pass --search-embeddings-file PATH.npy, run benchmarks/open_domain.py, or "
+                    "pass --synthetic")
+        print(f"peers.py --quick: no --embeddings-dir {args.embeddings_dir}; the search smoke "
+              "run searches the synthetic set (--synthetic)", file=sys.stderr)
+        args.synthetic = True
+    needs = {"train": ["vocab"],
+             "encode": ["vocab"] + (["squad"] if "reqa" in args.encode_inputs else [])
+             + (["wikispeedia"] if "passages" in args.encode_inputs else []),
              "search": [] if args.synthetic else ["squad"]}
     for section in args.sections:
         for what in needs[section]:
-            if not os.path.isfile(getattr(args, what)):
+            exists = os.path.isdir if what == "wikispeedia" else os.path.isfile
+            if not exists(getattr(args, what)):
                 p.error(f"--{what} {getattr(args, what)} does not exist (section {section}; "
                         "set TT_ZOO_DATA or pass the path)")
     return args

@@ -1,8 +1,19 @@
 """Section `encode` of benchmarks/peers.py: documents/s, tt_zoo against sentence-transformers.
 
-The documents are the first N (sentence, passage) candidates of ReQA-SQuAD(dev) (Chang et al.
-2020, Sec. 5.2), encoded as a text pair at length 128. Every model has random weights (speed does
-not depend on them) and the project's vocabulary (`tt_zoo.cli.common.PROJECT_VOCAB`):
+Two inputs, each reported on its own (`--encode-inputs`):
+
+- ``passages``: what users index: the first N 100-word Wikispeedia passages with their article
+  titles, the open-domain QA collection (`tt_zoo.retrieval.odqa.passage_collection`; DPR-style
+  blocks, Karpukhin et al. 2020, Sec. 4.1), nearly all of which fill the 128 tokens;
+- ``reqa``: the first N (sentence, passage) candidates of ReQA-SQuAD(dev) (Chang et al. 2020,
+  Sec. 5.2), the first segment a sentence.
+
+Each document is a pair (title or sentence, passage) at length 128: tt_zoo packs it as two
+segments, ``[CLS] title [SEP] passage [SEP]``; sentence-transformers' BERT is given the same
+pair (a tuple, tokenized as a text pair with ``longest_first`` truncation to 128), and the
+report gives the share of documents whose packed token ids agree on both sides
+(`packed_agreement`). Every model has random weights (speed does not depend on them) and the
+project's vocabulary (`tt_zoo.cli.common.PROJECT_VOCAB`):
 
 - BERT "tiny" (2 layers, hidden 128): tt_zoo's `TwoTowerModel.encode_documents` (in-graph
   tokenizer, mean pooling, projection to 512, L2 norm: the CPU-scale tower) against
@@ -11,14 +22,18 @@ not depend on them) and the project's vocabulary (`tt_zoo.cli.common.PROJECT_VOC
 - Bag of words: tt_zoo's BoW-MLP tower (256-d unigram embeddings, mean, tanh 1024, linear 512)
   against sentence-transformers' `StaticEmbedding` (its bag-of-words model) at dimension 512,
   and against StaticEmbedding(256) + Dense(1024, tanh) + Dense(512): the same architecture.
-  StaticEmbedding reads one string, so it gets "sentence passage" truncated to the pair's
+  StaticEmbedding reads one string, so it gets "title passage" truncated to the pair's
   word-piece budget (length - 3 special tokens).
+- tt_zoo's serving path (`--encode-signature`, on by default): each model exported with
+  `tt_zoo.serving.export.export_saved_model` and its ``encode_document(title, passage)``
+  signature called on batches in corpus order, as a server receives them; the report gives the
+  largest difference from `encode_documents`' embeddings.
 
-Both sides encode with the same batch size and pad each batch only to its longest text (tt_zoo
-sorts by length first, `tt_zoo.modeling.inference`; sentence-transformers sorts too). For the
-BERT tower tt_zoo is also timed with XLA (what `encode_documents`' default `jit_compile="auto"`
-does for corpora of `XLA_AUTO_MIN_DOCUMENTS` documents and more; its compile time is in the
-warm-up pass) and with bfloat16 matmuls (`precision="bfloat16"`).
+Both library sides encode with the same batch size and pad each batch only to its longest text
+(tt_zoo sorts by length first, `tt_zoo.modeling.inference`; sentence-transformers sorts too).
+For the BERT tower tt_zoo is also timed with XLA (what `encode_documents`' default
+`jit_compile="auto"` does for corpora of `XLA_AUTO_MIN_DOCUMENTS` documents and more; its
+compile time is in the warm-up pass) and with bfloat16 matmuls (`precision="bfloat16"`).
 """
 
 from __future__ import annotations
@@ -32,11 +47,14 @@ PEER_MODULES = ("torch", "transformers", "sentence_transformers", "tokenizers")
 
 
 def settings(args) -> dict:
+    s = {"inputs": list(args.encode_inputs), "documents": args.documents,
+         "passages": args.passages, "batch": args.encode_batch,
+         "document_length": args.document_length, "rounds": args.rounds,
+         "signature": args.encode_signature}
     if args.quick:
-        return {"documents": 64, "batch": 32, "document_length": 128,
-                "rounds": min(args.rounds, 2)}
-    return {"documents": args.documents, "batch": args.encode_batch,
-            "document_length": args.document_length, "rounds": args.rounds}
+        s.update(documents=min(args.documents, 64), passages=min(args.passages, 64), batch=32,
+                 document_length=128, rounds=min(args.rounds, 2))
+    return s
 
 
 def hf_tokenizer(vocabulary):
@@ -102,47 +120,147 @@ def token_agreement(preprocessor, tokenizer, texts) -> float:
     return float(np.mean([a == b for a, b in zip(ours, theirs)]))
 
 
+def reqa_documents(squad: str, limit: int):
+    """(titles, texts) of the first `limit` ReQA-SQuAD(dev) candidates: the answer sentence as
+    the first segment, its paragraph as the second (Chang et al. 2020, Sec. 5.2)."""
+    from tt_zoo.retrieval.reqa import build_reqa
+
+    candidates = build_reqa(squad).candidates[:limit]
+    return [c.sentence for c in candidates], [c.passage for c in candidates]
+
+
+def passage_documents(wikispeedia, limit: int):
+    """(titles, texts) of the first `limit` 100-word Wikispeedia passages with their article
+    titles: the open-domain QA collection (`tt_zoo.retrieval.odqa.passage_collection`, DPR-style
+    blocks, Karpukhin et al. 2020, Sec. 4.1), read from the first articles only."""
+    from tt_zoo.retrieval.odqa import passage_collection
+
+    articles = limit // 10 + 10  # about 29 passages an article: more than enough
+    collection = passage_collection(wikispeedia, limit_articles=articles)
+    if len(collection.ids) < limit:
+        collection = passage_collection(wikispeedia)
+    if len(collection.ids) < limit:
+        raise SystemExit(f"--wikispeedia {wikispeedia} holds {len(collection.ids):,} passages; "
+                         f"--passages asks for {limit:,}.")
+    return list(collection.titles[:limit]), list(collection.texts[:limit])
+
+
+def signature_encoder(model, path: str, batch: int):
+    """Exports `model` (`tt_zoo.serving.export.export_saved_model`) to `path`, loads the
+    SavedModel and returns a function (titles, texts) -> embeddings that calls its
+    ``encode_document(title, passage)`` signature on `batch` documents at a time, in the
+    order given (as a server receives them; no sorting by length)."""
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel holds)
+    from tt_zoo.serving.export import export_saved_model
+
+    export_saved_model(model, path)
+    encode = tf.saved_model.load(path).signatures["encode_document"]
+
+    def run(titles, texts):
+        return np.concatenate([
+            encode(title=tf.constant(titles[i:i + batch]),
+                   passage=tf.constant(texts[i:i + batch]))["embedding"].numpy()
+            for i in range(0, len(texts), batch)])
+    return run
+
+
+def packed_agreement(preprocessor, st_model, titles, texts, batch: int) -> dict:
+    """How often the packed model input is the same on both sides: tt_zoo's
+    ``[CLS] title [SEP] passage [SEP]`` (`TextPreprocessor` on the pair, `RoundRobinTrimmer` to
+    the length) and sentence-transformers' tokenization of the same (title, passage) pair
+    (``longest_first`` truncation to its max_seq_length). ``ids``: the fraction of documents
+    with the same token ids (same text, word pieces and truncation); ``length``: with the same
+    number of tokens (what the speed depends on). They part where the two tokenizers split a
+    rare character differently (SQuAD's "21⁄2": HF's [UNK], tensorflow-text's "21", "##⁄",
+    "##2") and where both segments are longer than half the budget (the round robin gives the odd
+    token to the title, ``longest_first`` to the passage)."""
+    import numpy as np
+    import tensorflow as tf
+
+    same, same_length = [], []
+    for i in range(0, len(texts), batch):
+        t, x = titles[i:i + batch], texts[i:i + batch]
+        ours = preprocessor((tf.constant(t), tf.constant(x)))
+        ours = [row[mask.astype(bool)].tolist() for row, mask in
+                zip(ours["input_word_ids"].numpy(), ours["input_mask"].numpy())]
+        tokenize = getattr(st_model, "preprocess", None) or st_model.tokenize
+        theirs = tokenize(list(zip(t, x)))
+        theirs = [row[mask.bool()].tolist() for row, mask in
+                  zip(theirs["input_ids"], theirs["attention_mask"])]
+        same += [a == b for a, b in zip(ours, theirs)]
+        same_length += [len(a) == len(b) for a, b in zip(ours, theirs)]
+    return {"ids": float(np.mean(same)), "length": float(np.mean(same_length))}
+
+
+INPUTS = {
+    "reqa": "ReQA-SQuAD(dev) (sentence, passage) candidates",
+    "passages": "Wikispeedia 100-word passages with their article titles (the ODQA collection)",
+}
+
+
 def run(args, log) -> dict:
+    import numpy as np
     from peers_measure import interleaved_rounds, rates, stopwatch, unavailable_reason
     from tt_zoo.modeling.towers import resolve_bert_shape
-    from tt_zoo.retrieval.reqa import build_reqa
     from tt_zoo.serving import registry, zoo
 
     s = settings(args)
-    candidates = build_reqa(args.squad).candidates[:s["documents"]]
-    titles, texts = [c.sentence for c in candidates], [c.passage for c in candidates]
     b = s["batch"]
     length = s["document_length"]
-    contenders, peer_reason = {}, unavailable_reason(PEER_MODULES)
+    peer_reason = unavailable_reason(PEER_MODULES)
+    inputs = {}
+    for name in s["inputs"]:
+        inputs[name] = (reqa_documents(args.squad, s["documents"]) if name == "reqa"
+                        else passage_documents(args.wikispeedia, s["passages"]))
+        log(f"encode: {len(inputs[name][1]):,} {INPUTS[name]}")
 
     bert_spec, bow_spec = registry.get_spec(BERT_VARIANT), registry.get_spec(BOW_VARIANT)
     tt_bert = zoo.build_untrained(bert_spec, args.vocab, document_length=length)
     tt_bow = zoo.build_untrained(bow_spec, args.vocab, document_length=length)
     vocabulary = tt_bert.document_preprocessor.vocabulary
-    contenders["tt_zoo/bert"] = (
-        {"encoder": "BERT tiny", "implementation": "tt_zoo TwoTowerModel.encode_documents"},
-        lambda: tt_bert.encode_documents(texts, titles=titles, batch_size=b))
-    contenders["tt_zoo/bert-xla"] = (
-        {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(jit_compile=True): "
-                                                   "XLA, as 'auto' does from 20,000 documents"},
-        lambda: tt_bert.encode_documents(texts, titles=titles, batch_size=b, jit_compile=True))
-    contenders["tt_zoo/bert-bf16"] = (
-        {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(precision="
-                                                   "'bfloat16')"},
-        lambda: tt_bert.encode_documents(texts, titles=titles, batch_size=b,
-                                         precision="bfloat16"))
-    contenders["tt_zoo/bow"] = (
-        {"encoder": "bag of words", "implementation": "tt_zoo BoW-MLP encode_documents "
-                                                      "(unigrams 256, tanh 1024, linear 512)"},
-        lambda: tt_bow.encode_documents(texts, titles=titles, batch_size=b))
+    # name -> (row fields, function of (titles, texts) that encodes them)
+    contenders = {
+        "tt_zoo/bert": (
+            {"encoder": "BERT tiny", "implementation": "tt_zoo TwoTowerModel.encode_documents"},
+            lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b)),
+        "tt_zoo/bert-xla": (
+            {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(jit_compile="
+                                                       "True): XLA, as 'auto' does from 20,000 "
+                                                       "documents"},
+            lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b, jit_compile=True)),
+        "tt_zoo/bert-bf16": (
+            {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(precision="
+                                                       "'bfloat16')"},
+            lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b,
+                                                  precision="bfloat16")),
+        "tt_zoo/bow": (
+            {"encoder": "bag of words", "implementation": "tt_zoo BoW-MLP encode_documents "
+                                                          "(unigrams 256, tanh 1024, linear 512)"},
+            lambda t, x: tt_bow.encode_documents(x, titles=t, batch_size=b)),
+    }
     extra = {}
     with tempfile.TemporaryDirectory(prefix="peers-st-") as work_dir:
+        if s["signature"]:
+            for key, model, encoder in (("bert", tt_bert, "BERT tiny"),
+                                        ("bow", tt_bow, "bag of words")):
+                log(f"encode: exporting the {encoder} model (random weights) to time its "
+                    "encode_document signature")
+                encode = signature_encoder(model, os.path.join(work_dir, f"export-{key}"), b)
+                titles, texts = next(iter(inputs.values()))
+                library = contenders[f"tt_zoo/{key}"][1](titles[:b], texts[:b])
+                extra[f"signature_max_abs_diff_{key}"] = float(
+                    np.max(np.abs(encode(titles[:b], texts[:b]) - library)))
+                contenders[f"tt_zoo/{key}-signature"] = (
+                    {"encoder": encoder, "implementation": "tt_zoo exported SavedModel "
+                     f"encode_document(title, passage), batches of {b} in corpus order"},
+                    encode)
+        st_bert = None
         if not peer_reason:
             st_bert = sentence_transformers_bert(
                 vocabulary, resolve_bert_shape(bert_spec.tower_size), bert_spec.embedding_dim,
                 length, os.path.join(work_dir, "bert"))
-            pairs = list(zip(titles, texts))
-            joined = [f"{t} {x}" for t, x in pairs]
             static = sentence_transformers_static(vocabulary, [bow_spec.embedding_dim],
                                                   length - 3)
             bow = tt_bow.document_tower  # the same widths: unigram, hidden, output
@@ -151,33 +269,62 @@ def run(args, log) -> dict:
                 length - 3)
             contenders["sentence-transformers/bert"] = (
                 {"encoder": "BERT tiny", "same_architecture": True,
-                 "implementation": "sentence-transformers encode "
+                 "implementation": "sentence-transformers encode of (title, passage) pairs "
                                    "(BertModel + mean + Dense + Normalize)"},
-                lambda: st_bert.encode(pairs, batch_size=b))
+                lambda t, x: st_bert.encode(list(zip(t, x)), batch_size=b))
             contenders["sentence-transformers/static"] = (
                 {"encoder": "bag of words", "implementation": "sentence-transformers "
                                                               "StaticEmbedding(512) + Normalize"},
-                lambda: static.encode(joined, batch_size=b))
+                lambda t, x: static.encode([f"{a} {c}" for a, c in zip(t, x)], batch_size=b))
             contenders["sentence-transformers/static_mlp"] = (
                 {"encoder": "bag of words", "same_architecture": True,
                  "implementation": "sentence-transformers "
                  "StaticEmbedding(256) + Dense(1024, tanh) + Dense(512) + Normalize"},
-                lambda: static_mlp.encode(joined, batch_size=b))
-            extra["sentence_token_agreement"] = token_agreement(
-                tt_bert.query_preprocessor, hf_tokenizer(vocabulary), titles)
-            log(f"encode: tt_zoo and the peer tokenizer agree on "
-                f"{100 * extra['sentence_token_agreement']:.1f}% of the sentences")
-        for name, (_, work) in contenders.items():  # warm-up: tracing, first allocations
-            log(f"encode: warm-up {name}")
-            work()
-        seconds = interleaved_rounds({n: stopwatch(w) for n, (_, w) in contenders.items()},
-                                     s["rounds"], log=lambda m: log(f"encode: {m}"))
+                lambda t, x: static_mlp.encode([f"{a} {c}" for a, c in zip(t, x)],
+                                               batch_size=b))
+        parts = {}
+        for name, (titles, texts) in inputs.items():
+            part = {"description": INPUTS[name], "num_documents": len(texts)}
+            part["source"] = args.squad if name == "reqa" else str(args.wikispeedia)
+            if st_bert is not None:
+                if name == "reqa":
+                    part["sentence_token_agreement"] = token_agreement(
+                        tt_bert.query_preprocessor, hf_tokenizer(vocabulary), titles)
+                part["packed_agreement"] = packed_agreement(
+                    tt_bert.document_preprocessor, st_bert, titles, texts, b)
+                log(f"encode: {name}: both sides pack the same [CLS] title [SEP] passage "
+                    f"[SEP] ids for {100 * part['packed_agreement']['ids']:.1f}% of the "
+                    f"documents, as many tokens for "
+                    f"{100 * part['packed_agreement']['length']:.1f}%")
+            for key, (_, work) in contenders.items():  # warm-up: tracing, first allocations
+                log(f"encode: {name}: warm-up {key}")
+                work(titles, texts)
+            seconds = interleaved_rounds(
+                {k: stopwatch(lambda w=w, t=titles, x=texts: w(t, x))
+                 for k, (_, w) in contenders.items()},
+                s["rounds"], log=lambda m, n=name: log(f"encode: {n}: {m}"))
+            part["rows"] = compare_rows({k: (contenders[k][0], v) for k, v in seconds.items()},
+                                        len(texts))
+            if peer_reason:
+                part["rows"].append({"encoder": "BERT tiny / bag of words",
+                                     "implementation": "sentence-transformers",
+                                     "skipped": peer_reason})
+            parts[name] = part
+    return {"settings": s, "inputs": parts, **extra, "threads": _threads()}
+
+
+def compare_rows(measured: dict, num_documents: int) -> list:
+    """Rows of one input from {name: (row fields, round seconds)}: docs/s (median, range), the
+    speed over tt_zoo's first row of the same encoder (`vs_tt_zoo`) and, for tt_zoo's rows,
+    over the same architecture's sentence-transformers row (`vs_sentence_transformers`)."""
+    from peers_measure import rates
+
     rows = []
-    for name, secs in seconds.items():
-        r = rates(secs, len(texts))
-        rows.append({**contenders[name][0], "median_docs_per_s": r["median_per_s"],
+    for fields, secs in measured.values():
+        r = rates(secs, num_documents)
+        rows.append({**fields, "median_docs_per_s": r["median_per_s"],
                      "min_docs_per_s": r["min_per_s"], "max_docs_per_s": r["max_per_s"],
-                     "rounds": r["rounds"], "round_seconds": secs})
+                     "rounds": r["rounds"], "round_seconds": list(secs)})
     for row in rows:
         base = next(r for r in rows if r["encoder"] == row["encoder"]
                     and r["implementation"].startswith("tt_zoo"))
@@ -187,11 +334,7 @@ def run(args, log) -> dict:
                      and r.get("same_architecture")), None)
         if peer is not None and row["implementation"].startswith("tt_zoo"):
             row["vs_sentence_transformers"] = row["median_docs_per_s"] / peer["median_docs_per_s"]
-    if peer_reason:
-        rows.append({"encoder": "BERT tiny / bag of words",
-                     "implementation": "sentence-transformers", "skipped": peer_reason})
-    return {"settings": {**s, "source": args.squad, "num_documents": len(texts)},
-            "rows": rows, **extra, "threads": _threads()}
+    return rows
 
 
 def _threads() -> dict:
@@ -201,21 +344,43 @@ def _threads() -> dict:
 
 def render(part: dict) -> list:
     s = part["settings"]
-    lines = [f"The first {s['num_documents']:,} ReQA-SQuAD(dev) (sentence, passage) candidates, "
-             f"length {s['document_length']}, batch {s['batch']}; median over {s['rounds']} "
-             "interleaved rounds (after one untimed warm-up pass each)."]
-    if "sentence_token_agreement" in part:
-        lines[0] += (f" Same vocabulary: the two tokenizers give the same word pieces for "
-                     f"{100 * part['sentence_token_agreement']:.1f}% of the sentences.")
-    lines += ["", "| encoder | implementation | median docs/s | range | vs tt_zoo default | "
-              "speed over sentence-transformers (same architecture) |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    for r in part["rows"]:
-        if "skipped" in r:
-            lines.append(f"| {r['encoder']} | {r['implementation']}: {r['skipped']} | | | | |")
-            continue
-        over = f"x{r['vs_sentence_transformers']:.2f}" if "vs_sentence_transformers" in r else ""
-        lines.append(f"| {r['encoder']} | {r['implementation']} | {r['median_docs_per_s']:,.0f} "
-                     f"| {r['min_docs_per_s']:,.0f}–{r['max_docs_per_s']:,.0f} | "
-                     f"x{r['vs_tt_zoo']:.2f} | {over} |")
+    inputs = part.get("inputs")
+    if inputs is None:  # written before the passages input: ReQA candidates only
+        inputs = {"reqa": {"description": INPUTS["reqa"], "rows": part["rows"],
+                           "num_documents": s["num_documents"],
+                           **{k: part[k] for k in ("sentence_token_agreement",) if k in part}}}
+    lines = [f"Length {s['document_length']} (both sides truncate to it), batch {s['batch']}; "
+             f"median over {s['rounds']} interleaved rounds (after one untimed warm-up pass "
+             "each). tt_zoo packs each document as two segments, [CLS] title [SEP] passage "
+             "[SEP]; sentence-transformers' BERT gets the same (title, passage) pair, "
+             "StaticEmbedding the string \"title passage\"."]
+    for key in ("bert", "bow"):
+        diff = part.get(f"signature_max_abs_diff_{key}")
+        if diff is not None:
+            lines[0] += (f" The exported {key} signature's embeddings differ from "
+                         f"encode_documents' by at most {diff:.1e}.")
+    for name, entry in inputs.items():
+        lines += ["", f"**{entry['description']}**: the first {entry['num_documents']:,}."]
+        if "packed_agreement" in entry:
+            agree = entry["packed_agreement"]
+            lines[-1] += (f" Both sides pack the same token ids for {100 * agree['ids']:.1f}% "
+                          f"of the documents and as many tokens for {100 * agree['length']:.1f}% "
+                          "(the rest: rare characters the two tokenizers split differently, "
+                          "and which segment gets the odd token when both are long).")
+        if "sentence_token_agreement" in entry:
+            lines[-1] += (f" Same vocabulary: the two tokenizers give the same word pieces for "
+                          f"{100 * entry['sentence_token_agreement']:.1f}% of the sentences.")
+        lines += ["", "| encoder | implementation | median docs/s | range | vs tt_zoo default | "
+                  "speed over sentence-transformers (same architecture) |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        for r in entry["rows"]:
+            if "skipped" in r:
+                lines.append(f"| {r['encoder']} | {r['implementation']}: {r['skipped']} "
+                             "| | | | |")
+                continue
+            over = (f"x{r['vs_sentence_transformers']:.2f}" if "vs_sentence_transformers" in r
+                    else "")
+            lines.append(f"| {r['encoder']} | {r['implementation']} | "
+                         f"{r['median_docs_per_s']:,.0f} | {r['min_docs_per_s']:,.0f}–"
+                         f"{r['max_docs_per_s']:,.0f} | x{r['vs_tt_zoo']:.2f} | {over} |")
     return lines

@@ -17,12 +17,28 @@ section compares, all answering the same batch of queries with k = 10:
   reorder); knobs nprobe and the re-ranked count (k_factor x k);
 - FAISS HNSW: `HNSW{M}` (flat vectors, efConstruction 40); knob efSearch.
 
-For each approximate method the main knob is swept upwards for each value of the second one
-and stops at the first setting whose recall@10 reaches the target (`peers_measure.walk_knob`);
-those settings are then timed in interleaved rounds with the exact searches, and the report
-gives each method's fastest setting reaching the target (`peers_measure.fastest_reaching`),
-its queries/s (median over rounds, one batch of all queries), its build time (one build) and
-the memory it added (resident-set growth over the build and a first search).
+- ScaNN variants built directly with ScaNN's pybind builder (`--scann-variants`, for the knobs
+  `ScannConfig` lacks): more leaves (2x and 4x sqrt(n)), anisotropic quantization (Guo et al.,
+  ICML 2020, threshold 0.2 as ScaNN recommends for normalised data) and SOAR spilling (Sun et
+  al., NeurIPS 2023, "SOAR: Improved Indexing for Approximate Nearest Neighbor Search": each
+  candidate is also kept in a second leaf chosen to be orthogonal in residual; lambda 1.5).
+
+For each approximate method the main knob is swept upwards (on a ladder of about x1.5 steps,
+`knob_ladder`, the same for ScaNN's leaves_to_search and FAISS's nprobe) for each value of the
+second one and stops at the first setting whose recall@10 reaches the target
+(`peers_measure.walk_knob`); those settings are then timed in interleaved rounds with the exact
+searches, and the report gives each method's fastest setting reaching the target
+(`peers_measure.fastest_reaching`), its queries/s (median over rounds, one batch of all
+queries), its build time (one build), the memory it added (resident-set growth over the build
+and a first search) and, for the partitioned indexes, the share of the leaves a query scans
+and the core-nanoseconds each scanned candidate costs (2 cores / queries/s / candidates in
+the searched leaves, leaves taken as equal): whether ScaNN needs to scan more candidates than
+FAISS for the same recall, or scans each more slowly.
+
+The embeddings come from NAME.npy + NAME.json in --embeddings-dir (benchmarks/open_domain.py's
+cache), or from any `--search-embeddings-file PATH.npy` whose PATH.json (as
+`tt_zoo.retrieval.open_domain.encode_documents_to_file` writes it) says it is finished and
+names the model (or `--search-model`); the queries are always encoded by that same model.
 """
 
 from __future__ import annotations
@@ -30,23 +46,134 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import math
+import os
 import pathlib
 import time
+from typing import List, Optional
 
 import numpy as np
 
 PEER_MODULES = ("faiss",)
 K = 10
-KNOB_VALUES = (8, 16, 32, 64, 128, 256, 512)   # leaves_to_search, nprobe
-REORDER_VALUES = (100, 250)                    # candidates re-scored exactly
-COARSE_REORDER_VALUES = (250, 500)             # the same, for AH with 4 dimensions a block
-EF_SEARCH_VALUES = (16, 32, 64, 128, 256, 512)
+REORDER_VALUES = (100, 250, 1000)              # candidates re-scored exactly
+COARSE_REORDER_VALUES = (250, 500, 1000)       # the same, for AH with 4 dimensions a block
+EF_SEARCH_VALUES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+# The ScaNN variants built with ScaNN's own builder by default (`ScannVariant`): anisotropic
+# quantization on the default tree, then 2x and 4x the leaves, then SOAR on 1x and 2x.
+DEFAULT_SCANN_VARIANTS = ("sqrt/avq=0.2,2sqrt/avq=0.2,4sqrt/avq=0.2,sqrt/avq=0.2/soar=1.5,"
+                          "2sqrt/avq=0.2/soar=1.5")
+
+
+def knob_ladder(largest: int, smallest: int = 8) -> List[int]:
+    """The values a partition-count knob (ScaNN leaves_to_search, FAISS nprobe) is swept over:
+    8, 12, 16, 24, 32, 48, ... (powers of two and 1.5 times them, so each step costs at most
+    1.5x the one before) up to `largest`, and `largest` itself (every leaf) last.
+
+    >>> knob_ladder(100)
+    [8, 12, 16, 24, 32, 48, 64, 96, 100]
+    """
+    if largest < 1:
+        raise ValueError(f"knob_ladder needs largest >= 1 (got {largest}).")
+    values, power = [], smallest
+    while power < largest:
+        values += [v for v in (power, power * 3 // 2) if v < largest]
+        power *= 2
+    return values + [largest]
+
+
+@dataclasses.dataclass(frozen=True)
+class ScannVariant:
+    """A ScaNN tree-AH index built with ScaNN's pybind builder, from the text
+    ``LEAVES[/avq=T][/soar=L][/over=F][/dims=D][/sample=N]``:
+
+    - LEAVES: ``sqrt`` (round(sqrt(n)), as `ScannConfig.for_size`), ``Ksqrt`` (K times that,
+      e.g. ``2sqrt``) or a number of leaves;
+    - ``avq=T``: anisotropic quantization threshold of the AH codes (Guo et al. 2020; absent:
+      isotropic, as tt_zoo's default);
+    - ``soar=L``: SOAR spilled assignments with lambda L (Sun et al. 2023); ``over=F`` its
+      overretrieve factor (absent: ScaNN's default);
+    - ``dims=D``: dimensions per 4-bit AH block (default 2, as tt_zoo);
+    - ``sample=N``: candidates the tree's k-means trains on (absent: ScaNN's default, 100,000,
+      as tt_zoo's), worth raising with the leaves.
+
+    >>> ScannVariant.parse("2sqrt/avq=0.2/soar=1.5").num_leaves(10_000)
+    200
+    """
+
+    leaves: str
+    avq: Optional[float] = None
+    soar: Optional[float] = None
+    overretrieve: Optional[float] = None
+    dims_per_block: int = 2
+    training_sample_size: Optional[int] = None
+
+    KEYS = {"avq": "avq", "soar": "soar", "over": "overretrieve", "dims": "dims_per_block",
+            "sample": "training_sample_size"}
+
+    @classmethod
+    def parse(cls, text: str) -> "ScannVariant":
+        expected = ("expected LEAVES[/avq=T][/soar=L][/over=F][/dims=D][/sample=N] with "
+                    "LEAVES 'sqrt', "
+                    "'Ksqrt' (e.g. 2sqrt) or a number, e.g. 2sqrt/avq=0.2/soar=1.5")
+        leaves, *extras = text.strip().split("/")
+        fields = {}
+        try:
+            multiple = leaves[:-len("sqrt")] if leaves.endswith("sqrt") else None
+            if multiple is not None:
+                if multiple and float(multiple) <= 0:
+                    raise ValueError(leaves)
+            elif int(leaves) < 1:
+                raise ValueError(leaves)
+            for extra in extras:
+                key, value = extra.split("=")
+                if key not in cls.KEYS or cls.KEYS[key] in fields:
+                    raise ValueError(extra)
+                number = int(value) if key in ("dims", "sample") else float(value)
+                if number <= 0 or not math.isfinite(number):
+                    raise ValueError(extra)
+                fields[cls.KEYS[key]] = number
+        except ValueError:
+            raise ValueError(f"ScaNN variant {text!r}: {expected}.") from None
+        if "overretrieve" in fields and "soar" not in fields:
+            raise ValueError(f"ScaNN variant {text!r}: over=F needs soar=L ({expected}).")
+        return cls(leaves=leaves, **fields)
+
+    @property
+    def name(self) -> str:
+        parts = [self.leaves]
+        for key, field in self.KEYS.items():
+            value = getattr(self, field)
+            if value is not None and not (field == "dims_per_block" and value == 2):
+                parts.append(f"{key}={value:g}")
+        return "/".join(parts)
+
+    def num_leaves(self, num_candidates: int) -> int:
+        if self.leaves.endswith("sqrt"):
+            multiple = float(self.leaves[:-len("sqrt")] or 1)
+            leaves = int(round(multiple * math.sqrt(num_candidates)))
+        else:
+            leaves = int(self.leaves)
+        return max(1, min(leaves, num_candidates))
+
+
+def parse_scann_variants(text: str) -> List[ScannVariant]:
+    """`ScannVariant`s from a comma-separated list ('' or 'none': no variants)."""
+    if text.strip().lower() in ("", "none"):
+        return []
+    variants = [ScannVariant.parse(t) for t in text.split(",") if t.strip()]
+    names = [v.name for v in variants]
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ValueError(f"ScaNN variants {repeated} are listed twice.")
+    return variants
 
 
 def settings(args) -> dict:
     s = {"num_queries": args.num_queries, "max_candidates": args.max_candidates,
          "rounds": args.rounds, "target_recall": args.target_recall, "k": K,
-         "hnsw_m": args.hnsw_m, "hnsw_ef_construction": args.hnsw_ef_construction}
+         "hnsw_m": args.hnsw_m, "hnsw_ef_construction": args.hnsw_ef_construction,
+         "scann_variants": [v.name for v in args.scann_variants]}
     if args.quick:
         s.update(num_queries=min(args.num_queries, 200),
                  max_candidates=min(args.max_candidates or 10_000, 10_000),
@@ -78,6 +205,42 @@ def cached_sources(directory: pathlib.Path, names):
     return out
 
 
+def file_source(path: pathlib.Path, model: Optional[str]):
+    """(name, candidates .npy, the model that encoded them) of one `--search-embeddings-file`:
+    PATH.npy, finished according to its PATH.json (``shape``, ``done``, ``model``: what
+    `tt_zoo.retrieval.open_domain.encode_documents_to_file` writes), the model from the JSON or
+    `model` (`--search-model`; both given, they must name the same model)."""
+    if path.suffix != ".npy" or not path.is_file():
+        raise SystemExit(f"--search-embeddings-file {path}: expected an existing .npy file of "
+                         "candidate embeddings [n, dim].")
+    meta_path = path.with_suffix(".json")
+    meta = {}
+    if meta_path.is_file():
+        try:
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as e:
+            raise SystemExit(f"{meta_path} is not readable JSON ({e}).")
+    shape = list(np.load(path, mmap_mode="r", allow_pickle=False).shape)
+    if len(shape) != 2:
+        raise SystemExit(f"--search-embeddings-file {path}: expected a 2-D array [n, dim] "
+                         f"(got shape {shape}).")
+    if meta and (meta.get("shape") != shape or meta.get("done") != shape[0]):
+        raise SystemExit(f"{path} is not finished: {meta_path} says {meta.get('done')} of "
+                         f"{meta.get('shape')} rows encoded (the file holds {shape}); wait for "
+                         "the encoder to finish.")
+    named = meta.get("model")
+    if named and model and pathlib.Path(named).name != pathlib.Path(model).name:
+        raise SystemExit(f"--search-model {model} is not the model that encoded {path} "
+                         f"({named}, says {meta_path}): the queries must come from the "
+                         "candidates' model.")
+    model = model or named
+    if not model:
+        raise SystemExit(f"--search-embeddings-file {path}: no {meta_path.name} names the model "
+                         "that encoded it; pass --search-model NAME (the queries are encoded "
+                         "by the candidates' model).")
+    return path.stem, path, model
+
+
 def load_candidates(path: pathlib.Path, limit):
     array = np.load(path, mmap_mode="r", allow_pickle=False)
     return np.ascontiguousarray(array[:limit] if limit else array, dtype=np.float32)
@@ -104,6 +267,7 @@ class Built:
     def __init__(self, family: str, build_s: float, memory_bytes: int, searcher, description):
         self.family, self.build_s, self.memory_bytes = family, build_s, memory_bytes
         self.searcher, self.description = searcher, description
+        self.num_leaves = None  # partitioned indexes: their leaves (inverted lists)
 
 
 def build(family: str, make, searcher_of, warm_queries, description: str, log) -> Built:
@@ -133,6 +297,8 @@ def tt_zoo_indexes(candidates, warm, log):
                   lambda index: lambda _: lambda q: index.search(q, K).rows, warm,
                   "EmbeddingIndex(backend='brute_force')", log)
     config = ScannConfig.for_size(len(candidates))
+    if config.is_exact:  # a smoke run's small set: its tree all the same, to sweep its knobs
+        config = ScannConfig.tree_for_size(len(candidates))
 
     def scann_searcher(index):
         def with_setting(setting):
@@ -142,7 +308,8 @@ def tt_zoo_indexes(candidates, warm, log):
             return lambda q: view.search(q, K).rows
         return with_setting
 
-    scann = build("ScaNN (tt_zoo)", lambda: EmbeddingIndex(candidates, ids, backend="scann"),
+    scann = build("ScaNN (tt_zoo)", lambda: EmbeddingIndex(candidates, ids, backend="scann",
+                                                            scann_config=config),
                   scann_searcher, warm,
                   f"EmbeddingIndex, ScannConfig.for_size: {config.num_leaves} leaves, AH 2 "
                   "dims/block", log)
@@ -159,6 +326,58 @@ def tt_zoo_indexes(candidates, warm, log):
                               "dims/block)", log)
     scann_coarse.num_leaves = coarse.num_leaves
     return exact, scann, scann_coarse
+
+
+def scann_variant_index(candidates, variant: ScannVariant, warm, log) -> Built:
+    """One `ScannVariant`, built with ScaNN's pybind builder (tree, AH, exact re-ordering) as
+    `tt_zoo.retrieval.index.ScannConfig.configure` builds tt_zoo's, plus the knobs it lacks;
+    searched like `EmbeddingIndex` (`search_batched_parallel`, k = 10)."""
+    from tt_zoo._native_logs import import_scann
+    from tt_zoo.retrieval.index import ScannConfig
+
+    scann = import_scann()
+    n = len(candidates)
+    leaves = variant.num_leaves(n)
+    default_search = min(leaves, max(25, math.ceil(leaves / 5)))  # searches set their own
+    tree = {"soar_lambda": variant.soar, "overretrieve_factor": variant.overretrieve} \
+        if variant.soar is not None else {}
+    if variant.training_sample_size:
+        tree["training_sample_size"] = variant.training_sample_size
+
+    def make():
+        builder = scann.scann_ops_pybind.builder(candidates, K, "dot_product").tree(
+            num_leaves=leaves, num_leaves_to_search=default_search,
+            training_iterations=ScannConfig.for_size(n).training_iterations, **tree)
+        builder = builder.score_ah(variant.dims_per_block, anisotropic_quantization_threshold=(
+            float("nan") if variant.avq is None else variant.avq))
+        return builder.reorder(REORDER_VALUES[0]).build()
+
+    def searcher_of(index):
+        def with_setting(setting):
+            setting = setting or {"leaves_to_search": default_search,
+                                  "reorder": REORDER_VALUES[0]}
+
+            def search(q):
+                found, _ = index.search_batched_parallel(
+                    q, final_num_neighbors=K, pre_reorder_num_neighbors=setting["reorder"],
+                    leaves_to_search=setting["leaves_to_search"])
+                rows = np.full((len(q), K), -1, np.int64)  # -1: fewer than K found
+                found = np.asarray(found)
+                rows[:, :found.shape[1]] = found[:, :K]
+                return rows
+            return search
+        return with_setting
+
+    description = (f"scann builder: {leaves} leaves, AH {variant.dims_per_block} dims/block, "
+                   + ("isotropic" if variant.avq is None else f"anisotropic {variant.avq:g}")
+                   + ("" if variant.soar is None else f", SOAR lambda {variant.soar:g}"
+                      + ("" if variant.overretrieve is None
+                         else f" overretrieve {variant.overretrieve:g}"))
+                   + ("" if variant.training_sample_size is None
+                      else f", k-means on {variant.training_sample_size:,}"))
+    built = build(f"ScaNN {variant.name}", make, searcher_of, warm, description, log)
+    built.num_leaves = leaves
+    return built
 
 
 def faiss_indexes(candidates, num_leaves: int, s: dict, warm, log):
@@ -198,6 +417,7 @@ def faiss_indexes(candidates, num_leaves: int, s: dict, warm, log):
         return with_setting
 
     ivf_built = build("FAISS IVF-PQ", ivf, ivf_searcher, warm, ivf_factory, log)
+    ivf_built.num_leaves = num_leaves
 
     hnsw_factory = f"HNSW{s['hnsw_m']}"
 
@@ -270,7 +490,45 @@ def _load_libraries(dim: int) -> None:
         faiss.IndexFlatIP(dim).search(toy, 1)
 
 
-def measure(candidates, queries, s: dict, log) -> dict:
+def scan_cost(row: dict, num_leaves: Optional[int], num_candidates: int, cores: int) -> dict:
+    """For a partitioned index's timed row: the share of the leaves a query searches and the
+    core-nanoseconds per candidate in them (leaves taken as equal in size; with SOAR each
+    candidate sits in two leaves, so a query scans up to twice the share given):
+    cores / queries per second / (share x candidates).
+
+    >>> scan_cost({"settings": {"nprobe": 100}, "median_qps": 1000}, 1000, 1_000_000, 2)
+    {'scanned_fraction': 0.1, 'core_ns_per_scanned_candidate': 20.0}
+    """
+    setting = row.get("settings") or {}
+    probed = setting.get("leaves_to_search", setting.get("nprobe"))
+    if not num_leaves or probed is None:
+        return {}
+    fraction = min(probed, num_leaves) / num_leaves
+    return {"scanned_fraction": fraction,
+            "core_ns_per_scanned_candidate": 1e9 * cores / row["median_qps"]
+            / (fraction * num_candidates)}
+
+
+def scann_against_faiss(rows: List[dict]) -> Optional[dict]:
+    """The fastest ScaNN row reaching the target (any ScaNN index) against FAISS IVF-PQ's."""
+    best = {}
+    for family, prefix in (("scann", "ScaNN"), ("faiss", "FAISS IVF-PQ")):
+        chosen = [r for r in rows if r["method"].startswith(prefix)
+                  and r.get("fastest_reaching_target")]
+        if chosen:
+            best[family] = max(chosen, key=lambda r: r["median_qps"])
+    if "scann" not in best:
+        return None
+    out = {"scann_method": best["scann"]["method"], "scann_settings": best["scann"]["settings"],
+           "scann_qps": best["scann"]["median_qps"]}
+    if "faiss" in best:
+        out.update(faiss_settings=best["faiss"]["settings"],
+                   faiss_qps=best["faiss"]["median_qps"],
+                   scann_over_faiss=best["scann"]["median_qps"] / best["faiss"]["median_qps"])
+    return out
+
+
+def measure(candidates, queries, s: dict, log, variants=()) -> dict:
     """Every contender on one set of candidates and queries."""
     from peers_measure import (fastest_reaching, interleaved_rounds, rates, recall_at_k,
                                stopwatch, unavailable_reason)
@@ -281,15 +539,19 @@ def measure(candidates, queries, s: dict, log) -> dict:
     exact, scann, scann_coarse = tt_zoo_indexes(candidates, warm, log)
     exact_rows = exact.searcher(None)(queries)
     faiss_reason = unavailable_reason(PEER_MODULES)
-    leaves = [v for v in KNOB_VALUES if v <= scann.num_leaves] or [scann.num_leaves]
+    leaves = knob_ladder(scann.num_leaves)
     approximate = [(scann, ("leaves_to_search", leaves, "reorder", REORDER_VALUES)),
                    (scann_coarse, ("leaves_to_search", leaves, "reorder", COARSE_REORDER_VALUES))]
+    for variant in variants:
+        built = scann_variant_index(candidates, variant, warm, log)
+        approximate.append((built, ("leaves_to_search", knob_ladder(built.num_leaves), "reorder",
+                                    REORDER_VALUES if variant.dims_per_block <= 2
+                                    else COARSE_REORDER_VALUES)))
     exacts = [exact]
     if not faiss_reason:
         faiss_exact, ivf, hnsw = faiss_indexes(candidates, scann.num_leaves, s, warm, log)
         exacts.append(faiss_exact)
-        approximate += [(ivf, ("nprobe", [v for v in KNOB_VALUES if v <= scann.num_leaves]
-                               or [scann.num_leaves], "reorder", REORDER_VALUES)),
+        approximate += [(ivf, ("nprobe", leaves, "reorder", REORDER_VALUES)),
                         (hnsw, ("ef_search", EF_SEARCH_VALUES, None, [None]))]
 
     sweeps = {built.family: sweep(built, grid, queries, exact_rows, target, log)
@@ -305,12 +567,14 @@ def measure(candidates, queries, s: dict, log) -> dict:
         rows.append({"method": built.family, "description": built.description,
                      "settings": setting, "recall_at_10": recall_at_k(search(queries),
                                                                       exact_rows, K),
-                     "build_s": built.build_s, "memory_mib": built.memory_bytes / 2**20})
+                     "build_s": built.build_s, "memory_mib": built.memory_bytes / 2**20,
+                     "num_leaves": built.num_leaves})
     seconds = interleaved_rounds(runners, s["rounds"], log=lambda m: log(f"search: {m}"))
     for i, row in enumerate(rows):
         r = rates(seconds[str(i)], len(queries))
         row.update(median_qps=r["median_per_s"], min_qps=r["min_per_s"], max_qps=r["max_per_s"],
                    rounds=r["rounds"], round_seconds=seconds[str(i)])
+        row.update(scan_cost(row, row["num_leaves"], len(candidates), os.cpu_count() or 1))
     for family in {row["method"] for row in rows}:
         family_rows = [r for r in rows if r["method"] == family
                        and not (r["settings"] or {}).get("default")]
@@ -319,6 +583,9 @@ def measure(candidates, queries, s: dict, log) -> dict:
             chosen["fastest_reaching_target"] = True
     out = {"num_candidates": int(candidates.shape[0]), "dim": int(candidates.shape[1]),
            "num_queries": int(queries.shape[0]), "rows": rows, "sweeps": sweeps}
+    summary = scann_against_faiss(rows)
+    if summary is not None:
+        out["scann_against_faiss"] = summary
     if faiss_reason:
         out["skipped"] = {"FAISS Flat, IVF-PQ, HNSW": faiss_reason}
     return out
@@ -333,18 +600,23 @@ def run(args, log) -> dict:
         candidates, queries = gaussian_mixture(n, s["num_queries"], 64, seed=0)
         results["synthetic"] = {
             "source": f"seeded Gaussian mixture (50 components), {n:,} x 64",
-            **measure(candidates, queries, s, log)}
+            **measure(candidates, queries, s, log, args.scann_variants)}
     else:
-        sources = cached_sources(pathlib.Path(args.embeddings_dir), args.search_embeddings)
-        if args.quick and not args.search_embeddings:
-            sources = sources[:1]  # a smoke run needs one
+        if args.search_embeddings_file:
+            sources = [file_source(pathlib.Path(f), args.search_model)
+                       for f in args.search_embeddings_file]
+        else:
+            sources = cached_sources(pathlib.Path(args.embeddings_dir), args.search_embeddings)
+            if args.quick and not args.search_embeddings:
+                sources = sources[:1]  # a smoke run needs one
         for name, path, model in sources:
             log(f"search: {name}: loading {path} and encoding {s['num_queries']:,} questions")
             candidates = load_candidates(path, s["max_candidates"])
             queries = encode_questions(model, args.squad, s["num_queries"])
             results[name] = {"source": f"{path} (model {model}); queries: the first "
-                                       f"{len(queries):,} ReQA-SQuAD(dev) questions",
-                             **measure(candidates, queries, s, log)}
+                                       f"{len(queries):,} ReQA-SQuAD(dev) questions, encoded "
+                                       "by the same model",
+                             **measure(candidates, queries, s, log, args.scann_variants)}
             del candidates
             gc.collect()
     from peers_train import _threads
@@ -364,18 +636,36 @@ def _setting_text(row) -> str:
     return text + (" (tt_zoo default)" if default else "")
 
 
+def _summary_lines(summary: Optional[dict], target: float) -> list:
+    if not summary:
+        return []
+    setting = _setting_text({"settings": summary["scann_settings"]})
+    line = (f"Fastest ScaNN reaching recall@10 {target}: {summary['scann_method']}, {setting}, "
+            f"{summary['scann_qps']:,.0f} q/s")
+    if "faiss_qps" in summary:
+        faiss_setting = _setting_text({"settings": summary["faiss_settings"]})
+        line += (f"; FAISS IVF-PQ's fastest: {faiss_setting}, {summary['faiss_qps']:,.0f} q/s: "
+                 "ScaNN answers "
+                 f"x{summary['scann_over_faiss']:.2f} FAISS IVF-PQ's queries/s.")
+    return ["", line]
+
+
 def render(part: dict) -> list:
     s = part["settings"]
     lines = [f"k = {s['k']}; target recall@10 {s['target_recall']} of the exact top-10 (tt_zoo "
              f"brute force); queries/s: one batch of all queries, median over {s['rounds']} "
              "interleaved rounds; build: one build; memory: resident-set growth over the build "
              "and a first search. Per method, the fastest swept setting reaching the target "
-             "(all swept settings are in performance.json)."]
+             "(all swept settings are in performance.json). Leaves scanned: the share of the "
+             "leaves (inverted lists) a query searches; ns/candidate: core-nanoseconds per "
+             "candidate in them (cores / q/s / candidates scanned, leaves taken as equal; SOAR "
+             "keeps each candidate in two leaves, so it scans up to twice the share)."]
     for name, result in part["embeddings"].items():
         lines += ["", f"**{name}**: {result['num_candidates']:,} x {result['dim']} candidates, "
                       f"{result['num_queries']:,} queries; {result['source']}.", "",
                   "| method | index | setting | recall@10 | median q/s | range | build s "
-                  "| memory MiB |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| memory MiB | leaves scanned | ns/candidate |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         shown = []
         for family in dict.fromkeys(r["method"] for r in result["rows"]):
             rows = [r for r in result["rows"] if r["method"] == family]
@@ -389,10 +679,14 @@ def render(part: dict) -> list:
             shown += [r for r in rows if r["settings"].get("default")]
         for r in shown:
             note = " (target not reached)" if r.get("not_reached") else ""
+            scanned = (f"{100 * r['scanned_fraction']:.1f}% | "
+                       f"{r['core_ns_per_scanned_candidate']:.1f} |"
+                       if "scanned_fraction" in r else " | |")
             lines.append(f"| {r['method']} | {r['description']} | {_setting_text(r)}{note} | "
                          f"{r['recall_at_10']:.3f} | {r['median_qps']:,.0f} | "
                          f"{r['min_qps']:,.0f}–{r['max_qps']:,.0f} | {r['build_s']:,.1f} | "
-                         f"{r['memory_mib']:,.0f} |")
+                         f"{r['memory_mib']:,.0f} | {scanned}")
         for what, reason in result.get("skipped", {}).items():
-            lines.append(f"| {what} | {reason} | | | | | | |")
+            lines.append(f"| {what} | {reason} | | | | | | | | |")
+        lines += _summary_lines(result.get("scann_against_faiss"), s["target_recall"])
     return lines

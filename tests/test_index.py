@@ -58,8 +58,10 @@ def test_scann_tiny_corpus_is_exact(num):
 
 def test_scann_recall_at_10_on_clustered_data():
     candidates, queries = gaussian_mixture(3000, 300, 64)
-    index = EmbeddingIndex(candidates, [str(i) for i in range(3000)], backend="scann")
-    assert not index.scann_config.is_exact  # the tree + AH path, not exact scoring
+    # 3,000 candidates are scored exactly by default: the tree + AH path is asked for.
+    index = EmbeddingIndex(candidates, [str(i) for i in range(3000)], backend="scann",
+                           scann_config=ScannConfig.tree_for_size(3000))
+    assert not index.scann_config.is_exact
     result = index.search(queries, k=10)
     ids, scores = result.ids, result.scores
     exact = exact_top_k(queries, candidates, 10)
@@ -74,11 +76,13 @@ def test_scann_recall_at_10_on_clustered_data():
     assert np.all(np.diff(scores, axis=1) <= 1e-6)
 
 
-@pytest.mark.parametrize("backend", ["brute_force", "scann"])
-def test_save_load_round_trip(tmp_path, backend):
+@pytest.mark.parametrize("backend,tree", [("brute_force", False), ("scann", False),
+                                          ("scann", True)])
+def test_save_load_round_trip(tmp_path, backend, tree):
     candidates, queries = gaussian_mixture(1200, 20, 16, seed=1)
     ids = [f"passage-{i}/é" for i in range(len(candidates))]
-    index = EmbeddingIndex(candidates, ids, backend=backend)
+    index = EmbeddingIndex(candidates, ids, backend=backend,
+                           scann_config=ScannConfig.tree_for_size(1200) if tree else None)
     path = index.save(tmp_path / "idx")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["idx"]  # no temp dirs left
     config = json.loads((path / "index.json").read_text())
@@ -122,7 +126,8 @@ def test_failed_save_leaves_nothing(tmp_path, monkeypatch):
 def saved_scann_index(tmp_path_factory):
     candidates, _ = gaussian_mixture(1200, 1, 8, seed=2)
     path = tmp_path_factory.mktemp("scann") / "idx"
-    EmbeddingIndex(candidates, [str(i) for i in range(1200)], backend="scann").save(path)
+    EmbeddingIndex(candidates, [str(i) for i in range(1200)], backend="scann",
+                   scann_config=ScannConfig.tree_for_size(1200)).save(path)
     return path
 
 
@@ -306,9 +311,17 @@ def test_export_tiny_corpus_atomically_and_checks_encoder(tmp_path, backend):
 
 
 def test_scann_config_defaults_and_json():
-    assert ScannConfig.for_size(5).is_exact
-    config = ScannConfig.for_size(10_000)
-    assert (config.num_leaves, config.num_leaves_to_search) == (100, 25)
+    # Exact below 20,000 candidates (ReQA's 10,255 among them); then sqrt(n) leaves, 60% of
+    # them searched, 1,000 re-ordered: 20,000 -> 141 leaves, ceil(84.6) = 85 searched.
+    assert ScannConfig.for_size(5).is_exact and ScannConfig.for_size(19_999).is_exact
+    config = ScannConfig.for_size(20_000)
+    assert (config.num_leaves, config.num_leaves_to_search,
+            config.num_reordering_candidates) == (141, 85, 1000)
+    # The token index's lighter tree: 10,000 -> 100 leaves, max(25, 20) searched, 100 re-ordered.
+    tree = ScannConfig.tree_for_size(10_000)
+    assert (tree.num_leaves, tree.num_leaves_to_search,
+            tree.num_reordering_candidates) == (100, 25, 100)
+    assert ScannConfig.tree_for_size(999).is_exact
     assert ScannConfig.from_json(json.loads(json.dumps(config.to_json()))) == config
     with pytest.raises(ValueError, match="num_leaves_to_search"):
         ScannConfig(num_leaves=10, num_leaves_to_search=11)

@@ -113,7 +113,8 @@ def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
         "performance"  # a smoke run never replaces results/performance.*
     out = tmp_path / "perf"
     peers.main(["--quick", "--sections", "search", "--synthetic", "--num-queries", "20",
-                "--max-candidates", "2000", "--rounds", "1", "--output", str(out)])
+                "--max-candidates", "2000", "--rounds", "1", "--output", str(out),
+                "--scann-variants", "sqrt/avq=0.2/soar=1.5"])  # built with ScaNN's builder
     results = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
     part = results["sections"]["search"]
     assert part["quick"] and set(results["sections"]) == {"search"}
@@ -125,6 +126,11 @@ def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
     scann = [r for r in synthetic["rows"] if r["method"] == "ScaNN (tt_zoo)"]
     assert any(r["settings"].get("default") for r in scann)
     assert all(0 <= r["recall_at_10"] <= 1 for r in synthetic["rows"])
+    soar = [r for r in synthetic["rows"] if r["method"] == "ScaNN sqrt/avq=0.2/soar=1.5"]
+    assert soar and "SOAR lambda 1.5" in soar[0]["description"]
+    assert soar[0]["num_leaves"] == 45  # round(sqrt(2,000))
+    assert all(0 < r["scanned_fraction"] <= 1 for r in soar)
+    assert part["settings"]["scann_variants"] == ["sqrt/avq=0.2/soar=1.5"]
     report = out.with_suffix(".md").read_text(encoding="utf-8")
     assert "smoke run" in report and "| tt_zoo brute force |" in report
     if m.missing_modules(["faiss"]):
@@ -133,3 +139,166 @@ def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
     else:
         assert {"FAISS Flat", "FAISS IVF-PQ", "FAISS HNSW"} <= set(rows)
         assert rows["FAISS Flat"]["recall_at_10"] > 0.99  # exact too (ties aside)
+        if "scann_against_faiss" in synthetic:  # both reached the target
+            assert "FAISS IVF-PQ's queries/s" in report
+
+
+# -- the search section's sweep, ScaNN variants and embeddings files ------------------------------
+
+def test_knob_ladder_steps_by_at_most_one_and_a_half():
+    import peers_search as s
+
+    assert s.knob_ladder(100) == [8, 12, 16, 24, 32, 48, 64, 96, 100]
+    # sqrt(578,086) = 760 leaves: 512 then every leaf
+    assert s.knob_ladder(760)[-4:] == [256, 384, 512, 760]
+    assert s.knob_ladder(8) == [8] and s.knob_ladder(5) == [5]
+    with pytest.raises(ValueError, match="largest"):
+        s.knob_ladder(0)
+
+
+def test_scann_variants_parse_with_clear_errors():
+    import peers_search as s
+
+    v = s.ScannVariant.parse("2sqrt/avq=0.2/soar=1.5")
+    assert (v.leaves, v.avq, v.soar, v.overretrieve, v.dims_per_block) == ("2sqrt", 0.2, 1.5,
+                                                                          None, 2)
+    # round(2 * sqrt(578,086)) = round(1520.64); round(sqrt(578,086)) = round(760.32)
+    assert v.num_leaves(578_086) == 1521 and s.ScannVariant.parse("sqrt").num_leaves(578_086) == 760
+    assert s.ScannVariant.parse("300").num_leaves(100) == 100  # never more leaves than points
+    assert v.name == "2sqrt/avq=0.2/soar=1.5"
+    assert s.ScannVariant.parse("4sqrt/dims=4/soar=1/over=2").name == "4sqrt/soar=1/over=2/dims=4"
+    assert s.ScannVariant.parse("4sqrt/sample=300000").training_sample_size == 300_000
+    for bad in ("bogus", "0sqrt", "0", "sqrt/avq=x", "sqrt/avq=0.2/avq=0.3", "sqrt/tavq=1",
+                "sqrt/over=2", "sqrt/dims=0", "sqrt/avq", "sqrt/sample=1.5"):
+        with pytest.raises(ValueError, match="expected LEAVES"):
+            s.ScannVariant.parse(bad)
+    assert [x.name for x in s.parse_scann_variants(s.DEFAULT_SCANN_VARIANTS)] == [
+        "sqrt/avq=0.2", "2sqrt/avq=0.2", "4sqrt/avq=0.2", "sqrt/avq=0.2/soar=1.5",
+        "2sqrt/avq=0.2/soar=1.5"]
+    assert s.parse_scann_variants("none") == [] and s.parse_scann_variants("") == []
+    with pytest.raises(ValueError, match="twice"):
+        s.parse_scann_variants("2sqrt,2sqrt/dims=2")
+
+
+def test_search_arguments(capsys):
+    import peers
+
+    args = peers.parse_args(["--sections", "search", "--synthetic"])
+    assert [v.name for v in args.scann_variants][:2] == ["sqrt/avq=0.2", "2sqrt/avq=0.2"]
+    assert len(peers.parse_args(["--quick", "--sections", "search",
+                                 "--synthetic"]).scann_variants) == 2
+    assert peers.parse_args(["--sections", "search", "--synthetic", "--scann-variants",
+                             "none"]).scann_variants == []
+    for argv, message in (
+            (["--scann-variants", "2sqrt/avq=big"], "--scann-variants: ScaNN variant"),
+            (["--search-embeddings-file", "x.npy", "--synthetic"], "one source"),
+            (["--search-model", "bow_mlp_ict_bfs_wlp_512", "--synthetic"],
+             "--search-embeddings-file"),
+            (["--encode-inputs", "passages,tweets"], "--encode-inputs: unknown ['tweets']"),
+            (["--passages", "0"], "--passages must be at least 1")):
+        with pytest.raises(SystemExit):
+            peers.parse_args(["--sections", "search,encode"] + argv)
+        assert message in capsys.readouterr().err
+    args = peers.parse_args(["--sections", "encode", "--encode-inputs", "passages"])
+    assert args.encode_inputs == ["passages"] and args.wikispeedia.name == "wikispeedia"
+
+
+def test_an_embeddings_file_must_be_finished_and_name_its_model(tmp_path):
+    import numpy as np
+    import peers_search as s
+
+    path = tmp_path / "emb.npy"
+    np.save(path, np.zeros((4, 3), np.float32))
+    meta = path.with_suffix(".json")
+    meta.write_text(json.dumps({"shape": [4, 3], "model": "/x/saved_models/m512", "done": 2}))
+    with pytest.raises(SystemExit, match="not finished: .*2 of \\[4, 3\\]"):
+        s.file_source(path, None)
+    meta.write_text(json.dumps({"shape": [4, 3], "model": "/x/saved_models/m512", "done": 4}))
+    assert s.file_source(path, None) == ("emb", path, "/x/saved_models/m512")
+    assert s.file_source(path, "m512")[2] == "m512"  # the same model, by name
+    with pytest.raises(SystemExit, match="not the model that encoded"):
+        s.file_source(path, "other_model")
+    meta.unlink()
+    with pytest.raises(SystemExit, match="--search-model"):
+        s.file_source(path, None)
+    assert s.file_source(path, "m512")[2] == "m512"
+    with pytest.raises(SystemExit, match="existing .npy"):
+        s.file_source(tmp_path / "missing.npy", "m512")
+
+
+def test_scan_cost_and_the_scann_against_faiss_summary_hand_worked():
+    import peers_search as s
+
+    # 1,000 of 10,000 leaves over 1M candidates: 100,000 scanned a query; 2 cores at 1,000 q/s
+    # spend 2 ms of core time a query: 2e6 ns / 1e5 = 20 ns a candidate.
+    row = {"settings": {"nprobe": 1000}, "median_qps": 1000.0}
+    assert s.scan_cost(row, 10_000, 1_000_000, 2) == {
+        "scanned_fraction": 0.1, "core_ns_per_scanned_candidate": pytest.approx(20.0)}
+    assert s.scan_cost({"settings": None, "median_qps": 5.0}, None, 10, 2) == {}
+    rows = [{"method": "ScaNN (tt_zoo)", "settings": {"leaves_to_search": 8},
+             "median_qps": 300.0, "fastest_reaching_target": True},
+            {"method": "ScaNN 2sqrt/avq=0.2", "settings": {"leaves_to_search": 12},
+             "median_qps": 600.0, "fastest_reaching_target": True},
+            {"method": "ScaNN 4sqrt/avq=0.2", "settings": {"leaves_to_search": 12},
+             "median_qps": 900.0},  # did not reach the target
+            {"method": "FAISS IVF-PQ", "settings": {"nprobe": 8}, "median_qps": 1200.0,
+             "fastest_reaching_target": True}]
+    summary = s.scann_against_faiss(rows)
+    assert summary["scann_method"] == "ScaNN 2sqrt/avq=0.2"
+    assert summary["scann_over_faiss"] == pytest.approx(0.5)
+    assert "x0.50 FAISS IVF-PQ's" in "\n".join(s._summary_lines(summary, 0.95))
+    assert s.scann_against_faiss(rows[3:]) is None
+
+
+# -- the encode section: both inputs, rows, and reports written before the passages input --------
+
+def test_encode_rows_compare_within_an_encoder():
+    import peers_encode
+
+    measured = {  # 100 documents: 2 s -> 50 docs/s, ...
+        "a": ({"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents"}, [2.0, 2.0]),
+        "b": ({"encoder": "BERT tiny", "implementation": "tt_zoo signature"}, [1.0, 4.0, 1.0]),
+        "c": ({"encoder": "BERT tiny", "implementation": "sentence-transformers encode",
+               "same_architecture": True}, [5.0]),
+    }
+    rows = peers_encode.compare_rows(measured, 100)
+    assert [r["median_docs_per_s"] for r in rows] == [50.0, 100.0, 20.0]
+    assert [r["vs_tt_zoo"] for r in rows] == [1.0, 2.0, 0.4]
+    assert [r.get("vs_sentence_transformers") for r in rows] == [2.5, 5.0, None]
+
+
+def test_encode_report_labels_each_input_and_reads_old_reports():
+    import peers_encode
+
+    row = {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents",
+           "median_docs_per_s": 205.0, "min_docs_per_s": 200.0, "max_docs_per_s": 210.0,
+           "vs_tt_zoo": 1.0, "vs_sentence_transformers": 1.5}
+    part = {"settings": {"document_length": 128, "batch": 256, "rounds": 5},
+            "inputs": {"passages": {"description": peers_encode.INPUTS["passages"],
+                                    "num_documents": 2000, "rows": [row],
+                                    "packed_agreement": {"ids": 0.95, "length": 0.998}},
+                       "reqa": {"description": peers_encode.INPUTS["reqa"],
+                                "num_documents": 2000, "rows": [row]}},
+            "signature_max_abs_diff_bert": 2e-7}
+    text = "\n".join(peers_encode.render(part))
+    assert "**Wikispeedia 100-word passages with their article titles" in text
+    assert "**ReQA-SQuAD(dev) (sentence, passage) candidates**: the first 2,000." in text
+    assert "same token ids for 95.0% of the documents and as many tokens for 99.8%" in text
+    assert "| BERT tiny | tt_zoo encode_documents | 205 | 200–210 | x1.00 | x1.50 |" in text
+    assert "differ from encode_documents' by at most 2.0e-07" in text
+    old = {"settings": {"num_documents": 2000, "document_length": 128, "batch": 256,
+                        "rounds": 5}, "rows": [row], "sentence_token_agreement": 0.92}
+    text = "\n".join(peers_encode.render(old))
+    assert "candidates**: the first 2,000." in text and "92.0% of the sentences" in text
+
+
+def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_synthetic(tmp_path,
+                                                                                capsys):
+    import peers
+
+    missing = str(tmp_path / "no_open_domain")
+    with pytest.raises(SystemExit):
+        peers.parse_args(["--embeddings-dir", missing])
+    assert "--search-embeddings-file PATH.npy" in capsys.readouterr().err
+    assert peers.parse_args(["--quick", "--embeddings-dir", missing]).synthetic
+    assert not peers.parse_args(["--sections", "train", "--embeddings-dir", missing]).synthetic

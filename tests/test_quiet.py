@@ -7,8 +7,8 @@ import pytest
 
 from helpers import run_as_a_user
 
-# Tree-partitioned ScaNN indexes (at least `MIN_PARTITIONED_SIZE` candidates: their k-means
-# logs) in-process and in the `retrieve` module, two fit steps of the tiny BERT export (the pooler
+# Tree-partitioned ScaNN indexes (their k-means logs; given settings, as 1,200 candidates are
+# below `MIN_PARTITIONED_SIZE`) in-process and in the `retrieve` module, two fit steps of the tiny BERT export (the pooler
 # warning comes from the first step).
 SCRIPT = """
 import sys
@@ -21,11 +21,15 @@ texts = [" ".join(rng.choice(words, 6)) for _ in range(1200)]
 embeddings = model.encode_documents(texts, show_progress_bar=False)
 index = model.index(texts, backend="scann", embeddings=embeddings)
 assert len(index.search(["who discovered penicillin?"], k=3)[0]) == 3
+from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
+tree = ScannConfig(num_leaves=35, num_leaves_to_search=7)
+ids = [str(i) for i in range(len(texts))]
+assert EmbeddingIndex(embeddings, ids, scann_config=tree).search(embeddings[:2], k=3).rows.shape == (2, 3)
 # The `retrieve` SavedModel's index: ScaNN's TensorFlow ops, which log through TensorFlow's absl.
 from tt_zoo.serving.export import QueryEncoder
 from tt_zoo.serving.retrieve import build_retrieval_module
-build_retrieval_module(QueryEncoder(model.keras_model), embeddings,
-                       [str(i) for i in range(len(texts))], k=3, backend="scann")
+build_retrieval_module(QueryEncoder(model.keras_model), embeddings, ids, k=3, backend="scann",
+                       scann_config=tree)
 import tensorflow as tf
 pairs = tf.data.Dataset.from_tensor_slices(
     {"query": texts[:16], "doc_title": texts[16:32], "doc_text": texts[32:48]})

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -50,6 +51,7 @@ SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many b
 PRECISIONS = ("float32", "bfloat16")
 XLA_AUTO_MIN_DOCUMENTS = 20_000  # jit_compile="auto": XLA for a BERT tower from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
+TOWER_CALLS_IN_FLIGHT = 2  # tower calls run at once by `encode_in_buckets`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,6 +174,12 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
                       options: EncodeOptions, bar=None) -> np.ndarray:
     """Embeds `n` texts: float32 [n, dim] in the caller's order.
 
+    Texts are packed a window (`SORT_WINDOW_BATCHES` batches) at a time, the next window on a
+    background thread while the towers run on this one, and `TOWER_CALLS_IN_FLIGHT` tower calls
+    run at once (TensorFlow releases the GIL inside ops; on two cores one small-matrix call
+    leaves a core idle between its ops). Each batch is the same rows, cut to the same length,
+    whatever runs beside it, so the embeddings do not depend on this overlap.
+
     Args:
       pack: ``pack(start, end)`` -> packed ids (`PACKED_KEYS`, int32 [end - start, seq_length])
         of texts[start:end].
@@ -184,19 +192,38 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
     check_batch_size(batch_size)
     out = np.zeros([n, dim], np.float32)
     window = batch_size * SORT_WINDOW_BATCHES
-    for start in range(0, n, window):
-        end = min(start + window, n)
-        packed = {k: v.numpy() for k, v in pack(start, end).items()}
-        lengths = packed["input_mask"].sum(axis=1)
-        for rows, length in plan_batches(lengths, batch_size, seq_length, options.bucketing):
-            batch = {k: packed[k][rows, :length] for k in PACKED_KEYS}
-            if options.jit_compile:
-                target = padded_row_count(len(rows), batch_size)
-                batch = {k: np.pad(v, [(0, target - len(rows)), (0, 0)])
-                         for k, v in batch.items()}
-            out[start + rows] = tower_fn(batch).numpy()[:len(rows)]
-            if bar is not None:
-                bar.update(len(rows))
+
+    def packed_window(start):
+        return {k: v.numpy() for k, v in pack(start, min(start + window, n)).items()}
+
+    def embed(batch, rows):
+        if options.jit_compile:
+            target = padded_row_count(rows, batch_size)
+            batch = {k: np.pad(v, [(0, target - rows), (0, 0)]) for k, v in batch.items()}
+        return tower_fn(batch).numpy()[:rows]
+
+    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tt_zoo_pack")
+    towers = ThreadPoolExecutor(max_workers=TOWER_CALLS_IN_FLIGHT,
+                                thread_name_prefix="tt_zoo_tower")
+    try:
+        next_window = packer.submit(packed_window, 0) if n else None
+        for start in range(0, n, window):
+            packed = next_window.result()
+            if start + window < n:
+                next_window = packer.submit(packed_window, start + window)
+            lengths = packed["input_mask"].sum(axis=1)
+            calls = [(rows, towers.submit(embed, {k: packed[k][rows, :length]
+                                                  for k in PACKED_KEYS}, len(rows)))
+                     for rows, length in plan_batches(lengths, batch_size, seq_length,
+                                                      options.bucketing)]
+            for rows, call in calls:
+                out[start + rows] = call.result()
+                if bar is not None:
+                    bar.update(len(rows))
+    finally:
+        # After an error, drop the calls not yet started instead of running them for nothing.
+        towers.shutdown(cancel_futures=True)
+        packer.shutdown(cancel_futures=True)
     return out
 
 
@@ -251,12 +278,13 @@ class EncodeCache:
         self._model = model
         self._tower_fns: Dict[tuple, Callable] = {}
         self._bfloat16_towers: Dict[str, tf.keras.layers.Layer] = {}
+        # No Python control flow in these: AutoGraph (which re-reads their source) is off.
         self.pack_queries = tf.function(
             lambda queries: model.query_preprocessor(queries),
-            input_signature=[tf.TensorSpec([None], tf.string)])
+            input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         self.pack_documents = tf.function(
             lambda titles, texts: model.document_preprocessor((titles, texts)),
-            input_signature=[tf.TensorSpec([None], tf.string)] * 2)
+            input_signature=[tf.TensorSpec([None], tf.string)] * 2, autograph=False)
 
     def tower_fn(self, role: str, options: EncodeOptions) -> Callable:
         """packed ids {PACKED_KEYS: int32 [rows, length]} -> float32 embeddings [rows, dim] of
@@ -278,7 +306,7 @@ class EncodeCache:
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
             self._tower_fns[key] = tf.function(
                 lambda packed: model._finish(tower(packed, training=False)),
-                input_signature=[spec], jit_compile=options.jit_compile)
+                input_signature=[spec], jit_compile=options.jit_compile, autograph=False)
         return self._tower_fns[key]
 
 

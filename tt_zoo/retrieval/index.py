@@ -42,9 +42,16 @@ EMBEDDINGS_FILE = "embeddings.npy"
 SCANN_DIR = "scann"
 
 # Below this many candidates the ScaNN backend scores every candidate exactly (ScaNN's own
-# brute-force scorer): a tree over a few hundred points buys nothing and anisotropic hashing
-# needs at least 16 points per block to train its codebooks.
-MIN_PARTITIONED_SIZE = 1000
+# brute-force scorer), as ScaNN's guide advises below 20K points: on ReQA-SQuAD(dev)'s 10,255
+# candidates a tree with the settings below lost 0.9-1.2 points of R@100 and brute force still
+# answered more queries a second (results/index_recall.md).
+MIN_PARTITIONED_SIZE = 20_000
+# From that size on: about sqrt(n) leaves, this fraction of them searched, and this many
+# candidates re-scored exactly. On open-domain ReQA's 578K candidates searching a fifth of the
+# leaves (with 100 re-scored, the settings before issue 25) lost 4.9 points of R@100 against
+# exact search; R@100 stays within 0.5 of it from here (results/index_recall.md).
+LEAVES_SEARCHED_FRACTION = 0.6
+REORDERED_CANDIDATES = 1000
 
 
 class IndexFileError(ArtifactError):
@@ -68,9 +75,9 @@ class ScannConfig:
         ordinary (isotropic) quantization.
 
     Example:
-    >>> ScannConfig.for_size(10_000)
-    ScannConfig(num_leaves=100, num_leaves_to_search=25, dimensions_per_block=2, \
-num_reordering_candidates=100, training_iterations=12, anisotropic_quantization_threshold=None)
+    >>> ScannConfig.for_size(100_000)
+    ScannConfig(num_leaves=316, num_leaves_to_search=190, dimensions_per_block=2, \
+num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization_threshold=None)
     """
 
     num_leaves: int
@@ -96,17 +103,32 @@ num_reordering_candidates=100, training_iterations=12, anisotropic_quantization_
 
     @classmethod
     def for_size(cls, num_candidates: int) -> "ScannConfig":
-        """Default settings for `num_candidates` candidates.
-
-        About sqrt(n) leaves, searching a fifth of them (at least 25), AH with 2 dimensions
-        per block, and exact re-ordering of the best 100; exact scoring below
-        `MIN_PARTITIONED_SIZE`. Measured recall@10 against exact search: 0.984-0.999 over 8
-        seeded 3,000 x 64 Gaussian mixtures (50 components), 1.0 at 10,000 x 64. ScaNN's
-        k-means starts at random, so two builds on the same data can differ slightly.
+        """Default settings for `num_candidates` candidates: exact scoring below
+        `MIN_PARTITIONED_SIZE`; from there about sqrt(n) leaves, `LEAVES_SEARCHED_FRACTION` of
+        them searched, AH with 2 dimensions per block and exact re-ordering of the best
+        `REORDERED_CANDIDATES`. Chosen so that R@100 through the index stays within 0.5 points
+        of exact search (measured on ReQA-SQuAD(dev) and open-domain ReQA,
+        `benchmarks/index_recall.py`). ScaNN's k-means starts at random, so two builds on the
+        same data can differ slightly.
         """
         if num_candidates < MIN_PARTITIONED_SIZE:
             return cls(num_leaves=0, num_leaves_to_search=0)
         num_leaves = max(1, int(round(math.sqrt(num_candidates))))
+        to_search = min(num_leaves, math.ceil(num_leaves * LEAVES_SEARCHED_FRACTION))
+        return cls(num_leaves=num_leaves, num_leaves_to_search=to_search,
+                   num_reordering_candidates=REORDERED_CANDIDATES)
+
+    @classmethod
+    def tree_for_size(cls, num_points: int) -> "ScannConfig":
+        """The lighter tree of `tt_zoo.retrieval.token_index` (and of `for_size` before issue
+        25): about sqrt(n) leaves, a fifth of them searched (at least 25), the best 100
+        re-ordered; exact below 1,000 points. A token index gathers candidate documents from
+        many query tokens' neighbours and re-scores them exactly, so it needs less recall of each
+        token search. Measured recall@10: 0.984-0.999 over 8 seeded 3,000 x 64 Gaussian
+        mixtures (50 components), 1.0 at 10,000 x 64."""
+        if num_points < 1000:
+            return cls(num_leaves=0, num_leaves_to_search=0)
+        num_leaves = max(1, int(round(math.sqrt(num_points))))
         to_search = min(num_leaves, max(25, math.ceil(num_leaves / 5)))
         return cls(num_leaves=num_leaves, num_leaves_to_search=to_search)
 

@@ -4,7 +4,7 @@ Khattab & Zaharia, SIGIR 2020, Sec. 3.6: each of a query's N_q token vectors is 
 over all document token vectors; its top k' neighbours name candidate documents; the union of
 those is scored by exact MaxSim (Sec. 3.1) and the best k kept. `TokenIndex` does exactly that
 over a `tt_zoo.retrieval.token_store.TokenStore`, with ScaNN built by the settings of
-`tt_zoo.retrieval.index.ScannConfig` (`ScannConfig.for_size(num_tokens)` by default).
+`tt_zoo.retrieval.index.ScannConfig` (`ScannConfig.tree_for_size(num_tokens)` by default).
 
 ScaNN here only gathers candidates: the exact MaxSim of the candidates reads the float16 store,
 so by default the index keeps no float32 copy of the tokens for ScaNN's own re-ordering
@@ -66,9 +66,9 @@ DEFAULT_TOKEN_K = 64
 
 
 def default_config(num_tokens: int) -> ScannConfig:
-    """`ScannConfig.for_size(num_tokens)` without ScaNN's float32 re-ordering (exact MaxSim
-    on the store re-orders instead); exact scoring for tiny stores."""
-    config = ScannConfig.for_size(num_tokens)
+    """`ScannConfig.tree_for_size(num_tokens)` without ScaNN's float32 re-ordering (exact
+    MaxSim on the store re-orders instead); exact scoring for tiny stores."""
+    config = ScannConfig.tree_for_size(num_tokens)
     return config if config.is_exact else dataclasses.replace(config,
                                                               num_reordering_candidates=0)
 

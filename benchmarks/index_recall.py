@@ -1,0 +1,205 @@
+"""What the default index costs in recall, by corpus size (issue 25): R@k of ReQA-SQuAD(dev)
+through `EmbeddingIndex` (ScaNN) against exact search over the same embeddings, on its 10,255
+candidates and on open-domain ReQA's 578K (Chang et al. 2020, Sec. 2 "Inference" and Sec. 5.3).
+
+For each model and candidate set: the candidates' embeddings are encoded once (cached under
+runs/index_recall/, resumable: `open_domain.encode_documents_to_file`), the questions' too; exact
+search (`ExactSearcher`) gives the reference R@1/R@100; then each ScaNN setting is built (tree
+and codebooks, timed) and searched with every question (timed: queries/s on this machine, all
+questions in one batched call), reporting R@1/R@100, the R@100 lost against exact search, and
+the neighbour recall@100 (the fraction of the exact top 100 the index returns). Settings:
+
+- ``default``: `ScannConfig.for_size(n)`, what `EmbeddingIndex` builds when given no settings;
+- ``tree``: `ScannConfig.tree_for_size(n)`, the default before issue 25 (a fifth of about
+  sqrt(n) leaves searched, 100 re-ordered; the token index's tree);
+- ``LEAVES/SEARCHED/REORDER[/avq=T]``: a tree of LEAVES partitions, SEARCHED searched per query,
+  REORDER candidates re-scored exactly, anisotropic quantization threshold T (isotropic when
+  absent); ``sqrt`` for LEAVES means round(sqrt(n)). Settings that share a tree are searched
+  without a rebuild (`EmbeddingIndex.with_search_settings`).
+
+  python benchmarks/index_recall.py --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 \
+      --sets reqa,open_domain_reqa
+Writes results/index_recall.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+
+SETS = ("reqa", "open_domain_reqa")
+DEFAULT_SETTINGS = {
+    "reqa": ["default", "tree", "sqrt/half/1000", "sqrt/threefifths/1000"],
+    "open_domain_reqa": ["default", "tree", "sqrt/fifth/1000", "sqrt/twofifths/1000",
+                         "sqrt/half/1000", "sqrt/fourfifths/1000",
+                         "sqrt/threefifths/1000/avq=0.2"],
+}
+KS = (1, 5, 20, 100)
+
+
+def parse_setting(text: str, n: int):
+    """A `ScannConfig` from ``default`` or ``LEAVES/SEARCHED/REORDER[/avq=T]`` for n candidates."""
+    from tt_zoo.retrieval.index import ScannConfig
+    if text == "default":
+        return ScannConfig.for_size(n)
+    if text == "tree":
+        return ScannConfig.tree_for_size(n)
+    parts = text.split("/")
+    try:
+        leaves, searched, reorder = parts[:3]
+        leaves = int(round(math.sqrt(n))) if leaves == "sqrt" else int(leaves)
+        fractions = {"fifth": 0.2, "twofifths": 0.4, "half": 0.5, "threefifths": 0.6,
+                     "fourfifths": 0.8, "all": 1.0}
+        searched = (max(1, math.ceil(leaves * fractions[searched])) if searched in fractions
+                    else int(searched))
+        avq = None
+        for extra in parts[3:]:
+            key, value = extra.split("=")
+            if key != "avq":
+                raise ValueError(extra)
+            avq = float(value)
+        return ScannConfig(num_leaves=leaves, num_leaves_to_search=min(searched, leaves),
+                           num_reordering_candidates=int(reorder),
+                           anisotropic_quantization_threshold=avq)
+    except (ValueError, KeyError):
+        raise SystemExit(f"setting {text!r}: expected 'default', 'tree' or LEAVES/SEARCHED/REORDER"
+                         "[/avq=T] (LEAVES an int or 'sqrt'; SEARCHED an int, 'fifth', "
+                         "'twofifths', 'half', 'threefifths', 'fourfifths' or 'all')")
+
+
+def candidate_set(name: str, data_dir: pathlib.Path):
+    from tt_zoo.retrieval.open_domain import open_domain_reqa
+    from tt_zoo.retrieval.reqa import build_reqa
+    reqa = build_reqa(data_dir / "squad" / "dev-v1.1.json")
+    if name == "open_domain_reqa":
+        reqa, _ = open_domain_reqa(reqa, data_dir / "wikispeedia", progress=False)
+    return reqa
+
+
+def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path) -> dict:
+    import tt_zoo
+    from tt_zoo.retrieval.index import EmbeddingIndex
+    from tt_zoo.retrieval.metrics import ranking_metrics
+    from tt_zoo.retrieval.open_domain import encode_candidates_to_file
+    from tt_zoo.retrieval.search import ExactSearcher
+
+    model = tt_zoo.load(model_name)
+    n = len(reqa.candidates)
+    embeddings = np.asarray(encode_candidates_to_file(
+        model, reqa, cache / f"{model_name}-{set_name}-{n}.npy"))
+    queries = model.encode_queries([q.text for q in reqa.questions], show_progress_bar=False)
+    gold = np.array([q.gold_index for q in reqa.questions])
+    t = time.perf_counter()
+    exact = ExactSearcher(embeddings).search(queries, max(KS))
+    exact_seconds = time.perf_counter() - t
+    row = {"model": model_name, "set": set_name, "num_candidates": n,
+           "num_queries": len(gold), "dim": int(embeddings.shape[1]),
+           "exact": {**ranking_metrics(exact.rows, gold, KS),
+                     "queries_per_s": len(gold) / exact_seconds},
+           "settings": []}
+    print(f"{model_name} {set_name}: exact R@100 {100 * row['exact']['R@100']:.2f} "
+          f"({len(gold) / exact_seconds:.0f} q/s)", flush=True)
+    built = {}
+    for text in settings:
+        config = parse_setting(text, n)
+        tree = (config.num_leaves, config.dimensions_per_block, config.training_iterations,
+                config.anisotropic_quantization_threshold)
+        build_seconds = None
+        if tree not in built:
+            t = time.perf_counter()
+            built[tree] = EmbeddingIndex(embeddings, [str(i) for i in range(n)],
+                                         scann_config=config)
+            build_seconds = time.perf_counter() - t
+        index = built[tree]
+        if not config.is_exact:
+            index = index.with_search_settings(config.num_leaves_to_search,
+                                               config.num_reordering_candidates)
+        t = time.perf_counter()
+        found = index.search(queries, max(KS))
+        seconds = time.perf_counter() - t
+        metrics = ranking_metrics(found.rows, gold, KS)
+        overlap = np.mean([len(set(a) & set(b)) / max(KS)
+                           for a, b in zip(found.rows.tolist(), exact.rows.tolist())])
+        entry = {"setting": text, "config": config.to_json(), **metrics,
+                 "R@100 lost": row["exact"]["R@100"] - metrics["R@100"],
+                 "neighbour_recall@100": float(overlap), "queries_per_s": len(gold) / seconds,
+                 "build_seconds": build_seconds}
+        row["settings"].append(entry)
+        print(f"  {text:28s} leaves {config.num_leaves}/{config.num_leaves_to_search} reorder "
+              f"{config.num_reordering_candidates}: R@100 {100 * metrics['R@100']:.2f} (lost "
+              f"{100 * entry['R@100 lost']:.2f}), neighbours {overlap:.3f}, "
+              f"{entry['queries_per_s']:.0f} q/s", flush=True)
+    return row
+
+
+def markdown(rows) -> str:
+    lines = ["# Recall through the index, by corpus size (issue 25)", "",
+             "R@k of ReQA-SQuAD(dev)'s questions through `EmbeddingIndex` (ScaNN) against exact "
+             "search over the same embeddings; `lost` = exact R@100 minus the index's; "
+             "`neighbours` = the fraction of the exact top 100 the index returns; queries/s on "
+             "this machine (2 cores), every question in one batched call; build = tree and "
+             "codebooks (– = searched without a rebuild). Written by "
+             "`benchmarks/index_recall.py`.", ""]
+    for row in rows:
+        lines += [f"## {row['model']} on {row['set']} ({row['num_candidates']:,} candidates, "
+                  f"{row['num_queries']:,} questions)", "",
+                  "| search | leaves (searched) | reorder | avq | R@1 | R@100 | lost | "
+                  "neighbours | queries/s | build (s) |",
+                  "|---|---|---|---|---|---|---|---|---|---|",
+                  f"| exact | – | – | – | {100 * row['exact']['R@1']:.2f} | "
+                  f"{100 * row['exact']['R@100']:.2f} | – | 1.000 | "
+                  f"{row['exact']['queries_per_s']:,.0f} | – |"]
+        for s in row["settings"]:
+            c = s["config"]
+            leaves = ("exact scoring" if c["num_leaves"] == 0
+                      else f"{c['num_leaves']} ({c['num_leaves_to_search']})")
+            build = "–" if s["build_seconds"] is None else f"{s['build_seconds']:.1f}"
+            lines.append(
+                f"| {s['setting']} | {leaves} | {c['num_reordering_candidates']} | "
+                f"{c['anisotropic_quantization_threshold'] or '–'} | {100 * s['R@1']:.2f} | "
+                f"{100 * s['R@100']:.2f} | {100 * s['R@100 lost']:.2f} | "
+                f"{s['neighbour_recall@100']:.3f} | {s['queries_per_s']:,.0f} | {build} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", action="append", required=True, help="a zoo name (repeatable)")
+    p.add_argument("--sets", default="reqa", help=f"comma list of {SETS}")
+    p.add_argument("--setting", action="append", default=None,
+                   help="a ScaNN setting (repeatable); default: a sweep per set")
+    p.add_argument("--data-dir", type=pathlib.Path, default=None,
+                   help="holds squad/ and wikispeedia/ (default: $TT_ZOO_DATA, ../shared/data)")
+    p.add_argument("--cache", type=pathlib.Path, default=REPO / "runs" / "index_recall")
+    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "index_recall")
+    args = p.parse_args(argv)
+    sets = [s for s in args.sets.split(",") if s]
+    unknown = sorted(set(sets) - set(SETS))
+    if unknown:
+        p.error(f"--sets: unknown {unknown}; expected a comma list of {SETS}")
+    from tt_zoo.cli.common import default_data_dir
+    data_dir = args.data_dir or default_data_dir()
+    rows = []
+    for set_name in sets:
+        reqa = candidate_set(set_name, data_dir)
+        for model_name in args.model:
+            rows.append(measure(model_name, set_name, reqa,
+                                args.setting or DEFAULT_SETTINGS[set_name], args.cache))
+    from tt_zoo.atomic_io import write_json, write_text
+    write_json(args.output.with_suffix(".json"), rows)
+    write_text(args.output.with_suffix(".md"), markdown(rows))
+    print(f"wrote {args.output.with_suffix('.md')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
