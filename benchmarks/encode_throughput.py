@@ -9,10 +9,9 @@ cut into 100-word passages, each with its article title: `tt_zoo.retrieval.odqa`
 `candidates` (ReQA's (sentence, passage) pairs). A setting is how the documents are encoded
 (`tt_zoo.modeling.inference`):
 
-- `sequential`: `encode_documents` as tt_zoo 0.x before issue 25 ran it below its XLA
-  threshold: bucketing, float32, one tower call at a time (`TOWER_CALLS_IN_FLIGHT = 1`);
 - `pad`: every text padded to the full length; `bucketing`: batches of similar lengths, each
-  padded to its longest member, two tower calls in flight, no XLA; `+bf16` / `+xla` on top
+  padded to its longest member, no XLA (`encode_documents`' default below
+  `XLA_AUTO_MIN_DOCUMENTS`); `+bf16` / `+xla` on top
   (`precision="bfloat16"`, `jit_compile=True`); `default`: `encode_documents` with no options
   (XLA by `XLA_AUTO_MIN_DOCUMENTS`);
 - `signature`: the export's `encode_document(title, passage)` serving signature, `--batch-size`
@@ -24,7 +23,8 @@ Writes `results/<output>.json` and `.md`.
 
   python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 \
       --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --inputs passages,candidates \
-      --configs sequential,bucketing,bucketing+xla,bucketing+bf16,signature --output encode_speed
+      --configs bucketing,bucketing+xla,bucketing+bf16,signature --queries 1000 \
+      --output encode_speed
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ DATA = default_data_dir()
 # Encode settings by name: keyword arguments of `encode_documents` / `encode_queries`.
 SETTINGS = {
     "default": dict(),
-    "sequential": dict(bucketing=True, jit_compile=False),  # with one tower call in flight
     "signature": None,  # the export's encode_document signature
     "pad": dict(bucketing=False, jit_compile=False),
     "bucketing": dict(bucketing=True, jit_compile=False),
@@ -148,7 +147,6 @@ def main(argv=None):
     import tt_zoo
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
-    from tt_zoo.modeling import inference
     from tt_zoo.retrieval.reqa import build_reqa
 
     inputs = load_inputs(args)
@@ -161,14 +159,8 @@ def main(argv=None):
     def encode_documents(name, config, texts, titles):
         if config == "signature":
             return signatures[name](texts, titles)
-        in_flight = inference.TOWER_CALLS_IN_FLIGHT
-        inference.TOWER_CALLS_IN_FLIGHT = 1 if config == "sequential" else in_flight
-        try:
-            return models[name].encode_documents(texts, titles=titles,
-                                                 batch_size=args.batch_size,
-                                                 show_progress_bar=False, **SETTINGS[config])
-        finally:
-            inference.TOWER_CALLS_IN_FLIGHT = in_flight
+        return models[name].encode_documents(texts, titles=titles, batch_size=args.batch_size,
+                                             show_progress_bar=False, **SETTINGS[config])
 
     def encode_queries(name, config, n=len(questions)):
         settings = SETTINGS[config] if SETTINGS[config] is not None else {}

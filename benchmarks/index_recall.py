@@ -17,8 +17,13 @@ the neighbour recall@100 (the fraction of the exact top 100 the index returns). 
   absent); ``sqrt`` for LEAVES means round(sqrt(n)). Settings that share a tree are searched
   without a rebuild (`EmbeddingIndex.with_search_settings`).
 
+With ``--first N``, the set's first N candidates only (ReQA's own come first, so every gold
+stays): corpus sizes between the two sets. With ``--storage``, also what keeping the embeddings in float16 or int8 costs
+(`tt_zoo.retrieval.embedding_storage`, as `tt-zoo index-corpus --dtype` stores them): exact
+search over the stored-then-decoded embeddings, R@k against float32's.
+
   python benchmarks/index_recall.py --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 \
-      --sets reqa,open_domain_reqa
+      --sets reqa,open_domain_reqa --storage
 Writes results/index_recall.{json,md}.
 """
 
@@ -30,6 +35,7 @@ import math
 import pathlib
 import sys
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -37,10 +43,10 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 
 SETS = ("reqa", "open_domain_reqa")
 DEFAULT_SETTINGS = {
-    "reqa": ["default", "tree", "sqrt/half/1000", "sqrt/threefifths/1000"],
-    "open_domain_reqa": ["default", "tree", "sqrt/fifth/1000", "sqrt/twofifths/1000",
-                         "sqrt/half/1000", "sqrt/fourfifths/1000",
-                         "sqrt/threefifths/1000/avq=0.2"],
+    "reqa": ["default", "tree", "sqrt/half/1000", "sqrt/threefifths/1000",
+             "sqrt/fourfifths/1000"],
+    "open_domain_reqa": ["default", "tree", "sqrt/fifth/1000", "sqrt/half/1000",
+                         "sqrt/threefifths/1000", "sqrt/fourfifths/1000/avq=0.2"],
 }
 KS = (1, 5, 20, 100)
 
@@ -84,7 +90,33 @@ def candidate_set(name: str, data_dir: pathlib.Path):
     return reqa
 
 
-def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path) -> dict:
+STORAGES = (("float16", None), ("int8", "row"), ("int8", "dimension"))
+
+
+def storage_rows(embeddings, queries, gold, exact_rows) -> list:
+    """R@k of exact search over the embeddings stored as each of `STORAGES` and decoded."""
+    from tt_zoo.retrieval.embedding_storage import EmbeddingStorage
+    from tt_zoo.retrieval.metrics import ranking_metrics
+    from tt_zoo.retrieval.search import ExactSearcher
+    rows = []
+    for dtype, scale in STORAGES:
+        storage = EmbeddingStorage(dtype, scale)
+        decoded = storage.decode(*storage.encode(embeddings))
+        found = ExactSearcher(decoded).search(queries, max(KS))
+        overlap = np.mean([len(set(a) & set(b)) / max(KS)
+                           for a, b in zip(found.rows.tolist(), exact_rows.tolist())])
+        rows.append({"storage": str(storage), "bytes_per_candidate":
+                     int(decoded.shape[1] * np.dtype(dtype).itemsize + (4 if scale == "row"
+                                                                        else 0)),
+                     **ranking_metrics(found.rows, gold, KS),
+                     "neighbour_recall@100": float(overlap)})
+        print(f"  stored as {storage}: R@100 {100 * rows[-1]['R@100']:.2f}, neighbours "
+              f"{overlap:.4f}", flush=True)
+    return rows
+
+
+def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path,
+            storage: bool = False, first: Optional[int] = None) -> dict:
     import tt_zoo
     from tt_zoo.retrieval.index import EmbeddingIndex
     from tt_zoo.retrieval.metrics import ranking_metrics
@@ -95,6 +127,11 @@ def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path)
     n = len(reqa.candidates)
     embeddings = np.asarray(encode_candidates_to_file(
         model, reqa, cache / f"{model_name}-{set_name}-{n}.npy"))
+    if first is not None:  # a smaller corpus: the set's first candidates (every gold among them)
+        if not max(q.gold_index for q in reqa.questions) < first <= n:
+            raise SystemExit(f"--first {first}: must hold every gold candidate and at most {n:,}")
+        embeddings, n = embeddings[:first], first
+        set_name = f"{set_name}, first {first:,}"
     queries = model.encode_queries([q.text for q in reqa.questions], show_progress_bar=False)
     gold = np.array([q.gold_index for q in reqa.questions])
     t = time.perf_counter()
@@ -107,6 +144,8 @@ def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path)
            "settings": []}
     print(f"{model_name} {set_name}: exact R@100 {100 * row['exact']['R@100']:.2f} "
           f"({len(gold) / exact_seconds:.0f} q/s)", flush=True)
+    if storage:
+        row["storage"] = storage_rows(embeddings, queries, gold, exact.rows)
     built = {}
     for text in settings:
         config = parse_setting(text, n)
@@ -168,6 +207,16 @@ def markdown(rows) -> str:
                 f"{100 * s['R@100']:.2f} | {100 * s['R@100 lost']:.2f} | "
                 f"{s['neighbour_recall@100']:.3f} | {s['queries_per_s']:,.0f} | {build} |")
         lines.append("")
+        if row.get("storage"):
+            lines += ["Stored embeddings, searched exactly (float32: the exact row above):", "",
+                      "| storage | bytes a candidate | R@1 | R@100 | neighbours |",
+                      "|---|---|---|---|---|",
+                      f"| float32 | {4 * row['dim']} | {100 * row['exact']['R@1']:.2f} | "
+                      f"{100 * row['exact']['R@100']:.2f} | 1.000 |"]
+            lines += [f"| {r['storage']} | {r['bytes_per_candidate']} | {100 * r['R@1']:.2f} | "
+                      f"{100 * r['R@100']:.2f} | {r['neighbour_recall@100']:.4f} |"
+                      for r in row["storage"]]
+            lines.append("")
     return "\n".join(lines)
 
 
@@ -177,6 +226,10 @@ def main(argv=None) -> int:
     p.add_argument("--sets", default="reqa", help=f"comma list of {SETS}")
     p.add_argument("--setting", action="append", default=None,
                    help="a ScaNN setting (repeatable); default: a sweep per set")
+    p.add_argument("--first", type=int, action="append", default=None, metavar="N",
+                   help="measure the set's first N candidates (repeatable): a smaller corpus")
+    p.add_argument("--storage", action="store_true",
+                   help="also R@k over float16 / int8 stored embeddings (exact search)")
     p.add_argument("--data-dir", type=pathlib.Path, default=None,
                    help="holds squad/ and wikispeedia/ (default: $TT_ZOO_DATA, ../shared/data)")
     p.add_argument("--cache", type=pathlib.Path, default=REPO / "runs" / "index_recall")
@@ -192,8 +245,10 @@ def main(argv=None) -> int:
     for set_name in sets:
         reqa = candidate_set(set_name, data_dir)
         for model_name in args.model:
-            rows.append(measure(model_name, set_name, reqa,
-                                args.setting or DEFAULT_SETTINGS[set_name], args.cache))
+            for first in args.first or [None]:
+                rows.append(measure(model_name, set_name, reqa,
+                                    args.setting or DEFAULT_SETTINGS[set_name], args.cache,
+                                    args.storage, first))
     from tt_zoo.atomic_io import write_json, write_text
     write_json(args.output.with_suffix(".json"), rows)
     write_text(args.output.with_suffix(".md"), markdown(rows))

@@ -203,6 +203,7 @@ INPUTS = {
 def run(args, log) -> dict:
     import numpy as np
     from peers_measure import interleaved_rounds, rates, stopwatch, unavailable_reason
+    from tt_zoo.modeling.inference import XLA_AUTO_MIN_DOCUMENTS
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.serving import registry, zoo
 
@@ -227,8 +228,8 @@ def run(args, log) -> dict:
             lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b)),
         "tt_zoo/bert-xla": (
             {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(jit_compile="
-                                                       "True): XLA, as 'auto' does from 20,000 "
-                                                       "documents"},
+                                                       "True): XLA, as 'auto' does from "
+                                                       f"{XLA_AUTO_MIN_DOCUMENTS:,} documents"},
             lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b, jit_compile=True)),
         "tt_zoo/bert-bf16": (
             {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(precision="

@@ -311,12 +311,12 @@ def test_export_tiny_corpus_atomically_and_checks_encoder(tmp_path, backend):
 
 
 def test_scann_config_defaults_and_json():
-    # Exact below 20,000 candidates (ReQA's 10,255 among them); then sqrt(n) leaves, 60% of
-    # them searched, 1,000 re-ordered: 20,000 -> 141 leaves, ceil(84.6) = 85 searched.
+    # Exact below 20,000 candidates (ReQA's 10,255 among them); then sqrt(n) leaves, 80% of
+    # them searched, 1,000 re-ordered: 20,000 -> 141 leaves, ceil(112.8) = 113 searched.
     assert ScannConfig.for_size(5).is_exact and ScannConfig.for_size(19_999).is_exact
     config = ScannConfig.for_size(20_000)
     assert (config.num_leaves, config.num_leaves_to_search,
-            config.num_reordering_candidates) == (141, 85, 1000)
+            config.num_reordering_candidates) == (141, 113, 1000)
     # The token index's lighter tree: 10,000 -> 100 leaves, max(25, 20) searched, 100 re-ordered.
     tree = ScannConfig.tree_for_size(10_000)
     assert (tree.num_leaves, tree.num_leaves_to_search,

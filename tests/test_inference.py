@@ -66,9 +66,7 @@ def models():
 
 
 def _spy_on_tower_shapes(monkeypatch):
-    """Records the [rows, length] of every batch the towers get, in plan order (one tower call
-    at a time, so that the calls start in the order they were planned)."""
-    monkeypatch.setattr(inference, "TOWER_CALLS_IN_FLIGHT", 1)
+    """Records the [rows, length] of every batch the towers get."""
     shapes = []
     original = inference.EncodeCache.tower_fn
 
@@ -109,33 +107,6 @@ def test_bucketed_embeddings_equal_the_padded_ones_in_order(encoder, models, mon
     # One trace of each tower function serves every batch shape.
     cache = model._encode_cache
     assert cache._tower_fns[("document", "float32", False)].experimental_get_tracing_count() == 1
-
-
-def test_overlapped_tower_calls_give_the_one_at_a_time_embeddings(models, monkeypatch):
-    model = models("bert")
-    texts, titles = TEXTS * 5, TITLES * 5
-    overlapped = model.encode_documents(texts, titles=titles, batch_size=2)
-    monkeypatch.setattr(inference, "TOWER_CALLS_IN_FLIGHT", 1)
-    monkeypatch.setattr(inference, "SORT_WINDOW_BATCHES", 2)  # several packed windows
-    np.testing.assert_array_equal(overlapped,
-                                  model.encode_documents(texts, titles=titles, batch_size=2))
-
-
-def test_an_error_in_a_tower_call_reaches_the_caller():
-    calls = []
-
-    def pack(start, end):
-        ids = tf.ones([end - start, 4], tf.int32)
-        return {"input_word_ids": ids, "input_mask": ids, "input_type_ids": ids}
-
-    def tower_fn(batch):
-        calls.append(len(batch["input_word_ids"]))
-        raise ValueError("tower failed")
-
-    with pytest.raises(ValueError, match="tower failed"):
-        inference.encode_in_buckets(pack, tower_fn, n=64, dim=3, seq_length=4, batch_size=2,
-                                    options=inference.EncodeOptions())
-    assert len(calls) < 32  # the calls not yet started were dropped
 
 
 def test_one_text_empty_input_and_bad_options(models):

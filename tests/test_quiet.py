@@ -19,6 +19,7 @@ rng = np.random.default_rng(0)
 words = "paris seine river capital penicillin fleming water boils degrees".split()
 texts = [" ".join(rng.choice(words, 6)) for _ in range(1200)]
 embeddings = model.encode_documents(texts, show_progress_bar=False)
+model.encode_documents(texts[:8], show_progress_bar=False, jit_compile=True)  # XLA's first log
 index = model.index(texts, backend="scann", embeddings=embeddings)
 assert len(index.search(["who discovered penicillin?"], k=3)[0]) == 3
 from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
@@ -40,7 +41,7 @@ print("done")
 
 NOISE = ("cuInit", "cuda_platform", "oneDNN supports", "absl::InitializeLog",
          "partitioner_factory_base", "kmeans_tree_partitioner", "gmm_utils",
-         "Gradients do not exist", "pooler_transform")
+         "Gradients do not exist", "pooler_transform", "device_compiler", "Compiled cluster")
 
 
 def run(path, **env):

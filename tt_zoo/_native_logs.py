@@ -11,7 +11,9 @@ TensorFlow's (``libtensorflow_framework``), to which the absl symbols of ScaNN's
 (``_scann_ops.so``, used by the `retrieve` SavedModel) bind (setting the ops library's own copy
 changes nothing, as measured). A library that exports no such function is left as it was.
 
-Every tt_zoo module that needs ScaNN imports it through `import_scann`.
+Every tt_zoo module that needs ScaNN imports it through `import_scann`. XLA logs through the
+same absl copy of TensorFlow's (``device_compiler.h`` "Compiled cluster using XLA!" at the first
+compilation): `quiet_xla` sets its level before tt_zoo compiles with XLA.
 """
 
 from __future__ import annotations
@@ -61,6 +63,25 @@ def set_absl_min_log_level(library: pathlib.Path, level: int) -> bool:
     return False
 
 
+def _tensorflow_framework() -> list:
+    """TensorFlow's ``libtensorflow_framework`` (the absl copy its C++ code logs through)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return sorted(pathlib.Path(tf.sysconfig.get_lib()).glob("libtensorflow_framework.so*"))[:1]
+
+
+def _follow_min_log_level(libraries) -> None:
+    level = min_log_level()
+    for library in libraries:
+        if library.is_file() and _done.get(library) != level:
+            set_absl_min_log_level(library, level)
+            _done[library] = level
+
+
+def quiet_xla() -> None:
+    """XLA's C++ logs follow ``TF_CPP_MIN_LOG_LEVEL`` (see the module docstring)."""
+    _follow_min_log_level(_tensorflow_framework())
+
+
 def _scann_log_libraries() -> list:
     """The loaded shared libraries whose absl ScaNN logs through (see the module docstring)."""
     libraries = []
@@ -68,9 +89,7 @@ def _scann_log_libraries() -> list:
     if pybind is not None and getattr(pybind, "__file__", None):
         libraries.append(pathlib.Path(pybind.__file__))
     if "scann.scann_ops.py.scann_ops" in sys.modules:  # its ops, with TensorFlow loaded
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
-        libraries.extend(sorted(pathlib.Path(tf.sysconfig.get_lib()).glob(
-            "libtensorflow_framework.so*"))[:1])
+        libraries.extend(_tensorflow_framework())
     return [path for path in libraries if path.is_file()]
 
 
@@ -79,9 +98,5 @@ def import_scann():
     docstring); returns the module."""
     import scann  # pylint: disable=import-outside-toplevel
 
-    level = min_log_level()
-    for library in _scann_log_libraries():
-        if _done.get(library) != level:
-            set_absl_min_log_level(library, level)
-            _done[library] = level
+    _follow_min_log_level(_scann_log_libraries())
     return scann

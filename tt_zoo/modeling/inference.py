@@ -20,9 +20,10 @@ changes what a tower computes:
   last, partial batch of a window is padded to a power-of-two number of rows to bound them).
   ``"auto"`` (the default of `encode_documents`) turns it on for a BERT tower when a call
   embeds at least `XLA_AUTO_MIN_DOCUMENTS` texts: on the 2-core AMD EPYC of
-  `results/performance.md`, XLA embeds the tiny BERT's documents 1.29x faster after about 4 s of
-  compiling (about 10 shapes), which pays from about 20,000 documents; it gains nothing on the
-  BoW-MLP. Compiled shapes are kept with the model, so later calls do not compile again.
+  `results/encode_speed.md`, XLA embeds the tiny BERT's 100-word passages 1.46x faster
+  (ReQA candidates 1.39x) after about 4 s of compiling, which pays from about 7,500 documents
+  (10,000 leaves a margin for more shapes); it gains little on the BoW-MLP. Compiled shapes are
+  kept with the model, so later calls do not compile again.
 
 Tokenization is the same in-graph `TextPreprocessor` as training and serving use; it runs
 first, on the CPU, then the towers run on the cut batches.
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -49,9 +49,8 @@ PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
 PRECISIONS = ("float32", "bfloat16")
-XLA_AUTO_MIN_DOCUMENTS = 20_000  # jit_compile="auto": XLA for a BERT tower from this many texts
+XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for a BERT tower from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
-TOWER_CALLS_IN_FLIGHT = 2  # tower calls run at once by `encode_in_buckets`
 
 
 @dataclasses.dataclass(frozen=True)
@@ -174,12 +173,6 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
                       options: EncodeOptions, bar=None) -> np.ndarray:
     """Embeds `n` texts: float32 [n, dim] in the caller's order.
 
-    Texts are packed a window (`SORT_WINDOW_BATCHES` batches) at a time, the next window on a
-    background thread while the towers run on this one, and `TOWER_CALLS_IN_FLIGHT` tower calls
-    run at once (TensorFlow releases the GIL inside ops; on two cores one small-matrix call
-    leaves a core idle between its ops). Each batch is the same rows, cut to the same length,
-    whatever runs beside it, so the embeddings do not depend on this overlap.
-
     Args:
       pack: ``pack(start, end)`` -> packed ids (`PACKED_KEYS`, int32 [end - start, seq_length])
         of texts[start:end].
@@ -192,38 +185,19 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
     check_batch_size(batch_size)
     out = np.zeros([n, dim], np.float32)
     window = batch_size * SORT_WINDOW_BATCHES
-
-    def packed_window(start):
-        return {k: v.numpy() for k, v in pack(start, min(start + window, n)).items()}
-
-    def embed(batch, rows):
-        if options.jit_compile:
-            target = padded_row_count(rows, batch_size)
-            batch = {k: np.pad(v, [(0, target - rows), (0, 0)]) for k, v in batch.items()}
-        return tower_fn(batch).numpy()[:rows]
-
-    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tt_zoo_pack")
-    towers = ThreadPoolExecutor(max_workers=TOWER_CALLS_IN_FLIGHT,
-                                thread_name_prefix="tt_zoo_tower")
-    try:
-        next_window = packer.submit(packed_window, 0) if n else None
-        for start in range(0, n, window):
-            packed = next_window.result()
-            if start + window < n:
-                next_window = packer.submit(packed_window, start + window)
-            lengths = packed["input_mask"].sum(axis=1)
-            calls = [(rows, towers.submit(embed, {k: packed[k][rows, :length]
-                                                  for k in PACKED_KEYS}, len(rows)))
-                     for rows, length in plan_batches(lengths, batch_size, seq_length,
-                                                      options.bucketing)]
-            for rows, call in calls:
-                out[start + rows] = call.result()
-                if bar is not None:
-                    bar.update(len(rows))
-    finally:
-        # After an error, drop the calls not yet started instead of running them for nothing.
-        towers.shutdown(cancel_futures=True)
-        packer.shutdown(cancel_futures=True)
+    for start in range(0, n, window):
+        end = min(start + window, n)
+        packed = {k: v.numpy() for k, v in pack(start, end).items()}
+        lengths = packed["input_mask"].sum(axis=1)
+        for rows, length in plan_batches(lengths, batch_size, seq_length, options.bucketing):
+            batch = {k: packed[k][rows, :length] for k in PACKED_KEYS}
+            if options.jit_compile:
+                target = padded_row_count(len(rows), batch_size)
+                batch = {k: np.pad(v, [(0, target - len(rows)), (0, 0)])
+                         for k, v in batch.items()}
+            out[start + rows] = tower_fn(batch).numpy()[:len(rows)]
+            if bar is not None:
+                bar.update(len(rows))
     return out
 
 
@@ -302,6 +276,9 @@ class EncodeCache:
             sync_weights(copy, tower)
             tower = copy
         key = (role, options.precision, options.jit_compile)
+        if options.jit_compile:
+            from tt_zoo._native_logs import quiet_xla  # pylint: disable=import-outside-toplevel
+            quiet_xla()
         if key not in self._tower_fns:
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
             self._tower_fns[key] = tf.function(

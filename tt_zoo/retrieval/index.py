@@ -49,8 +49,9 @@ MIN_PARTITIONED_SIZE = 20_000
 # From that size on: about sqrt(n) leaves, this fraction of them searched, and this many
 # candidates re-scored exactly. On open-domain ReQA's 578K candidates searching a fifth of the
 # leaves (with 100 re-scored, the settings before issue 25) lost 4.9 points of R@100 against
-# exact search; R@100 stays within 0.5 of it from here (results/index_recall.md).
-LEAVES_SEARCHED_FRACTION = 0.6
+# exact search; searching 60% lost 0.26 there but 0.75 on its first 20,000 candidates; 80% lost
+# 0.10-0.16 from 20,000 to 578K (results/index_recall_open_domain.md).
+LEAVES_SEARCHED_FRACTION = 0.8
 REORDERED_CANDIDATES = 1000
 
 
@@ -76,7 +77,7 @@ class ScannConfig:
 
     Example:
     >>> ScannConfig.for_size(100_000)
-    ScannConfig(num_leaves=316, num_leaves_to_search=190, dimensions_per_block=2, \
+    ScannConfig(num_leaves=316, num_leaves_to_search=253, dimensions_per_block=2, \
 num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization_threshold=None)
     """
 
@@ -107,8 +108,8 @@ num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization
         `MIN_PARTITIONED_SIZE`; from there about sqrt(n) leaves, `LEAVES_SEARCHED_FRACTION` of
         them searched, AH with 2 dimensions per block and exact re-ordering of the best
         `REORDERED_CANDIDATES`. Chosen so that R@100 through the index stays within 0.5 points
-        of exact search (measured on ReQA-SQuAD(dev) and open-domain ReQA,
-        `benchmarks/index_recall.py`). ScaNN's k-means starts at random, so two builds on the
+        of exact search (measured on ReQA-SQuAD(dev), open-domain ReQA and its first 20K, 50K
+        and 150K candidates, `benchmarks/index_recall.py`). ScaNN's k-means starts at random, so two builds on the
         same data can differ slightly.
         """
         if num_candidates < MIN_PARTITIONED_SIZE:

@@ -213,6 +213,9 @@ class TermWeighter:
         order = sorted(range(len(windows)), key=lambda w: len(windows[w][1]) + len(windows[w][2]))
         xla = self.jit_compile is True or (self.jit_compile == "auto" and
                                            len(passages) >= XLA_AUTO_MIN_DOCUMENTS)
+        if xla:
+            from tt_zoo._native_logs import quiet_xla  # noqa: PLC0415
+            quiet_xla()
         for start in range(0, len(order), self.batch_size):
             batch = [windows[w] for w in order[start:start + self.batch_size]]
             ids, mask, types = self._pack(batch, fixed_shapes=xla)

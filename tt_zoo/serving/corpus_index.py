@@ -3,7 +3,7 @@ signature into sharded embeddings, each shard with its own ScaNN index.
 
 Chang et al., ICLR 2020, Section 2 ("Inference"): the candidate embeddings psi(d) are computed
 once, offline, so retrieval is a maximum inner product search. For a corpus that one machine
-encodes too slowly (an English Wikipedia of 21M 100-word passages is about 29 hours at 200
+encodes too slowly (an English Wikipedia of 21M 100-word passages is about 8 hours at 750
 passages/s on two cores), this pipeline spreads the encoding over a Beam runner's workers
 (DirectRunner here; Dataflow, Flink or Spark at scale) and writes the layout of
 `tt_zoo.retrieval.embedding_shards`, which `tt_zoo.retrieval.sharded_index.ShardedIndex` searches.
