@@ -327,6 +327,27 @@ def test_scann_config_defaults_and_json():
         ScannConfig(num_leaves=10, num_leaves_to_search=11)
 
 
+def test_soar_index_keeps_recall_and_round_trips(tmp_path):
+    candidates, queries = gaussian_mixture(3000, 200, 32, seed=4)
+    config = ScannConfig(num_leaves=55, num_leaves_to_search=6, soar_lambda=1.5,
+                         overretrieve_factor=2.0, num_reordering_candidates=200)
+    ids = [str(i) for i in range(3000)]
+    index = EmbeddingIndex(candidates, ids, scann_config=config)
+    exact = exact_top_k(queries, candidates, 10)
+    recall = np.mean([len(set(got.tolist()) & set(want)) / 10
+                      for got, want in zip(index.search(queries, k=10).rows, exact)])
+    assert recall >= 0.9, recall
+    loaded = EmbeddingIndex.load(index.save(tmp_path / "soar"))
+    assert loaded.scann_config == config
+    assert loaded.search(queries, k=10).ids == index.search(queries, k=10).ids
+    # Without SOAR the saved settings name no SOAR field (older readers refuse unknown ones).
+    assert "soar_lambda" not in ScannConfig.for_size(50_000).to_json()
+    with pytest.raises(ValueError, match="soar_lambda must be None or a number > 0"):
+        ScannConfig(num_leaves=4, num_leaves_to_search=1, soar_lambda=0)
+    with pytest.raises(ValueError, match="overretrieve_factor is for SOAR"):
+        ScannConfig(num_leaves=4, num_leaves_to_search=1, overretrieve_factor=2.0)
+
+
 def test_scann_fills_k_when_searched_leaves_are_too_small():
     candidates, queries = gaussian_mixture(1000, 5, 16, seed=5)
     # 32 leaves of ~31 candidates, one searched: too few for k=100 without the fallback.

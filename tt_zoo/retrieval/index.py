@@ -43,8 +43,8 @@ SCANN_DIR = "scann"
 
 # Below this many candidates the ScaNN backend scores every candidate exactly (ScaNN's own
 # brute-force scorer), as ScaNN's guide advises below 20K points: on ReQA-SQuAD(dev)'s 10,255
-# candidates a tree with the settings below lost 0.9-1.2 points of R@100 and brute force still
-# answered more queries a second (results/index_recall.md).
+# candidates a tree with the settings below lost 0.1-0.2 points of R@100 and answered fewer
+# queries a second than brute force (8,958 against 9,517; results/index_recall.md).
 MIN_PARTITIONED_SIZE = 20_000
 # From that size on: about sqrt(n) leaves, this fraction of them searched, and this many
 # candidates re-scored exactly. On open-domain ReQA's 578K candidates searching a fifth of the
@@ -74,11 +74,21 @@ class ScannConfig:
       training_iterations: k-means iterations for the partitioning tree.
       anisotropic_quantization_threshold: ScaNN's anisotropic loss threshold, or None for
         ordinary (isotropic) quantization.
+      soar_lambda: SOAR (Sun et al., NeurIPS 2023, "SOAR: Improved Indexing for Approximate
+        Nearest Neighbor Search"): each candidate is also assigned to a second leaf chosen to
+        have an orthogonal residual, weighted by this lambda (1.0-1.5 in the paper); a query
+        then finds its neighbours in fewer leaves. None: one leaf a candidate.
+      overretrieve_factor: with SOAR, how far past the closest leaf's distance the second one
+        may lie (ScaNN's default when None).
+
+    On open-domain ReQA's 578K candidates, 2 sqrt(n) leaves with SOAR (lambda 1.5) and
+    anisotropic quantization (0.2) reached recall@10 0.95 searching 6% of the leaves at 3,452
+    queries/s, 1.17x FAISS IVF-PQ's best (results/performance.md).
 
     Example:
-    >>> ScannConfig.for_size(100_000)
-    ScannConfig(num_leaves=316, num_leaves_to_search=253, dimensions_per_block=2, \
-num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization_threshold=None)
+    >>> config = ScannConfig.for_size(100_000)
+    >>> config.num_leaves, config.num_leaves_to_search, config.num_reordering_candidates
+    (316, 253, 1000)
     """
 
     num_leaves: int
@@ -87,6 +97,8 @@ num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization
     num_reordering_candidates: int = 100
     training_iterations: int = 12
     anisotropic_quantization_threshold: Optional[float] = None
+    soar_lambda: Optional[float] = None
+    overretrieve_factor: Optional[float] = None
 
     def __post_init__(self):
         for name in ("num_leaves", "num_leaves_to_search", "dimensions_per_block",
@@ -94,6 +106,14 @@ num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"ScannConfig.{name} must be a non-negative int (got {value!r}).")
+        for name, low in (("soar_lambda", 0.0), ("overretrieve_factor", 1.0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not
+                                      isinstance(value, (int, float)) or not value > low):
+                raise ValueError(f"ScannConfig.{name} must be None or a number > {low} "
+                                 f"(got {value!r}).")
+        if self.overretrieve_factor is not None and self.soar_lambda is None:
+            raise ValueError("ScannConfig.overretrieve_factor is for SOAR: set soar_lambda too.")
         if self.num_leaves and not 1 <= self.num_leaves_to_search <= self.num_leaves:
             raise ValueError(
                 f"ScannConfig.num_leaves_to_search must be in [1, num_leaves={self.num_leaves}] "
@@ -109,8 +129,8 @@ num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization
         them searched, AH with 2 dimensions per block and exact re-ordering of the best
         `REORDERED_CANDIDATES`. Chosen so that R@100 through the index stays within 0.5 points
         of exact search (measured on ReQA-SQuAD(dev), open-domain ReQA and its first 20K, 50K
-        and 150K candidates, `benchmarks/index_recall.py`). ScaNN's k-means starts at random, so two builds on the
-        same data can differ slightly.
+        and 150K candidates, `benchmarks/index_recall.py`). ScaNN's k-means starts at random,
+        so two builds on the same data can differ slightly.
         """
         if num_candidates < MIN_PARTITIONED_SIZE:
             return cls(num_leaves=0, num_leaves_to_search=0)
@@ -148,14 +168,26 @@ num_reordering_candidates=1000, training_iterations=12, anisotropic_quantization
         avq = self.anisotropic_quantization_threshold
         builder = builder.tree(num_leaves=self.num_leaves,
                                num_leaves_to_search=self.num_leaves_to_search,
-                               training_iterations=self.training_iterations)
+                               training_iterations=self.training_iterations, **self._soar())
         builder = builder.score_ah(self.dimensions_per_block,
                                    anisotropic_quantization_threshold=(
                                        float("nan") if avq is None else float(avq)))
         return builder.reorder(self.num_reordering_candidates)
 
+    def _soar(self) -> dict:
+        """The tree's SOAR arguments, none when SOAR is off."""
+        if self.soar_lambda is None:
+            return {}
+        soar = {"soar_lambda": float(self.soar_lambda)}
+        if self.overretrieve_factor is not None:
+            soar["overretrieve_factor"] = float(self.overretrieve_factor)
+        return soar
+
     def to_json(self) -> dict:
-        return dataclasses.asdict(self)
+        # SOAR's fields only when set: an index without them stays readable by tt_zoo releases
+        # that predate them.
+        return {k: v for k, v in dataclasses.asdict(self).items()
+                if v is not None or k not in ("soar_lambda", "overretrieve_factor")}
 
     @classmethod
     def from_json(cls, config: dict) -> "ScannConfig":
