@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 
-from helpers import PAIRS
+from helpers import PAIRS, run_as_a_user
 from tt_zoo.data import features as F
 from tt_zoo.data.text_files import TextFileError
 from tt_zoo.errors import ArtifactError
@@ -241,3 +241,13 @@ def test_help_constants_match_the_package():
     assert command.INT8_SCALES == embedding_storage.SCALES
     assert command.BACKENDS == index.BACKENDS
     assert command.DEFAULT_BATCH_SIZE == corpus_index.DEFAULT_BATCH_SIZE
+
+
+def test_the_command_imports_beam_without_its_cloud_warnings():
+    # A fresh interpreter, as a user's: Beam warns at its first import when the Google Cloud
+    # packages are absent (they are, here), unless the command keeps those lines off.
+    proc = run_as_a_user(["-c", "from tt_zoo.cli.index_corpus import import_pipeline; "
+                                "import_pipeline(); print('imported')"], timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "imported" in proc.stdout
+    assert "GCSFileSystem" not in proc.stderr and "apitools" not in proc.stderr, proc.stderr

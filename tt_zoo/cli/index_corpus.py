@@ -79,12 +79,30 @@ def parse_args(argv=None):
     return args
 
 
+def import_pipeline():
+    """`tt_zoo.serving.corpus_index.index_corpus`, imported without Beam's import-time warnings
+    about Google Cloud packages it did not find ("Failed to import GCSFileSystem", "apitools not
+    found"): the DirectRunner needs none of them, and a gs:// path without them still fails
+    with Beam's own error naming the scheme."""
+    import logging  # noqa: PLC0415
+    loggers = [logging.getLogger(), logging.getLogger("apache_beam")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        from tt_zoo.serving.corpus_index import index_corpus  # noqa: PLC0415 (Beam, TensorFlow)
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+    return index_corpus
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     try:
         from tt_zoo.errors import TtZooError  # noqa: PLC0415
         from tt_zoo.retrieval.embedding_storage import EmbeddingStorage  # noqa: PLC0415
-        from tt_zoo.serving.corpus_index import index_corpus  # noqa: PLC0415 (Beam, TensorFlow)
+        index_corpus = import_pipeline()
     except ImportError as e:
         sys.exit(f"tt-zoo index-corpus: {e.name or e} is not installed; pip install "
                  "tt_zoo[beam].")
@@ -99,7 +117,8 @@ def main(argv=None) -> int:
     except (FileNotFoundError, TtZooError) as e:
         sys.exit(f"tt-zoo index-corpus: {e}")
     settings = manifest["settings"]
-    print(f"{manifest['num_passages']:,} passages in {settings['num_shards']} shards "
+    shards = settings["num_shards"]
+    print(f"{manifest['num_passages']:,} passages in {shards} shard{'s' * (shards != 1)} "
           f"({manifest['counters'].get('shards/written', 0)} written, "
           f"{len(manifest['shards_reused'])} complete already), "
           f"{settings['dim']}-d {storage}, {args.backend} index a shard, model "
