@@ -47,8 +47,6 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # peers_measur
 from peers_measure import (busy_cores, interleaved_rounds, machine_info,  # noqa: E402
                            machine_line, rates, recall_at_k, stopwatch)
 
-STORAGES = (("float16", None), ("int8", "row"), ("int8", "dimension"))
-
 
 def parse_args(argv=None):
     from tt_zoo.cli.common import FLAGSHIP, default_data_dir
@@ -82,9 +80,8 @@ def first_passages(source, limit: int):
 
 
 def measure_speed(args, model, model_path: str, passages, work: pathlib.Path) -> dict:
-    import numpy as np
-
-    from tt_zoo.serving.corpus_index import LoadedEncoder, index_corpus
+    from tt_zoo.serving.corpus_index import index_corpus
+    from tt_zoo.serving.export import LoadedEncoder
 
     corpus = work / "passages.jsonl"
     corpus.write_text("".join(json.dumps({"id": p.doc_id, "title": p.title, "text": p.text})
@@ -104,8 +101,7 @@ def measure_speed(args, model, model_path: str, passages, work: pathlib.Path) ->
         shutil.rmtree(out)
 
     def call_signature():
-        return np.concatenate([signature(titles[s:s + b], texts[s:s + b])
-                               for s in range(0, len(texts), b)])
+        return signature(titles, texts, batch_size=b)
 
     def library():
         return model.encode_documents(texts, titles=titles, batch_size=b,
@@ -130,7 +126,7 @@ def measure_storage(args, model, passages, embeddings) -> dict:
     import numpy as np
 
     from tt_zoo.retrieval import odqa
-    from tt_zoo.retrieval.embedding_storage import EmbeddingStorage
+    from tt_zoo.retrieval.embedding_storage import SMALLER
     from tt_zoo.retrieval.search import ExactSearcher
 
     ids = [p.doc_id for p in passages]
@@ -156,12 +152,9 @@ def measure_storage(args, model, passages, embeddings) -> dict:
 
     dim = embeddings.shape[1]
     out["rows"]["float32"] = row(exact, 4 * dim)
-    for dtype, scale in STORAGES:
-        storage = EmbeddingStorage(dtype, scale)
-        values, scales = storage.encode(embeddings)
-        decoded = storage.decode(values, scales)
-        per_passage = values.itemsize * dim + (
-            0 if scales is None else (4 if scale == "row" else 4 * dim / len(passages)))
+    for storage in SMALLER:
+        decoded = storage.decode(*storage.encode(embeddings))
+        per_passage = storage.bytes_per_row(dim, len(passages))
         rows = ExactSearcher(decoded, ids).search(queries, max(ks)).rows
         out["rows"][str(storage)] = dict(row(rows, round(per_passage, 2)),
                                          max_abs_error=float(np.abs(decoded - embeddings).max()))

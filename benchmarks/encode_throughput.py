@@ -106,23 +106,6 @@ def load_inputs(args) -> dict:
     return inputs
 
 
-class SignatureEncoder:
-    """A model's export, loaded as a SavedModel: its ``encode_document`` signature in batches."""
-
-    def __init__(self, path, batch_size: int):
-        import tensorflow as tf
-        self._tf, self._batch_size = tf, batch_size
-        self._loaded = tf.saved_model.load(str(path))
-        self._encode = self._loaded.signatures["encode_document"]
-
-    def __call__(self, texts, titles):
-        import numpy as np
-        tf, b = self._tf, self._batch_size
-        return np.concatenate([self._encode(title=tf.constant(titles[i:i + b]),
-                                            passage=tf.constant(texts[i:i + b]))["embedding"]
-                               .numpy() for i in range(0, len(texts), b)])
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, help="name or path (repeatable)")
@@ -148,17 +131,18 @@ def main(argv=None):
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
     from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.serving.export import LoadedEncoder
 
     inputs = load_inputs(args)
     questions = [q.text for q in build_reqa(args.squad).questions[:args.queries]]
     models = {name: tt_zoo.load(name) for name in args.model}
-    signatures = {name: SignatureEncoder(models[name].path, args.batch_size)
+    signatures = {name: LoadedEncoder(models[name].path)
                   for name in models if "signature" in args.configs}
     rows = [(name, config) for name in models for config in args.configs]
 
     def encode_documents(name, config, texts, titles):
         if config == "signature":
-            return signatures[name](texts, titles)
+            return signatures[name](titles, texts, batch_size=args.batch_size)
         return models[name].encode_documents(texts, titles=titles, batch_size=args.batch_size,
                                              show_progress_bar=False, **SETTINGS[config])
 

@@ -18,9 +18,10 @@ the neighbour recall@100 (the fraction of the exact top 100 the index returns). 
   without a rebuild (`EmbeddingIndex.with_search_settings`).
 
 With ``--first N``, the set's first N candidates only (ReQA's own come first, so every gold
-stays): corpus sizes between the two sets. With ``--storage``, also what keeping the embeddings in float16 or int8 costs
-(`tt_zoo.retrieval.embedding_storage`, as `tt-zoo index-corpus --dtype` stores them): exact
-search over the stored-then-decoded embeddings, R@k against float32's.
+stays): corpus sizes between the two sets. With ``--storage``, also what keeping the
+embeddings in float16 or int8 costs (`tt_zoo.retrieval.embedding_storage`, as
+`tt-zoo index-corpus --dtype` stores them): exact search over the stored-then-decoded
+embeddings, R@k against float32's.
 
   python benchmarks/index_recall.py --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 \
       --sets reqa,open_domain_reqa --storage
@@ -30,7 +31,6 @@ Writes results/index_recall.{json,md}.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import pathlib
 import sys
@@ -90,24 +90,20 @@ def candidate_set(name: str, data_dir: pathlib.Path):
     return reqa
 
 
-STORAGES = (("float16", None), ("int8", "row"), ("int8", "dimension"))
-
-
 def storage_rows(embeddings, queries, gold, exact_rows) -> list:
-    """R@k of exact search over the embeddings stored as each of `STORAGES` and decoded."""
-    from tt_zoo.retrieval.embedding_storage import EmbeddingStorage
+    """R@k of exact search over the embeddings stored in each of the `SMALLER` storages
+    (`tt_zoo.retrieval.embedding_storage`) and decoded."""
+    from tt_zoo.retrieval.embedding_storage import SMALLER
     from tt_zoo.retrieval.metrics import ranking_metrics
     from tt_zoo.retrieval.search import ExactSearcher
     rows = []
-    for dtype, scale in STORAGES:
-        storage = EmbeddingStorage(dtype, scale)
+    for storage in SMALLER:
         decoded = storage.decode(*storage.encode(embeddings))
         found = ExactSearcher(decoded).search(queries, max(KS))
         overlap = np.mean([len(set(a) & set(b)) / max(KS)
                            for a, b in zip(found.rows.tolist(), exact_rows.tolist())])
         rows.append({"storage": str(storage), "bytes_per_candidate":
-                     int(decoded.shape[1] * np.dtype(dtype).itemsize + (4 if scale == "row"
-                                                                        else 0)),
+                     int(storage.bytes_per_row(*decoded.shape[::-1])),
                      **ranking_metrics(found.rows, gold, KS),
                      "neighbour_recall@100": float(overlap)})
         print(f"  stored as {storage}: R@100 {100 * rows[-1]['R@100']:.2f}, neighbours "
@@ -115,25 +111,32 @@ def storage_rows(embeddings, queries, gold, exact_rows) -> list:
     return rows
 
 
-def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path,
-            storage: bool = False, first: Optional[int] = None) -> dict:
+def encoded(model_name: str, set_name: str, reqa, cache: pathlib.Path):
+    """``(candidate embeddings, question embeddings, gold rows)`` of a model on a set, the
+    candidates encoded once into `cache` (resumable)."""
     import tt_zoo
-    from tt_zoo.retrieval.index import EmbeddingIndex
-    from tt_zoo.retrieval.metrics import ranking_metrics
     from tt_zoo.retrieval.open_domain import encode_candidates_to_file
-    from tt_zoo.retrieval.search import ExactSearcher
 
     model = tt_zoo.load(model_name)
     n = len(reqa.candidates)
     embeddings = np.asarray(encode_candidates_to_file(
         model, reqa, cache / f"{model_name}-{set_name}-{n}.npy"))
+    queries = model.encode_queries([q.text for q in reqa.questions], show_progress_bar=False)
+    return embeddings, queries, np.array([q.gold_index for q in reqa.questions])
+
+
+def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
+            storage: bool = False, first: Optional[int] = None) -> dict:
+    from tt_zoo.retrieval.index import EmbeddingIndex
+    from tt_zoo.retrieval.metrics import ranking_metrics
+    from tt_zoo.retrieval.search import ExactSearcher
+
+    n = len(embeddings)
     if first is not None:  # a smaller corpus: the set's first candidates (every gold among them)
-        if not max(q.gold_index for q in reqa.questions) < first <= n:
+        if not gold.max() < first <= n:
             raise SystemExit(f"--first {first}: must hold every gold candidate and at most {n:,}")
         embeddings, n = embeddings[:first], first
         set_name = f"{set_name}, first {first:,}"
-    queries = model.encode_queries([q.text for q in reqa.questions], show_progress_bar=False)
-    gold = np.array([q.gold_index for q in reqa.questions])
     t = time.perf_counter()
     exact = ExactSearcher(embeddings).search(queries, max(KS))
     exact_seconds = time.perf_counter() - t
@@ -149,8 +152,9 @@ def measure(model_name: str, set_name: str, reqa, settings, cache: pathlib.Path,
     built = {}
     for text in settings:
         config = parse_setting(text, n)
-        tree = (config.num_leaves, config.dimensions_per_block, config.training_iterations,
-                config.anisotropic_quantization_threshold)
+        # Settings that differ only in what a search visits share one tree.
+        tree = tuple(sorted((k, v) for k, v in config.to_json().items()
+                            if k not in ("num_leaves_to_search", "num_reordering_candidates")))
         build_seconds = None
         if tree not in built:
             t = time.perf_counter()
@@ -245,10 +249,11 @@ def main(argv=None) -> int:
     for set_name in sets:
         reqa = candidate_set(set_name, data_dir)
         for model_name in args.model:
+            embeddings, queries, gold = encoded(model_name, set_name, reqa, args.cache)
             for first in args.first or [None]:
-                rows.append(measure(model_name, set_name, reqa,
-                                    args.setting or DEFAULT_SETTINGS[set_name], args.cache,
-                                    args.storage, first))
+                rows.append(measure(model_name, set_name, embeddings, queries, gold,
+                                    args.setting or DEFAULT_SETTINGS[set_name], args.storage,
+                                    first))
     from tt_zoo.atomic_io import write_json, write_text
     write_json(args.output.with_suffix(".json"), rows)
     write_text(args.output.with_suffix(".md"), markdown(rows))

@@ -150,20 +150,11 @@ def signature_encoder(model, path: str, batch: int):
     SavedModel and returns a function (titles, texts) -> embeddings that calls its
     ``encode_document(title, passage)`` signature on `batch` documents at a time, in the
     order given (as a server receives them; no sorting by length)."""
-    import numpy as np
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the SavedModel holds)
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.serving.export import LoadedEncoder, export_saved_model
 
     export_saved_model(model, path)
-    encode = tf.saved_model.load(path).signatures["encode_document"]
-
-    def run(titles, texts):
-        return np.concatenate([
-            encode(title=tf.constant(titles[i:i + batch]),
-                   passage=tf.constant(texts[i:i + batch]))["embedding"].numpy()
-            for i in range(0, len(texts), batch)])
-    return run
+    encode = LoadedEncoder(path)
+    return lambda titles, texts: encode(titles, texts, batch_size=batch)
 
 
 def packed_agreement(preprocessor, st_model, titles, texts, batch: int) -> dict:
@@ -202,7 +193,7 @@ INPUTS = {
 
 def run(args, log) -> dict:
     import numpy as np
-    from peers_measure import interleaved_rounds, rates, stopwatch, unavailable_reason
+    from peers_measure import interleaved_rounds, stopwatch, unavailable_reason
     from tt_zoo.modeling.inference import XLA_AUTO_MIN_DOCUMENTS
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.serving import registry, zoo

@@ -17,9 +17,9 @@ section compares, all answering the same batch of queries with k = 10:
   reorder); knobs nprobe and the re-ranked count (k_factor x k);
 - FAISS HNSW: `HNSW{M}` (flat vectors, efConstruction 40); knob efSearch.
 
-- ScaNN variants built directly with ScaNN's pybind builder (`--scann-variants`, for the knobs
-  `ScannConfig` lacks): more leaves (2x and 4x sqrt(n)), anisotropic quantization (Guo et al.,
-  ICML 2020, threshold 0.2 as ScaNN recommends for normalised data) and SOAR spilling (Sun et
+- ScaNN variants (`--scann-variants`): `EmbeddingIndex`es whose `ScannConfig` sets the knobs
+  tt_zoo's default leaves alone: more leaves (2x and 4x sqrt(n)), anisotropic quantization
+  (Guo et al., ICML 2020, threshold 0.2 as ScaNN recommends for normalised data) and SOAR (Sun et
   al., NeurIPS 2023, "SOAR: Improved Indexing for Approximate Nearest Neighbor Search": each
   candidate is also kept in a second leaf chosen to be orthogonal in residual; lambda 1.5).
 
@@ -84,7 +84,7 @@ def knob_ladder(largest: int, smallest: int = 8) -> List[int]:
 
 @dataclasses.dataclass(frozen=True)
 class ScannVariant:
-    """A ScaNN tree-AH index built with ScaNN's pybind builder, from the text
+    """A ScaNN tree-AH index (`ScannConfig`'s knobs), from the text
     ``LEAVES[/avq=T][/soar=L][/over=F][/dims=D][/sample=N]``:
 
     - LEAVES: ``sqrt`` (round(sqrt(n)), as `ScannConfig.for_size`), ``Ksqrt`` (K times that,
@@ -288,6 +288,17 @@ def build(family: str, make, searcher_of, warm_queries, description: str, log) -
     return built
 
 
+def scann_searcher(index):
+    """A ScaNN `EmbeddingIndex`'s search at a swept setting (None: the settings it was built
+    with), without a rebuild (`EmbeddingIndex.with_search_settings`): queries -> rows [q, K]."""
+    def with_setting(setting):
+        view = index if setting is None else index.with_search_settings(
+            num_leaves_to_search=setting["leaves_to_search"],
+            num_reordering_candidates=setting["reorder"])
+        return lambda q: view.search(q, K).rows
+    return with_setting
+
+
 def tt_zoo_indexes(candidates, warm, log):
     from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
 
@@ -299,14 +310,6 @@ def tt_zoo_indexes(candidates, warm, log):
     config = ScannConfig.for_size(len(candidates))
     if config.is_exact:  # a smoke run's small set: its tree all the same, to sweep its knobs
         config = ScannConfig.tree_for_size(len(candidates))
-
-    def scann_searcher(index):
-        def with_setting(setting):
-            view = index if setting is None else index.with_search_settings(
-                num_leaves_to_search=setting["leaves_to_search"],
-                num_reordering_candidates=setting["reorder"])
-            return lambda q: view.search(q, K).rows
-        return with_setting
 
     scann = build("ScaNN (tt_zoo)", lambda: EmbeddingIndex(candidates, ids, backend="scann",
                                                             scann_config=config),
@@ -329,53 +332,33 @@ def tt_zoo_indexes(candidates, warm, log):
 
 
 def scann_variant_index(candidates, variant: ScannVariant, warm, log) -> Built:
-    """One `ScannVariant`, built with ScaNN's pybind builder (tree, AH, exact re-ordering) as
-    `tt_zoo.retrieval.index.ScannConfig.configure` builds tt_zoo's, plus the knobs it lacks;
-    searched like `EmbeddingIndex` (`search_batched_parallel`, k = 10)."""
-    from tt_zoo._native_logs import import_scann
-    from tt_zoo.retrieval.index import ScannConfig
+    """One `ScannVariant`: an `EmbeddingIndex` whose `ScannConfig` takes the variant's knobs
+    (leaves, anisotropic threshold, SOAR, dimensions a block, k-means sample), built with a
+    fifth of its leaves searched and 100 re-ordered; swept like tt_zoo's (`scann_searcher`)."""
+    from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
 
-    scann = import_scann()
     n = len(candidates)
     leaves = variant.num_leaves(n)
-    default_search = min(leaves, max(25, math.ceil(leaves / 5)))  # searches set their own
-    tree = {"soar_lambda": variant.soar, "overretrieve_factor": variant.overretrieve} \
-        if variant.soar is not None else {}
-    if variant.training_sample_size:
-        tree["training_sample_size"] = variant.training_sample_size
+    config = ScannConfig(
+        num_leaves=leaves, num_leaves_to_search=min(leaves, max(25, math.ceil(leaves / 5))),
+        dimensions_per_block=variant.dims_per_block,
+        num_reordering_candidates=REORDER_VALUES[0],
+        anisotropic_quantization_threshold=variant.avq, soar_lambda=variant.soar,
+        overretrieve_factor=variant.overretrieve,
+        training_sample_size=variant.training_sample_size)
+    ids = [str(i) for i in range(n)]
 
     def make():
-        builder = scann.scann_ops_pybind.builder(candidates, K, "dot_product").tree(
-            num_leaves=leaves, num_leaves_to_search=default_search,
-            training_iterations=ScannConfig.for_size(n).training_iterations, **tree)
-        builder = builder.score_ah(variant.dims_per_block, anisotropic_quantization_threshold=(
-            float("nan") if variant.avq is None else variant.avq))
-        return builder.reorder(REORDER_VALUES[0]).build()
+        return EmbeddingIndex(candidates, ids, backend="scann", scann_config=config)
 
-    def searcher_of(index):
-        def with_setting(setting):
-            setting = setting or {"leaves_to_search": default_search,
-                                  "reorder": REORDER_VALUES[0]}
-
-            def search(q):
-                found, _ = index.search_batched_parallel(
-                    q, final_num_neighbors=K, pre_reorder_num_neighbors=setting["reorder"],
-                    leaves_to_search=setting["leaves_to_search"])
-                rows = np.full((len(q), K), -1, np.int64)  # -1: fewer than K found
-                found = np.asarray(found)
-                rows[:, :found.shape[1]] = found[:, :K]
-                return rows
-            return search
-        return with_setting
-
-    description = (f"scann builder: {leaves} leaves, AH {variant.dims_per_block} dims/block, "
+    description = (f"ScannConfig: {leaves} leaves, AH {variant.dims_per_block} dims/block, "
                    + ("isotropic" if variant.avq is None else f"anisotropic {variant.avq:g}")
                    + ("" if variant.soar is None else f", SOAR lambda {variant.soar:g}"
                       + ("" if variant.overretrieve is None
                          else f" overretrieve {variant.overretrieve:g}"))
                    + ("" if variant.training_sample_size is None
                       else f", k-means on {variant.training_sample_size:,}"))
-    built = build(f"ScaNN {variant.name}", make, searcher_of, warm, description, log)
+    built = build(f"ScaNN {variant.name}", make, scann_searcher, warm, description, log)
     built.num_leaves = leaves
     return built
 

@@ -110,6 +110,12 @@ class EmbeddingStorage:
         broadcast = scales[:, None] if self.scale == "row" else scales[None, :]
         return values.astype(np.float32) * broadcast
 
+    def bytes_per_row(self, dim: int, num_rows: int) -> float:
+        """Bytes a stored row of `dim` values takes, its share of the scales included (a
+        per-dimension scale is shared by the `num_rows` rows)."""
+        scales = {"row": 4, "dimension": 4 * dim / max(num_rows, 1)}.get(self.scale, 0)
+        return np.dtype(self.dtype).itemsize * dim + scales
+
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
 
@@ -118,3 +124,8 @@ class EmbeddingStorage:
         if not isinstance(config, dict) or set(config) - {"dtype", "scale"}:
             raise TtZooError(f"embedding storage must be {{'dtype', 'scale'}} (got {config!r}).")
         return cls(**config)
+
+
+# The storages smaller than float32, as the benchmarks weigh their recall cost.
+SMALLER = (EmbeddingStorage("float16"), EmbeddingStorage("int8", "row"),
+           EmbeddingStorage("int8", "dimension"))

@@ -61,7 +61,6 @@ from tt_zoo.retrieval.embedding_shards import ShardSettings, shard_name, shard_o
 from tt_zoo.retrieval.embedding_storage import EmbeddingStorage
 
 NAMESPACE = "tt_zoo"  # the Beam metrics namespace of tt_zoo's pipelines (`beam_pairs` too)
-SIGNATURE = "encode_document"
 DEFAULT_BATCH_SIZE = 256
 
 
@@ -94,28 +93,6 @@ def check_passages(pattern: str) -> None:
 
 # -- the model ------------------------------------------------------------------------------------
 
-class LoadedEncoder:
-    """An export's ``encode_document`` signature, loaded: ``(titles, texts)`` -> float32
-    `[n, dim]`. Holds the loaded SavedModel, which its signature needs alive."""
-
-    def __init__(self, path: str):
-        import tensorflow as tf  # noqa: PLC0415 (workers import TensorFlow only here)
-        import tensorflow_text  # noqa: F401,PLC0415  (registers the tokenizer's ops)
-
-        self._tf = tf
-        self._loaded = tf.saved_model.load(path)
-        if SIGNATURE not in self._loaded.signatures:
-            raise TtZooError(f"{path} has no {SIGNATURE} signature (it has "
-                             f"{sorted(self._loaded.signatures)}).")
-        self._encode = self._loaded.signatures[SIGNATURE]
-
-    def __call__(self, titles: Sequence[str], texts: Sequence[str]) -> np.ndarray:
-        tf = self._tf
-        out = self._encode(title=tf.constant(list(titles), tf.string),
-                           passage=tf.constant(list(texts), tf.string))
-        return out["embedding"].numpy()
-
-
 class EncodeDocumentHandler(ModelHandler):
     """RunInference's model handler for a tt_zoo export: examples are ``(title, passage)``
     string pairs, predictions their float32 `[dim]` embeddings from ``encode_document``.
@@ -130,10 +107,12 @@ class EncodeDocumentHandler(ModelHandler):
         super().__init__(min_batch_size=batch_size, max_batch_size=batch_size)
         self.model_path = str(model_path)
 
-    def load_model(self) -> LoadedEncoder:
+    def load_model(self):
+        """The export's `tt_zoo.serving.export.LoadedEncoder` (workers import TensorFlow here)."""
+        from tt_zoo.serving.export import LoadedEncoder  # noqa: PLC0415
         return LoadedEncoder(self.model_path)
 
-    def run_inference(self, batch, model: LoadedEncoder, inference_args=None):
+    def run_inference(self, batch, model, inference_args=None):
         titles, texts = zip(*batch)
         return list(model(titles, texts))
 
@@ -160,9 +139,10 @@ def resolve_model(model) -> Tuple[str, dict]:
         found, spec = find_artifact(model)
         path, meta = str(found), export_lib.verify_export(found, spec.sha256 if spec else None)
     kind = export_lib.artifact_kind(meta)
-    if kind != "two_tower" or SIGNATURE not in meta.get("signatures", [SIGNATURE]):
+    signature = export_lib.DOCUMENT_SIGNATURE
+    if kind != "two_tower" or signature not in meta.get("signatures", [signature]):
         raise TtZooError(f"{model} is a {kind.replace('_', '-')} model: index-corpus needs a "
-                         f"two-tower export with an {SIGNATURE} signature (one vector a "
+                         f"two-tower export with an {signature} signature (one vector a "
                          "passage).")
     if not meta.get("sha256") or not meta.get("embedding_dim"):
         raise TtZooError(f"{model}: its metadata.json records no sha256 or embedding_dim.")

@@ -38,13 +38,14 @@ import datetime
 import json
 import os
 import pathlib
-from typing import Optional
+from typing import Optional, Sequence
 
+import numpy as np
 import tensorflow as tf
 
 from tt_zoo._version import __version__
 from tt_zoo.atomic_io import write_directory, write_text
-from tt_zoo.errors import ArtifactError
+from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
@@ -54,7 +55,8 @@ METADATA_FILE = "metadata.json"
 MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
-SIGNATURES = ("encode_query", "encode_document", "query_encoder", "response_encoder")
+DOCUMENT_SIGNATURE = "encode_document"
+SIGNATURES = ("encode_query", DOCUMENT_SIGNATURE, "query_encoder", "response_encoder")
 # A late-interaction model's signatures (token vectors and their mask).
 TOKEN_SIGNATURES = ("encode_query_tokens", "encode_document_tokens")
 # TF Serving's REST API uses "serving_default" when a request names no signature.
@@ -487,6 +489,31 @@ def not_an_export_directory(path) -> ArtifactError:
     if path.exists():
         return ArtifactError(f"{path} is not a directory: {expected}.")
     return ArtifactError(f"Saved model directory {path} does not exist ({expected}).")
+
+
+class LoadedEncoder:
+    """An export's ``encode_document`` signature, loaded as TF Serving or a
+    ``tf.saved_model.load`` user loads it: ``(titles, texts)`` -> float32 `[n, dim]`, in the
+    order given (no sorting by length), `batch_size` documents a call (all at once when None).
+    Holds the loaded SavedModel, which its signature needs alive."""
+
+    def __init__(self, path):
+        import tensorflow_text  # noqa: F401,PLC0415  (registers the tokenizer's ops)
+
+        self._loaded = tf.saved_model.load(str(path))
+        if DOCUMENT_SIGNATURE not in self._loaded.signatures:
+            raise TtZooError(f"{path} has no {DOCUMENT_SIGNATURE} signature (it has "
+                             f"{sorted(self._loaded.signatures)}).")
+        self._encode = self._loaded.signatures[DOCUMENT_SIGNATURE]
+
+    def __call__(self, titles: Sequence[str], texts: Sequence[str],
+                 batch_size: Optional[int] = None) -> np.ndarray:
+        titles, texts = list(titles), list(texts)
+        step = batch_size or len(texts) or 1
+        return np.concatenate([
+            self._encode(title=tf.constant(titles[i:i + step], tf.string),
+                         passage=tf.constant(texts[i:i + step], tf.string))["embedding"].numpy()
+            for i in range(0, max(len(texts), 1), step)])
 
 
 def load_keras_model(path) -> TwoTowerModel:
