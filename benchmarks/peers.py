@@ -12,7 +12,7 @@ medians over rounds; `peers_measure`), and reports the peers' speed relative to 
   StaticEmbedding for the BoW-MLP): docs/s on 100-word Wikispeedia passages with titles and on
   ReQA candidates, each reported on its own.
 - search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
-  anisotropic quantization and SOAR built with ScaNN's own builder) against FAISS IVF-PQ and
+  anisotropic quantization and SOAR: other `ScannConfig`s) against FAISS IVF-PQ and
   HNSW and exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build
   time, memory, and the cost per scanned candidate.
 
@@ -115,7 +115,7 @@ def parse_args(argv=None):
                         help="the model that encoded --search-embeddings-file (a name or "
                              "path); the queries are encoded by it")
     search.add_argument("--scann-variants", default=None,
-                        help="ScaNN indexes built with ScaNN's own builder beside tt_zoo's, "
+                        help="ScaNN indexes of other ScannConfig knobs beside tt_zoo's default, "
                              "comma-separated LEAVES[/avq=T][/soar=L][/over=F][/dims=D]"
                              "[/sample=N] "
                              "(LEAVES sqrt, Ksqrt or a number; 'none' for none; default "

@@ -59,7 +59,7 @@ K = 10
 REORDER_VALUES = (100, 250, 1000)              # candidates re-scored exactly
 COARSE_REORDER_VALUES = (250, 500, 1000)       # the same, for AH with 4 dimensions a block
 EF_SEARCH_VALUES = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
-# The ScaNN variants built with ScaNN's own builder by default (`ScannVariant`): anisotropic
+# The ScaNN variants built by default (`ScannVariant`, each a `ScannConfig`): anisotropic
 # quantization on the default tree, then 2x and 4x the leaves, then SOAR on 1x and 2x.
 DEFAULT_SCANN_VARIANTS = ("sqrt/avq=0.2,2sqrt/avq=0.2,4sqrt/avq=0.2,sqrt/avq=0.2/soar=1.5,"
                           "2sqrt/avq=0.2/soar=1.5")
