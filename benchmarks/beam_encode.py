@@ -199,9 +199,10 @@ def main(argv=None):
     args = parse_args(argv)
     import tt_zoo
     from tt_zoo.atomic_io import write_json, write_text
+    from tt_zoo.cli.index_corpus import export_of
     from tt_zoo.serving.corpus_index import resolve_model
 
-    model_path, meta = resolve_model(args.model)
+    model_path, meta = resolve_model(*export_of(args.model))
     model = tt_zoo.load(args.model)
     passages = first_passages(args.data / "wikispeedia", args.limit)
     info = machine_info()

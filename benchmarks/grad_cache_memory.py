@@ -2,12 +2,13 @@
 
 The registry's tiny BERT variant (``ict_bfs_wlp_128``: 2 layers, hidden 128, embedding 128;
 query length 64, document length 128, dropout 0.1 from checkpointable generators) trains on a
-batch of 512 tokenized synthetic pairs, the whole batch at once (``full``) or with
-`TwoTowerModel.use_grad_cache(chunk)` (``recipes/pretrain.py --grad-cache-chunk``). Each
-setting runs in its own Python process, so each peak resident set (``resource.getrusage``
-``ru_maxrss``, the process's high-water mark) is its own; the report gives it, the resident set
-just before training (model, optimizer and token arrays in memory, nothing traced), and the
-median wall-clock seconds of the timed steps (the first step, which traces, is not timed).
+batch of 512 tokenized synthetic pairs, the whole batch at once (``full``) or with GradCache
+(`tt_zoo.training.grad_cache.use_grad_cache(model, chunk)`; ``recipes/pretrain.py
+--grad-cache-chunk``). Each setting runs in its own Python process, so each peak resident set
+(``resource.getrusage`` ``ru_maxrss``, the process's high-water mark) is its own; the report
+gives it, the resident set just before training (model, optimizer and token arrays in memory,
+nothing traced), and the median wall-clock seconds of the timed steps (the first step, which
+traces, is not timed).
 
 Usage:
   nice -n 10 python benchmarks/grad_cache_memory.py --settings full,64,128 --steps 3 \
@@ -68,10 +69,11 @@ def run_setting(setting: str, args) -> dict:
     """Trains `args.steps + 1` steps of one setting in this process; returns its numbers."""
     import tensorflow as tf
     from tt_zoo.cli.common import PROJECT_VOCAB
-    from tt_zoo.serving import registry
-    from tt_zoo.serving.zoo import build_untrained
     from tt_zoo.training import loop
+    from tt_zoo.training.grad_cache import use_grad_cache
     from tt_zoo.training.step_data import step_batches, tokenize_pair_set
+    from tt_zoo.zoo import registry
+    from tt_zoo.zoo.build import build_untrained
 
     chunk = None if setting == "full" else int(setting)
     loop.enable_checkpointable_randomness(0)
@@ -81,7 +83,7 @@ def run_setting(setting: str, args) -> dict:
                             document_length=args.document_length, dropout_rate=0.1)
     model.build_by_calling()
     model.compile(optimizer=tf.keras.optimizers.Adam(1e-4))
-    model.use_grad_cache(chunk)
+    use_grad_cache(model, chunk)
     arrays = tokenize_pair_set(model, synthetic_pairs(vocab, 2 * args.batch, args.query_length,
                                                       args.document_length),
                                log=lambda *_: None)

@@ -153,7 +153,7 @@ def main(argv=None) -> dict:
     out = text_rows.run(args, NAME, colbert_rows, report)
     print(report(out))
     if args.record:  # the model's measured tables into its card (= tt-zoo ship --record-from)
-        from tt_zoo.serving.shipping import record_results
+        from tt_zoo.zoo.shipping import record_results
         record_results(args.colbert, out, results_path=args.output.with_suffix(".json"))
     return out
 

@@ -56,11 +56,11 @@ def main(argv=None):
     p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "odqa")
     p.add_argument("--record", action="store_true",
                    help="write each shipped model's numbers into its card and its top-20 into "
-                        "tt_zoo/serving/shipped_models.json (the README's model list)")
+                        "tt_zoo/zoo/shipped_models.json (the README's model list)")
     args = p.parse_args(argv)
     from tt_zoo.atomic_io import write_json, write_text
     from tt_zoo.cli import odqa as odqa_cli
-    from tt_zoo.serving.registry import list_models
+    from tt_zoo.zoo.registry import list_models
 
     models = (args.model if args.model is not None
               else list_models(shipped_only=True, kind="two_tower"))
@@ -90,7 +90,7 @@ def record(out: dict) -> None:
     from tt_zoo.atomic_io import write_json
     from tt_zoo.retrieval import odqa
     from tt_zoo.serving.export import update_metadata
-    from tt_zoo.serving.registry import REGISTRY, SHIPPED_FILE
+    from tt_zoo.zoo.registry import REGISTRY, SHIPPED_FILE
 
     shipped = json.loads(SHIPPED_FILE.read_text())
     for name, per_set in out["results"].items():

@@ -196,7 +196,7 @@ def run(args, log) -> dict:
     from peers_measure import interleaved_rounds, stopwatch, unavailable_reason
     from tt_zoo.modeling.inference import XLA_AUTO_MIN_DOCUMENTS
     from tt_zoo.modeling.towers import resolve_bert_shape
-    from tt_zoo.serving import registry, zoo
+    from tt_zoo.zoo import build, registry
 
     s = settings(args)
     b = s["batch"]
@@ -209,8 +209,8 @@ def run(args, log) -> dict:
         log(f"encode: {len(inputs[name][1]):,} {INPUTS[name]}")
 
     bert_spec, bow_spec = registry.get_spec(BERT_VARIANT), registry.get_spec(BOW_VARIANT)
-    tt_bert = zoo.build_untrained(bert_spec, args.vocab, document_length=length)
-    tt_bow = zoo.build_untrained(bow_spec, args.vocab, document_length=length)
+    tt_bert = build.build_untrained(bert_spec, args.vocab, document_length=length)
+    tt_bow = build.build_untrained(bow_spec, args.vocab, document_length=length)
     vocabulary = tt_bert.document_preprocessor.vocabulary
     # name -> (row fields, function of (titles, texts) that encodes them)
     contenders = {

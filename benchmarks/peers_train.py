@@ -1,6 +1,6 @@
 """Section `train` of benchmarks/peers.py: one two-tower training step, tt_zoo against PyTorch.
 
-tt_zoo's step is what `recipes/pretrain.py` runs at CPU scale (`tt_zoo.serving.registry.CPU_SCALE`:
+tt_zoo's step is what `recipes/pretrain.py` runs at CPU scale (`tt_zoo.zoo.registry.CPU_SCALE`:
 one BERT tower shared by queries and documents, mean pooling, L2-normalised embeddings,
 in-batch softmax at temperature 0.05, with the corrected sampled softmax's logQ correction and
 accidental-hit removal, Chang et al. 2020 Sec. 2) on token ids made once on the host and served
@@ -41,7 +41,7 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "f
     --dtype-policy`) and a runner timing `steps` training steps."""
     import tensorflow as tf
 
-    from tt_zoo.serving import registry, zoo
+    from tt_zoo.zoo import build, registry
     from tt_zoo.training.step_data import step_batches, tokenize_pair_set
     from train_step import StepTimer, synthetic_pairs  # beside this file
 
@@ -49,7 +49,7 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "f
     spec = registry.get_spec(VARIANTS[size])
     tf.keras.mixed_precision.set_global_policy(policy)
     try:
-        model = zoo.build_untrained(spec, vocab_path, query_length=s["query_length"],
+        model = build.build_untrained(spec, vocab_path, query_length=s["query_length"],
                                     document_length=s["document_length"])
         model.build_by_calling()
     finally:
@@ -158,7 +158,7 @@ def run(args, log) -> dict:
     """Measures both steps for each tower size; returns this section's results."""
     from peers_measure import interleaved_rounds, rates, unavailable_reason
     from tt_zoo.modeling.towers import resolve_bert_shape
-    from tt_zoo.serving import registry
+    from tt_zoo.zoo import registry
 
     s = settings(args)
     peer_reason = unavailable_reason(PEER_MODULES)

@@ -12,7 +12,7 @@ at equal pairs, and at equal wall time by linear interpolation of each curve).
 
 The issue behind it: towers pretrained from random initialisation on a CPU budget barely learned
 with the paper's settings ([CLS], separate towers); these curves are how the zoo's CPU-scale
-recipe (`tt_zoo.serving.registry.CPU_SCALE`) was chosen.
+recipe (`tt_zoo.zoo.registry.CPU_SCALE`) was chosen.
 """
 
 from __future__ import annotations

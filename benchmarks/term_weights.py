@@ -135,7 +135,7 @@ def main(argv=None) -> dict:
     out = text_rows.run(args, NAME, term_weight_rows, report)
     print(report(out))
     if args.record:  # the model's measured tables into its card (= tt-zoo ship --record-from)
-        from tt_zoo.serving.shipping import record_results
+        from tt_zoo.zoo.shipping import record_results
         record_results(args.term_model, out, results_path=args.output.with_suffix(".json"))
     return out
 

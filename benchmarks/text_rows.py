@@ -49,7 +49,7 @@ def add_record_argument(p: argparse.ArgumentParser, model_flag: str) -> None:
     p.add_argument("--record", action="store_true",
                    help="after the run, write the model's measured tables into the card of "
                         f"the export {model_flag} names (a shipped one's entry too): "
-                        "tt_zoo.serving.shipping.record_results")
+                        "tt_zoo.zoo.shipping.record_results")
 
 
 def require_reqa_with_open_domain(p: argparse.ArgumentParser, benchmarks: Sequence[str],

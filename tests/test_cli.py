@@ -144,7 +144,7 @@ def test_recorded_and_registered_command_lines_still_parse():
     recorded = [json.loads(p.read_text())["command"]
                 for p in sorted((REPO / "saved_models").glob("*/metadata.json"))]
     assert len(recorded) >= 10
-    from tt_zoo.serving.registry import REGISTRY
+    from tt_zoo.zoo.registry import REGISTRY
     registered = [part.strip() for spec in REGISTRY.values()
                   for part in spec.recipe_command().split("&&")]
     assert all(c.startswith("tt-zoo ") for c in registered), registered[:3]
@@ -153,18 +153,20 @@ def test_recorded_and_registered_command_lines_still_parse():
 
 
 def test_the_grids_own_command_lines_parse(tmp_path):
-    reproduce = cli.command_module("reproduce")
-    args = reproduce.parse_args(["--runs", str(tmp_path), "--stages", "pretrain"])
-    for variant in reproduce.CELLS:
-        assert _parse(shlex.join(reproduce.pretrain_command(variant, args))).variant == variant
+    from tt_zoo.cli.reproduce import grid
+    args = cli.command_module("reproduce").parse_args(["--runs", str(tmp_path), "--stages",
+                                                       "pretrain"])
+    for variant in grid.CELLS:
+        config = _parse(shlex.join(grid.pretrain_command(variant, args)))
+        assert config.model.variant == variant
     for mix in ("mlm", "ict_bfs_wlp"):
-        command = reproduce.make_data_command(mix, tmp_path / mix, args)
+        command = grid.make_data_command(mix, tmp_path / mix, args)
         assert _parse(shlex.join(command)).output == str(tmp_path / mix)
 
 
 def test_choices_kept_here_for_a_quick_help_match_the_package():
     """Two constants the commands repeat so that --help imports no TensorFlow or bm25s."""
-    from tt_zoo.data.hard_negatives import DEFAULT_DEPTH
+    from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH
     from tt_zoo.training.loop import STRATEGIES
     assert cli.command_module("mine-negatives").DEFAULT_DEPTH == DEFAULT_DEPTH
     assert cli.command_module("pretrain").STRATEGIES == STRATEGIES

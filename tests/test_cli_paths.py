@@ -49,7 +49,8 @@ def test_installed_defaults_resolve_in_the_cache_never_in_site_packages(installe
     assert common.default_vocab_path() == str(home_data / "bert-vocab" / "vocab.txt")
     pretrain = cli.command_module("pretrain").parse_args(["--variant", "ict_bfs_wlp_512"])
     reproduce = cli.command_module("reproduce").parse_args(["--stages", "pretrain"])
-    for path in (pretrain.vocab, reproduce.vocab, reproduce.data, common.default_squad_path()):
+    for path in (pretrain.model.vocab, reproduce.vocab, reproduce.data,
+                 common.default_squad_path()):
         assert not pathlib.Path(path).is_relative_to(installed.parents[2]), path
     assert reproduce.saved_models is None and reproduce.readme is None
 

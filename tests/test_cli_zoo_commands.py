@@ -7,7 +7,7 @@ import pytest
 
 from tt_zoo import cli
 from tt_zoo.cli.list_models import headline
-from tt_zoo.serving.registry import REGISTRY, list_models
+from tt_zoo.zoo.registry import REGISTRY, list_models
 
 from conftest import REPO_ROOT
 from helpers import run_as_a_user
@@ -44,10 +44,10 @@ def tiny(exported, loaded, monkeypatch):
     """The tiny export's path; `tt_zoo.load` of it gives one model loaded once (the commands
     load their model through `tt_zoo.load`), any other name or path loads as usual."""
     import tt_zoo
-    from tt_zoo.serving import zoo
+    from tt_zoo.zoo import loading
 
     monkeypatch.setattr(tt_zoo, "load", lambda name: loaded if str(name) == str(exported.path)
-                        else zoo.load(name))
+                        else loading.load(name))
     return exported.path
 
 

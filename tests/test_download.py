@@ -15,7 +15,7 @@ import pytest
 
 import tt_zoo
 from helpers import assert_matches_golden, read_golden
-from tt_zoo.serving import download, registry
+from tt_zoo.zoo import download, registry
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError
 from tt_zoo.manifest import describe_files
 
@@ -173,7 +173,7 @@ def test_the_wheel_installed_in_a_fresh_venv_loads_a_model_by_name(tmp_path, htt
           "--disable-pip-version-check", "-q", "-w", tmp_path / "dist", source])
     (wheel,) = (tmp_path / "dist").glob("tt_zoo-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "tt_zoo/serving/shipped_models.json" in names and "tt_zoo/serving/download.py" in names
+    assert "tt_zoo/zoo/shipped_models.json" in names and "tt_zoo/zoo/download.py" in names
     assert not [n for n in names if n.startswith("saved_models/") or n.endswith(".pb")]
     assert wheel.stat().st_size < 1 << 20, f"{wheel} holds {wheel.stat().st_size} bytes"
 

@@ -187,7 +187,8 @@ def test_reexport_keeps_the_weights_and_the_card_and_records_why(exported, tmp_p
     stay, the note says when and why, the file manifest and sha256 are the new files'."""
     import shutil
     from helpers import saved_model_graph
-    from tt_zoo.serving import export, shipping
+    from tt_zoo.serving import export
+    from tt_zoo.zoo import shipping
     _, path, _ = exported
     old = tmp_path / "old"
     shutil.copytree(path, old)

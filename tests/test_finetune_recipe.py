@@ -195,8 +195,10 @@ def check_recipe_outputs(tmp_path, export=True):
 
 def test_recipe_end_to_end_in_process(tmp_path, recipe):
     squad = squad_slice(tmp_path)
-    result = recipe.main([str(a) for a in tiny_recipe_args(tmp_path, squad, export=False)])
+    argv = [str(a) for a in tiny_recipe_args(tmp_path, squad, export=False)]
+    result = recipe.main(argv)
     check_recipe_outputs(tmp_path, export=False)
+    assert result["run_config"] == recipe.parse_args(argv).to_dict()  # the whole config
     assert result["rows"][0]["R@100"] == json.loads(
         (tmp_path / "result.json").read_text())["rows"][0]["R@100"]
 
@@ -219,6 +221,7 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     reloaded = tt_zoo.load(str(tmp_path / "model2"))
     assert reloaded.keras_model.document_preprocessor.seq_length == 24
     lineage = reloaded.metadata["base_model"]  # the card names what it was fine-tuned from
+    assert reloaded.metadata["run_config"]["data"]["limit_questions"] == 40
     assert lineage["path"] == str(tmp_path / "model") and lineage["sha256"]
     with pytest.raises(ValueError, match="covers at most 32 positions"):
         recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),

@@ -15,7 +15,8 @@ from tt_zoo.data import features as F
 from tt_zoo.modeling.models import TwoTowerModel
 from tt_zoo.modeling.towers import BowMlpTower, masked_mean
 from tt_zoo.training import loop
-from tt_zoo.training.grad_cache import GradCacheError, grad_cache_gradients
+from tt_zoo.training.grad_cache import (GradCacheError, GradCacheStep, grad_cache_gradients,
+                                        use_grad_cache)
 
 BATCH, CHUNK, HARD = 8, 3, 2  # chunks of 3, 3 and 2 examples: the last one is short
 
@@ -177,25 +178,26 @@ def test_bad_chunk_sizes_are_refused():
     model = tiny_model("bow_mlp")
     for bad in (0, -2, 2.5, True):
         with pytest.raises(GradCacheError, match="chunk size"):
-            model.use_grad_cache(bad)
-    assert model.grad_cache_chunk_size is None
+            use_grad_cache(model, bad)
+    assert model.gradient_step is None
 
 
 def test_fit_step_equals_the_full_batch_step_and_config_is_unchanged():
-    """`use_grad_cache`: two `fit` steps give the full-batch steps' weights and logs; the
-    model's config (what exports and `tt_zoo.load` rebuild from, with the loss layer's recorded
-    input shapes) and its tracked objects are those of the ordinary model."""
+    """`use_grad_cache` (a gradient step training sets on the model): two `fit` steps give the
+    full-batch steps' weights and logs; the model's config (what exports and `tt_zoo.load`
+    rebuild from, with the loss layer's recorded input shapes) and its tracked objects are
+    those of the ordinary model."""
     models = [tiny_model("bow_mlp") for _ in range(2)]
     for model in models:
         model.build_by_calling()
     models[1].set_weights(models[0].get_weights())
     logs = []
     for model, chunk in zip(models, (None, CHUNK)):
-        model.use_grad_cache(chunk)
+        use_grad_cache(model, chunk)
         model.compile(optimizer=tf.keras.optimizers.SGD(0.5))
         data = tf.data.Dataset.from_tensors(tokenized_batch(model, hard_negatives=HARD))
         logs.append(model.fit(data.repeat(2), epochs=1, verbose=0).history)
-    assert models[1].grad_cache_chunk_size == CHUNK
+    assert models[1].gradient_step == GradCacheStep(CHUNK) and models[0].gradient_step is None
     for name in ("loss", "in_batch_top1"):
         np.testing.assert_allclose(logs[1][name], logs[0][name], rtol=1e-5, err_msg=name)
     for a, b in zip(models[0].get_weights(), models[1].get_weights()):

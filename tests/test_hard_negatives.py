@@ -1,5 +1,5 @@
-"""BM25 hard negatives (tt_zoo.data.hard_negatives): the skip rules on a corpus where BM25's top
-hit is the positive, the fallback, determinism, the stored file and its sidecar, step_batches
+"""BM25 hard negatives (tt_zoo.retrieval.hard_negatives): the skip rules on a corpus where BM25's
+top hit is the positive, the fallback, determinism, the stored file and its sidecar, step_batches
 with negatives (also per replica), a pretrain run with them, and the ReQA miner."""
 
 import json
@@ -11,11 +11,11 @@ import tensorflow as tf
 
 from helpers import load_recipe, tiny_model, tiny_vocab
 from tt_zoo.data import features as F
-from tt_zoo.data import hard_negatives as hn
-from tt_zoo.data.pairs_io import write_pair_shards
+from tt_zoo.data.pairs_io import PairTexts, read_pair_texts, write_pair_shards
 from tt_zoo.data.pretraining_tasks import Pair
 from tt_zoo.errors import ArtifactError
 from tt_zoo.retrieval import bm25
+from tt_zoo.retrieval import hard_negatives as hn
 from tt_zoo.retrieval import reqa as reqa_lib
 from tt_zoo.training.step_data import (num_rows, step_batches, tokenize_on_host,
                                        tokenize_pair_set)
@@ -40,17 +40,17 @@ ROWS = [(QUERY, P, "ict"), (QUERY, P, "bfs"), ("mass production of antibiotics",
 ROW_OF = {"P": 0, "A": 2, "C": 3, "V": 4, "U": {5, 6, 7}}
 
 
-def hand_made_pairs() -> hn.PairTexts:
-    return hn.PairTexts([q for q, _, _ in ROWS], [d[2] for _, d, _ in ROWS],
-                        [d[0] for _, d, _ in ROWS], [d[1] for _, d, _ in ROWS],
-                        [t for _, _, t in ROWS])
+def hand_made_pairs() -> PairTexts:
+    return PairTexts([q for q, _, _ in ROWS], [d[2] for _, d, _ in ROWS],
+                     [d[0] for _, d, _ in ROWS], [d[1] for _, d, _ in ROWS],
+                     [t for _, _, t in ROWS])
 
 
 def quiet(*_):
     pass
 
 
-def assert_valid(pairs: hn.PairTexts, rows: np.ndarray):
+def assert_valid(pairs: PairTexts, rows: np.ndarray):
     """No negative is the positive, a passage of a BFS/WLP positive's article, a document or
     BFS/WLP article that another pair gives the same query as its positive, or a document
     holding the query; no example repeats a negative."""
@@ -97,9 +97,9 @@ def test_positives_of_the_same_query_elsewhere_are_not_negatives():
     # of Penicillin) and of a WLP pair (positive V, from Antibiotics, which links to Penicillin).
     rows = [(QUERY, V, "wlp"), (QUERY, A, "bfs"), ("mould in 1928", P, "ict"),
             ("bread in damp rooms", C, "ict"), *[(f"q{k}", u, "ict") for k, u in enumerate(U)]]
-    pairs = hn.PairTexts([q for q, _, _ in rows], [d[2] for _, d, _ in rows],
-                         [d[0] for _, d, _ in rows], [d[1] for _, d, _ in rows],
-                         [t for _, _, t in rows])
+    pairs = PairTexts([q for q, _, _ in rows], [d[2] for _, d, _ in rows],
+                      [d[0] for _, d, _ in rows], [d[1] for _, d, _ in rows],
+                      [t for _, _, t in rows])
     mined = hn.mine_pair_negatives(pairs, 1, progress=False, log=quiet)
     # BM25 ranks P, C, A, V for QUERY. For the WLP pair, P is neither its positive nor of its
     # positive's article, but it is a passage of Penicillin, the BFS pair's article: skipped, as
@@ -140,8 +140,8 @@ def test_too_few_valid_documents_in_the_whole_corpus_is_an_error():
 
 
 def test_a_document_is_represented_by_its_longest_text():
-    pairs = hn.PairTexts(["q1", "q2", "q3"], ["d#0", "d#0", "e#0"], ["d", "d", "e"],
-                         ["short", "the whole passage", "other"], ["ict"] * 3)
+    pairs = PairTexts(["q1", "q2", "q3"], ["d#0", "d#0", "e#0"], ["d", "d", "e"],
+                      ["short", "the whole passage", "other"], ["ict"] * 3)
     assert hn.document_rows(pairs).tolist() == [1, 2]
 
 
@@ -171,7 +171,7 @@ def test_stored_beside_the_pairs_reused_and_refused_when_the_pairs_change(tmp_pa
     assert sidecar["settings"]["num_negatives"] == 2 and sidecar["shape"] == [8, 2]
     assert sidecar["counts"]["pairs"] == 8 and sidecar["mining_seconds"] >= 0
     # Rows are in read_pairs order (two shards interleave): the rules hold there.
-    assert_valid(hn.read_pair_texts(str(pairs_dir)), first.rows)
+    assert_valid(read_pair_texts(str(pairs_dir)), first.rows)
 
     again = hn.load_or_mine(str(pairs_dir), settings, progress=False, log=quiet)
     assert again.reused and again.sidecar == first.sidecar

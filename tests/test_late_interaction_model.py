@@ -22,7 +22,7 @@ from tt_zoo.modeling.late_interaction_model import (LateInteractionModel,
                                                     warm_start_from)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.maxsim import maxsim_scores
-from tt_zoo.training.grad_cache import GradCacheError
+from tt_zoo.training.grad_cache import GradCacheError, use_grad_cache
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 VOCAB = tiny_vocab()
@@ -240,8 +240,8 @@ def test_tokenized_batch_with_hard_negatives_trains():
 def test_unsupported_options_fail_clearly():
     model = tiny_colbert()
     with pytest.raises(GradCacheError, match="--grad-cache-chunk"):
-        model.use_grad_cache(4)
-    model.use_grad_cache(None)  # off is fine
+        use_grad_cache(model, 4)
+    use_grad_cache(model, None)  # off is fine
     with pytest.raises(TtZooError, match="encode_query_tokens"):
         model.encode_queries(["who?"])
     with pytest.raises(TtZooError, match="encode_document_tokens"):
@@ -336,8 +336,8 @@ def test_export_round_trip_through_tt_zoo_load(colbert_export):
 # ---------------------------------------------------------------- registry, warm start, CLI
 
 def test_registered_colbert_variants():
-    from tt_zoo.serving.registry import REGISTRY
-    from tt_zoo.serving.zoo import build_untrained
+    from tt_zoo.zoo.registry import REGISTRY
+    from tt_zoo.zoo.build import build_untrained
     spec = REGISTRY["colbert_ict_bfs_wlp_crop_span_qgen_64"]
     assert (spec.encoder, spec.tower_size, spec.embedding_dim) == ("colbert", "tiny", 64)
     assert (spec.query_length, spec.document_length) == (32, 128)

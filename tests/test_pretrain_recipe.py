@@ -138,7 +138,7 @@ def test_unknown_variant_and_missing_pairs_are_clear(inputs):
 
 def test_command_line_overrides_the_registry_options():
     from helpers import load_recipe
-    from tt_zoo.serving import registry
+    from tt_zoo.zoo import registry
     recipe = load_recipe("pretrain")
     spec = registry.get_spec("bow_mlp_ict_bfs_wlp_512")
     assert recipe.model_options(spec, recipe.parse_args(["--variant", spec.name])) == spec.options

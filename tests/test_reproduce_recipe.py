@@ -7,7 +7,10 @@ import pytest
 from conftest import data_file
 from helpers import load_recipe, tiny_vocab
 import tt_zoo
-from tt_zoo.serving import download, registry
+from tt_zoo.cli.common import COLUMNS
+from tt_zoo.cli.reproduce import grid, report, ship
+from tt_zoo.zoo import download, registry
+from tt_zoo.zoo.recipe import CPU_RECIPE
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +20,7 @@ def recipe():
 
 def test_every_cell_gets_the_same_pretraining_budget(recipe, tmp_path):
     args = recipe.parse_args(["--runs", str(tmp_path), "--stages", "pretrain"])
-    commands = {cell: recipe.pretrain_command(cell, args) for cell in recipe.CELLS}
+    commands = {cell: grid.pretrain_command(cell, args) for cell in grid.CELLS}
     trained = {cell: c for cell, c in commands.items() if "none" not in cell}
     for cell, command in trained.items():
         flags = dict(zip(command, command[1:]))
@@ -34,8 +37,10 @@ def test_budget_and_bad_flags(recipe, capsys):
     args = recipe.parse_args(["--stages", "pretrain", "--budget", "steps=5",
                               "--budget", "finetune_learning_rate=1e-3"])
     assert args.budget.steps == 5 and args.budget.finetune_learning_rate == 1e-3
-    assert args.budget.batch_size == recipe.GRID.batch_size
+    assert args.budget.batch_size == grid.GRID.batch_size
+    assert grid.GRID == CPU_RECIPE == registry.get_spec("mlm_128").recipe  # one recipe type
     for bad, message in ((["--budget", "stpes=5"], "--budget: expected FIELD=VALUE"),
+                         (["--budget", "vocab_size=5"], "--budget: expected FIELD=VALUE"),
                          (["--cells", "ict_1024"], "--cells: unknown ict_1024"),
                          (["--stages", "train"], "--stages: unknown train"),
                          (["--splits", "0.01,1.5"], "--splits: every fraction")):
@@ -46,14 +51,14 @@ def test_budget_and_bad_flags(recipe, capsys):
 
 def test_successor_variants_are_cells_with_labels_and_odqa_in_cards(recipe):
     args = recipe.parse_args(["--stages", "evaluate", "--cells", "ict_512,bow_mlp_span_512"])
-    assert args.cell_list == ["ict_512", "bow_mlp_span_512"]  # the grid's first, then others
-    assert recipe.label("ict_bfs_wlp_span") == "ICT+BFS+WLP+span"
-    assert recipe.label("ict_bfs_wlp") == "ICT+BFS+WLP" and recipe.label("crop") == "crop"
-    metrics = {c: 0.5 for c in recipe.COLUMNS} | {"num_queries": 10}
+    assert args.cells == ("ict_512", "bow_mlp_span_512")  # the grid's first, then others
+    assert report.label("ict_bfs_wlp_span") == "ICT+BFS+WLP+span"
+    assert report.label("ict_bfs_wlp") == "ICT+BFS+WLP" and report.label("crop") == "crop"
+    metrics = {c: 0.5 for c in COLUMNS} | {"num_queries": 10}
     row = {"zero_shot": {"1%": metrics}, "finetuned": {},
            "odqa": {"num_passages": 130638, "sets": {
                "all": {"num_questions": 1185, "answerable": 944, "R@1": 0.1, "R@20": 0.4567}}}}
-    tables = recipe.card_metrics(row, {"1%": metrics})
+    tables = ship.card_metrics(row, {"1%": metrics})
     odqa = [k for k in tables if k.startswith("ODQA")]
     assert len(odqa) == 1 and "944 answerable" in odqa[0]
     assert tables[odqa[0]] == {"R@1": 10.0, "R@20": 45.67}
@@ -68,7 +73,7 @@ def small_squad(path, articles=2, paragraphs=3):
     return path
 
 
-def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
+def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys, monkeypatch):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("\n".join(tiny_vocab()) + "\n")
     argv = ["--cells", "none_512,bow_mlp_none_512", "--runs", str(tmp_path / "runs"),
@@ -98,15 +103,26 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys):
 
     shipped = tmp_path / "shipped_models.json"
     readme = tmp_path / "README.md"
-    readme.write_text(f"# models\n{recipe.README_BEGIN}\nold list\n{recipe.README_END}\nmore\n")
+    readme.write_text(f"# models\n{ship.README_BEGIN}\nold list\n{ship.README_END}\nmore\n")
+    # shipping registers what it ships in this process: a copy, so other tests see the real list
+    monkeypatch.setattr(registry, "REGISTRY", dict(registry.REGISTRY))
     recipe.main(argv + ["--stages", "ship", "--saved-models", str(tmp_path / "saved_models"),
                         "--shipped", str(shipped), "--readme", str(readme)])
     text = readme.read_text()
     assert "old list" not in text and "| `none_512` | tiny BERT, dim 512 | none |" in text
-    assert text.endswith(f"{recipe.README_END}\nmore\n") and "| BM25 |" in text
+    assert text.endswith(f"{ship.README_END}\nmore\n") and "| BM25 |" in text
     entries = registry.read_shipped(shipped)
     assert set(entries) == {"none_512", "bow_mlp_none_512"}
     assert entries["none_512"]["url"] == download.release_url("none_512")
+    # the entry's recipe is the grid's budget (its fine-tuning made the numbers), its headline
+    # numbers the README's columns
+    assert entries["none_512"]["recipe"].finetune_steps == 2
+    assert entries["none_512"]["recipe"].steps == 0
+    headline = dict(entries["none_512"]["metrics"])
+    assert set(headline) == {f"R@100 {kind} {split}" for kind in ("zero-shot", "fine-tuned")
+                             for split in ("20%", "50%")}
+    none_line = next(line for line in text.splitlines() if line.startswith("| `none_512`"))
+    assert none_line.split(" | ")[3] == f"{headline['R@100 zero-shot 50%']:.1f}"
     model = tt_zoo.load(tmp_path / "saved_models" / "bow_mlp_none_512")
     assert model.metadata["sha256"] == entries["bow_mlp_none_512"]["sha256"]
     tables = model.metadata["metrics"]
@@ -124,7 +140,7 @@ def test_a_committed_model_at_the_grid_budget_is_not_retrained(recipe, tmp_path)
         (saved / name / "metadata.json").write_text(json.dumps(
             {"name": name, "train_steps": steps, "batch_size": budget.batch_size,
              "learning_rate": budget.learning_rate}))
-    assert recipe.committed_pretrained("ict_512", args) == saved / "ict_512"
-    assert recipe.committed_pretrained("bfs_512", args) is None  # another budget
-    assert recipe.committed_pretrained("ict_bfs_wlp_512", args) is None  # the flagship's name
-    assert recipe.committed_pretrained("wlp_512", args) is None  # nothing committed
+    assert grid.committed_pretrained("ict_512", args) == saved / "ict_512"
+    assert grid.committed_pretrained("bfs_512", args) is None  # another budget
+    assert grid.committed_pretrained("ict_bfs_wlp_512", args) is None  # the flagship's name
+    assert grid.committed_pretrained("wlp_512", args) is None  # nothing committed

@@ -11,9 +11,9 @@ import tt_zoo
 from helpers import (assert_matches_golden, assert_matches_term_golden,
                      assert_matches_token_golden, read_golden, registered_op_layers,
                      saved_model_graph)
-from tt_zoo.serving.export import table_rows
-from tt_zoo.serving import registry
-from tt_zoo.serving.registry import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.serving.model_card import table_rows
+from tt_zoo.zoo import registry
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
 SHIPPED = tt_zoo.list_models(shipped_only=True)
@@ -126,7 +126,7 @@ def test_every_grid_variant_is_shipped_within_the_size_budget():
 
 # ------------------------------------------------------------------ serving (no model loaded)
 # Read from each export's saved_model.pb (protobuf parsing, no TensorFlow load), for every entry
-# of tt_zoo/serving/shipped_models.json.
+# of tt_zoo/zoo/shipped_models.json.
 
 SHIPPED_ENTRIES = registry.read_shipped()
 # The signatures the README's Serving section promises each kind; serving_default (what TF
@@ -151,7 +151,7 @@ def test_every_shipped_export_has_serving_default_and_its_kinds_signatures(name)
     promised = PROMISED_SIGNATURES[entry["kind"]]
     missing = [s for s in ("serving_default",) + promised if s not in signatures]
     assert not missing, (f"{name} has no {missing} signature: re-export it from its own "
-                         "weights (tt_zoo.serving.shipping.reexport)")
+                         "weights (tt_zoo.zoo.shipping.reexport)")
     assert _inputs_and_outputs(signatures["serving_default"]) == _inputs_and_outputs(
         signatures[promised[0]])
     for signature in promised:

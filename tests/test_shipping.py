@@ -13,8 +13,9 @@ from helpers import (PAIRS, assert_matches_term_golden, assert_matches_token_gol
                      golden_regenerator, tiny_colbert, tiny_model)
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError, TtZooError
-from tt_zoo.serving import download, registry, shipping
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
 from tt_zoo.serving.export import render_model_card
+from tt_zoo.zoo import download, registry, shipping
 
 COLBERT = "colbert_ict_bfs_wlp_32"
 HDCT = "hdct_ict_bfs_wlp"
@@ -89,15 +90,15 @@ def test_card_prints_tables_of_rows_and_of_one_row():
 def test_registry_kinds_and_term_weight_names(tmp_path):
     spec = registry.get_spec("hdct_ict_bfs_wlp_crop_span_qgen")
     assert (spec.kind, spec.encoder, spec.tower_size, spec.document_length) == (
-        registry.TERM_WEIGHTS, "bert", "tiny", 128)
+        TERM_WEIGHTS, "bert", "tiny", 128)
     assert ("tt-zoo train-term-weights --pairs runs/pairs/ict_bfs_wlp_crop_span_qgen "
             "--init-from ict_bfs_wlp_512 --max-pairs 200000 --steps 2000 --batch-size 64 "
             "--learning-rate 0.0005") in spec.recipe_command()
     assert "hdct_none" not in registry.REGISTRY and "hdct_mlm" not in registry.REGISTRY
     assert registry.get_spec("colbert_ict_bfs_wlp_crop_span_qgen_64").kind == (
-        registry.LATE_INTERACTION)
+        LATE_INTERACTION)
     assert set(tt_zoo.list_models("hdct_*")) == set(
-        tt_zoo.list_models(kind=registry.TERM_WEIGHTS))
+        tt_zoo.list_models(kind=TERM_WEIGHTS))
     with pytest.raises(ValueError, match="kind must be one of"):
         tt_zoo.list_models(kind="colbert")
     # The shipped list records each entry's kind; one that is not its name's is refused.
@@ -108,7 +109,7 @@ def test_registry_kinds_and_term_weight_names(tmp_path):
     with pytest.raises(ValueError, match="records kind 'two_tower'.*'term_weights' variant"):
         registry.read_shipped(path)
     path.write_text(json.dumps({HDCT: {"artifact": HDCT}}))  # no kind: the name's
-    assert registry.read_shipped(path)[HDCT]["kind"] == registry.TERM_WEIGHTS
+    assert registry.read_shipped(path)[HDCT]["kind"] == TERM_WEIGHTS
 
 
 # ------------------------------------------------------------------ tiny exports, shipped

@@ -17,7 +17,8 @@ def test_init_from_copies_the_exports_weights(exported):
     record = init_from(model, exported.path)
     for ours, theirs in zip(model.get_weights(), exported.model.get_weights()):
         np.testing.assert_array_equal(ours, theirs)
-    assert record["from"] == str(exported.path) and record["sha256"] == exported.meta["sha256"]
+    assert record.source == str(exported.path) and record.sha256 == exported.meta["sha256"]
+    assert record.to_dict()["from"] == str(exported.path)  # the card's warm_start.from
 
 
 def test_init_from_refuses_another_architecture(exported):

@@ -8,10 +8,12 @@ import pytest
 import tt_zoo
 from helpers import PAIRS, tiny_vocab
 from tt_zoo.data import features as F
-from tt_zoo.serving.registry import (EMBEDDING_DIMS, LATE_INTERACTION, PRETRAINING_TASKS,
-                                     REGISTRY, SUCCESSOR_PREFIXES, SUCCESSOR_TASKS, TERM_WEIGHTS,
-                                     TOKEN_DIMS, TWO_TOWER)
-from tt_zoo.serving.zoo import ArtifactError, build_untrained
+from tt_zoo.errors import ArtifactError
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.zoo.build import build_untrained
+from tt_zoo.zoo.recipe import CPU_RECIPE, PAPER_RECIPE
+from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, PAPER, PRETRAINING_TASKS, REGISTRY,
+                                 SERIES, SUCCESSOR_PREFIXES, SUCCESSOR_TASKS, TOKEN_DIMS)
 
 
 def test_registry_names_read_like_the_paper():
@@ -47,6 +49,36 @@ def test_every_registered_variant_is_consistent(name):
     assert name.endswith(f"{spec.pretraining}_{spec.embedding_dim}")
     assert (spec.tower_size is None) == (spec.encoder == "bow_mlp")
     assert f"--variant {name}" in spec.recipe_command()
+
+
+def test_an_unshipped_names_recipe_is_the_one_of_its_options():
+    """Issue 27: the unshipped mlm_128 (CPU-scale options: mean pooling, one shared tower)
+    printed the paper's recipe, 8,192 x 100,000 steps at 1e-4 with documents of 288 tokens,
+    while its shipped siblings ran 128 x 800 at 1e-3 with documents of 128."""
+    mlm_128, mlm_512 = REGISTRY["mlm_128"], REGISTRY["mlm_512"]
+    assert not mlm_128.shipped and mlm_128.options == CPU_SCALE == mlm_512.options
+    r = mlm_128.recipe
+    assert (r.batch_size, r.steps, r.learning_rate, r.document_length) == (128, 800, 1e-3, 128)
+    assert mlm_128.document_length == 128 and mlm_128.recipe == mlm_512.recipe
+    command = mlm_128.recipe_command()
+    assert "--batch-size 128 --steps 800 --learning-rate 0.001 " in command
+    assert "--mlm-seq-length 128 " in command and "--document-length 128 " in command
+    # The rule for every name: its series' options and recipe, together; shipped names keep
+    # what their runs recorded.
+    for name, spec in REGISTRY.items():
+        prefix = max((p for p in SERIES if name.startswith(p)), key=len)
+        series = SERIES[prefix]
+        assert spec.options == series.options, name
+        if series.kind == TWO_TOWER:  # (ColBERT and term weights have recipes of their own)
+            assert series.recipe == {CPU_SCALE: CPU_RECIPE, PAPER: PAPER_RECIPE}[series.options]
+        if not spec.shipped:
+            assert spec.recipe == series.recipe, name
+            assert spec.document_length == series.recipe.document_length, name
+        assert spec.recipe.document_length == spec.document_length, name
+    paper = REGISTRY["bert_base_ict_512"]
+    assert paper.options == PAPER and paper.recipe == PAPER_RECIPE
+    assert (paper.recipe.batch_size, paper.recipe.steps, paper.document_length) == (
+        8192, 100_000, 288)
 
 
 @pytest.mark.parametrize("encoder_prefix", ["", "bow_mlp_"])
@@ -139,7 +171,7 @@ def test_corrupted_or_truncated_artifact_is_refused(exported, tmp_path):
 
 
 def test_shipped_list_is_read_from_saved_models(tmp_path):
-    from tt_zoo.serving import registry
+    from tt_zoo.zoo import registry
 
     shipped = registry.read_shipped()
     assert set(shipped) == set(tt_zoo.list_models(shipped_only=True))
@@ -148,8 +180,10 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     path.write_text(json.dumps({"ict_512": entry}))
     fields = registry.read_shipped(path)["ict_512"]
     assert fields["recipe"].steps == 10 and fields["metrics"] == (("R@1", 0.5),)
+    # what the entry does not record is the name's own recipe's (ict_512: the CPU-scale one)
+    assert fields["recipe"].batch_size == 128 and fields["recipe"].document_length == 128
     for bad in ({"ict_1024": entry}, {"ict_512": {**entry, "weights": "x"}},
-                {"ict_512": {"sha256": "0"}}):
+                {"ict_512": {"sha256": "0"}}, {"ict_512": {**entry, "recipe": {"stpes": 1}}}):
         path.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match="shipped.json: entry"):
             registry.read_shipped(path)
@@ -216,7 +250,7 @@ def test_an_export_without_a_format_version_loads_as_format_1(exported, tmp_path
 
 
 def test_a_saved_text_index_records_its_format_version(exported, tmp_path):
-    from tt_zoo.serving.zoo import TEXT_INDEX_FILE, TEXT_INDEX_FORMAT_VERSION
+    from tt_zoo.zoo.loading import TEXT_INDEX_FILE, TEXT_INDEX_FORMAT_VERSION
     loaded = tt_zoo.load(exported.path)
     loaded.index(PAIRS[F.DOC_TEXT], backend="brute_force").save(tmp_path / "idx")
     manifest_path = tmp_path / "idx" / TEXT_INDEX_FILE

@@ -24,7 +24,7 @@ _keras_env.check_legacy_keras(import_tensorflow=False)
 from tt_zoo._version import __version__  # noqa: E402
 
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
-from tt_zoo.serving.registry import get_spec, list_models  # noqa: E402
+from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
 __all__ = ["load", "load_term_weighter", "list_models", "get_spec", "ArtifactError",
            "DownloadError", "TtZooError", "__version__"]
@@ -34,6 +34,6 @@ def __getattr__(name):
     # TensorFlow is imported on first use of a loader, not by `import tt_zoo`.
     if name in ("load", "load_term_weighter"):
         _keras_env.check_legacy_keras()
-        from tt_zoo.serving import zoo
-        return getattr(zoo, name)
+        from tt_zoo.zoo import loading
+        return getattr(loading, name)
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

@@ -1,6 +1,6 @@
 """Writes tests/golden/<name>.json for every shipped model: its outputs for fixed texts.
 
-By kind (`tt_zoo.serving.registry.KINDS`):
+By kind (`tt_zoo.modeling.kinds.KINDS`):
 - two-tower: the first 8 dims of the query and document embeddings, and their scores;
 - late interaction (ColBERT): the first 8 dims of the first 3 token vectors of each query and
   document, their token counts, and the MaxSim score matrix;
@@ -19,7 +19,8 @@ import numpy as np
 
 import tt_zoo
 from tt_zoo.atomic_io import write_text
-from tt_zoo.serving import registry
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
+from tt_zoo.zoo import registry
 
 HERE = pathlib.Path(__file__).resolve().parent
 QUERIES = ["who discovered penicillin?", "what is the capital of france?",
@@ -51,7 +52,7 @@ def late_interaction_golden(model) -> dict:
     """A late-interaction model's golden outputs (token vectors and MaxSim scores)."""
     q = model.encode_query_tokens(QUERIES)
     d = model.encode_document_tokens(PASSAGES, titles=TITLES)
-    return {"kind": registry.LATE_INTERACTION, "queries": QUERIES, "titles": TITLES,
+    return {"kind": LATE_INTERACTION, "queries": QUERIES, "titles": TITLES,
             "passages": PASSAGES,
             "query_token_counts": [len(v) for v in q], "document_token_counts": [len(v) for v in d],
             "query_tokens_first3x8": leading_tokens(q),
@@ -72,7 +73,7 @@ def top_terms(weights, k: int = TOP_TERMS) -> list:
 def term_weight_golden(weighter) -> dict:
     """A term-weight model's golden outputs: each golden (title, passage)'s weighted terms."""
     weights = weighter.weigh(TITLES, PASSAGES)
-    return {"kind": registry.TERM_WEIGHTS, "queries": QUERIES, "titles": TITLES,
+    return {"kind": TERM_WEIGHTS, "queries": QUERIES, "titles": TITLES,
             "passages": PASSAGES, "terms": [term_list(w) for w in weights],
             "top_terms": [top_terms(w) for w in weights]}
 
@@ -80,10 +81,10 @@ def term_weight_golden(weighter) -> dict:
 def golden_of(name: str) -> dict:
     """The golden outputs of a shipped model, by its kind."""
     kind = registry.get_spec(name).kind
-    if kind == registry.TERM_WEIGHTS:
+    if kind == TERM_WEIGHTS:
         return term_weight_golden(tt_zoo.load_term_weighter(name))
     model = tt_zoo.load(name)
-    return late_interaction_golden(model) if kind == registry.LATE_INTERACTION else golden(model)
+    return late_interaction_golden(model) if kind == LATE_INTERACTION else golden(model)
 
 
 def main(argv=None):

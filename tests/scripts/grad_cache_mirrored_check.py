@@ -21,6 +21,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/, for helpers
 from helpers import tiny_model, tokenized_batch  # noqa: E402
+from tt_zoo.training.grad_cache import use_grad_cache  # noqa: E402
 
 GLOBAL_BATCH, HARD, STEPS = 8, 2, 2
 strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
@@ -39,7 +40,7 @@ def replica_part(batch, replica):
 
 def compiled(model, chunk=None):
     model.build_by_calling()
-    model.use_grad_cache(chunk)
+    use_grad_cache(model, chunk)
     # SGD: Adam divides each update by the gradient's size, so float-rounding differences in
     # near-zero gradients would become full-size steps and hide whether the gradients agree.
     model.compile(optimizer=tf.keras.optimizers.SGD(0.5))

@@ -1,6 +1,7 @@
 """What several commands share: where the data and the vocabulary are by default, ReQA
-loading (one clear error when SQuAD cannot be had), and the score tables (Chang et al. 2020,
-Table 3's columns).
+loading (one clear error when SQuAD cannot be had), the score tables (Chang et al. 2020,
+Table 3's columns), and the run-config groups of more than one training command (hard
+negatives, token budgets, pairs, checkpoints and export: `tt_zoo.cli.run_config`).
 
 Default paths never point inside an installed package: the data folder is ``$TT_ZOO_DATA``,
 else ``../shared/data`` beside the git clone tt_zoo runs from, else ``$TT_ZOO_HOME/data`` (the
@@ -10,6 +11,7 @@ which file, and which flag or variable sets it.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pathlib
 import socket
@@ -17,9 +19,11 @@ import sys
 import urllib.parse
 from typing import Mapping, Optional, Sequence
 
+from tt_zoo.cli.parsing import NO_PROGRESS_HELP
+from tt_zoo.cli.run_config import option
 from tt_zoo.errors import TtZooError
-from tt_zoo.serving import download
-from tt_zoo.serving.registry import SAVED_MODELS_DIR
+from tt_zoo.zoo import download
+from tt_zoo.zoo.registry import SAVED_MODELS_DIR
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 # The model `tt-zoo demo` and `tt-zoo search` use unless told otherwise (the README's).
@@ -186,3 +190,57 @@ def progress_bar(no_progress: bool):
     --no-progress: off, or None (their default: a bar when a call runs more than a few
     batches)."""
     return False if no_progress else None
+
+
+# ------------------------------------------------------------------ shared run-config groups
+# Each is one argument group of `tt_zoo.cli.run_config.RunConfig` configs; a command subclasses
+# one to add its own fields (pretrain's --hard-negatives-dir).
+
+@dataclasses.dataclass(frozen=True)
+class HardNegativeArguments:
+    """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
+    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives)."""
+
+    hard_negatives: int = option(
+        0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
+           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H")
+    hard_negatives_depth: Optional[int] = option(
+        None, "BM25 results searched per query when mining (default "
+              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)")
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceLengthArguments:
+    """Token budgets of the towers (Chang et al. 2020, Sec. 5.1: query 64, document 288)."""
+
+    query_length: Optional[int] = option(
+        None, "query token budget (default: the model's own: the registry's for a variant, an "
+              "export's for a loaded model; paper: 64)")
+    document_length: Optional[int] = option(
+        None, "document token budget (default: the model's own: the registry's for a variant, "
+              "an export's for a loaded model; paper: 288)")
+
+
+@dataclasses.dataclass(frozen=True)
+class PairArguments:
+    """Training pairs written by tt-zoo make-pairs, tokenized once and cached."""
+
+    pairs: Optional[str] = option(None, "a pair directory written by tt-zoo make-pairs")
+    max_pairs: Optional[int] = option(None, "train on the first N pairs of --pairs only")
+    token_cache: str = option(
+        os.path.join("runs", "token_cache"),
+        "where the pairs, tokenized once (train-term-weights: the documents and their targets), "
+        "are kept for later runs ('': nowhere)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOutputArguments:
+    """Checkpoints (a killed or finished run resumes), logs and the export."""
+
+    export: Optional[str] = option(None, "export directory for the trained model")
+    workdir: Optional[str] = option(
+        None, "checkpoints, logs and train_summary.json (default: runs/pretrain/VARIANT; "
+              "train-term-weights: runs/term_weights/NAME)")
+    checkpoint_every: int = option(
+        100, "steps between checkpoints (a killed run resumes from the last)")
+    no_progress: bool = option(False, NO_PROGRESS_HELP)

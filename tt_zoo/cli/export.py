@@ -75,8 +75,9 @@ def restore_from_checkpoint(args):
     """Rebuilds the variant and restores the latest checkpoint; returns (model, metadata)."""
     import tensorflow as tf
 
-    from tt_zoo.serving.registry import get_spec
-    from tt_zoo.serving.zoo import build_untrained
+    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.zoo.registry import get_spec
+    from tt_zoo.zoo.build import build_untrained
 
     spec = get_spec(args.variant)
     root = pathlib.Path(args.checkpoint)
@@ -89,10 +90,12 @@ def restore_from_checkpoint(args):
     model.build_by_calling()
     tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
     summary_file = root / "train_summary.json"
-    meta = json.loads(summary_file.read_text()) if summary_file.is_file() else {}
-    meta.update(name=spec.name, encoder=spec.encoder, tower_size=spec.tower_size,
-                pretraining=spec.pretraining, checkpoint=os.path.basename(latest))
-    return model, meta
+    card = ModelCard.from_dict(json.loads(summary_file.read_text())
+                               if summary_file.is_file() else {})
+    card.name, card.training.pretraining = spec.name, spec.pretraining
+    card.architecture.encoder, card.architecture.tower_size = spec.encoder, spec.tower_size
+    card.training.checkpoint = os.path.basename(latest)
+    return model, card.to_dict()
 
 
 def load_corpus(corpus: str):
@@ -122,14 +125,14 @@ def main(argv=None):
 
 def export(args):
     import tt_zoo
-    import tt_zoo.serving.zoo
+    import tt_zoo.zoo.loading
     from tt_zoo.serving.export import QueryEncoder, export_saved_model
     from tt_zoo.serving.retrieve import export_retrieval_model
 
     corpus = load_corpus(args.corpus) if args.corpus else None  # a bad file fails at once
     if args.variant:
         keras_model, meta = restore_from_checkpoint(args)
-        model = tt_zoo.serving.zoo.ZooModel(keras_model, metadata=meta)
+        model = tt_zoo.zoo.loading.ZooModel(keras_model, metadata=meta)
     else:
         model = tt_zoo.load(args.model)
         keras_model, meta = model.keras_model, dict(model.metadata)

@@ -12,90 +12,122 @@ Examples:
   tt-zoo finetune --init none --encoder bert --size tiny --embedding-dim 512 \\
       --vocab $TT_ZOO_DATA/bert-vocab/vocab.txt --train-fraction 0.01 --steps 300 \\
       --batch-size 128 --document-length 128 --eval --json-out runs/finetune/none_512_1pct.json
+
+--config run.json reads the settings from a JSON file ({"group": {"setting": value}}, as the
+export records them under "run_config", `FinetuneConfig`); flags given with it override it.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import pathlib
 import sys
 import time
+from typing import Optional
 
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import COLUMNS, default_squad_path, default_vocab_path, format_table
+from tt_zoo.cli.common import (COLUMNS, HardNegativeArguments, SequenceLengthArguments,
+                               default_squad_path, default_vocab_path, format_table)
+from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelArguments:
+    """The model to fine-tune: a zoo name or an export, or towers at their random
+    initialisation (--init none: the paper's "no pretraining" rows)."""
+
+    model: Optional[str] = option(
+        None, "a registered model name or an export directory (tt_zoo.load)",
+        metavar="NAME_OR_PATH")
+    init: Optional[str] = option(
+        None, "'none': build an untrained model here (no pretraining)", choices=("none",))
+    encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
+                          choices=("bert", "bow_mlp"))
+    size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
+    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)")
+    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)")
+    num_attention_heads: Optional[int] = option(
+        None, "explicit BERT attention heads (overrides --size)")
+    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)")
+    embedding_dim: int = option(512, "output dimension of both towers of --init none")
+    vocab: Optional[str] = option(
+        None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
+              "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    name: Optional[str] = option(None, "model name written to the export's metadata")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataArguments:
+    """ReQA-SQuAD and its cold-start split (Chang et al. 2020, Sec. 5: 1%/5%/80% of the
+    questions for training, 10% of them held out for validation)."""
+
+    squad: Optional[str] = option(
+        None, "SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
+    train_fraction: Optional[float] = option(
+        None, "make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
+    seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init")
+    split_file: Optional[str] = option(
+        None, "load a split written by tt_zoo.retrieval.reqa.save_split")
+    split_out: Optional[str] = option(None, "save the split made here (JSON)")
+    limit_questions: Optional[int] = option(
+        None, "keep a random, seeded subset of N questions (all candidates stay)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingArguments:
+    """Fine-tuning with early stopping (paper: 2,000 steps, batch 512, Adam lr 5e-5)."""
+
+    steps: int = option(2000, "optimizer steps at most")
+    batch_size: int = option(512, "training questions a step (clamped to the training part)")
+    learning_rate: float = option(5e-5, "Adam learning rate")
+    eval_every: Optional[int] = option(None, "steps between validation checks")
+    patience: int = option(5, "validation checks without improvement before stopping")
+    min_delta: float = option(
+        0.0, "smallest change of the validation value that counts as improvement")
+    validation_metric: str = option(
+        "loss", "what early stopping watches on the validation part",
+        choices=("loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
+    log_dir: Optional[str] = option(None, "write the fine-tuning log (CSV, JSON) here")
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputArguments:
+    """The fine-tuned export, the evaluation and the JSON record."""
+
+    output: Optional[str] = option(
+        None, "export the fine-tuned model (SavedModel) to this directory")
+    eval: bool = option(False, "evaluate on the split's test questions, with BM25 beside it")
+    json_out: Optional[str] = option(
+        None, "write settings, fine-tuning history and table as JSON")
+    # --quiet: the old spelling, kept for the command lines that used it
+    # (benchmarks/finetune_hard_negatives.py).
+    no_progress: bool = option(False, parsing.NO_PROGRESS_HELP, hidden_aliases=("--quiet",))
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneConfig(RunConfig):
+    """Every setting of a `tt-zoo finetune` run; recorded whole in its export and --json-out
+    (`RUN_CONFIG_KEY`)."""
+
+    model: ModelArguments
+    lengths: SequenceLengthArguments
+    data: DataArguments
+    training: TrainingArguments
+    negatives: HardNegativeArguments
+    output: OutputArguments
+
+    ONE_OF = (("model", "init"),)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    src = p.add_argument_group("model")
-    which = src.add_mutually_exclusive_group(required=True)
-    which.add_argument("--model", metavar="NAME_OR_PATH",
-                       help="a registered model name or an export directory (tt_zoo.load)")
-    which.add_argument("--init", choices=["none"],
-                       help="'none': build an untrained model here (no pretraining)")
-    src.add_argument("--encoder", default="bert", choices=["bert", "bow_mlp"],
-                     help="the tower of --init none: BERT or bag-of-words MLP")
-    src.add_argument("--size", default="tiny", help="BERT tower size (tiny, mini, small, base)")
-    src.add_argument("--num-layers", type=int, help="explicit BERT shape (overrides --size)")
-    src.add_argument("--hidden-size", type=int, help="explicit BERT hidden size (overrides --size)")
-    src.add_argument("--num-attention-heads", type=int,
-                     help="explicit BERT attention heads (overrides --size)")
-    src.add_argument("--inner-dim", type=int,
-                     help="explicit BERT feed-forward size (overrides --size)")
-    src.add_argument("--embedding-dim", type=int, default=512,
-                     help="output dimension of both towers of --init none")
-    src.add_argument("--vocab", default=None,
-                     help="vocab.txt for --init none (default: saved_models/vocab/vocab.txt if "
-                          "present, else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    src.add_argument("--query-length", type=int, help="query token budget (paper: 64)")
-    src.add_argument("--document-length", type=int, help="document token budget (paper: 288)")
-    src.add_argument("--name", help="model name written to the export's metadata")
-    data = p.add_argument_group("data")
-    data.add_argument("--squad", default=None,
-                      help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
-    data.add_argument("--train-fraction", type=float,
-                      help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
-    data.add_argument("--seed", type=int, default=0,
-                      help="seed of the split, of --limit-questions, of shuffling and init")
-    data.add_argument("--split-file", help="load a split written by tt_zoo.retrieval.reqa.save_split")
-    data.add_argument("--split-out", help="save the split made here (JSON)")
-    data.add_argument("--limit-questions", type=int,
-                      help="keep a random, seeded subset of N questions (all candidates stay)")
-    train = p.add_argument_group("training (paper: 2,000 steps, batch 512, lr 5e-5)")
-    train.add_argument("--steps", type=int, default=2000, help="optimizer steps at most")
-    train.add_argument("--batch-size", type=int, default=512,
-                       help="training questions a step (clamped to the training part)")
-    train.add_argument("--learning-rate", type=float, default=5e-5, help="Adam learning rate")
-    train.add_argument("--eval-every", type=int, help="steps between validation checks")
-    train.add_argument("--patience", type=int, default=5,
-                       help="validation checks without improvement before stopping")
-    train.add_argument("--min-delta", type=float, default=0.0,
-                       help="smallest change of the validation value that counts as improvement")
-    train.add_argument("--validation-metric", default="loss",
-                       choices=["loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"],
-                       help="what early stopping watches on the validation part")
-    train.add_argument("--hard-negatives", type=int, default=0, metavar="H",
-                       help="H BM25 hard negatives per training question beside the in-batch "
-                            "ones (Multi-task DPR), skipping the gold and answer-holding "
-                            "candidates (0: none)")
-    train.add_argument("--hard-negatives-depth", type=int, default=None,
-                       help="BM25 results searched per question when mining (default "
-                            "tt_zoo.data.hard_negatives.DEFAULT_DEPTH)")
-    train.add_argument("--log-dir", help="write the fine-tuning log (CSV, JSON) here")
-    out = p.add_argument_group("output")
-    out.add_argument("--output", help="export the fine-tuned model (SavedModel) to this directory")
-    out.add_argument("--eval", action="store_true",
-                     help="evaluate on the split's test questions, with BM25 beside it")
-    out.add_argument("--json-out", help="write settings, fine-tuning history and table as JSON")
-    parsing.add_no_progress(out)
-    # The old spelling, kept for the command lines that used it
-    # (benchmarks/finetune_hard_negatives.py).
-    out.add_argument("--quiet", dest="no_progress", action="store_true", help=argparse.SUPPRESS)
+    FinetuneConfig.add_arguments(p)
 
 
-def parse_args(argv=None):
+def parse_args(argv=None) -> FinetuneConfig:
     p = parsing.command_parser("finetune", __doc__, add_arguments)
-    args = p.parse_args(argv)
+    args = FinetuneConfig.parse(p, argv)
     args.squad = args.squad or default_squad_path()
 
     if args.split_file and args.train_fraction is not None:
@@ -140,7 +172,7 @@ def parse_args(argv=None):
                                     "(pass --vocab PATH or set TT_ZOO_DATA)")
     elif args.vocab:
         p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
-    return args
+    return FinetuneConfig.from_namespace(args)
 
 
 def limit_questions(reqa, n: int, seed: int):
@@ -156,146 +188,187 @@ def limit_questions(reqa, n: int, seed: int):
                          source=f"{reqa.source} ({n} random questions, seed {seed})")
 
 
-def build_untrained(args):
+def build_untrained(config: FinetuneConfig):
     """The "no pretraining" model: towers at their random initialisation (seeded), with the
-    paper's choices ([CLS], separate towers; `tt_zoo.serving.registry.PAPER`)."""
+    paper's choices ([CLS], separate towers; `tt_zoo.zoo.registry.PAPER`)."""
     import tensorflow as tf
-    from tt_zoo.serving import registry, zoo
+    from tt_zoo.zoo import build, registry
 
-    tf.keras.utils.set_random_seed(args.seed)
-    shape = {k: getattr(args, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
-                                           "inner_dim") if getattr(args, k) is not None}
-    bert = args.encoder == "bert"
-    spec = registry.ModelSpec(name=args.name or f"none_{args.embedding_dim}",
-                              encoder=args.encoder, tower_size=args.size if bert else None,
-                              embedding_dim=args.embedding_dim, pretraining="none",
+    given = config.model
+    tf.keras.utils.set_random_seed(config.data.seed)
+    shape = {k: getattr(given, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
+                                            "inner_dim") if getattr(given, k) is not None}
+    bert = given.encoder == "bert"
+    spec = registry.ModelSpec(name=given.name or f"none_{given.embedding_dim}",
+                              encoder=given.encoder, tower_size=given.size if bert else None,
+                              embedding_dim=given.embedding_dim, pretraining="none",
                               options=registry.PAPER)
-    model = zoo.build_untrained(spec, args.vocab, query_length=args.query_length,
-                                document_length=args.document_length,
-                                tower_shape=shape if bert else None)
+    model = build.build_untrained(spec, given.vocab,
+                                  query_length=config.lengths.query_length,
+                                  document_length=config.lengths.document_length,
+                                  tower_shape=shape if bert else None)
     model.build_by_calling()
-    size = args.size if not shape else (
+    size = given.size if not shape else (
         f"L{model.query_tower.shape_.num_layers}/H{model.query_tower.shape_.hidden_size}")
-    info = {"name": spec.name, "encoder": args.encoder,
+    info = {"name": spec.name, "encoder": given.encoder,
             "tower_size": size if bert else None, "pretraining": "none",
-            "vocabulary": str(args.vocab)}
+            "vocabulary": str(given.vocab)}
     return model, info
 
 
-def load_pretrained(args):
+def load_pretrained(config: FinetuneConfig):
     import tt_zoo
     from tt_zoo.modeling.models import with_sequence_lengths
 
-    zoo_model = tt_zoo.load(args.model)
-    model = with_sequence_lengths(zoo_model.keras_model, args.query_length,
-                                  args.document_length)
+    given = config.model
+    zoo_model = tt_zoo.load(given.model)
+    model = with_sequence_lengths(zoo_model.keras_model, config.lengths.query_length,
+                                  config.lengths.document_length)
     zoo_model.keras_model = model
-    spec, meta = zoo_model.spec, zoo_model.metadata
-    info = {"name": args.name or f"{zoo_model.name}_reqa",
-            "encoder": spec.encoder if spec else meta.get("encoder", "?"),
-            "tower_size": spec.tower_size if spec else meta.get("tower_size"),
-            "pretraining": zoo_model.pretraining, "base_model": str(args.model)}
+    spec, arch = zoo_model.spec, zoo_model.card.architecture
+    info = {"name": given.name or f"{zoo_model.name}_reqa",
+            "encoder": spec.encoder if spec else (arch.encoder or "?"),
+            "tower_size": spec.tower_size if spec else arch.tower_size,
+            "pretraining": zoo_model.pretraining, "base_model": str(given.model)}
     return zoo_model, model, info
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    t_start = time.perf_counter()
-    from tt_zoo.retrieval import bm25, reqa as reqa_lib
-    from tt_zoo.serving import export as export_lib
-    from tt_zoo.training import finetuning
-    from tt_zoo.retrieval import metrics as retrieval_metrics
+def reqa_and_split(data: DataArguments):
+    """ReQA of --squad (or its --limit-questions subset) and the split: --split-file's, or a
+    new cold-start split (saved to --split-out); with the split's description and training
+    fraction."""
+    from tt_zoo.retrieval import reqa as reqa_lib
 
-    reqa = reqa_lib.build_reqa(args.squad)
-    if args.limit_questions:
-        reqa = limit_questions(reqa, args.limit_questions, args.seed)
+    reqa = reqa_lib.build_reqa(data.squad)
+    if data.limit_questions:
+        reqa = limit_questions(reqa, data.limit_questions, data.seed)
     print(reqa.summary())
-    if args.split_file:
-        split, where = reqa_lib.load_split(args.split_file), f"split file {args.split_file}"
+    if data.split_file:
+        split, where = reqa_lib.load_split(data.split_file), f"split file {data.split_file}"
         reqa.questions_for(split.train + split.validation + split.test)  # ids must exist here
     else:
-        split = reqa_lib.make_splits(reqa, args.train_fraction, seed=args.seed)
-        where = f"{args.train_fraction:g} cold-start split, seed {args.seed}"
-        if args.split_out:
-            reqa_lib.save_split(split, args.split_out)
-            print(f"Wrote the split to {args.split_out}")
-    fraction = split.meta.get("train_fraction", args.train_fraction)
+        split = reqa_lib.make_splits(reqa, data.train_fraction, seed=data.seed)
+        where = f"{data.train_fraction:g} cold-start split, seed {data.seed}"
+        if data.split_out:
+            reqa_lib.save_split(split, data.split_out)
+            print(f"Wrote the split to {data.split_out}")
+    fraction = split.meta.get("train_fraction", data.train_fraction)
     print(f"Split ({where}): {len(split.train):,} training, {len(split.validation):,} "
           f"validation, {len(split.test):,} test questions.")
+    return reqa, split, where, fraction
 
-    if args.init == "none":
-        zoo_model, (model, info) = None, build_untrained(args)
+
+def model_to_finetune(config: FinetuneConfig):
+    """(the zoo model or None for --init none, its Keras model, what the card says of it)."""
+    from tt_zoo.serving import export as export_lib
+
+    if config.model.init == "none":
+        zoo_model, (model, info) = None, build_untrained(config)
     else:
-        zoo_model, model, info = load_pretrained(args)
+        zoo_model, model, info = load_pretrained(config)
     info.update(embedding_dim=model.embedding_dim,
                 query_length=model.query_preprocessor.seq_length,
                 document_length=model.document_preprocessor.seq_length,
                 parameters=export_lib.count_parameters(model))
     print(f"Model: {info}")
+    return zoo_model, model, info
 
+
+def evaluate(model, info, reqa, split, where, fraction) -> list:
+    """Table 3's rows for the split's test questions: the model's, then BM25's."""
+    from tt_zoo.retrieval import bm25
+    from tt_zoo.retrieval import metrics as retrieval_metrics
+
+    t = time.perf_counter()
+    m = retrieval_metrics.evaluate_encoder(model, reqa, split.test)
+    base = {"encoder": f"{info['encoder']}-{info.get('tower_size')}"
+            if info.get("tower_size") else info["encoder"],
+            "pretraining": info["pretraining"], "train_fraction": fraction}
+    rows = [{**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS}, "details": m}]
+    b = bm25.evaluate_bm25(reqa, split.test)
+    rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
+                 "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
+    print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "
+          f"{len(reqa.candidates):,} candidates (evaluation {time.perf_counter() - t:.0f} s)")
+    print(format_table(rows))
+    return rows
+
+
+def export_finetuned(config: FinetuneConfig, zoo_model, model, info, training: dict, result,
+                     rows, where: str, training_data: str) -> None:
+    """Exports to --output with the card's fields (`where`: the split's description); the
+    export records the lineage itself (base model name, sha256, steps, date)."""
+    from tt_zoo.serving import export as export_lib
+    from tt_zoo.serving.model_card import FinetuneRun, ModelCard  # noqa: PLC0415
+
+    # `info` holds card fields (name, encoder, sizes) and the base model as given
+    # ("base_model", a name or path: the export's lineage names it with its sha256).
+    card = ModelCard.from_dict({k: v for k, v in info.items() if k != "base_model"})
+    run = card.training
+    run.training_data, run.run_config = training_data, config.to_dict()
+    run.train_steps, run.batch_size = result["steps_run"], result["batch_size"]
+    run.learning_rate = config.training.learning_rate
+    card.lineage.finetune = FinetuneRun.from_dict(training)
+    card.result.train_wall_time_s = round(result["seconds"], 1)
+    card.result.train_pairs_per_s = round(result["train_pairs_per_s"] or 0.0, 1)
+    if rows:
+        card.evaluation.metrics = {f"ReQA test questions, {where}":
+                                   {c: round(100 * rows[0][c], 2) for c in COLUMNS}}
+    metadata = card.to_dict()
+    if zoo_model is not None:
+        zoo_model.export(config.output.output, metadata)
+    else:
+        export_lib.export_saved_model(model, config.output.output, metadata)
+    print(f"Exported the fine-tuned model to {config.output.output}")
+
+
+def main(argv=None) -> dict:
+    return run(parse_args(argv), sys.argv[1:] if argv is None else list(argv))
+
+
+def run(config: FinetuneConfig, argv: list) -> dict:
+    """Fine-tunes, evaluates (--eval) and exports (--output) as `config` says; returns (and
+    writes to --json-out) the record of the run. `argv`: the command line, recorded."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    t_start = time.perf_counter()
+    from tt_zoo.training import finetuning
+
+    reqa, split, where, fraction = reqa_and_split(config.data)
+    zoo_model, model, info = model_to_finetune(config)
+    train = config.training
     result = finetuning.finetune(
-        model, reqa, split, steps=args.steps, batch_size=args.batch_size,
-        learning_rate=args.learning_rate, eval_every=args.eval_every, patience=args.patience,
-        min_delta=args.min_delta, validation_metric=args.validation_metric, seed=args.seed,
-        log_dir=args.log_dir, progress=not args.no_progress, hard_negatives=args.hard_negatives,
-        hard_negatives_depth=args.hard_negatives_depth)
-
-    table, rows = None, []
-    if args.eval:
-        t = time.perf_counter()
-        m = retrieval_metrics.evaluate_encoder(model, reqa, split.test)
-        base = {"encoder": f"{info['encoder']}-{info.get('tower_size')}"
-                if info.get("tower_size") else info["encoder"],
-                "pretraining": info["pretraining"], "train_fraction": fraction}
-        rows.append({**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS},
-                     "details": m})
-        b = bm25.evaluate_bm25(reqa, split.test)
-        rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
-                     "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
-        table = format_table(rows)
-        print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "
-              f"{len(reqa.candidates):,} candidates (evaluation {time.perf_counter() - t:.0f} s)")
-        print(table)
+        model, reqa, split, steps=train.steps, batch_size=train.batch_size,
+        learning_rate=train.learning_rate, eval_every=train.eval_every, patience=train.patience,
+        min_delta=train.min_delta, validation_metric=train.validation_metric,
+        seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
+        hard_negatives=config.negatives.hard_negatives,
+        hard_negatives_depth=config.negatives.hard_negatives_depth)
+    rows = evaluate(model, info, reqa, split, where, fraction) if config.output.eval else []
 
     training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",
                                        "batch_size", "requested_batch_size", "learning_rate",
                                        "seconds", "train_pairs_per_s")}
     if "hard_negatives" in result:
         training["hard_negatives"] = result["hard_negatives"]
-    if args.output:
-        # The export records the lineage itself (base model name, sha256, steps, date).
-        metadata = {**{k: v for k, v in info.items() if k != "base_model"},
-                    "training_data": f"ReQA {reqa.source}: training part of the {where} "
-                                     f"({len(split.train)} questions)",
-                    "finetune": training, "train_steps": result["steps_run"],
-                    "batch_size": result["batch_size"], "learning_rate": args.learning_rate,
-                    "train_wall_time_s": round(result["seconds"], 1),
-                    "train_pairs_per_s": round(result["train_pairs_per_s"] or 0.0, 1)}
-        if rows:
-            metadata["metrics"] = {f"ReQA test questions, {where}":
-                                   {c: round(100 * rows[0][c], 2) for c in COLUMNS}}
-        if zoo_model is not None:
-            zoo_model.export(args.output, metadata)
-        else:
-            export_lib.export_saved_model(model, args.output, metadata)
-        print(f"Exported the fine-tuned model to {args.output}")
+    if config.output.output:
+        export_finetuned(config, zoo_model, model, info, training, result, rows, where,
+                         f"ReQA {reqa.source}: training part of the {where} "
+                         f"({len(split.train)} questions)")
 
     wall = time.perf_counter() - t_start
     output = {"squad": reqa.source, "split": where, "train_fraction": fraction,
-              "seed": args.seed, "limit_questions": args.limit_questions,
+              "seed": config.data.seed, "limit_questions": config.data.limit_questions,
               "num_train": len(split.train), "num_validation": len(split.validation),
               "num_questions": len(split.test), "num_candidates": len(reqa.candidates),
-              "model": info, "finetune": result, "rows": rows, "output": args.output,
-              "argv": sys.argv[1:] if argv is None else list(argv), "wall_seconds": wall}
-    if args.json_out:
+              "model": info, "finetune": result, "rows": rows, "output": config.output.output,
+              "argv": argv, RUN_CONFIG_KEY: config.to_dict(), "wall_seconds": wall}
+    if config.output.json_out:
         from tt_zoo.atomic_io import write_json
-        write_json(args.json_out, output)
-        print(f"Wrote {args.json_out}")
+        write_json(config.output.json_out, output)
+        print(f"Wrote {config.output.json_out}")
     print(f"Wall time: {wall:.1f} s (fine-tuning {result['seconds']:.1f} s, "
           f"{result['steps_run']} steps of {result['batch_size']})")
     return output
-
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional, Tuple
 
 from tt_zoo.cli import parsing
 
@@ -79,6 +80,19 @@ def parse_args(argv=None):
     return args
 
 
+def export_of(model: str) -> Tuple[str, Optional[str]]:
+    """(export folder, the sha256 the registry pins or None) of --model: a registered name is
+    found as `tt_zoo.load` finds it (`tt_zoo.zoo.loading.find_artifact`: the clone, the cache,
+    else a verified download); a gs:// export is passed on as it is."""
+    from tt_zoo.atomic_io import is_remote  # noqa: PLC0415
+
+    if is_remote(model):
+        return model, None
+    from tt_zoo.zoo.loading import find_artifact  # noqa: PLC0415 (TensorFlow)
+    path, spec = find_artifact(model)
+    return str(path), spec.sha256 if spec else None
+
+
 def import_pipeline():
     """`tt_zoo.serving.corpus_index.index_corpus`, imported without Beam's import-time warnings
     about Google Cloud packages it did not find ("Failed to import GCSFileSystem", "apitools not
@@ -108,7 +122,9 @@ def main(argv=None) -> int:
                  "tt_zoo[beam].")
     storage = EmbeddingStorage(args.dtype, args.int8_scale if args.dtype == "int8" else None)
     try:
-        manifest = index_corpus(args.passages, args.output, args.model,
+        model, expected_sha256 = export_of(args.model)
+        manifest = index_corpus(args.passages, args.output, model,
+                                expected_sha256=expected_sha256,
                                 num_shards=args.num_shards, storage=storage,
                                 backend=args.backend, batch_size=args.batch_size,
                                 runner=args.runner, pipeline_args=args.beam_args)

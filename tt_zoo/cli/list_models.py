@@ -15,7 +15,8 @@ import argparse
 import sys
 
 from tt_zoo.cli import parsing
-from tt_zoo.serving import registry
+from tt_zoo.modeling.kinds import KINDS
+from tt_zoo.zoo import registry
 
 # The card numbers `--shipped` shows, first found first: (label, metric key or key prefix).
 # Two-tower cards carry ReQA zero-shot R@100 on the 80% split's test questions and ODQA
@@ -30,7 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a glob pattern over the names, e.g. '*ict_bfs_wlp*' (quote it)")
     p.add_argument("--shipped", action="store_true",
                    help="only the models with trained weights, with their measured numbers")
-    p.add_argument("--kind", choices=registry.KINDS,
+    p.add_argument("--kind", choices=KINDS,
                    help="only the models of this kind (two-tower, late interaction, term "
                         "weights)")
 

@@ -47,10 +47,13 @@ def command_parser(name: str, doc: str,
     return parser
 
 
+NO_PROGRESS_HELP = "no progress bars (log lines, where the command has them)"
+
+
 def add_no_progress(parser: argparse.ArgumentParser) -> None:
-    """``--no-progress``, every command's one spelling for "no progress bars"."""
-    parser.add_argument("--no-progress", action="store_true",
-                        help="no progress bars (log lines, where the command has them)")
+    """``--no-progress``, every command's one spelling for "no progress bars" (a run config's
+    ``no_progress`` field carries the same help: `tt_zoo.cli.common.TrainOutputArguments`)."""
+    parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 
 def exit_missing(parser: argparse.ArgumentParser, message: str):

@@ -1,8 +1,8 @@
 """Ship an export under a registered name, with the measured tables of benchmark results.
 
 Copies --export (default saved_models/NAME itself) into saved_models/NAME, lists it in
-tt_zoo/serving/shipped_models.json with its kind, sha256, release URL, recipe and provenance
-(`tt_zoo.serving.shipping.ship`), then writes the model's rows of each --record-from results
+tt_zoo/zoo/shipped_models.json with its kind, sha256, release URL, recipe and provenance
+(`tt_zoo.zoo.shipping.ship`), then writes the model's rows of each --record-from results
 JSON (benchmarks/late_interaction.py, benchmarks/term_weights.py, ...) into its metadata and
 MODEL_CARD.md (`record_results`). Any kind: two-tower, late interaction (colbert_*), term
 weights (hdct_*).
@@ -45,7 +45,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     from tt_zoo.errors import TtZooError
-    from tt_zoo.serving import registry, shipping
+    from tt_zoo.zoo import registry, shipping
 
     for path in args.record_from:
         if not path.is_file():

@@ -28,10 +28,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import datetime
 import json
 import os
-from typing import Dict, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Mapping, Optional, Sequence
 
 import tensorflow as tf
 from tqdm.auto import tqdm
@@ -350,7 +351,7 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
 def manifest_sha256(output_dir: str) -> str:
     """The sha256 of a pair directory's ``manifest.json`` bytes: the identity of its pairs (the
     manifest lists every shard's sha256), which artifacts derived from them record (the token
-    cache's key, `tt_zoo.data.hard_negatives`' sidecar)."""
+    cache's key, `tt_zoo.retrieval.hard_negatives`' sidecar)."""
     import hashlib
 
     path = os.path.join(str(output_dir), MANIFEST)
@@ -417,6 +418,37 @@ def iter_pair_records(output_dir: str, *, verify: str = "size") -> Iterator[dict
     for path in _shard_files(output_dir, manifest, "pairs"):
         for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
             yield _parse_pair_fields(raw)
+
+
+@dataclasses.dataclass
+class PairTexts:
+    """A pair set's text columns, in `read_pairs` order (row i is pair i)."""
+
+    queries: List[str]
+    doc_ids: List[str]
+    titles: List[str]
+    texts: List[str]
+    tasks: List[str]
+
+    def __len__(self) -> int:
+        return len(self.queries)
+
+
+def read_pair_texts(pairs_dir: str, max_pairs: Optional[int] = None,
+                    batch_size: int = 4096) -> PairTexts:
+    """The text columns of a pair directory (its first `max_pairs` pairs), in the row order of
+    `tt_zoo.training.step_data.cached_tokenize_pair_set` (what BM25 hard-negative mining reads:
+    `tt_zoo.retrieval.hard_negatives`)."""
+    pairs = read_pairs(pairs_dir)
+    if max_pairs:
+        pairs = pairs.take(max_pairs)
+    keys = (features.QUERY, features.DOC_ID, features.DOC_TITLE, features.DOC_TEXT,
+            features.TASK)
+    columns = {key: [] for key in keys}
+    for batch in pairs.batch(batch_size).as_numpy_iterator():
+        for key in keys:
+            columns[key].extend(value.decode("utf-8") for value in batch[key])
+    return PairTexts(*(columns[key] for key in keys))
 
 
 def read_mlm_examples(output_dir: str, *, shuffle_files: bool = False,

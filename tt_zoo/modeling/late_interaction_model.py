@@ -11,8 +11,9 @@ query against every document of the batch, the same objective with more negative
 The model is a `TwoTowerModel` with one shared tower, so it tokenizes pairs, trains (`fit`,
 `tt-zoo pretrain`, `tf.distribute`), serialises and exports the same way; what differs is what
 it embeds: token vectors, read with `encode_query_tokens` / `encode_document_tokens`. The
-single-vector `encode_queries` / `encode_documents` raise. GradCache is refused
-(`use_grad_cache`): its chunked passes cache one embedding per example.
+single-vector `encode_queries` / `encode_documents` raise. GradCache refuses it
+(`tt_zoo.training.grad_cache.use_grad_cache`): its chunked passes cache one embedding per
+example.
 """
 
 from __future__ import annotations
@@ -96,17 +97,6 @@ class LateInteractionModel(TwoTowerModel):
         """Packed document ids -> token vectors and mask as `embed_query_inputs`, padding and
         punctuation masked."""
         return self.query_tower(packed, training=training, mask_punctuation=True)
-
-    def use_grad_cache(self, chunk_size: Optional[int]) -> None:
-        """Refused for now (None is accepted): GradCache (`tt_zoo.training.grad_cache`) caches
-        one [rows, dim] embedding per example between its passes, not token vectors."""
-        if chunk_size is not None:
-            from tt_zoo.training.grad_cache import GradCacheError
-            raise GradCacheError(
-                "GradCache (--grad-cache-chunk) does not support late-interaction (token "
-                "vector) models yet: its chunked passes cache one embedding per example. Train "
-                "without it (a smaller --batch-size bounds the memory).")
-        super().use_grad_cache(None)
 
     def encode_queries(self, *args, **kwargs):
         raise TtZooError(_NO_SINGLE_VECTOR.format(side="query", method="encode_query_tokens"))

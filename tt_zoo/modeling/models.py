@@ -7,7 +7,7 @@ in, embeddings out; scores are inner products. The model is a `tfrs.Model`, so `
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple, Union
+from typing import Callable, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -60,7 +60,7 @@ class TwoTowerModel(tfrs.Model):
         self.document_tower = query_tower if document_tower is None else document_tower
         self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
         self.normalize_embeddings = bool(normalize_embeddings)
-        self._grad_cache_chunk_size: Optional[int] = None
+        self._gradient_step: Optional[Callable] = None  # training's (`set_gradient_step`)
 
     @property
     def embedding_dim(self) -> int:
@@ -176,21 +176,20 @@ class TwoTowerModel(tfrs.Model):
         return self.loss_from_embeddings(inputs, self.embed_for_loss(inputs, training))
 
     @property
-    def grad_cache_chunk_size(self) -> Optional[int]:
-        """Examples per GradCache chunk in `train_step`, or None (the ordinary step)."""
-        return self._grad_cache_chunk_size
+    def gradient_step(self) -> Optional[Callable]:
+        """What computes and applies a batch's gradients in `train_step`, or None (the ordinary
+        step of `tfrs.Model`)."""
+        return self._gradient_step
 
-    def use_grad_cache(self, chunk_size: Optional[int]) -> None:
-        """Trains with GradCache (`tt_zoo.training.grad_cache`): the full batch's loss and
-        gradients with the activation memory of `chunk_size` examples; None turns it off.
+    def set_gradient_step(self, step: Optional[Callable]) -> None:
+        """Lets training choose how `train_step` computes and applies a batch's gradients:
+        ``step(model, inputs)`` returns the logs `tfrs.Model.train_step` returns (GradCache:
+        `tt_zoo.training.grad_cache.use_grad_cache`); None restores the ordinary step.
 
         A training setting only: it is not part of `get_config`, checkpoints or exports.
         """
-        if chunk_size is not None:
-            from tt_zoo.training.grad_cache import check_chunk_size
-            chunk_size = check_chunk_size(chunk_size)
-        if chunk_size != self._grad_cache_chunk_size:
-            self._grad_cache_chunk_size = chunk_size
+        if step != self._gradient_step:
+            self._gradient_step = step
             self.train_function = None  # the next `fit` traces the step again
 
     def train_step(self, inputs):
@@ -201,13 +200,13 @@ class TwoTowerModel(tfrs.Model):
         mean over replicas (equal per-replica batches): what one device reports on the same
         global batch. Every replica then holds the same values and Keras takes the first
         replica's (`distribute_reduction_method`), under MirroredStrategy as under TPUStrategy.
-        With `use_grad_cache`, the gradients come from `grad_cache_train_step` (the same logs).
+        With a `gradient_step` set by training (e.g. GradCache), the gradients are its (the
+        same logs).
         """
-        if self._grad_cache_chunk_size is None:
+        if self._gradient_step is None:
             metrics = super().train_step(inputs)
         else:
-            from tt_zoo.training.grad_cache import grad_cache_train_step
-            metrics = grad_cache_train_step(self, inputs, self._grad_cache_chunk_size)
+            metrics = self._gradient_step(self, inputs)
         context = tf.distribute.get_replica_context()
         if context is None or context.num_replicas_in_sync == 1:
             return metrics

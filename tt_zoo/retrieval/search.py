@@ -16,7 +16,7 @@ Each has `len(searcher)` (the number of candidates) and `search(queries, k) -> S
 with queries of the searcher's kind (embeddings `[num_queries, dim]` or strings). A
 `SearchResult` holds, per query and best first, the candidates' row numbers (their positions in
 the searcher's candidate list, which evaluation compares with the gold rows), their scores and
-their ids; `SearchResult.hits` is the per-query `Hit` view that `tt_zoo.serving.zoo.TextIndex.search`
+their ids; `SearchResult.hits` is the per-query `Hit` view that `tt_zoo.zoo.loading.TextIndex.search`
 returns.
 
 `exact_top_k` is the only brute-force top-k in tt_zoo (TensorFlow matmul + `tf.math.top_k`;

@@ -56,6 +56,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from tt_zoo.atomic_io import is_remote
 from tt_zoo.data.text_files import TextFileError, parse_jsonl_line, record_fields
 from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.kinds import TWO_TOWER
 from tt_zoo.retrieval import embedding_shards
 from tt_zoo.retrieval.embedding_shards import ShardSettings, shard_name, shard_of
 from tt_zoo.retrieval.embedding_storage import EmbeddingStorage
@@ -121,13 +122,16 @@ class EncodeDocumentHandler(ModelHandler):
                    for title, text in batch)
 
 
-def resolve_model(model) -> Tuple[str, dict]:
-    """``(export path, metadata)`` of a registered model name or an export directory (verified
-    against its sha256: the registry's for a name, `tt_zoo.serving.export.verify_export`), or
-    of a gs:// export (its metadata read, its files checked by nothing here). Raises
-    `TtZooError` for a model without one embedding a document (late interaction, term weights).
+def resolve_model(model, expected_sha256: Optional[str] = None) -> Tuple[str, dict]:
+    """``(export path, metadata)`` of an export directory (verified, against `expected_sha256`
+    when given, e.g. the registry's for a shipped name: `tt_zoo.serving.export.verify_export`),
+    or of a gs:// export (its metadata read, its files checked by nothing here). A registered
+    name is found by its caller (`tt-zoo index-corpus`: `tt_zoo.cli.index_corpus.export_of`).
+    Raises `TtZooError` for a model without one embedding a document (late interaction, term
+    weights).
     """
     from tt_zoo.serving import export as export_lib  # noqa: PLC0415 (TensorFlow)
+    from tt_zoo.serving.model_card import ModelCard  # noqa: PLC0415
 
     if is_remote(model):
         import json  # noqa: PLC0415
@@ -135,16 +139,14 @@ def resolve_model(model) -> Tuple[str, dict]:
         with tf.io.gfile.GFile(f"{str(model).rstrip('/')}/{export_lib.METADATA_FILE}") as f:
             path, meta = str(model), json.loads(f.read())
     else:
-        from tt_zoo.serving.zoo import find_artifact  # noqa: PLC0415
-        found, spec = find_artifact(model)
-        path, meta = str(found), export_lib.verify_export(found, spec.sha256 if spec else None)
-    kind = export_lib.artifact_kind(meta)
-    signature = export_lib.DOCUMENT_SIGNATURE
-    if kind != "two_tower" or signature not in meta.get("signatures", [signature]):
+        path, meta = str(model), export_lib.verify_export(model, expected_sha256)
+    card = ModelCard.from_dict(meta)
+    kind, signature = card.artifact_kind, export_lib.DOCUMENT_SIGNATURE
+    if kind != TWO_TOWER or signature not in (card.architecture.signatures or [signature]):
         raise TtZooError(f"{model} is a {kind.replace('_', '-')} model: index-corpus needs a "
                          f"two-tower export with an {signature} signature (one vector a "
                          "passage).")
-    if not meta.get("sha256") or not meta.get("embedding_dim"):
+    if not card.provenance.sha256 or not card.architecture.embedding_dim:
         raise TtZooError(f"{model}: its metadata.json records no sha256 or embedding_dim.")
     return path, meta
 
@@ -216,6 +218,7 @@ def build_pipeline(p, passages: str, output_dir: str, model_path: str, settings:
 
 
 def index_corpus(passages: str, output_dir, model, *, num_shards: int,
+                 expected_sha256: Optional[str] = None,
                  storage: Optional[EmbeddingStorage] = None, backend: str = "scann",
                  batch_size: int = DEFAULT_BATCH_SIZE, runner: str = "DirectRunner",
                  pipeline_args: Optional[Sequence[str]] = None) -> dict:
@@ -226,9 +229,12 @@ def index_corpus(passages: str, output_dir, model, *, num_shards: int,
       passages: a .jsonl file pattern (local or gs://) of {"id", "title"?, "text"} lines; ids
         unique.
       output_dir: the output folder (new, or an earlier run's with the same settings: resumed).
-      model: a registered model name (`tt_zoo.list_models()`) or an export directory.
+      model: an export directory (local or gs://; `tt-zoo index-corpus` finds a registered
+        name's, `tt_zoo.cli.index_corpus.export_of`).
       num_shards: how many shards (each is one worker's GroupByKey value: choose shards that
         fit a worker's memory, e.g. 200K-1M passages of dim 512).
+      expected_sha256: the sha256 a local export's file manifest must hash to (the registry's
+        for a shipped name); None checks its files against its own manifest.
       storage: how the embeddings are stored (default float32).
       backend: each shard's index: "scann" (`ScannConfig.for_size` of the shard) or
         "brute_force".
@@ -244,7 +250,7 @@ def index_corpus(passages: str, output_dir, model, *, num_shards: int,
         raise TtZooError(f"batch_size must be a positive int (got {batch_size!r}).")
     passages, output_dir = str(passages), str(output_dir)
     check_passages(passages)
-    model_path, meta = resolve_model(model)
+    model_path, meta = resolve_model(model, expected_sha256)
     settings = ShardSettings(num_shards, int(meta["embedding_dim"]),
                              storage or EmbeddingStorage(), meta["sha256"], backend)
     if runner != "DirectRunner":

@@ -29,7 +29,7 @@ the full length).
 Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
 trainable model from the SavedModel's own variables), ``metadata.json`` (with the file manifest
 and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` compares) and
-``MODEL_CARD.md``.
+``MODEL_CARD.md``, both written and read through `tt_zoo.serving.model_card.ModelCard`.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
+from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, LateInteractionSettings,
+                                       ModelCard)
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
 METADATA_FILE = "metadata.json"
@@ -59,8 +61,8 @@ DOCUMENT_SIGNATURE = "encode_document"
 SIGNATURES = ("encode_query", DOCUMENT_SIGNATURE, "query_encoder", "response_encoder")
 # A late-interaction model's signatures (token vectors and their mask).
 TOKEN_SIGNATURES = ("encode_query_tokens", "encode_document_tokens")
-# TF Serving's REST API uses "serving_default" when a request names no signature.
-DEFAULT_SIGNATURE = "serving_default"  # = encode_query
+# A term-weight model's one signature (`tt_zoo.serving.term_weight_export`).
+TERM_WEIGHT_SIGNATURE = "term_weights"
 # The layout of an export (this module's and `tt_zoo.serving.term_weight_export`'s), recorded in
 # metadata.json as "format_version"; an export without one is format 1. Raise it when a later
 # tt_zoo changes the layout, so older readers refuse the new exports instead of misreading them.
@@ -212,7 +214,12 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     Returns:
       the metadata written, including the artifact's file manifest and its sha256
       (`tt_zoo.manifest`).
+
+    Raises:
+      TtZooError: a `metadata` value of the wrong type (`ModelCard`), before anything is
+        written.
     """
+    card = ModelCard.from_dict(metadata or {})
     meta = {}
 
     def build(staging: pathlib.Path) -> None:
@@ -228,44 +235,51 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         (staging / "assets" / VOCAB_ASSET).write_text(
             "\n".join(serving_model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
         # What these weights are (derived here) overrides anything passed in `metadata`.
-        meta.update(metadata or {})
-        meta.update({
-            "embedding_dim": serving_model.embedding_dim,
-            "parameters": count_parameters(serving_model),
-            "query_length": serving_model.query_preprocessor.seq_length,
-            "document_length": serving_model.document_preprocessor.seq_length,
-            "vocab_size": serving_model.query_preprocessor.vocab_size,
-            "signatures": list(signatures),
-            **late_interaction_metadata(serving_model),
-            "format_version": FORMAT_VERSION,
-            "versions": library_versions(),
-            "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"),
-        })
-        meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
-        meta["sha256"] = manifest_digest(meta["files"])
+        arch = card.architecture
+        arch.embedding_dim = serving_model.embedding_dim
+        arch.parameters = count_parameters(serving_model)
+        arch.query_length = serving_model.query_preprocessor.seq_length
+        arch.document_length = serving_model.document_preprocessor.seq_length
+        arch.vocab_size = serving_model.query_preprocessor.vocab_size
+        arch.signatures = list(signatures)
+        if isinstance(serving_model, LateInteractionModel):
+            arch.scoring = MAXSIM
+            arch.late_interaction = late_interaction_settings(serving_model)
+        stamp_provenance(card, staging)
+        meta.update(card.to_dict())
         with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=2, sort_keys=True)
-        (staging / MODEL_CARD_FILE).write_text(render_model_card(meta), encoding="utf-8")
+        (staging / MODEL_CARD_FILE).write_text(card.render(), encoding="utf-8")
 
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
                     what="tt_zoo model export", last=(METADATA_FILE,))
     return meta
 
 
-def late_interaction_metadata(model: TwoTowerModel) -> dict:
-    """What a late-interaction export records beside the shared fields ({} for the others): the
-    scoring, token size, query augmentation and markers, how many punctuation tokens the
-    document side drops (their ids: config.json, the tower's ``punctuation_ids``)."""
-    if not isinstance(model, LateInteractionModel):
-        return {}
+def stamp_provenance(card: ModelCard, staging: pathlib.Path) -> None:
+    """Sets what every export stamps on its card (this module's and
+    `tt_zoo.serving.term_weight_export`'s): the layout's version, the library versions, the
+    date, and the manifest of the files in `staging` with its sha256 (`tt_zoo.manifest`)."""
+    provenance = card.provenance
+    provenance.format_version = FORMAT_VERSION
+    provenance.versions = library_versions()
+    provenance.exported = datetime.datetime.now(datetime.timezone.utc).isoformat(
+        timespec="seconds")
+    provenance.files = describe_files(staging, skip=MANIFEST_EXCLUDES)
+    provenance.sha256 = manifest_digest(provenance.files)
+
+
+def late_interaction_settings(model: LateInteractionModel) -> LateInteractionSettings:
+    """What a late-interaction export records beside the shared fields: token size, query
+    augmentation and markers, how many punctuation tokens the document side drops (their ids:
+    config.json, the tower's ``punctuation_ids``)."""
     query = model.query_preprocessor
-    return {"scoring": "maxsim", "late_interaction": {
-        "token_dim": model.embedding_dim,
-        "query_augmentation": "[MASK]" if query.mask_augmentation else None,
-        "query_marker": f"segment (type) id {query.marker_type_id}",
-        "document_marker": "segment ids 0 (title) and 1 (passage)",
-        "document_punctuation_tokens_masked": len(model.tower.punctuation_ids)}}
+    return LateInteractionSettings(
+        token_dim=model.embedding_dim,
+        query_augmentation="[MASK]" if query.mask_augmentation else None,  # None: not written
+        query_marker=f"segment (type) id {query.marker_type_id}",
+        document_marker="segment ids 0 (title) and 1 (passage)",
+        document_punctuation_tokens_masked=len(model.tower.punctuation_ids))
 
 
 def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
@@ -281,159 +295,24 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
     return clone
 
 
-def artifact_kind(meta: dict) -> str:
-    """The registry kind (`tt_zoo.serving.registry.KINDS`) of an export, from its metadata:
-    ``term_weights`` (``kind``), ``late_interaction`` (MaxSim ``scoring``), else ``two_tower``."""
-    from tt_zoo.serving.registry import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-    if meta.get("kind") == TERM_WEIGHTS:
-        return TERM_WEIGHTS
-    return LATE_INTERACTION if meta.get("scoring") == "maxsim" else TWO_TOWER
-
-
 def update_metadata(path, **fields) -> dict:
     """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
-    MODEL_CARD.md (any kind: `render_model_card`); the weights and their manifest are unchanged
-    (neither file is in it)."""
+    MODEL_CARD.md (any kind: `ModelCard.render`); the weights and their manifest are unchanged
+    (neither file is in it). A field of the wrong type raises `TtZooError` before anything is
+    written."""
     path = pathlib.Path(path)
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
-    meta.update(fields)
+    card = ModelCard.from_dict({**meta, **fields})
+    meta = card.to_dict()
     write_text(path / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True))
-    write_text(path / MODEL_CARD_FILE, render_model_card(meta))
+    write_text(path / MODEL_CARD_FILE, card.render())
     return meta
 
 
 def render_model_card(meta: dict) -> str:
-    """A MODEL_CARD.md from metadata: what the model is, how it was trained, measured numbers
-    (a term-weight export's card: `tt_zoo.serving.term_weight_export.render_card`)."""
-    if artifact_kind(meta) == "term_weights":
-        from tt_zoo.serving.term_weight_export import render_card  # (it imports this module)
-        return render_card(meta)
-    name = meta.get("name", "tt_zoo model")
-    tokens = meta.get("scoring") == "maxsim"
-    about = ("A late-interaction (ColBERT: Khattab & Zaharia, SIGIR 2020) retrieval model from "
-             "tt_zoo: one L2-normalised vector per token, scored by MaxSim, pretrained with the "
-             "tasks of Chang et al., ICLR 2020." if tokens else
-             "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
-             "Embedding-based Large-scale Retrieval*, ICLR 2020).")
-    lines = [f"# {name}", "", about, "", "| field | value |", "| --- | --- |"]
-    for key in ("base_model", "fine_tuning",
-                "encoder", "tower_size", "pretraining", "embedding_dim", "scoring",
-                "late_interaction", "model_options",
-                "query_length", "document_length", "vocab_size", "parameters", "training_data",
-                "pairs",
-                "warm_start", "train_steps", "batch_size", "pairs_seen", "learning_rate",
-                "dtype_policy",
-                "grad_cache_chunk", "clustered_batches", "hard_negatives",
-                "train_wall_time_s", "train_pairs_per_s", "final_loss", "license", "exported"):
-        if key in meta:
-            lines.append(f"| {key} | {meta[key]} |")
-    if meta.get("command"):
-        lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
-    if meta.get("notes"):
-        lines += ["", str(meta["notes"])]
-    lines += reexport_lines(meta)
-    lines += measured_quality_lines(meta)
-    if tokens:
-        use = ["query_vectors = model.encode_query_tokens([\"a question\"])  # [n_i, m] each",
-               "document_vectors = model.encode_document_tokens(passages, titles=titles)",
-               "scores = model.score([\"a question\"], passages, titles=titles)  # MaxSim"]
-        names = TOKEN_SIGNATURES
-    else:
-        use = ["index = model.index(passages)", "hits = index.search([\"a question\"], k=10)"]
-        names = SIGNATURES
-    lines += ["", "## Use", "", "```python", "import tt_zoo",
-              f"model = tt_zoo.load({name!r})", *use, "```", "",
-              "Serving: `saved_model_cli show --dir . --all` lists the signatures "
-              f"{_signature_list(meta, names)}; they take raw "
-              "strings and tokenize in the graph with tensorflow-text ops, so a process that "
-              "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
-              "first; the stock TF Serving ModelServer links tensorflow-text's ops, so it "
-              "serves this export: take the release of the TensorFlow version it was "
-              f"exported with ({_tensorflow_version(meta)}).", ""]
-    return "\n".join(lines)
-
-
-def _signature_list(meta: dict, names) -> str:
-    """The signatures the export records (metadata ``signatures``; today's set when absent), so
-    a card never promises one its SavedModel lacks."""
-    recorded = meta.get("signatures") or [DEFAULT_SIGNATURE, *names]
-    return ", ".join(f"{n} (= {names[0]})" if n == DEFAULT_SIGNATURE else n for n in recorded)
-
-
-def _tensorflow_version(meta: dict) -> str:
-    return str((meta.get("versions") or {}).get("tensorflow", "see metadata.json"))
-
-
-def reexport_lines(meta: dict) -> list:
-    """The card's lines for each time the export was redone from its own weights
-    (``meta["reexported"]``, written by `tt_zoo.serving.shipping.reexport`); [] for none."""
-    lines = []
-    for note in meta.get("reexported") or []:
-        lines += ["", f"Re-exported {note.get('date', '?')} by {note.get('by', 'tt_zoo')}, "
-                      f"{note.get('reason', '')} (weights {note.get('weights', '?')}; the "
-                      f"export before had sha256 {str(note.get('previous_sha256'))[:12]}…, "
-                      f"exported {note.get('previous_exported', '?')})."]
-    return lines
-
-
-def table_rows(table) -> Optional[dict]:
-    """The rows of a measured table of ``metadata["metrics"]``: ``{row label: {column: value}}``
-    for a table of several rows (e.g. one per retriever), ``{"": {column: value}}`` for a
-    one-row table (``{column: value}``), None for anything else (a note)."""
-    if not isinstance(table, dict) or not table:
-        return None
-    if all(isinstance(v, dict) for v in table.values()):
-        return table
-    return {"": table}
-
-
-def measured_quality_lines(meta: dict) -> list:
-    """The card's "## Measured quality" section: each table of ``meta["metrics"]`` under its
-    title (a one-row table as it is; a table of rows with a first column naming each row,
-    `table_rows`), then which runs measured them (``meta["measured_by"]``, written by
-    `tt_zoo.serving.shipping.record_tables`). [] when nothing was measured."""
-    metrics = meta.get("metrics") or {}
-    if not metrics:
-        return []
-    lines = ["", "## Measured quality", ""]
-    for table_name, table in metrics.items():
-        lines += [f"**{table_name}**", ""]
-        rows = table_rows(table)
-        if rows is None:
-            lines.append(str(table))
-        else:
-            keys = _column_order(dict.fromkeys(k for values in rows.values() for k in values))
-            labelled = list(rows) != [""]
-            head = (["row"] if labelled else []) + keys
-            lines.append("| " + " | ".join(head) + " |")
-            lines.append("|" + " --- |" * len(head))
-            for label, values in rows.items():
-                cells = [_fmt(values[k]) if k in values else "–" for k in keys]
-                lines.append("| " + " | ".join(([label] if labelled else []) + cells) + " |")
-        lines.append("")
-    for source, about in (meta.get("measured_by") or {}).items():
-        results = f" ({about['results']})" if about.get("results") else ""
-        lines.append(f"Measured by `{source}`{results}, recorded {about.get('recorded', '?')}: "
-                     f"{len(about.get('tables', []))} table(s) above.")
-        lines.append("")
-    return lines
-
-
-def _column_order(keys) -> list:
-    """Metric columns as people read them: R@k by k, then the others in their order (MRR...);
-    metadata.json stores each table with sorted keys (R@1, R@100, R@20, R@5)."""
-    keys = list(keys)
-
-    def k_of(key: str):
-        head, _, k = key.partition("@")
-        return int(k) if head == "R" and k.isdigit() else None
-
-    recalls = sorted((key for key in keys if k_of(key) is not None), key=k_of)
-    return recalls + [key for key in keys if k_of(key) is None]
-
-
-def _fmt(value):
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
+    """A MODEL_CARD.md from metadata (any kind): the Hugging Face front matter, what the model
+    is, how it was trained, measured numbers (`ModelCard.render`)."""
+    return ModelCard.from_dict(meta).render()
 
 
 def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
@@ -456,10 +335,14 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
     if not isinstance(metadata, dict):
         raise ArtifactError(f"{meta_path} holds {type(metadata).__name__}, not a JSON object.")
     # Before anything else: a later layout may keep its manifest elsewhere.
-    check_format_version(metadata.get("format_version"), FORMAT_VERSION, listed_in=meta_path,
-                         what=FORMAT_NAME)
-    expected = expected_sha256 or metadata.get("sha256")
-    files = metadata.get("files")
+    check_format_version(ModelCard.format_version_of(metadata), FORMAT_VERSION,
+                         listed_in=meta_path, what=FORMAT_NAME)
+    try:
+        provenance = ModelCard.from_dict(metadata).provenance
+    except TtZooError as e:
+        raise ArtifactError(f"{meta_path} is not a valid model card: {e}") from e
+    expected = expected_sha256 or provenance.sha256
+    files = provenance.files
     if not expected or not isinstance(files, dict):
         raise ArtifactError(f"{meta_path} records no sha256 and file manifest, so the files of "
                             f"{path} cannot be verified; every tt_zoo export since 0.2 records "

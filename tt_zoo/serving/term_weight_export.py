@@ -21,7 +21,6 @@ training, the term space and the pseudo-tf scale N, the sha256 file manifest, th
 
 from __future__ import annotations
 
-import datetime
 import json
 import pathlib
 from typing import Optional
@@ -31,19 +30,16 @@ import tensorflow as tf
 from tt_zoo.atomic_io import write_directory
 from tt_zoo.data.terms import TermSpace
 from tt_zoo.errors import ArtifactError
-from tt_zoo.manifest import describe_files, manifest_digest
 from tt_zoo.modeling.inference import cut_to_longest
 from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
-from tt_zoo.serving.export import (CONFIG_FILE, DEFAULT_SIGNATURE, FORMAT_VERSION,
-                                   MANIFEST_EXCLUDES, METADATA_FILE, MODEL_CARD_FILE,
-                                   VOCAB_ASSET, _without_keras_traces, count_parameters,
-                                   library_versions, measured_quality_lines, reexport_lines,
-                                   verify_export)
-from tt_zoo.serving.registry import TERM_WEIGHTS
+from tt_zoo.modeling.kinds import TERM_WEIGHTS
+from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, MODEL_CARD_FILE,
+                                   TERM_WEIGHT_SIGNATURE, VOCAB_ASSET, _without_keras_traces,
+                                   count_parameters, stamp_provenance, verify_export)
+from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
-SIGNATURE = "term_weights"
 
 
 class _TermWeightModule(tf.Module):
@@ -73,8 +69,8 @@ def is_term_weight_export(path) -> bool:
     """Whether `path` holds a term-weight export (which a new one may replace)."""
     meta = pathlib.Path(path) / METADATA_FILE
     try:
-        return json.loads(meta.read_text(encoding="utf-8")).get("kind") == KIND
-    except (OSError, ValueError):
+        return ModelCard.from_dict(json.loads(meta.read_text(encoding="utf-8"))).kind == KIND
+    except (OSError, ValueError):  # unreadable, not JSON, not a card (TtZooError)
         return False
 
 
@@ -84,8 +80,10 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
     written (with its file manifest and sha256).
 
     `metadata`: what the run records (name, init, training, ...). Derived fields (kind,
-    lengths, parameters, signatures, versions, the term space and N unless given) win.
+    lengths, parameters, signatures, versions, the term space and N unless given) win. A value
+    of the wrong type raises `TtZooError` (`ModelCard`) before anything is written.
     """
+    card = ModelCard.from_dict(metadata or {})
     meta = {}
 
     def build(staging: pathlib.Path) -> None:
@@ -94,27 +92,28 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
         with _without_keras_traces():
             tf.saved_model.save(module, str(staging),
                                 signatures={DEFAULT_SIGNATURE: module.term_weights,
-                                            SIGNATURE: module.term_weights})
+                                            TERM_WEIGHT_SIGNATURE: module.term_weights})
         (staging / CONFIG_FILE).write_text(json.dumps(serving_model.artifact_config()),
                                            encoding="utf-8")
         (staging / "assets").mkdir(exist_ok=True)
         (staging / "assets" / VOCAB_ASSET).write_text(
             "\n".join(serving_model.preprocessor.vocabulary) + "\n", encoding="utf-8")
-        meta.update({"term_space": TermSpace().settings(), "weight_scale": DEFAULT_WEIGHT_SCALE})
-        meta.update(metadata or {})
-        meta.update({
-            "kind": KIND, "document_length": serving_model.seq_length,
-            "vocab_size": serving_model.preprocessor.vocab_size,
-            "parameters": count_parameters(serving_model),
-            "signatures": [DEFAULT_SIGNATURE, SIGNATURE], "format_version": FORMAT_VERSION,
-            "versions": library_versions(),
-            "exported": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds")})
-        meta["files"] = describe_files(staging, skip=MANIFEST_EXCLUDES)
-        meta["sha256"] = manifest_digest(meta["files"])
+        weighting = card.term_weighting
+        if weighting.term_space is None:
+            weighting.term_space = TermSpace().settings()
+        if weighting.weight_scale is None:
+            weighting.weight_scale = DEFAULT_WEIGHT_SCALE
+        card.kind = KIND
+        arch = card.architecture
+        arch.document_length = serving_model.seq_length
+        arch.vocab_size = serving_model.preprocessor.vocab_size
+        arch.parameters = count_parameters(serving_model)
+        arch.signatures = [DEFAULT_SIGNATURE, TERM_WEIGHT_SIGNATURE]
+        stamp_provenance(card, staging)
+        meta.update(card.to_dict())
         (staging / METADATA_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True),
                                              encoding="utf-8")
-        (staging / MODEL_CARD_FILE).write_text(render_card(meta), encoding="utf-8")
+        (staging / MODEL_CARD_FILE).write_text(card.render(), encoding="utf-8")
 
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_term_weight_export,
                     what="tt_zoo term-weight export", last=(METADATA_FILE,))
@@ -133,46 +132,15 @@ def _inference_copy(model: TermWeightModel) -> TermWeightModel:
     return clone
 
 
-def render_card(meta: dict) -> str:
-    """MODEL_CARD.md of a term-weight export."""
-    lines = [f"# {meta.get('name', 'term weights')}", "",
-             "Learned term weights after HDCT (Dai & Callan, WWW 2020): a BERT encoder and a "
-             "linear head give each WordPiece a weight y in [0, 1]; BM25 indexes a term with "
-             f"the pseudo term frequency round(N sqrt(y)), N = {meta.get('weight_scale')}.", "",
-             "| field | value |", "| --- | --- |"]
-    for key in ("init", "training_data", "targets", "pairs", "train_steps", "batch_size",
-                "learning_rate", "warmup_fraction", "train_cpu_seconds", "train_wall_time_s",
-                "final_loss", "document_length", "vocab_size", "parameters", "term_space",
-                "weight_scale", "weighting", "license", "exported"):
-        if key in meta:
-            lines.append(f"| {key} | {meta[key]} |")
-    if meta.get("command"):
-        lines += ["", "Trained with:", "", "```bash", str(meta["command"]), "```"]
-    lines += reexport_lines(meta)
-    lines += measured_quality_lines(meta)
-    lines += ["", "## Use", "", "```python",
-              "import tt_zoo",
-              "from tt_zoo.retrieval.bm25 import BM25Retriever",
-              "from tt_zoo.retrieval.term_weighting import weigh_corpus",
-              f"weighter = tt_zoo.load_term_weighter({meta.get('name', 'path')!r})  # or a path",
-              "weights = weigh_corpus(weighter, titles, passages, cache_dir='runs/term_weights')",
-              "bm25 = BM25Retriever([t + ' ' + p for t, p in zip(titles, passages)], "
-              "weights=weights)", "```", "",
-              f"Serving: the signature `{SIGNATURE}` (= {DEFAULT_SIGNATURE}) takes `title` and "
-              "`passage` strings and returns `tokens`, `weights` and `word_start`; it tokenizes "
-              "with tensorflow-text ops, so `import tensorflow_text` before "
-              "`tf.saved_model.load`.", ""]
-    return "\n".join(lines)
-
-
 def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermWeightModel:
     """The trainable Keras model of a term-weight export, after checking every file's sha256
     (against `expected_sha256`, the registry's, when given)."""
     path = pathlib.Path(path)
     meta = verify_export(path, expected_sha256)
-    if meta.get("kind") != KIND:
+    kind = ModelCard.from_dict(meta).kind
+    if kind != KIND:
         raise ArtifactError(f"{path} is not a term-weight export (its metadata.json kind is "
-                            f"{meta.get('kind')!r}, expected {KIND!r}).")
+                            f"{kind!r}, expected {KIND!r}).")
     try:
         config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -196,6 +164,6 @@ def load_term_weighter(path, expected_sha256: Optional[str] = None, **options):
     from tt_zoo.retrieval.term_weighting import TermWeighter  # noqa: PLC0415
 
     model = load_term_weight_model(path, expected_sha256)
-    space = model.export_metadata.get("term_space") or {}
+    space = ModelCard.from_dict(model.export_metadata).term_weighting.term_space or {}
     terms = TermSpace(space.get("stemmer", "english"), space.get("stopwords", "en"))
     return TermWeighter(model, terms=terms, **options)

@@ -70,7 +70,7 @@ def reqa_pairs(reqa, question_ids, *, sampling_correction: bool = True,
     """`tt_zoo.retrieval.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
     same gold (sentence, passage) in a batch are accidental hits, not negatives), plus q(d).
 
-    `hard_negatives` (int [questions, H] candidate indices, `tt_zoo.data.hard_negatives.
+    `hard_negatives` (int [questions, H] candidate indices, `tt_zoo.retrieval.hard_negatives.
     mine_reqa_negatives`) adds each question's negatives as strings: HARD_NEGATIVE_TITLES
     (sentences), HARD_NEGATIVE_TEXTS (passages) and HARD_NEGATIVE_IDS (candidate indices, the
     DOC_ID convention, so a negative that is another question's gold is an accidental hit)
@@ -201,7 +201,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       hard_negatives: H BM25 hard negatives per training question, beside the in-batch ones
         (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates, skipping the
         gold and candidates whose sentence holds an answer
-        (`tt_zoo.data.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
+        (`tt_zoo.retrieval.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
         batches keep in-batch negatives only, so val_loss stays comparable across H.
       hard_negatives_depth: BM25 results searched per question (default the miner's).
 
@@ -250,7 +250,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     tokenize = functools.partial(tokenize_on_host, model)
     mined = None
     if hard_negatives:
-        from tt_zoo.data.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
+        from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
         mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
                                     depth=hard_negatives_depth, seed=seed, progress=progress)

@@ -26,12 +26,14 @@ ordinary step does; steps 1 and 3 are local to each replica. The loops do not co
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, List, NamedTuple, Optional
 
 import tensorflow as tf
 
 from tt_zoo.data import features as F
 from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 
 # The features `TwoTowerModel.embed_for_loss` reads: the ones a chunk is cut from.
 EMBEDDED_FEATURES = (F.QUERY_INPUTS, F.DOCUMENT_INPUTS, F.HARD_NEGATIVE_INPUTS, F.QUERY,
@@ -48,6 +50,39 @@ def check_chunk_size(chunk_size) -> int:
         raise GradCacheError(f"The GradCache chunk size must be a positive number of examples "
                              f"(got {chunk_size!r}).")
     return chunk_size
+
+
+def use_grad_cache(model, chunk_size: Optional[int]) -> None:
+    """Trains `model` (a `TwoTowerModel`) with GradCache: its `train_step` takes the full
+    batch's loss and gradients with the activation memory of `chunk_size` examples
+    (`GradCacheStep`, set with `TwoTowerModel.set_gradient_step`); None turns it off.
+
+    Raises:
+      GradCacheError: `chunk_size` is not a positive int, or the model is a late-interaction
+        one (its token vectors are not one embedding per example, which the chunked passes
+        cache).
+    """
+    if chunk_size is None:
+        model.set_gradient_step(None)
+        return
+    chunk_size = check_chunk_size(chunk_size)
+    if isinstance(model, LateInteractionModel):
+        raise GradCacheError(
+            "GradCache (--grad-cache-chunk) does not support late-interaction (token "
+            "vector) models yet: its chunked passes cache one embedding per example. Train "
+            "without it (a smaller --batch-size bounds the memory).")
+    model.set_gradient_step(GradCacheStep(chunk_size))
+
+
+@dataclasses.dataclass(frozen=True)
+class GradCacheStep:
+    """A `TwoTowerModel` gradient step with GradCache over chunks of `chunk_size` examples
+    (`grad_cache_train_step`); `use_grad_cache` sets it on a model."""
+
+    chunk_size: int
+
+    def __call__(self, model, inputs: dict) -> Dict[str, tf.Tensor]:
+        return grad_cache_train_step(model, inputs, self.chunk_size)
 
 
 class GradCacheResult(NamedTuple):

@@ -7,8 +7,8 @@ A shipped model is looked for, in order:
 2. in the cache: ``$TT_ZOO_HOME/models/<artifact>`` (``TT_ZOO_HOME`` defaults to
    ``~/.cache/tt_zoo``);
 3. at its URL: ``$TT_ZOO_BASE_URL/<artifact>`` when that variable is set, else the ``url`` its
-   registry entry records (``tt_zoo/serving/shipped_models.json``). The files are downloaded into the
-   cache: first ``metadata.json``, whose file manifest must hash to the registry's sha256
+   registry entry records (``tt_zoo/zoo/shipped_models.json``). The files are downloaded into
+   the cache: first ``metadata.json``, whose file manifest must hash to the registry's sha256
    before anything else is fetched; then every file it lists (with a progress bar) and
    ``MODEL_CARD.md``, into a temp folder beside the cache entry, each checked against its size
    and sha256; the folder is renamed into place only when complete

@@ -14,9 +14,17 @@ pretrained on the same pair sources, warm-started from the shipped single-vector
 `tt_zoo.modeling.term_weights`): the flagship's tiny BERT and a linear head weigh each document
 term for a BM25 index, trained on the query terms of those pairs (`tt-zoo train-term-weights`).
 
-Every spec has a ``kind`` (`KINDS`): what its artifact is and how it loads. ``two_tower`` and
-``late_interaction`` exports load with ``tt_zoo.load``; ``term_weights`` exports with
-``tt_zoo.load_term_weighter``. The shipped list records each entry's kind.
+Every spec has a ``kind`` (`tt_zoo.modeling.kinds.KINDS`): what its artifact is and how it
+loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
+``term_weights`` exports with ``tt_zoo.load_term_weighter``. The shipped list records each
+entry's kind.
+
+A name's prefix chooses its `Series` (`SERIES`): encoder, tower size, options, kind, and the
+recipe that trains them (`tt_zoo.zoo.recipe`), in one row, so an unshipped name's recipe is the
+one of its own options: a CPU-scale tower (mean pooling, shared, cosine / 0.05) the CPU-scale
+recipe its shipped siblings ran, a paper-scale tower (``bert_small_``, ``bert_base_``: [CLS],
+separate towers) the paper's. Its tasks and dimensions make the names (a cartesian product per
+series); a shipped name's entry in ``shipped_models.json`` then records what its run used.
 """
 
 from __future__ import annotations
@@ -28,6 +36,10 @@ import json
 import pathlib
 from typing import Dict, List, Optional, Tuple
 
+from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
+                               Recipe)
+
 PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
 # Past the paper (issue 22; tt_zoo.data.passage_pair_tasks): Contriever crops, Spider recurring
 # spans, ProQA generated questions, alone and mixed. Registered for the CPU-scale towers only.
@@ -36,37 +48,10 @@ SUCCESSOR_TASKS = ("crop", "span", "qgen", "crop_span", "span_qgen", "crop_span_
 SUCCESSOR_PREFIXES = ("", "bow_mlp_", "colbert_")
 EMBEDDING_DIMS = (128, 256, 512)
 TOKEN_DIMS = (32, 64, 128)  # the late-interaction (colbert_) models' token vector sizes
-# What an artifact is, and so how it loads (`ModelSpec.kind`): one embedding per text, one vector
-# per token (MaxSim), or one weight per document term (a BM25 index's term frequencies).
-TWO_TOWER, LATE_INTERACTION, TERM_WEIGHTS = "two_tower", "late_interaction", "term_weights"
-KINDS = (TWO_TOWER, LATE_INTERACTION, TERM_WEIGHTS)
 TERM_WEIGHT_PREFIX = "hdct_"
-# Encoder prefix -> (encoder, BERT tower size). The default tower (no prefix) is the tiny BERT
-# that fits CPU pretraining; the paper's BERT-base is "bert_base_".
-ENCODERS: Dict[str, Tuple[str, Optional[str]]] = {
-    "": ("bert", "tiny"),
-    "bert_mini_": ("bert", "mini"),
-    "bert_small_": ("bert", "small"),
-    "bert_base_": ("bert", "base"),
-    "bow_mlp_": ("bow_mlp", None),
-    "colbert_": ("colbert", "tiny"),
-}
-# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.serving.download` then finds
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
-
-
-@dataclasses.dataclass(frozen=True)
-class RecipeSettings:
-    """How `tt-zoo pretrain` trains a variant (Chang et al. 2020, Sec. 5.1 for the paper's)."""
-
-    batch_size: int = 8192
-    steps: int = 100_000
-    learning_rate: float = 1e-4
-    warmup_fraction: float = 0.1
-    pairs_per_article: int = 4
-    vocab_size: int = 8192
-    max_doc_tokens: int = 288   # passage budget of `tt-zoo make-pairs` (whitespace words)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -88,23 +73,69 @@ class ModelOptions:
 PAPER = ModelOptions()
 CPU_SCALE = ModelOptions(pooling="mean", share_towers=True, normalize_embeddings=True,
                          temperature=0.05, bow_output_activation=None)
-# Encoder prefixes trained at CPU scale use CPU_SCALE; the paper's larger towers keep PAPER.
 # ColBERT (Sec. 3): one BERT, per-token L2 normalisation, raw MaxSim logits (no temperature).
 COLBERT = ModelOptions(pooling="tokens", share_towers=True, normalize_embeddings=True,
                        temperature=None, bow_output_activation=None)
-_OPTIONS_BY_PREFIX = {"": CPU_SCALE, "bert_mini_": CPU_SCALE, "bow_mlp_": CPU_SCALE,
-                      "bert_small_": PAPER, "bert_base_": PAPER, "colbert_": COLBERT}
-# How the colbert_ variants train by default: the flagship ict_bfs_wlp_512's CPU-scale pairs and
-# batch, ColBERT's query length 32, the flagship's document length 128, its encoder as the start.
-COLBERT_RECIPE = RecipeSettings(batch_size=128, steps=3500, learning_rate=3e-4,
-                                pairs_per_article=128, max_doc_tokens=96)
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
-# How the hdct_ variants train by default: the flagship's encoder, 2,000 steps x 64 documents of
-# the pair set's first 200,000 pairs (`tt-zoo train-term-weights`).
-TERM_WEIGHT_RECIPE = RecipeSettings(batch_size=64, steps=2000, learning_rate=5e-4,
-                                    pairs_per_article=128, max_doc_tokens=96)
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
-TERM_WEIGHT_MAX_PAIRS = 200_000
+TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
+
+
+@dataclasses.dataclass(frozen=True)
+class Series:
+    """What every name of one prefix shares: the encoder, its options and the recipe of those
+    options (so the two never disagree), the kind, and the tasks and sizes that make the names.
+
+    Args:
+      encoder, tower_size: as `ModelSpec`.
+      options: pooling, tower sharing, score scale.
+      recipe: how names of these options train (their document length is the recipe's).
+      kind: one of `tt_zoo.modeling.kinds.KINDS`.
+      tasks: the pretraining task mixes registered.
+      dims: the embedding (late interaction: token vector) sizes registered; a term-weight
+        name has none (one weight per token: ``hdct_{tasks}``).
+      query_length: the query tower's token budget (0: a term-weight model reads documents).
+      init_from: the shipped model a recipe warm-starts from.
+    """
+
+    encoder: str
+    tower_size: Optional[str]
+    options: ModelOptions
+    recipe: Recipe
+    kind: str = TWO_TOWER
+    tasks: Tuple[str, ...] = PRETRAINING_TASKS
+    dims: Tuple[int, ...] = EMBEDDING_DIMS
+    query_length: int = 64
+    init_from: Optional[str] = None
+
+    def names(self, prefix: str):
+        """(name, pretraining, embedding_dim) of every registered name of this series."""
+        for task in self.tasks:
+            if self.kind == TERM_WEIGHTS:
+                yield f"{prefix}{task}", task, 1
+                continue
+            for dim in self.dims:
+                yield f"{prefix}{task}_{dim}", task, dim
+
+
+_PAIR_TASKS = tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t not in ("none", "mlm"))
+# Prefix -> series. The default tower (no prefix) is the tiny BERT that fits CPU pretraining; the
+# paper's BERT-base is "bert_base_". BoW-MLP has no MLM row (MLM pretrains a Transformer);
+# ColBERT and term-weight models train on pairs, from the flagship's encoder.
+SERIES: Dict[str, Series] = {
+    "": Series("bert", "tiny", CPU_SCALE, CPU_RECIPE, tasks=PRETRAINING_TASKS + SUCCESSOR_TASKS),
+    "bert_mini_": Series("bert", "mini", CPU_SCALE, CPU_RECIPE),
+    "bert_small_": Series("bert", "small", PAPER, PAPER_RECIPE),
+    "bert_base_": Series("bert", "base", PAPER, PAPER_RECIPE),
+    "bow_mlp_": Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+                       tasks=tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t != "mlm")),
+    "colbert_": Series("colbert", "tiny", COLBERT, COLBERT_RECIPE, kind=LATE_INTERACTION,
+                       tasks=_PAIR_TASKS, dims=TOKEN_DIMS, query_length=32,
+                       init_from=COLBERT_INIT_FROM),
+    TERM_WEIGHT_PREFIX: Series("bert", "tiny", CPU_SCALE, TERM_WEIGHT_RECIPE, kind=TERM_WEIGHTS,
+                               tasks=_PAIR_TASKS, dims=(), query_length=0,
+                               init_from=TERM_WEIGHT_INIT_FROM),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,16 +151,16 @@ class ModelSpec:
       pretraining: one of PRETRAINING_TASKS or SUCCESSOR_TASKS.
       query_length, document_length: token budgets (paper: 64 and 288; a term-weight model
         reads documents only: query_length 0).
-      recipe: the settings that train it.
+      recipe: the settings that train it (`tt_zoo.zoo.recipe.Recipe`).
       init_from: the shipped model a recipe warm-starts from (`pretrain --init-from`), if any.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
-        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.serving.download`), else None.
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.zoo.download`), else None.
       sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
-      url: the folder URL its files are to be downloaded from (`tt_zoo.serving.download`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.zoo.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
-      kind: one of `KINDS`: what the artifact is and how it loads.
+      kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
     """
 
     name: str
@@ -139,7 +170,7 @@ class ModelSpec:
     pretraining: str
     query_length: int = 64
     document_length: int = 288
-    recipe: RecipeSettings = RecipeSettings()
+    recipe: Recipe = PAPER_RECIPE
     init_from: Optional[str] = None
     options: ModelOptions = PAPER
     artifact: Optional[str] = None
@@ -171,7 +202,8 @@ class ModelSpec:
         data_dir = f"runs/pairs/{self.pretraining}"
         if self.pretraining == "mlm":
             make = (f"tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
-                    f"--vocab saved_models/vocab/vocab.txt --output {data_dir}")
+                    f"--vocab saved_models/vocab/vocab.txt --max-doc-tokens {r.max_doc_tokens} "
+                    f"--mlm-seq-length {self.document_length} --output {data_dir}")
             data = f"--mlm-examples {data_dir}"
         else:
             make = self._make_pairs_command()
@@ -200,35 +232,19 @@ class ModelSpec:
 
 
 def _build_registry() -> Dict[str, ModelSpec]:
-    specs = {}
-    for prefix, (encoder, size) in ENCODERS.items():
-        tasks = PRETRAINING_TASKS + (SUCCESSOR_TASKS if prefix in SUCCESSOR_PREFIXES else ())
-        colbert = encoder == "colbert"
-        extra = (dict(query_length=32, document_length=128, recipe=COLBERT_RECIPE,
-                      init_from=COLBERT_INIT_FROM) if colbert else {})
-        for task in tasks:
-            if encoder == "bow_mlp" and task == "mlm":
-                continue  # MLM pretrains a Transformer; the paper has no BoW-MLP MLM row.
-            if colbert and task in ("none", "mlm"):
-                continue  # ColBERT variants train on pairs, from a pretrained encoder
-            for dim in (TOKEN_DIMS if colbert else EMBEDDING_DIMS):
-                name = f"{prefix}{task}_{dim}"
-                specs[name] = ModelSpec(name=name, encoder=encoder, tower_size=size,
-                                        embedding_dim=dim, pretraining=task,
-                                        options=_OPTIONS_BY_PREFIX[prefix],
-                                        kind=LATE_INTERACTION if colbert else TWO_TOWER, **extra)
-    for task in PRETRAINING_TASKS + SUCCESSOR_TASKS:
-        if task in ("none", "mlm"):
-            continue  # term weights train on the query terms of pairs
-        name = f"{TERM_WEIGHT_PREFIX}{task}"
-        specs[name] = ModelSpec(name=name, encoder="bert", tower_size="tiny", embedding_dim=1,
-                                pretraining=task, query_length=0, document_length=128,
-                                recipe=TERM_WEIGHT_RECIPE, init_from=TERM_WEIGHT_INIT_FROM,
-                                options=CPU_SCALE, kind=TERM_WEIGHTS)
-    return specs
+    """Every name of every series, with the series' options, recipe and lengths."""
+    return {name: ModelSpec(name=name, encoder=series.encoder, tower_size=series.tower_size,
+                            embedding_dim=dim, pretraining=task,
+                            query_length=series.query_length,
+                            document_length=series.recipe.document_length, recipe=series.recipe,
+                            init_from=series.init_from, options=series.options, kind=series.kind)
+            for prefix, series in SERIES.items() for name, task, dim in series.names(prefix)}
 
 
-REGISTRY: Dict[str, ModelSpec] = _build_registry()
+# What each name is before its shipped entry (if any) is applied: a shipped entry's recipe keeps
+# the fields it does not record from here.
+_REGISTERED: Dict[str, ModelSpec] = _build_registry()
+REGISTRY: Dict[str, ModelSpec] = dict(_REGISTERED)
 
 
 def list_models(pattern: str = "*", shipped_only: bool = False,
@@ -272,8 +288,8 @@ def register_shipped(name: str, **fields) -> None:
     REGISTRY[name] = dataclasses.replace(REGISTRY[name], **fields)
 
 
-# -- What ships trained weights: tt_zoo/serving/shipped_models.json (package data, so an installed wheel
-# has it), name -> kind, artifact folder, sha256 of its files, download URL, recipe settings,
+# -- What ships trained weights: tt_zoo/zoo/shipped_models.json (package data, so an installed
+# wheel has it), name -> kind, artifact folder, sha256 of its files, download URL, recipe settings,
 # provenance and measured metrics (written by `tt-zoo reproduce --stages ship` and
 # `tt-zoo ship` from real runs; see each MODEL_CARD.md). The weights themselves are in the
 # clone's saved_models/.
@@ -307,8 +323,15 @@ def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
             raise ValueError(f"{path}: entry {name!r} records kind {kind!r}, but {name!r} is "
                              f"a {REGISTRY[name].kind!r} variant.")
         fields = dict(entry, kind=kind)
-        if "recipe" in fields:
-            fields["recipe"] = RecipeSettings(**fields["recipe"])
+        recorded = dict(fields.get("recipe") or {})
+        if "document_length" in fields:
+            recorded.setdefault("document_length", fields["document_length"])
+        if recorded:
+            try:
+                fields["recipe"] = dataclasses.replace(_REGISTERED[name].recipe, **recorded)
+            except TypeError as e:
+                raise ValueError(f"{path}: entry {name!r} records a recipe field that "
+                                 f"tt_zoo.zoo.recipe.Recipe does not have ({e}).") from e
         fields["metrics"] = tuple(sorted(fields.get("metrics", {}).items()))
         shipped[name] = fields
     return shipped

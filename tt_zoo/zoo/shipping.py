@@ -2,10 +2,10 @@
 
 What ships is three things kept in step: the export in ``saved_models/<name>/`` (its files
 pinned by the sha256 of their manifest, `tt_zoo.manifest`), its entry in
-``tt_zoo/serving/shipped_models.json`` (kind, artifact, that sha256, the release URL, lengths,
-recipe, provenance, a few headline numbers; `tt_zoo.serving.registry.read_shipped`), and its
+``tt_zoo/zoo/shipped_models.json`` (kind, artifact, that sha256, the release URL, lengths,
+recipe, provenance, a few headline numbers; `tt_zoo.zoo.registry.read_shipped`), and its
 ``MODEL_CARD.md`` with the measured tables (``metadata.json``'s ``metrics``). Any kind ships the
-same way (`tt_zoo.serving.registry.KINDS`: two-tower, late interaction, term weights).
+same way (`tt_zoo.modeling.kinds.KINDS`: two-tower, late interaction, term weights).
 
 - `ship(source, name)`: verifies the export, checks its kind and size against the registered
   name, copies it to saved_models/<name> atomically (nothing to copy when it is already there)
@@ -38,13 +38,16 @@ from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
 from tt_zoo.atomic_io import write_directory, write_json
 from tt_zoo.errors import TtZooError
-from tt_zoo.serving import download, registry
-from tt_zoo.serving.export import (METADATA_FILE, artifact_kind, is_model_export,
-                                   update_metadata, verify_export)
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
+from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
+                                   verify_export)
+from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport
+from tt_zoo.zoo import download, registry
+from tt_zoo.zoo.recipe import Recipe
 
 # The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
 # two-tower model's rows are labelled with its name).
-ROW_MARKERS = {registry.LATE_INTERACTION: "ColBERT", registry.TERM_WEIGHTS: "HDCT"}
+ROW_MARKERS = {LATE_INTERACTION: "ColBERT", TERM_WEIGHTS: "HDCT"}
 BASELINE_ROW = "BM25"
 # Each benchmark's headline number for the shipped entry's metrics (the README's columns).
 _HEADLINE = {"reqa": ("ReQA", "R@100"), "open_domain_reqa": ("open-domain ReQA", "R@100"),
@@ -59,14 +62,17 @@ def _read_json(path: pathlib.Path) -> dict:
 
 # -- ship -------------------------------------------------------------------------------------
 
-def ship(source, name: str, *, provenance: Optional[str] = None, saved_models=None,
-         shipped_file=None, log: Callable[[str], None] = print) -> dict:
+def ship(source, name: str, *, provenance: Optional[str] = None,
+         recipe: Optional[Recipe] = None, saved_models=None, shipped_file=None,
+         log: Callable[[str], None] = print) -> dict:
     """Copies the export at `source` to ``saved_models/<name>`` and lists it as shipped.
 
     Args:
       source: an export directory of any kind (in place when it is saved_models/<name>).
-      name: a registered name of the export's kind (`tt_zoo.serving.registry.get_spec`).
+      name: a registered name of the export's kind (`tt_zoo.zoo.registry.get_spec`).
       provenance: the entry's training data and license line (default: from the metadata).
+      recipe: the run's recipe, for the entry's settings the export does not record (e.g. the
+        fine-tuning budget its measured numbers used; default: the registered name's).
       saved_models, shipped_file: default the registry's (`SAVED_MODELS_DIR`, `SHIPPED_FILE`).
 
     Returns:
@@ -79,19 +85,19 @@ def ship(source, name: str, *, provenance: Optional[str] = None, saved_models=No
     """
     spec = registry.get_spec(name)
     source = pathlib.Path(source)
-    meta = verify_export(source)
-    kind = artifact_kind(meta)
+    card = ModelCard.from_dict(verify_export(source))
+    kind = card.artifact_kind
     if kind != spec.kind:
         raise TtZooError(f"{source} is a {kind} export; {name!r} is registered as a "
                          f"{spec.kind} variant (tt_zoo.list_models(kind={kind!r}) lists the "
                          "names it may ship as).")
-    if kind != registry.TERM_WEIGHTS and meta.get("embedding_dim") != spec.embedding_dim:
-        raise TtZooError(f"{source} has embedding_dim {meta.get('embedding_dim')}; {name!r} "
-                         f"is registered with {spec.embedding_dim}.")
+    if kind != TERM_WEIGHTS and card.architecture.embedding_dim != spec.embedding_dim:
+        raise TtZooError(f"{source} has embedding_dim {card.architecture.embedding_dim}; "
+                         f"{name!r} is registered with {spec.embedding_dim}.")
     dest = pathlib.Path(saved_models or registry.SAVED_MODELS_DIR) / name
     if source.resolve() != dest.resolve():
-        current = _read_json(dest / METADATA_FILE).get("name")
-        if dest.exists() and current not in (name, meta.get("name")):
+        current = ModelCard.from_dict(_read_json(dest / METADATA_FILE)).name
+        if dest.exists() and current not in (name, card.name):
             raise TtZooError(f"{dest} holds an export of {current!r}, not of {name!r}; move it "
                              "away first.")
 
@@ -101,22 +107,23 @@ def ship(source, name: str, *, provenance: Optional[str] = None, saved_models=No
         write_directory(dest, copy, is_replaceable=is_model_export, what="tt_zoo model export")
         log(f"copied {source} to {dest}")
     update_metadata(dest, name=name)  # the card names it as it loads, rendered as today
-    meta = verify_export(dest)
+    card = ModelCard.from_dict(verify_export(dest))
+    sha256, arch = card.provenance.sha256, card.architecture
     shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
     shipped = _read_json(shipped_file)
     previous = shipped.get(name, {})
-    entry = {"kind": kind, "artifact": name, "sha256": meta["sha256"],
+    entry = {"kind": kind, "artifact": name, "sha256": sha256,
              "url": download.release_url(name),
-             "document_length": meta.get("document_length", spec.document_length),
-             "query_length": meta.get("query_length", spec.query_length),
-             "recipe": dataclasses.asdict(_recipe(meta, spec)),
-             "provenance": provenance or previous.get("provenance") or _provenance(meta),
+             "document_length": _given(arch.document_length, spec.document_length),
+             "query_length": _given(arch.query_length, spec.query_length),
+             "recipe": dataclasses.asdict(_recipe(card, spec, recipe)),
+             "provenance": provenance or previous.get("provenance") or _provenance(card),
              # headline numbers measured on these weights stay; on other weights they go
-             "metrics": previous.get("metrics", {}) if previous.get("sha256") == meta["sha256"]
+             "metrics": previous.get("metrics", {}) if previous.get("sha256") == sha256
              else {}}
     shipped[name] = entry
     _write_shipped(shipped_file, shipped, name)
-    log(f"shipped {name} ({kind}): {dest} (sha256 {meta['sha256'][:12]}…), listed in "
+    log(f"shipped {name} ({kind}): {dest} (sha256 {sha256[:12]}…), listed in "
         f"{shipped_file}")
     return entry
 
@@ -128,36 +135,43 @@ def _write_shipped(shipped_file: pathlib.Path, shipped: dict, name: str) -> None
     registry.register_shipped(name, **registry.read_shipped(shipped_file)[name])
 
 
-def _recipe(meta: dict, spec: registry.ModelSpec) -> registry.RecipeSettings:
-    """The recipe the export records (steps, batch, learning rate, its pairs' settings), the
-    registered defaults for what it does not."""
-    r = spec.recipe
-    made = (meta.get("pairs") or {}).get("make_pairs_config") or {}
-    return registry.RecipeSettings(
-        batch_size=meta.get("batch_size") or r.batch_size, steps=meta.get("train_steps") or 0,
-        learning_rate=meta.get("learning_rate") or r.learning_rate,
-        warmup_fraction=meta.get("warmup_fraction", r.warmup_fraction),
+def _given(value, default):
+    """`value`, or `default` when the card does not record it."""
+    return default if value is None else value
+
+
+def _recipe(card: ModelCard, spec: registry.ModelSpec, base: Optional[Recipe] = None) -> Recipe:
+    """The recipe the export records (steps, batch, learning rate, document length, its pairs'
+    settings), `base`'s (default the registered name's) for what it does not."""
+    r, run = base or spec.recipe, card.training
+    made = (run.pairs and run.pairs.make_pairs_config) or {}
+    return dataclasses.replace(
+        r, batch_size=run.batch_size or r.batch_size, steps=run.train_steps or 0,
+        learning_rate=run.learning_rate or r.learning_rate,
+        warmup_fraction=_given(run.warmup_fraction, r.warmup_fraction),
         pairs_per_article=made.get("pairs_per_article", r.pairs_per_article),
-        vocab_size=r.vocab_size, max_doc_tokens=made.get("max_doc_tokens", r.max_doc_tokens))
+        max_doc_tokens=made.get("max_doc_tokens", r.max_doc_tokens),
+        document_length=_given(card.architecture.document_length, spec.document_length))
 
 
-def _provenance(meta: dict) -> str:
-    """A provenance line from the metadata: data, pairs, schedule, starting point, license."""
-    pairs = meta.get("pairs") or {}
-    tasks = "+".join((pairs.get("make_pairs_config") or {}).get("tasks", []))
-    data = meta.get("training_data", "training data not recorded")
+def _provenance(card: ModelCard) -> str:
+    """A provenance line from the card: data, pairs, schedule, starting point, license."""
+    run, lineage = card.training, card.lineage
+    pairs = run.pairs or PairSet()
+    tasks = "+".join((pairs.make_pairs_config or {}).get("tasks", []))
+    data = _given(run.training_data, "training data not recorded")
     if tasks:
         data = f"{tasks} {data}"
-    if pairs.get("num_pairs"):
-        first = f", the first {pairs['max_pairs']:,}" if pairs.get("max_pairs") else ""
-        data += f" ({pairs['num_pairs']:,} pairs{first})"
-    parts = [data, f"{meta.get('train_steps') or 0:,} steps x {meta.get('batch_size', '?')} "
-                   "on CPU"]
-    start = (meta.get("warm_start") or {}).get("from") or (meta.get("init") or {}).get("name")
+    if pairs.num_pairs:
+        first = f", the first {pairs.max_pairs:,}" if pairs.max_pairs else ""
+        data += f" ({pairs.num_pairs:,} pairs{first})"
+    parts = [data, f"{run.train_steps or 0:,} steps x {_given(run.batch_size, '?')} on CPU"]
+    start = ((lineage.warm_start and lineage.warm_start.source)
+             or (lineage.init and lineage.init.name))
     if start:
         parts.append(f"from {start}'s encoder")
-    if meta.get("license"):
-        parts.append(meta["license"])
+    if card.license:
+        parts.append(card.license)
     return "; ".join(parts)
 
 
@@ -188,33 +202,36 @@ def reexport(name_or_path, reason: str, *, shipped_file=None,
     from tt_zoo.serving import export as export_lib, term_weight_export
 
     path, spec = export_path(name_or_path)
-    before = verify_export(path, spec.sha256 if spec else None)
-    if artifact_kind(before) == registry.TERM_WEIGHTS:
+    card = ModelCard.from_dict(verify_export(path, spec.sha256 if spec else None))
+    provenance, before_sha256 = card.provenance, card.provenance.sha256
+    if card.artifact_kind == TERM_WEIGHTS:
         read, write = (term_weight_export.load_term_weight_model,
                        term_weight_export.export_term_weight_model)
     else:
         read, write = export_lib.load_keras_model, export_lib.export_saved_model
     model = read(path)
-    note = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "reason": reason, "weights": "unchanged", "by": f"tt_zoo {__version__}",
-            "previous_sha256": before["sha256"], "previous_exported": before.get("exported")}
-    kept = {k: v for k, v in before.items() if k not in ("files", "sha256")}
-    kept["reexported"] = list(before.get("reexported") or []) + [note]
+    note = Reexport(
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        reason=reason, weights="unchanged", by=f"tt_zoo {__version__}",
+        previous_sha256=before_sha256, previous_exported=provenance.exported)
+    provenance.reexported = list(provenance.reexported or []) + [note]
+    provenance.files = provenance.sha256 = None  # the new files'
     with tempfile.TemporaryDirectory(prefix="tt_zoo_reexport_") as tmp:
         staged = pathlib.Path(tmp) / path.name
-        meta = write(model, staged, kept)
+        write(model, staged, card.to_dict())
         arrays = _same_weights(model, read(staged), staged)
         write_directory(path, lambda staging: shutil.copytree(staged, staging,
                                                               dirs_exist_ok=True),
                         is_replaceable=is_model_export, what="tt_zoo model export")
     meta = verify_export(path)
+    after = ModelCard.from_dict(meta)
     log(f"re-exported {path} from its own weights (weights unchanged: {arrays} arrays equal); "
-        f"sha256 {before['sha256'][:12]}… -> {meta['sha256'][:12]}…; signatures "
-        f"{', '.join(meta.get('signatures', []))}")
+        f"sha256 {before_sha256[:12]}… -> {after.provenance.sha256[:12]}…; signatures "
+        f"{', '.join(after.architecture.signatures or [])}")
     if spec is not None:
         shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
         shipped = _read_json(shipped_file)
-        shipped[spec.name]["sha256"] = meta["sha256"]
+        shipped[spec.name]["sha256"] = after.provenance.sha256
         _write_shipped(shipped_file, shipped, spec.name)
         log(f"{spec.name}: the shipped entry in {shipped_file} records the new sha256")
     return meta
@@ -234,38 +251,41 @@ def _same_weights(model, reread, where) -> int:
 
 # -- record measured tables -------------------------------------------------------------------
 
-def export_path(name_or_path) -> Tuple[pathlib.Path, Optional[registry.ModelSpec]]:
+def export_path(name_or_path, saved_models=None
+                ) -> Tuple[pathlib.Path, Optional[registry.ModelSpec]]:
     """The export folder of a shipped name or a path, and the shipped spec it is (None for a
-    folder no shipped entry names)."""
+    folder no shipped entry names); shipped exports are in `saved_models` (default the
+    registry's, `SAVED_MODELS_DIR`)."""
+    saved_models = pathlib.Path(saved_models or registry.SAVED_MODELS_DIR)
     path = pathlib.Path(name_or_path)
     if not path.is_dir():
         spec = registry.get_spec(str(name_or_path))
-        if not spec.shipped or not spec.artifact_path.is_dir():
-            raise TtZooError(f"{name_or_path!r} has no export in {registry.SAVED_MODELS_DIR}: "
+        if not spec.shipped or not (saved_models / spec.artifact).is_dir():
+            raise TtZooError(f"{name_or_path!r} has no export in {saved_models}: "
                              "ship it first (tt-zoo ship NAME --export PATH).")
-        return spec.artifact_path, spec
+        return saved_models / spec.artifact, spec
     for spec in registry.REGISTRY.values():
-        if spec.shipped and spec.artifact_path.is_dir() and (
-                spec.artifact_path.resolve() == path.resolve()):
+        if spec.shipped and (saved_models / spec.artifact).resolve() == path.resolve():
             return path, spec
     return path, None
 
 
 def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
                   results: Optional[str] = None, summary: Optional[Mapping[str, float]] = None,
-                  shipped_file=None, log: Callable[[str], None] = print) -> dict:
+                  saved_models=None, shipped_file=None,
+                  log: Callable[[str], None] = print) -> dict:
     """Writes measured tables into an export's metadata and re-renders its MODEL_CARD.md.
 
     Args:
       name_or_path: a shipped name or an export directory (of any kind).
       tables: title -> table: ``{column: value}`` (one row) or ``{row label: {column: value}}``
-        (`tt_zoo.serving.export.table_rows`); the card prints each under "## Measured quality".
+        (`tt_zoo.serving.model_card.table_rows`); the card prints each under "## Measured quality".
       source: what measured them (e.g. "benchmarks/late_interaction.py"): the tables it recorded
         before are replaced, others stay; ``metadata["measured_by"][source]`` lists them.
       results: the results file they come from, named in the card.
       summary: headline numbers for the shipped entry's ``metrics`` (replacing the ones this
         source recorded before).
-      shipped_file: default the registry's.
+      saved_models, shipped_file: default the registry's (`ship`'s).
 
     Returns:
       the metadata written. The export's files are verified first; the shipped entry (when
@@ -273,30 +293,31 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     """
     if not tables or not all(isinstance(t, Mapping) and t for t in tables.values()):
         raise ValueError(f"tables must map each title to a non-empty table (got {tables!r}).")
-    path, spec = export_path(name_or_path)
-    meta = verify_export(path)
-    metrics = dict(meta.get("metrics") or {})
-    measured_by = dict(meta.get("measured_by") or {})
-    before = measured_by.get(source) or {}
-    for title in before.get("tables", []):
+    path, spec = export_path(name_or_path, saved_models)
+    evaluation = ModelCard.from_dict(verify_export(path)).evaluation
+    metrics = dict(evaluation.metrics or {})
+    measured_by = dict(evaluation.measured_by or {})
+    before = measured_by.get(source) or Measurement()
+    for title in before.tables or []:
         metrics.pop(title, None)
     metrics.update({title: dict(table) for title, table in tables.items()})
-    measured_by[source] = {"tables": list(tables), "recorded": datetime.datetime.now(
-        datetime.timezone.utc).isoformat(timespec="seconds"), "summary": sorted(summary or {})}
-    if results:
-        measured_by[source]["results"] = _repo_relative(results)
+    measured_by[source] = Measurement(
+        tables=list(tables), recorded=datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"), summary=sorted(summary or {}),
+        results=_repo_relative(results) if results else None)
     meta = update_metadata(path, metrics=metrics, measured_by=measured_by)
+    sha256 = ModelCard.from_dict(meta).provenance.sha256
     log(f"recorded {len(tables)} table(s) from {source} in {path / 'MODEL_CARD.md'}")
     if spec is not None:
         shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
         shipped = _read_json(shipped_file)
         entry = shipped[spec.name]
-        if entry.get("sha256") != meta["sha256"]:
+        if entry.get("sha256") != sha256:
             log(f"{spec.name}: the shipped entry's sha256 {str(entry.get('sha256'))[:12]}… is "
-                f"now the export's {meta['sha256'][:12]}… (regenerate its golden outputs)")
-        entry["sha256"] = meta["sha256"]
+                f"now the export's {sha256[:12]}… (regenerate its golden outputs)")
+        entry["sha256"] = sha256
         entry_metrics = {k: v for k, v in entry.get("metrics", {}).items()
-                         if k not in before.get("summary", [])}
+                         if k not in (before.summary or [])}
         entry_metrics.update(summary or {})
         entry["metrics"] = entry_metrics
         _write_shipped(shipped_file, shipped, spec.name)
@@ -371,14 +392,14 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
     name a folder or shipped name that resolves), or one without such rows raises
     `TtZooError`."""
     path, _ = export_path(name_or_path)
-    meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+    card = ModelCard.from_dict(json.loads((path / METADATA_FILE).read_text(encoding="utf-8")))
     settings = out.get("settings") or {}
     where = results_path or out.get("generator", "the results")
     if settings.get("smoke"):
         raise TtZooError(f"{where} is a smoke run (--limit-questions / --limit-articles): its "
                          "numbers are not the benchmark's, and are not recorded.")
-    _check_same_model(settings, meta, where, log)
-    marker = rows or ROW_MARKERS.get(artifact_kind(meta)) or meta.get("name")
+    _check_same_model(settings, card, where, log)
+    marker = rows or ROW_MARKERS.get(card.artifact_kind) or card.name
     tables = benchmark_tables(out, marker)
     if not tables:
         raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
@@ -395,8 +416,8 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
                          shipped_file=shipped_file, log=log)
 
 
-def _check_same_model(settings: dict, meta: dict, where, log) -> None:
-    """Refuses results measured on other weights than `meta`'s (compared by sha256 when the
+def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
+    """Refuses results measured on other weights than `card`'s (compared by sha256 when the
     model the results name still resolves to an export)."""
     named = next((settings[k] for k in _MODEL_SETTINGS if settings.get(k)), None)
     if named is None:
@@ -404,17 +425,18 @@ def _check_same_model(settings: dict, meta: dict, where, log) -> None:
     sha = None
     for candidate in (pathlib.Path(named), registry.SAVED_MODELS_DIR.parent / named):
         if (candidate / METADATA_FILE).is_file():
-            sha = _read_json(candidate / METADATA_FILE).get("sha256")
+            sha = ModelCard.from_dict(_read_json(candidate / METADATA_FILE)).provenance.sha256
             break
     else:
         if named in registry.REGISTRY:
             sha = registry.REGISTRY[named].sha256
+    ours = card.provenance.sha256
     if sha is None:
         log(f"warning: {where} measured {named!r}, which no longer resolves: recording it for "
-            f"{meta.get('name')} unchecked")
-    elif sha != meta.get("sha256"):
+            f"{card.name} unchecked")
+    elif sha != ours:
         raise TtZooError(f"{where} measured {named!r} (sha256 {sha[:12]}…), not these weights "
-                         f"({meta.get('name')}, sha256 {str(meta.get('sha256'))[:12]}…).")
+                         f"({card.name}, sha256 {str(ours)[:12]}…).")
 
 
 __all__ = ["ship", "reexport", "record_tables", "record_results", "benchmark_tables",

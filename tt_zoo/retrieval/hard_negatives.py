@@ -60,13 +60,16 @@ import io
 import json
 import os
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.retrieval import bm25
+
+if TYPE_CHECKING:  # (pairs_io imports TensorFlow: only `load_or_mine` reads a pair directory)
+    from tt_zoo.data.pairs_io import PairTexts
 
 MINER_VERSION = 2  # 2: positives of the same query elsewhere in the pair set are skipped
 DEFAULT_DEPTH = 32
@@ -132,20 +135,6 @@ class MiningSettings:
 
 
 @dataclasses.dataclass
-class PairTexts:
-    """A pair set's text columns, in `read_pairs` order (row i is pair i)."""
-
-    queries: List[str]
-    doc_ids: List[str]
-    titles: List[str]
-    texts: List[str]
-    tasks: List[str]
-
-    def __len__(self) -> int:
-        return len(self.queries)
-
-
-@dataclasses.dataclass
 class MinedNegatives:
     """rows: int32 [examples, H] (pair rows, or ReQA candidate indices), best BM25 rank first;
     counts: what was skipped and how many slots the fallback filled; seconds: index + search."""
@@ -153,24 +142,6 @@ class MinedNegatives:
     rows: np.ndarray
     counts: Dict[str, int]
     seconds: float
-
-
-def read_pair_texts(pairs_dir: str, max_pairs: Optional[int] = None,
-                    batch_size: int = 4096) -> PairTexts:
-    """The text columns of a pair directory (its first `max_pairs` pairs), in the row order of
-    `tt_zoo.training.step_data.cached_tokenize_pair_set`."""
-    from tt_zoo.data import features as F
-    from tt_zoo.data.pairs_io import read_pairs
-
-    pairs = read_pairs(pairs_dir)
-    if max_pairs:
-        pairs = pairs.take(max_pairs)
-    keys = (F.QUERY, F.DOC_ID, F.DOC_TITLE, F.DOC_TEXT, F.TASK)
-    columns = {key: [] for key in keys}
-    for batch in pairs.batch(batch_size).as_numpy_iterator():
-        for key in keys:
-            columns[key].extend(value.decode("utf-8") for value in batch[key])
-    return PairTexts(*(columns[key] for key in keys))
 
 
 def document_rows(pairs: PairTexts) -> np.ndarray:
@@ -466,7 +437,7 @@ def load_or_mine(pairs_dir: str, settings: MiningSettings, *, output_dir: Option
       ArtifactError: the stored .npy does not match its sidecar.
     """
     from tt_zoo.atomic_io import open_for_replace, write_json
-    from tt_zoo.data.pairs_io import manifest_sha256, read_manifest
+    from tt_zoo.data.pairs_io import manifest_sha256, read_manifest, read_pair_texts
 
     output_dir = output_dir or default_output_dir(pairs_dir)
     path, sidecar_path = artifact_paths(settings, output_dir)

@@ -1,5 +1,11 @@
 """`tt_zoo.load(name_or_path)`: a pretrained two-tower model, ready to encode, index and fine-tune;
-`tt_zoo.load_term_weighter(name_or_path)`: a term-weight model's document weighter."""
+`tt_zoo.load_term_weighter(name_or_path)`: a term-weight model's document weighter.
+
+A registered name is found through the catalogue (`tt_zoo.zoo.registry`, `tt_zoo.zoo.download`);
+an export directory is read and verified by `tt_zoo.serving.export` (or
+`tt_zoo.serving.term_weight_export`). `ZooModel` wraps the loaded Keras model; `TextIndex` is
+its index over passages.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +21,15 @@ from tt_zoo import _keras_env
 
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
-from tt_zoo.serving import download  # noqa: E402
-from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
+from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER  # noqa: E402
 from tt_zoo.modeling.models import as_documents  # noqa: E402
-from tt_zoo.serving import registry  # noqa: E402
-from tt_zoo.serving.registry import (KINDS, LATE_INTERACTION, TERM_WEIGHTS,  # noqa: E402
-                                     TWO_TOWER, ModelSpec, get_spec)
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
+from tt_zoo.serving import export as export_lib  # noqa: E402
+from tt_zoo.serving.model_card import ModelCard  # noqa: E402
+from tt_zoo.zoo import download, registry  # noqa: E402
+from tt_zoo.zoo.registry import ModelSpec, get_spec  # noqa: E402
 
 PASSAGES_FILE = "passages.jsonl"
 TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
@@ -121,10 +127,6 @@ class TextIndex:
         return cls(model, embedding_index, [r[2] for r in rows], [r[1] for r in rows])
 
 
-# Facts about a model that fine-tuning does not change.
-_INHERITED_FIELDS = ("encoder", "tower_size", "pretraining", "model_options", "license")
-
-
 def optimizer_steps(keras_model) -> int:
     """Optimizer steps taken since the model was built or loaded (0 without an optimizer)."""
     optimizer = getattr(keras_model, "optimizer", None)
@@ -137,7 +139,7 @@ class ZooModel:
     Attributes:
       keras_model: the `tt_zoo.modeling.models.TwoTowerModel` (compile and `fit` it as usual).
       spec: the registry spec, when loaded by name.
-      metadata: the artifact's metadata.json.
+      metadata: the artifact's metadata.json (typed: `card`).
     """
 
     def __init__(self, keras_model, spec: Optional[ModelSpec] = None, path=None,
@@ -148,18 +150,25 @@ class ZooModel:
         self.metadata = metadata or {}
 
     @property
+    def card(self) -> ModelCard:
+        """The metadata as a `tt_zoo.serving.model_card.ModelCard`."""
+        return ModelCard.from_dict(self.metadata)
+
+    @property
     def name(self) -> str:
-        return self.spec.name if self.spec else self.metadata.get("name", str(self.path))
+        name = self.spec.name if self.spec else self.card.name
+        return str(self.path) if name is None else name
 
     @property
     def encoder_name(self) -> str:
-        enc = self.spec.encoder if self.spec else self.metadata.get("encoder", "?")
-        size = self.spec.tower_size if self.spec else self.metadata.get("tower_size")
+        arch = self.card.architecture
+        enc = self.spec.encoder if self.spec else (arch.encoder or "?")
+        size = self.spec.tower_size if self.spec else arch.tower_size
         return f"{enc}-{size}" if size else enc
 
     @property
     def pretraining(self) -> str:
-        return self.spec.pretraining if self.spec else self.metadata.get("pretraining", "?")
+        return self.spec.pretraining if self.spec else (self.card.training.pretraining or "?")
 
     def __repr__(self):
         return (f"ZooModel(name={self.name!r}, encoder={self.encoder_name!r}, "
@@ -267,65 +276,16 @@ class ZooModel:
         """
         steps = optimizer_steps(self.keras_model)
         if steps == 0:
-            meta = {k: v for k, v in self.metadata.items() if k != "sha256"}
+            card = self.card
+            card.provenance.sha256 = None  # the export's own
         else:
-            base = self.metadata
-            meta = {k: base[k] for k in _INHERITED_FIELDS if k in base}
-            meta.update(
-                name=f"{self.name}_finetuned", train_steps=steps,
-                base_model={"name": self.name, "sha256": base.get("sha256"),
-                            "path": str(self.path) if self.path else None,
-                            "train_steps": base.get("train_steps"),
-                            "training_data": base.get("training_data")},
-                fine_tuning={"optimizer_steps": steps, "finished": datetime.datetime.now(
-                    datetime.timezone.utc).isoformat(timespec="seconds")})
-        meta.update(metadata or {})
+            card = self.card.fine_tuned(
+                name=f"{self.name}_finetuned", base_name=self.name,
+                base_path=str(self.path) if self.path else None, steps=steps,
+                finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
+                    timespec="seconds"))
+        meta = {**card.to_dict(), **(metadata or {})}
         return export_lib.export_saved_model(self.keras_model, path, meta, overwrite=overwrite)
-
-
-def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
-                    document_length: Optional[int] = None, dropout_rate: float = 0.1,
-                    tower_shape: Optional[dict] = None, options=None):
-    """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining);
-    a `LateInteractionModel` for a ``colbert_`` variant.
-
-    Args:
-      spec: the variant.
-      vocabulary: vocab.txt path or token list.
-      query_length, document_length: override the spec's token budgets.
-      tower_shape: BERT shape fields overriding the size (``num_layers``, ``hidden_size``,
-        ``num_attention_heads``, ``inner_dim``, which defaults to 4 x hidden_size); a BoW-MLP
-        takes ``hidden_size`` as its token embedding size and 4 x it as its hidden size.
-      options: a `tt_zoo.serving.registry.ModelOptions` overriding the spec's.
-    """
-    from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-    from tt_zoo.modeling.models import build_two_tower_model
-    options = options or spec.options
-    shape = dict(size=spec.tower_size, **(tower_shape or {}))
-    if "hidden_size" in shape:
-        hidden = shape["hidden_size"]
-        shape.setdefault("inner_dim", 4 * hidden)
-        shape.update(bow_token_embedding_dim=hidden, bow_hidden_dim=4 * hidden)
-    if spec.encoder == "colbert":
-        from tt_zoo.modeling.late_interaction_model import build_late_interaction_model
-        return build_late_interaction_model(
-            vocabulary, embedding_dim=spec.embedding_dim,
-            query_length=query_length or spec.query_length,
-            document_length=document_length or spec.document_length, dropout_rate=dropout_rate,
-            temperature=options.temperature,
-            **{k: v for k, v in shape.items() if not k.startswith("bow_")})
-    if spec.encoder != "bert":
-        shape = {k: v for k, v in shape.items() if k.startswith("bow_")}
-    return build_two_tower_model(vocabulary, encoder=spec.encoder,
-                                 embedding_dim=spec.embedding_dim,
-                                 query_length=query_length or spec.query_length,
-                                 document_length=document_length or spec.document_length,
-                                 dropout_rate=dropout_rate, pooling=options.pooling,
-                                 share_towers=options.share_towers,
-                                 normalize_embeddings=options.normalize_embeddings,
-                                 bow_output_activation=options.bow_output_activation,
-                                 loss=CorrectedSampledSoftmaxLoss(temperature=options.temperature),
-                                 **shape)
 
 
 def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
@@ -334,9 +294,9 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
 
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
-    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.serving.download`; no
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.zoo.download`; no
     release is published yet: the weights ship in the git clone). A name of a kind
-    (`tt_zoo.serving.registry.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
+    (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
 
     Raises:
       KeyError: an unknown name (listing close matches).
@@ -392,7 +352,7 @@ def load(name_or_path) -> ZooModel:
     """
     path, spec = find_artifact(name_or_path, kinds=(TWO_TOWER, LATE_INTERACTION))
     metadata = _verified(path, spec, export_lib.verify_export)
-    if export_lib.artifact_kind(metadata) == TERM_WEIGHTS:
+    if ModelCard.from_dict(metadata).artifact_kind == TERM_WEIGHTS:
         raise TtZooError(_wrong_kind(str(path), TERM_WEIGHTS))
     keras_model = export_lib.load_keras_model(path)
     return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)

@@ -1,0 +1,210 @@
+"""The grid of `tt-zoo reproduce`: which runs to make, where their outputs live, and the data and
+pretrain stages, each run a `tt-zoo` subprocess, skipped where its output already exists.
+
+Chang et al. 2020, Table 3 (encoder x pretraining: none, MLM, ICT+BFS+WLP; BoW-MLP and
+Transformer) and Table 5 (the tasks alone, and embedding dimensions 128/256/512): every cell
+is a registered variant with one budget (`GRID`).
+
+On disk, under ``--runs``:
+  pairs/MIX_PAIRSPERARTICLE/    the pairs (or MLM examples) of a pretraining mix (`data_dir`)
+  reproduce/CELL/model/         a cell's export (`cell_dir`), its checkpoints in pretrain/
+  reproduce/CELL/*.json         its scores (zero_shot.json, finetuned_Xpct.json: `result_file`)
+  reproduce/flagship_NAME/      the scores of a shipped flagship (`evaluated_models`)
+  reproduce/bm25.json           BM25 on the same test questions
+  reproduce/logs/               the data stage's logs
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from typing import List, Optional, Sequence, Tuple
+
+from tt_zoo.serving.model_card import ModelCard  # no TensorFlow
+from tt_zoo.zoo.recipe import CPU_RECIPE, Recipe
+
+# One pretraining budget and one fine-tuning budget for every cell: the CPU-scale recipe
+# (`tt_zoo.zoo.recipe.CPU_RECIPE`: the flagship's batch 128, Adam 1e-3 with 10% warm-up then
+# linear decay, documents of 128 tokens, cut to 800 steps; fine-tuning scaled down from the
+# paper's, with early stopping on validation loss), the one every unshipped CPU-scale name's
+# recipe prints. `--budget FIELD=VALUE` changes a field.
+GRID = CPU_RECIPE
+
+# The grid's cells, each a registered variant; most informative first (the order the pretrain
+# stage runs them in), so the grid is useful while it is still running.
+CELLS = ("none_512", "bow_mlp_none_512", "ict_bfs_wlp_512", "mlm_512", "ict_512", "bfs_512",
+         "wlp_512", "bow_mlp_ict_bfs_wlp_512", "ict_bfs_wlp_256", "ict_bfs_wlp_128")
+# Shipped longer runs of grid variants, scored beside the grid's equal-budget cells.
+FLAGSHIPS = ("ict_bfs_wlp_512", "bow_mlp_ict_bfs_wlp_512")
+FLAGSHIP_SUFFIX = " (flagship)"  # a flagship's name in the results, after its variant's
+METADATA = "metadata.json"  # an export's metadata (`tt_zoo.serving.model_card.ModelCard`)
+
+
+# -- layout ---------------------------------------------------------------------------------
+
+def pretraining_of(variant: str) -> str:
+    from tt_zoo.zoo import registry
+    return registry.get_spec(variant).pretraining
+
+
+def cell_dir(runs: pathlib.Path, variant: str) -> pathlib.Path:
+    return runs / "reproduce" / variant
+
+
+def data_dir(runs: pathlib.Path, pretraining: str, budget: Recipe) -> pathlib.Path:
+    """Where the pairs (or MLM examples) of a pretraining mix live."""
+    return runs / "pairs" / f"{pretraining}_{budget.pairs_per_article}"
+
+
+def split_key(fraction: float) -> str:
+    """A split as the results name it: 0.05 -> "5%"."""
+    return f"{100 * fraction:g}%"
+
+
+def result_file(out_dir: pathlib.Path, fraction: Optional[float] = None) -> pathlib.Path:
+    """A model's zero-shot scores (`fraction` None), or its scores fine-tuned on a split."""
+    if fraction is None:
+        return out_dir / "zero_shot.json"
+    return out_dir / f"finetuned_{100 * fraction:g}pct.json"
+
+
+def bm25_file(runs: pathlib.Path) -> pathlib.Path:
+    return runs / "reproduce" / "bm25.json"
+
+
+def read_json(path: pathlib.Path):
+    """A result file's JSON, or None before it is written."""
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def is_exported(model_dir: pathlib.Path) -> bool:
+    return (model_dir / METADATA).is_file()
+
+
+def read_card(model_dir: pathlib.Path) -> ModelCard:
+    """The card of the export in `model_dir` (an empty one when there is none yet)."""
+    return ModelCard.from_dict(read_json(model_dir / METADATA) or {})
+
+
+def evaluated_models(cells: Sequence[str], runs: pathlib.Path) -> List[Tuple]:
+    """(name, model directory, result directory) of every model the evaluate stage scores: the
+    grid's cells, and the shipped flagships (longer runs, reported beside the grid)."""
+    models = [(c, cell_dir(runs, c) / "model", cell_dir(runs, c)) for c in cells]
+    from tt_zoo.zoo import registry
+    for name in FLAGSHIPS:
+        if name in cells:
+            spec = registry.get_spec(name)
+            if spec.shipped:
+                models.append((name + FLAGSHIP_SUFFIX, spec.artifact_path,
+                               runs / "reproduce" / f"flagship_{name}"))
+    return models
+
+
+# -- the commands ---------------------------------------------------------------------------
+
+def make_data_command(pretraining: str, output: pathlib.Path, config) -> List[str]:
+    """`tt-zoo make-pairs` of a pretraining mix (`config`: a `ReproduceConfig`)."""
+    budget = config.budget
+    command = [sys.executable, "-u", "-m", "tt_zoo.cli", "make-pairs",
+               "--input", str(config.data / "wikispeedia"), "--output", str(output),
+               "--max-doc-tokens", str(budget.max_doc_tokens), "--seed", str(budget.seed),
+               "--no-progress"]
+    if pretraining == "mlm":
+        return command + ["--tasks", "mlm", "--vocab", str(config.vocab),
+                          "--mlm-seq-length", str(budget.document_length)]
+    return command + ["--tasks", pretraining.replace("_", ","), "--in-memory",
+                      "--pairs-per-article", str(budget.pairs_per_article)]
+
+
+def pretrain_command(variant: str, config) -> List[str]:
+    """`tt-zoo pretrain` of a cell at the grid's budget, checkpointed (a rerun resumes)."""
+    budget, where = config.budget, cell_dir(config.runs, variant)
+    command = [sys.executable, "-u", "-m", "tt_zoo.cli", "pretrain", "--variant", variant,
+               "--vocab", str(config.vocab), "--document-length", str(budget.document_length),
+               "--seed", str(budget.seed), "--workdir", str(where / "pretrain"),
+               "--export", str(where / "model"), "--no-progress"]
+    pretraining = pretraining_of(variant)
+    if pretraining == "none":
+        return command + ["--steps", "0"]
+    source = data_dir(config.runs, pretraining, budget)
+    command += ["--mlm-examples" if pretraining == "mlm" else "--pairs", str(source)]
+    return command + ["--steps", str(budget.steps), "--batch-size", str(budget.batch_size),
+                      "--learning-rate", f"{budget.learning_rate:g}",
+                      "--checkpoint-every", str(max(1, budget.steps // 8))]
+
+
+def run_logged(command: List[str], log: pathlib.Path) -> bool:
+    """Runs one step of the grid as its own process, its output appended to `log`; returns
+    whether it succeeded (a failed cell does not stop the others: rerun to retry it)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    print(f"  $ {shlex.join(command)}\n    (log: {log})", flush=True)
+    t = time.perf_counter()
+    with open(log, "a") as out:
+        code = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT)
+    if code:
+        print(f"    FAILED (exit {code}) after {time.perf_counter() - t:.0f} s; see {log}",
+              flush=True)
+        return False
+    print(f"    done in {time.perf_counter() - t:.0f} s", flush=True)
+    return True
+
+
+# -- the stages -----------------------------------------------------------------------------
+
+def stage_data(config) -> None:
+    """The pairs (or MLM examples) of every pretraining mix the cells need."""
+    for mix in sorted({pretraining_of(c) for c in config.cells} - {"none"}):
+        out = data_dir(config.runs, mix, config.budget)
+        if (out / "manifest.json").is_file():
+            print(f"data {mix}: {out} exists")
+            continue
+        print(f"data {mix}: making {out}")
+        if not run_logged(make_data_command(mix, out, config),
+                          config.runs / "reproduce" / "logs" / f"data_{mix}.log"):
+            sys.exit(f"data {mix} failed: the cells that need it cannot run")
+
+
+def committed_pretrained(variant: str, config) -> Optional[pathlib.Path]:
+    """saved_models/VARIANT when it holds this variant pretrained at this grid budget (so a
+    fresh clone does not retrain it), else None. The shipped flagships are longer runs."""
+    if config.saved_models is None:  # not in a git clone: nothing committed to reuse
+        return None
+    path = config.saved_models / variant
+    card = read_card(path)
+    if variant in FLAGSHIPS or card.name != variant:
+        return None
+    budget, run = config.budget, card.training
+    if pretraining_of(variant) == "none" or (
+            run.train_steps == budget.steps and run.batch_size == budget.batch_size
+            and run.learning_rate == budget.learning_rate):
+        return path
+    return None
+
+
+def stage_pretrain(config) -> None:
+    """Every cell pretrained and exported to RUNS/reproduce/CELL/model (or the committed
+    export copied, when it was trained at this budget); a failed cell is retried once."""
+    failed = []
+    for variant in config.cells:
+        where = cell_dir(config.runs, variant)
+        if is_exported(where / "model"):
+            print(f"pretrain {variant}: {where / 'model'} exists")
+            continue
+        committed = committed_pretrained(variant, config)
+        if committed is not None:  # trained at this budget on another machine and committed
+            shutil.copytree(committed, where / "model")
+            print(f"pretrain {variant}: copied the committed {committed} (same budget)")
+            continue
+        print(f"pretrain {variant}")
+        if not run_logged(pretrain_command(variant, config), where / "pretrain.log"):
+            failed.append(variant)
+    if failed:  # checkpointed: a retry resumes where each one stopped
+        print(f"pretrain failed for {', '.join(failed)}: retrying once")
+        for variant in failed:
+            run_logged(pretrain_command(variant, config), cell_dir(config.runs, variant) /
+                       "pretrain.log")
