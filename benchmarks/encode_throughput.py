@@ -14,8 +14,12 @@ cut into 100-word passages, each with its article title: `tt_zoo.retrieval.odqa`
   `XLA_AUTO_MIN_DOCUMENTS`); `+bf16` / `+xla` on top
   (`precision="bfloat16"`, `jit_compile=True`); `default`: `encode_documents` with no options
   (XLA by `XLA_AUTO_MIN_DOCUMENTS`);
-- `signature`: the export's `encode_document(title, passage)` serving signature, `--batch-size`
-  documents a call (what TF Serving or `tf.saved_model.load` users run).
+- `layers` / `layers+xla`: `bucketing` / `+xla` with a BERT tower run through its Model Garden
+  layers (`plain_inference=False`: the training graph) instead of the fused plain-matmul
+  inference graph of `tt_zoo.modeling.bert_inference`;
+- `signature`: the shipped export's `encode_document(title, passage)` serving signature,
+  `--batch-size` documents a call (what TF Serving or `tf.saved_model.load` users run);
+  `export`: the same signature of the model exported now, by this code, to a temporary folder.
 
 Each row is encoded once untimed first (tracing; with XLA, every document, so each shape is
 compiled: `warm-up`). `--queries N` also times N ReQA questions through the query tower.
@@ -35,6 +39,7 @@ import os
 import pathlib
 import statistics
 import sys
+import tempfile
 import time
 
 from tt_zoo.cli.common import default_data_dir
@@ -46,9 +51,12 @@ DATA = default_data_dir()
 # Encode settings by name: keyword arguments of `encode_documents` / `encode_queries`.
 SETTINGS = {
     "default": dict(),
-    "signature": None,  # the export's encode_document signature
+    "signature": None,  # the shipped export's encode_document signature
+    "export": None,  # the encode_document signature of the model exported now
     "pad": dict(bucketing=False, jit_compile=False),
     "bucketing": dict(bucketing=True, jit_compile=False),
+    "layers": dict(bucketing=True, jit_compile=False, plain_inference=False),
+    "layers+xla": dict(bucketing=True, jit_compile=True, plain_inference=False),
     "bucketing+bf16": dict(bucketing=True, precision="bfloat16", jit_compile=False),
     "bucketing+xla": dict(bucketing=True, jit_compile=True),
     "bucketing+bf16+xla": dict(bucketing=True, precision="bfloat16", jit_compile=True),
@@ -131,18 +139,23 @@ def main(argv=None):
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
     from tt_zoo.retrieval.reqa import build_reqa
-    from tt_zoo.serving.export import LoadedEncoder
+    from tt_zoo.serving.export import LoadedEncoder, export_saved_model
 
     inputs = load_inputs(args)
     questions = [q.text for q in build_reqa(args.squad).questions[:args.queries]]
     models = {name: tt_zoo.load(name) for name in args.model}
-    signatures = {name: LoadedEncoder(models[name].path)
+    signatures = {(name, "signature"): LoadedEncoder(models[name].path)
                   for name in models if "signature" in args.configs}
+    exports = tempfile.TemporaryDirectory(prefix="encode_throughput-")
+    for name in models if "export" in args.configs else ():
+        path = pathlib.Path(exports.name) / name
+        export_saved_model(models[name].keras_model, path)
+        signatures[(name, "export")] = LoadedEncoder(path)
     rows = [(name, config) for name in models for config in args.configs]
 
     def encode_documents(name, config, texts, titles):
-        if config == "signature":
-            return signatures[name](titles, texts, batch_size=args.batch_size)
+        if SETTINGS[config] is None:
+            return signatures[(name, config)](titles, texts, batch_size=args.batch_size)
         return models[name].encode_documents(texts, titles=titles, batch_size=args.batch_size,
                                              show_progress_bar=False, **SETTINGS[config])
 

@@ -31,9 +31,11 @@ project's vocabulary (`tt_zoo.cli.common.PROJECT_VOCAB`):
 
 Both library sides encode with the same batch size and pad each batch only to its longest text
 (tt_zoo sorts by length first, `tt_zoo.modeling.inference`; sentence-transformers sorts too).
-For the BERT tower tt_zoo is also timed with XLA (what `encode_documents`' default
-`jit_compile="auto"` does for corpora of `XLA_AUTO_MIN_DOCUMENTS` documents and more; its
-compile time is in the warm-up pass) and with bfloat16 matmuls (`precision="bfloat16"`).
+For the BERT tower tt_zoo is also timed through the Model Garden's Keras layers
+(`plain_inference=False`: the training graph, instead of the fused plain-matmul inference
+graph of `tt_zoo.modeling.bert_inference` that `encode_documents` and the signature run), with
+XLA (`jit_compile=True`; its compile time is in the warm-up pass) and with bfloat16 matmuls
+(`precision="bfloat16"`).
 """
 
 from __future__ import annotations
@@ -194,7 +196,6 @@ INPUTS = {
 def run(args, log) -> dict:
     import numpy as np
     from peers_measure import interleaved_rounds, stopwatch, unavailable_reason
-    from tt_zoo.modeling.inference import XLA_AUTO_MIN_DOCUMENTS
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.zoo import build, registry
 
@@ -217,10 +218,15 @@ def run(args, log) -> dict:
         "tt_zoo/bert": (
             {"encoder": "BERT tiny", "implementation": "tt_zoo TwoTowerModel.encode_documents"},
             lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b)),
+        "tt_zoo/bert-layers": (
+            {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(plain_inference="
+                                                       "False): the Model Garden layers, the "
+                                                       "training graph"},
+            lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b,
+                                                  plain_inference=False)),
         "tt_zoo/bert-xla": (
             {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(jit_compile="
-                                                       "True): XLA, as 'auto' does from "
-                                                       f"{XLA_AUTO_MIN_DOCUMENTS:,} documents"},
+                                                       "True): XLA"},
             lambda t, x: tt_bert.encode_documents(x, titles=t, batch_size=b, jit_compile=True)),
         "tt_zoo/bert-bf16": (
             {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents(precision="

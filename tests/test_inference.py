@@ -106,7 +106,7 @@ def test_bucketed_embeddings_equal_the_padded_ones_in_order(encoder, models, mon
     assert shapes == [(3, 24), (3, 24), (1, 24)]
     # One trace of each tower function serves every batch shape.
     cache = model._encode_cache
-    assert cache._tower_fns[("document", "float32", False)].experimental_get_tracing_count() == 1
+    assert cache._tower_fns[("document", "float32", False, True)].experimental_get_tracing_count() == 1
 
 
 def test_one_text_empty_input_and_bad_options(models):
@@ -128,6 +128,12 @@ def test_one_text_empty_input_and_bad_options(models):
         model.encode_queries(["a"], batch_size=0)
     with pytest.raises(TtZooError, match="jit_compile must be True, False or 'auto'"):
         model.encode_queries(["a"], jit_compile="yes")
+    with pytest.raises(TtZooError, match="plain_inference must be True or False"):
+        model.encode_queries(["a"], plain_inference="no")
+    # The BERT tower's Keras layers (the training graph) give the same embeddings.
+    np.testing.assert_allclose(model.encode_documents(TEXTS, titles=TITLES,
+                                                      plain_inference=False),
+                               model.encode_documents(TEXTS, titles=TITLES), atol=1e-5)
 
 
 def _max_cosine_deviation(a, b):
@@ -170,26 +176,31 @@ def test_bfloat16_copy_of_shared_towers_is_one_copy():
 
 
 @pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
-def test_auto_xla_only_for_a_bert_corpus(encoder, models, monkeypatch):
+def test_auto_xla_only_for_a_corpus_through_bert_layers(encoder, models, monkeypatch):
     model = models(encoder)
     auto = inference.EncodeOptions(jit_compile="auto")
+    layers = inference.EncodeOptions(jit_compile="auto", plain_inference=False)
     big = inference.XLA_AUTO_MIN_DOCUMENTS
-    assert auto.resolve_jit_compile(big - 1, model.document_tower).jit_compile is False
-    assert auto.resolve_jit_compile(big, model.document_tower).jit_compile is (encoder == "bert")
+    assert layers.resolve_jit_compile(big - 1, model.document_tower).jit_compile is False
+    assert layers.resolve_jit_compile(big, model.document_tower).jit_compile is (
+        encoder == "bert")
+    # The plain inference graph (the default) runs as fast without XLA: "auto" leaves it off.
+    assert auto.resolve_jit_compile(big, model.document_tower).jit_compile is False
     assert inference.EncodeOptions(jit_compile=True).resolve_jit_compile(
         1, model.document_tower).jit_compile is True
     # encode_documents defaults to "auto": with the threshold at 3, these 4 texts run a BERT
-    # tower under XLA (the same embeddings), and 2 texts do not.
+    # tower's layers under XLA (the same embeddings), and 2 texts, or the plain graph, do not.
     monkeypatch.setattr(inference, "XLA_AUTO_MIN_DOCUMENTS", 3)
     reference = model.encode_documents(TEXTS[:4], titles=TITLES[:4], jit_compile=False)
     asked = []
     tower_fn = inference.EncodeCache.tower_fn
     monkeypatch.setattr(inference.EncodeCache, "tower_fn", lambda self, role, options: (
         asked.append(options.jit_compile) or tower_fn(self, role, options)))
-    model.encode_documents(TEXTS[:2], titles=TITLES[:2])
-    auto_run = model.encode_documents(TEXTS[:4], titles=TITLES[:4])
+    model.encode_documents(TEXTS[:2], titles=TITLES[:2], plain_inference=False)
+    auto_run = model.encode_documents(TEXTS[:4], titles=TITLES[:4], plain_inference=False)
+    model.encode_documents(TEXTS[:4], titles=TITLES[:4])
     np.testing.assert_allclose(auto_run, reference, rtol=1e-4, atol=1e-5)
-    assert asked == [False, encoder == "bert"]
+    assert asked == [False, encoder == "bert", False]
 
 
 # -- one string, batch_size and the progress bar (issue 26) ----------------------------------

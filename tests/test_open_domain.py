@@ -33,13 +33,12 @@ def test_wikipedia_candidates_come_after_squad_ones(squad_reqa):
 class CountingModel:
     """Embeds a document as [len(passage), len(sentence)]; counts the texts it encodes."""
 
-    def __init__(self, path, document_tower=None):
-        self.path, self.name, self.encoded, self.jit_compile = path, "counting", 0, set()
-        self.keras_model = types.SimpleNamespace(embedding_dim=2, document_tower=document_tower)
+    def __init__(self, path):
+        self.path, self.name, self.encoded = path, "counting", 0
+        self.keras_model = types.SimpleNamespace(embedding_dim=2)
 
-    def encode_documents(self, texts, titles, jit_compile="auto"):
+    def encode_documents(self, texts, titles):
         self.encoded += len(texts)
-        self.jit_compile.add(jit_compile)
         return np.array([[len(t), len(s)] for t, s in zip(texts, titles)], np.float32)
 
 
@@ -62,19 +61,3 @@ def test_streaming_encoder_writes_every_row_and_resumes(tmp_path):
     other = CountingModel("another model")  # a different model starts over
     encode_candidates_to_file(other, reqa, path, chunk=4, progress=False)
     assert other.encoded == 10
-
-
-def test_streaming_encoder_decides_xla_on_the_whole_corpus(tmp_path, monkeypatch):
-    # Chunks of 4 from a corpus of 10: with the "auto" threshold at 8, a BERT tower runs every
-    # chunk under XLA (its shapes compile once), though no chunk alone reaches 8.
-    from tt_zoo.modeling import inference
-    from tt_zoo.modeling.towers import BertTower
-    monkeypatch.setattr(inference, "XLA_AUTO_MIN_DOCUMENTS", 8)
-    candidates = [reqa_lib.Candidate(f"s{i}", "p" * i, i) for i in range(10)]
-    reqa = reqa_lib.ReQA([], candidates, reqa_lib.ReQAReport())
-    bert = CountingModel("bert", document_tower=object.__new__(BertTower))
-    encode_candidates_to_file(bert, reqa, tmp_path / "bert.npy", chunk=4, progress=False)
-    assert bert.jit_compile == {True}
-    bag = CountingModel("bag of words")  # not a BERT tower: never XLA
-    encode_candidates_to_file(bag, reqa, tmp_path / "bag.npy", chunk=4, progress=False)
-    assert bag.jit_compile == {False}

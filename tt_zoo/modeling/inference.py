@@ -1,8 +1,8 @@
-"""Faster `TwoTowerModel.encode_*`: length bucketing, optional bfloat16 towers and XLA.
+"""Faster `TwoTowerModel.encode_*`: length bucketing, the plain inference graph, and options.
 
 Chang et al. 2020, Sec. 2 ("Inference"): every candidate's psi(d) is computed once, offline, so
-encoding a corpus is the cost of serving it. Three ways to make it cheaper, none of which
-changes what a tower computes:
+encoding a corpus is the cost of serving it. Ways to make it cheaper, none of which changes
+what a tower computes:
 
 * Length bucketing (on by default). The preprocessors pad every text to the full sequence
   length (documents 128 for the CPU-scale models, 288 for the paper's); padding is masked
@@ -13,17 +13,25 @@ changes what a tower computes:
   number of shapes, hence of XLA compilations), and the embeddings come back in the caller's
   order. A BERT encoder accepts a shorter input than it was built for: its position embedding
   takes the first ``seq_length`` rows of its table.
+* The plain inference graph (on by default, ``plain_inference=False`` turns it off): a float32
+  BERT tower runs its encoder as `tt_zoo.modeling.bert_inference.encode_sequence` (fused
+  MatMul + BiasAdd (+ GELU) instead of the Model Garden's Einsum layers; the same embeddings
+  within float32 round-off). On the 2-core AMD EPYC of `results/encode_speed.md` the tiny BERT
+  embeds 100-word passages with titles at 901 docs/s against 651 through the layers (1.38x),
+  as fast as the layers under XLA (919), without XLA's compile time.
 * ``precision="bfloat16"``: the towers run as a ``mixed_bfloat16`` copy (matmuls in bfloat16,
-  the Model Garden keeps layer norms in float32; embeddings are returned as float32).
-  The copy re-reads the model's weights at every call, so fine-tuning between calls is seen.
+  the Model Garden keeps layer norms in float32; embeddings are returned as float32; a BERT
+  copy runs the layers, not the plain graph). The copy re-reads the model's weights at every
+  call, so fine-tuning between calls is seen. It paid against the layers (1.26x); against the
+  plain graph it gains nothing on that CPU (892 docs/s).
 * ``jit_compile=True``: the towers run under XLA (one compilation per (rows, length) shape; the
   last, partial batch of a window is padded to a power-of-two number of rows to bound them).
-  ``"auto"`` (the default of `encode_documents`) turns it on for a BERT tower when a call
-  embeds at least `XLA_AUTO_MIN_DOCUMENTS` texts: on the 2-core AMD EPYC of
-  `results/encode_speed.md`, XLA embeds the tiny BERT's 100-word passages 1.46x faster
-  (ReQA candidates 1.39x) after about 4 s of compiling, which pays from about 7,500 documents
-  (10,000 leaves a margin for more shapes); it gains little on the BoW-MLP. Compiled shapes are
-  kept with the model, so later calls do not compile again.
+  ``"auto"`` (the default of `encode_documents`) turns it on for a BERT tower run through its
+  layers (``plain_inference=False``) when a call embeds at least `XLA_AUTO_MIN_DOCUMENTS` texts:
+  there XLA embeds the passages 1.41x faster (919 against 651 docs/s) after about 4 s of
+  compiling. On the plain graph XLA gains nothing (872 against 901 docs/s), so "auto" leaves it
+  off; it gains little on the BoW-MLP. Compiled shapes are kept with the model, so later calls
+  do not compile again.
 
 Tokenization is the same in-graph `TextPreprocessor` as training and serving use; it runs
 first, on the CPU, then the towers run on the cut batches.
@@ -49,7 +57,7 @@ PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
 PRECISIONS = ("float32", "bfloat16")
-XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for a BERT tower from this many texts
+XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for BERT layers from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
 
 
@@ -62,29 +70,38 @@ class EncodeOptions:
         (rounded up to `LENGTH_MULTIPLE`); False pads every text to the full sequence length.
       precision: "float32" or "bfloat16" (a mixed_bfloat16 copy of the towers).
       jit_compile: run the towers under XLA; "auto": `resolve_jit_compile` decides per call.
+      plain_inference: a float32 BERT tower runs its encoder as the fused plain-matmul graph of
+        `tt_zoo.modeling.bert_inference` (the same embeddings within float32 round-off);
+        False runs the Model Garden layers (the training graph).
     """
 
     bucketing: bool = True
     precision: str = "float32"
     jit_compile: Union[bool, str] = False
+    plain_inference: bool = True
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise TtZooError(f"precision must be one of {PRECISIONS} (got {self.precision!r}).")
         if not isinstance(self.bucketing, bool):
             raise TtZooError(f"bucketing must be True or False (got {self.bucketing!r}).")
+        if not isinstance(self.plain_inference, bool):
+            raise TtZooError(f"plain_inference must be True or False (got "
+                             f"{self.plain_inference!r}).")
         if not (isinstance(self.jit_compile, bool) or self.jit_compile == "auto"):
             raise TtZooError("jit_compile must be True, False or 'auto' (got "
                              f"{self.jit_compile!r}).")
 
     def resolve_jit_compile(self, num_texts: int, tower) -> "EncodeOptions":
         """These options with "auto" made True or False for one call: True for a BERT tower
-        (`tt_zoo.modeling.towers.BertTower`) embedding at least `XLA_AUTO_MIN_DOCUMENTS` texts,
-        where XLA's compile time pays (see the module docstring)."""
+        (`tt_zoo.modeling.towers.BertTower`) run through its layers (not `plain_inference`)
+        embedding at least `XLA_AUTO_MIN_DOCUMENTS` texts, where XLA's compile time pays (see
+        the module docstring)."""
         if self.jit_compile != "auto":
             return self
         from tt_zoo.modeling.towers import BertTower  # pylint: disable=import-outside-toplevel
-        on = isinstance(tower, BertTower) and num_texts >= XLA_AUTO_MIN_DOCUMENTS
+        on = (isinstance(tower, BertTower) and not self.plain_inference
+              and num_texts >= XLA_AUTO_MIN_DOCUMENTS)
         return dataclasses.replace(self, jit_compile=on)
 
 
@@ -275,14 +292,17 @@ class EncodeCache:
             copy = self._bfloat16_towers[key]
             sync_weights(copy, tower)
             tower = copy
-        key = (role, options.precision, options.jit_compile)
+        key = (role, options.precision, options.jit_compile, options.plain_inference)
         if options.jit_compile:
             from tt_zoo._native_logs import quiet_xla  # pylint: disable=import-outside-toplevel
             quiet_xla()
         if key not in self._tower_fns:
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
+            from tt_zoo.modeling.towers import BertTower  # pylint: disable=import-outside-toplevel
+            call_options = ({"plain_inference": options.plain_inference}
+                            if isinstance(tower, BertTower) else {})
             self._tower_fns[key] = tf.function(
-                lambda packed: model._finish(tower(packed, training=False)),
+                lambda packed: model._finish(tower(packed, training=False, **call_options)),
                 input_signature=[spec], jit_compile=options.jit_compile, autograph=False)
         return self._tower_fns[key]
 

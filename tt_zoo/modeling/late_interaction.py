@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.data.text import TextPreprocessor
+from tt_zoo.modeling import bert_inference
 from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS
 from tt_zoo.modeling.towers import BertTower
 
@@ -185,15 +186,17 @@ class LateInteractionTower(BertTower):
 
         Args:
           inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids`: [batch, length].
-          training: dropout on or off.
+          training: dropout on or off (off: the plain inference forward,
+            `tt_zoo.modeling.bert_inference.sequence_output`).
           mask_punctuation: drop the punctuation tokens from the output mask (documents).
 
         Returns:
           dict: "token_vectors" float32 [batch, length, embedding_dim], unit length where
           "mask" int32 [batch, length] is 1 and zero where it is 0.
         """
-        outputs = self.encoder({k: inputs[k] for k in PACKED_KEYS}, training=training)
-        projected = self.projection(outputs["sequence_output"])
+        states = bert_inference.sequence_output(
+            self.encoder, {k: inputs[k] for k in PACKED_KEYS}, training)
+        projected = self.projection(states)
         # Normalised in float32 under a mixed bfloat16 policy (scores and the loss are float32).
         vectors = tf.math.l2_normalize(tf.cast(projected, tf.float32), axis=-1)
         mask = tf.cast(inputs["input_mask"], tf.int32)

@@ -221,8 +221,8 @@ class TwoTowerModel(tfrs.Model):
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
                        show_progress_bar: Optional[bool] = None, bucketing: bool = True,
-                       precision: str = "float32",
-                       jit_compile: Union[bool, str] = False) -> np.ndarray:
+                       precision: str = "float32", jit_compile: Union[bool, str] = False,
+                       plain_inference: bool = True) -> np.ndarray:
         """Embeds query strings; returns float32 [len(texts), dim] in the order given, or [dim]
         for a single string (as sentence-transformers does).
 
@@ -234,7 +234,7 @@ class TwoTowerModel(tfrs.Model):
         padding every text to the full length, for fewer FLOPs.
         """
         texts, single = as_texts(texts, "texts")
-        options = EncodeOptions(bucketing, precision, jit_compile)
+        options = EncodeOptions(bucketing, precision, jit_compile, plain_inference)
         out = self._encode("query", lambda s, e: self._encode_cache.pack_queries(
             tf.constant(texts[s:e], tf.string)), len(texts), batch_size, options,
             show_progress_bar, "encode queries")
@@ -244,14 +244,16 @@ class TwoTowerModel(tfrs.Model):
                          titles: Union[None, str, Sequence[str]] = None,
                          batch_size: int = 256, *, show_progress_bar: Optional[bool] = None,
                          bucketing: bool = True, precision: str = "float32",
-                         jit_compile: Union[bool, str] = "auto") -> np.ndarray:
+                         jit_compile: Union[bool, str] = "auto",
+                         plain_inference: bool = True) -> np.ndarray:
         """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim] in
         the order given, or [dim] for a single string (with a single string or None as its
-        title). Options as `encode_queries`; `jit_compile="auto"` runs a BERT tower under XLA
-        when there are at least `tt_zoo.modeling.inference.XLA_AUTO_MIN_DOCUMENTS` documents
-        (a corpus, where the compile time pays)."""
+        title). Options as `encode_queries`; `jit_compile="auto"` runs a BERT tower's layers
+        (``plain_inference=False``) under XLA when there are at least
+        `tt_zoo.modeling.inference.XLA_AUTO_MIN_DOCUMENTS` documents (a corpus, where the
+        compile time pays); the plain inference graph runs without it, as fast."""
         texts, titles, single = as_documents(texts, titles)
-        options = EncodeOptions(bucketing, precision, jit_compile)
+        options = EncodeOptions(bucketing, precision, jit_compile, plain_inference)
         out = self._encode("document", lambda s, e: self._encode_cache.pack_documents(
             tf.constant(titles[s:e], tf.string), tf.constant(texts[s:e], tf.string)),
             len(texts), batch_size, options, show_progress_bar, "encode documents")
@@ -260,12 +262,13 @@ class TwoTowerModel(tfrs.Model):
     def encode_document_inputs(self, packed: dict, batch_size: int = 256, *,
                                show_progress_bar: Optional[bool] = None, bucketing: bool = True,
                                precision: str = "float32",
-                               jit_compile: Union[bool, str] = "auto") -> np.ndarray:
+                               jit_compile: Union[bool, str] = "auto",
+                               plain_inference: bool = True) -> np.ndarray:
         """Embeds documents already tokenized: `packed` holds int arrays [n, length] of
         input_word_ids, input_mask and input_type_ids (e.g. rows of the tokenized pair set);
         returns float32 [n, dim] in their order. Options as `encode_documents`."""
         n = len(packed["input_word_ids"])
-        options = EncodeOptions(bucketing, precision, jit_compile)
+        options = EncodeOptions(bucketing, precision, jit_compile, plain_inference)
         return self._encode("document", lambda s, e: {
             k: tf.constant(packed[k][s:e], tf.int32) for k in PACKED_KEYS}, n, batch_size,
             options, show_progress_bar, "encode documents")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tt_zoo.data.text import TextPreprocessor
+from tt_zoo.modeling import bert_inference
 from tt_zoo.modeling.inference import PACKED_KEYS, cut_to_longest
 from tt_zoo.modeling.towers import BertTower
 
@@ -89,7 +90,7 @@ class TermWeightModel(tf.keras.Model):
           float32 [batch, length]: y = sigmoid(w . h_i + b) per token, 0 on padding.
         """
         packed = {k: inputs[k] for k in PACKED_KEYS}
-        states = self.tower.encoder(packed, training=training)["sequence_output"]
+        states = bert_inference.sequence_output(self.tower.encoder, packed, training)
         weights = tf.sigmoid(tf.cast(self.head(states)[:, :, 0], tf.float32))
         return weights * tf.cast(packed["input_mask"], tf.float32)
 

@@ -12,6 +12,8 @@ from typing import Dict, Optional
 import tensorflow as tf
 from official.nlp.modeling import networks
 
+from tt_zoo.modeling import bert_inference
+
 # The BERT miniatures of Turc et al. 2019 ("Well-Read Students Learn Better") plus BERT-base,
 # the paper's encoder (Chang et al. 2020, Sec. 5.1: 12 layers; Table 5 ablates 4 layers).
 
@@ -148,19 +150,23 @@ class BertTower(tf.keras.layers.Layer):
         status = tf.train.Checkpoint(encoder=self.encoder).read(resolved)
         status.expect_partial().assert_existing_objects_matched()
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, plain_inference: bool = True):
         """Encodes packed inputs.
 
         Args:
           inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids`: [batch, seq_length].
+          training: True runs dropout; with ``training=False`` (inference) and float32 compute,
+            the encoder runs as `tt_zoo.modeling.bert_inference.encode_sequence` (the same
+            function in fused plain matmuls, within float32 round-off of the layers; see
+            `tt_zoo.modeling.bert_inference.sequence_output`).
+          plain_inference: False keeps the Model Garden layers at inference too.
 
         Returns:
           embeddings: [batch, embedding_dim].
         """
-        outputs = self.encoder(
-            {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")},
-            training=training)
-        states = outputs["sequence_output"]  # [batch, seq_length, hidden]
+        packed = {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
+        states = bert_inference.sequence_output(self.encoder, packed, training, plain_inference)
+        # states: [batch, seq_length, hidden]
         if self.pooling == "cls":
             return self.projection(states[:, 0, :])
         return self.projection(masked_mean(states, inputs["input_mask"]))

@@ -15,7 +15,6 @@ from tqdm import tqdm
 from tt_zoo.atomic_io import write_json
 from tt_zoo.data.article_sources import read_articles
 from tt_zoo.data.passages import make_passages, split_sentences
-from tt_zoo.modeling.inference import EncodeOptions
 from tt_zoo.retrieval.reqa import Candidate, ReQA
 
 
@@ -62,9 +61,6 @@ def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
     n, dim = len(texts), model.keras_model.embedding_dim
     if len(titles) != n:
         raise ValueError(f"encode_documents_to_file: {len(titles)} titles for {n} texts.")
-    # The chunks are one corpus: XLA's "auto" rule decided on its size, not on a chunk's.
-    jit_compile = EncodeOptions(jit_compile="auto").resolve_jit_compile(
-        n, model.keras_model.document_tower).jit_compile
     state_path = path.with_suffix(".json")
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
     if state.get("shape") != [n, dim] or state.get("model") != str(model.path):
@@ -77,8 +73,7 @@ def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
         for start in range(state["done"], n, chunk):
             stop = min(n, start + chunk)
             array[start:stop] = model.encode_documents(
-                list(texts[start:stop]), titles=list(titles[start:stop]),
-                jit_compile=jit_compile)
+                list(texts[start:stop]), titles=list(titles[start:stop]))
             array.flush()
             state["done"] = stop
             write_json(state_path, state)

@@ -1,0 +1,115 @@
+"""The BERT encoder's inference forward pass written as plain matmuls (no dropout, no Einsum).
+
+Chang et al. 2020, Sec. 4.1: the towers are BERT Transformers, and Sec. 2 ("Inference"): every
+candidate's embedding is computed once, offline, so encoding a corpus is the cost of serving it.
+The Model Garden's `BertEncoderV2` computes its projections with `EinsumDense` layers; on the CPU
+those run as Einsum ops that oneDNN cannot fuse with their bias and activation, and the profile
+of the tiny BERT on 100-word passages put 69% of the time in Einsum, 14% in the separate bias
+adds and ~10% in GELU (`results/encode_speed.md`). This forward reads the same variables and
+computes the same function with 2-D MatMul + BiasAdd (+ GELU), which TensorFlow's CPU graph
+rewriter fuses into one oneDNN call each, and with the query, key and value projections of a
+layer as one matmul. Only the post-norm encoder of BERT is covered (`norm_first=False`, no
+embedding projection, no output range), which is what `BertTower` builds; `supports` says so.
+
+The result equals the layers' within float32 round-off (tests pin it at 1e-5), so the library's
+``encode_*`` and the exported serving signatures use it, and training keeps the layers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict
+
+import tensorflow as tf
+
+# BertEncoderV2's masked softmax adds this to the scores of padded keys (tf-keras' Softmax).
+_MASK_ADDER = -1e9
+
+
+def supports(encoder) -> bool:
+    """True when `encoder` (a Model Garden `BertEncoderV2`) is the post-norm BERT this forward
+    reproduces: no embedding projection, no output range, no norm-first blocks, approximate
+    GELU as its inner activation (the encoder's default)."""
+    config = encoder.get_config()
+    blocks = getattr(encoder, "_transformer_layers", None)
+    return bool(blocks) and (
+        config.get("embedding_width") in (None, config.get("hidden_size"))
+        and config.get("output_range") is None and not config.get("norm_first")
+        and getattr(encoder, "_embedding_projection", None) is None
+        and all(not getattr(b, "_norm_first", True) and getattr(b, "_output_range", None) is None
+                and getattr(b, "_linformer_dim", None) is None for b in blocks))
+
+
+def _layer_norm(x: tf.Tensor, norm) -> tf.Tensor:
+    """`tf.keras.layers.LayerNormalization` over the last axis, with its own epsilon."""
+    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
+    return (x - mean) * tf.math.rsqrt(variance + norm.epsilon) * norm.gamma + norm.beta
+
+
+def _dense_2d(x: tf.Tensor, dense, units: int) -> tf.Tensor:
+    """An `EinsumDense` (or `Dense`) applied to rows x [n, in] as one MatMul + BiasAdd."""
+    kernel = tf.reshape(dense.kernel, [x.shape[-1] if x.shape[-1] is not None else -1, units])
+    return tf.nn.bias_add(tf.matmul(x, kernel), tf.reshape(dense.bias, [units]))
+
+
+def _attention(x: tf.Tensor, mask_adder: tf.Tensor, block, batch: tf.Tensor,
+               length: tf.Tensor) -> tf.Tensor:
+    """The block's multi-head self-attention on rows x [batch * length, hidden]: one QKV matmul,
+    scaled dot products with padded keys masked, the output projection."""
+    attention = block._attention_layer  # pylint: disable=protected-access
+    heads, head_dim = attention._num_heads, attention._key_dim  # pylint: disable=protected-access
+    hidden = heads * head_dim
+    width = x.shape[-1]
+    parts = (attention._query_dense, attention._key_dense, attention._value_dense)  # pylint: disable=protected-access
+    kernel = tf.concat([tf.reshape(p.kernel, [width, hidden]) for p in parts], axis=1)
+    bias = tf.concat([tf.reshape(p.bias, [hidden]) for p in parts], axis=0)
+    qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)  # [batch * length, 3 * hidden]
+    qkv = tf.transpose(tf.reshape(qkv, [batch, length, 3, heads, head_dim]), [2, 0, 3, 1, 4])
+    query = qkv[0] * (1.0 / math.sqrt(float(head_dim)))  # [batch, heads, length, head_dim]
+    scores = tf.matmul(query, qkv[1], transpose_b=True) + mask_adder
+    context = tf.matmul(tf.nn.softmax(scores, axis=-1), qkv[2])
+    context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * length, hidden])
+    return _dense_2d(context, attention._output_dense, width)  # pylint: disable=protected-access
+
+
+def sequence_output(encoder, packed: Dict[str, tf.Tensor], training=None,
+                    plain_inference: bool = True) -> tf.Tensor:
+    """The final hidden states [batch, length, hidden] of a Model Garden BERT `encoder` on
+    `packed` inputs: through `encode_sequence` at inference (``training=False``) when
+    `plain_inference` is set, the encoder computes in float32 and `supports` it; through the
+    encoder's own layers otherwise (training, dropout, mixed precision). Every BERT tower of
+    tt_zoo calls its encoder through here."""
+    if (training is False and plain_inference and encoder.compute_dtype == "float32"
+            and supports(encoder)):
+        if not encoder.built:
+            encoder(packed, training=False)  # creates the variables encode_sequence reads
+        return encode_sequence(encoder, packed)
+    return encoder(packed, training=training)["sequence_output"]
+
+
+def encode_sequence(encoder, inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
+    """The final hidden states [batch, length, hidden] of `encoder` (a `BertEncoderV2` that
+    `supports` accepts) on packed inputs (`input_word_ids`, `input_mask`, `input_type_ids`:
+    [batch, length], length at most the encoder's `max_sequence_length`), as
+    ``encoder(inputs, training=False)["sequence_output"]`` computes them."""
+    # pylint: disable=protected-access
+    ids = inputs["input_word_ids"]
+    batch, length = tf.shape(ids)[0], tf.shape(ids)[1]
+    word_table = encoder._embedding_layer.embeddings
+    hidden = word_table.shape[-1]
+    embeddings = (tf.gather(word_table, ids)
+                  + encoder._position_embedding_layer._position_embeddings[tf.newaxis, :length]
+                  + tf.gather(encoder._type_embedding_layer.embeddings,
+                              inputs["input_type_ids"]))
+    x = tf.reshape(_layer_norm(embeddings, encoder._embedding_norm_layer), [-1, hidden])
+    mask = tf.cast(inputs["input_mask"], x.dtype)
+    mask_adder = ((1.0 - mask) * _MASK_ADDER)[:, tf.newaxis, tf.newaxis, :]
+    for block in encoder._transformer_layers:
+        attended = _layer_norm(x + _attention(x, mask_adder, block, batch, length),
+                               block._attention_layer_norm)
+        inner_dense = block._intermediate_dense
+        inner = _dense_2d(attended, inner_dense, inner_dense.kernel.shape[-1])
+        inner = block._intermediate_activation_layer(inner)
+        x = _layer_norm(attended + _dense_2d(inner, block._output_dense, hidden),
+                        block._output_layer_norm)
+    return tf.reshape(x, [batch, length, hidden])
