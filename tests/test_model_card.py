@@ -92,6 +92,17 @@ def test_a_fine_tuned_card_names_its_base_model_and_squad():
         "ict_bfs_wlp_512", ["squad"], ["recall", "mrr"])
 
 
+def test_a_base_model_given_by_name_round_trips():
+    # What a user passes to export_saved_model (notebook 03 does): the name, not a record.
+    meta = {"name": "m_wikitext", "base_model": "ict_bfs_wlp_512", "train_steps": 4}
+    card = ModelCard.from_dict(meta)
+    assert card.to_dict() == meta
+    assert card.front_matter()["base_model"] == "ict_bfs_wlp_512"
+    assert "ict_bfs_wlp_512" in card.render()
+    with pytest.raises(TtZooError, match="'base_model' must be a JSON object"):
+        ModelCard.from_dict({"name": "m", "base_model": 3})
+
+
 # ------------------------------------------------------------------ the dataclass (no TF)
 
 def test_fields_are_typed_and_grouped():

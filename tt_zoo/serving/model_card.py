@@ -41,7 +41,7 @@ import numbers
 import posixpath
 import typing
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Union
 
 import yaml
 
@@ -277,7 +277,9 @@ class Lineage:
     """Where the weights started, and their fine-tuning."""
     warm_start: Optional[Origin] = None  # tt-zoo pretrain --init-from
     init: Optional[Origin] = None  # a term-weight model's encoder
-    base_model: Optional[Origin] = None  # a loaded model trained further, then exported
+    # A loaded model trained further, then exported; a bare name or path is kept as given (what a
+    # caller of export_saved_model writes, e.g. {"base_model": "ict_bfs_wlp_512"}).
+    base_model: Optional[Union[Origin, str]] = None
     fine_tuning: Optional[FineTuning] = None
     finetune: Optional[FinetuneRun] = None  # tt-zoo finetune's run
 
@@ -451,7 +453,7 @@ class ModelCard(_Read):
         scratch."""
         lineage = self.lineage
         for origin in (lineage.base_model, lineage.warm_start, lineage.init):
-            named = origin and (origin.name or origin.source)
+            named = origin if isinstance(origin, str) else origin and (origin.name or origin.source)
             if named:
                 return posixpath.basename(str(named).rstrip("/")) or str(named)
         return None
@@ -541,8 +543,10 @@ def _load(value, hint, where: str):
     if value is None:
         return None
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if typing.get_origin(hint) is typing.Union:  # Optional[X]
-        hint = args[0]
+    if typing.get_origin(hint) is typing.Union:  # Optional[X], or Optional[Union[Record, str]]
+        if str in args and isinstance(value, str):
+            return value  # the shorthand: a bare name or path, kept as given
+        hint = next((a for a in args if a is not str), args[0])
         args = [a for a in typing.get_args(hint)]
     origin = typing.get_origin(hint) or hint
     if isinstance(origin, type) and issubclass(origin, _Record):
