@@ -247,9 +247,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
             arch.late_interaction = late_interaction_settings(serving_model)
         stamp_provenance(card, staging)
         meta.update(card.to_dict())
-        with open(staging / METADATA_FILE, "w", encoding="utf-8") as f:
-            json.dump(meta, f, indent=2, sort_keys=True)
-        (staging / MODEL_CARD_FILE).write_text(card.render(), encoding="utf-8")
+        write_metadata_and_card(staging, meta)
 
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
                     what="tt_zoo model export", last=(METADATA_FILE,))
@@ -303,10 +301,19 @@ def update_metadata(path, **fields) -> dict:
     path = pathlib.Path(path)
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     card = ModelCard.from_dict({**meta, **fields})
-    meta = card.to_dict()
-    write_text(path / METADATA_FILE, json.dumps(meta, indent=2, sort_keys=True))
-    write_text(path / MODEL_CARD_FILE, card.render())
-    return meta
+    return write_metadata_and_card(path, card.to_dict())
+
+
+def write_metadata_and_card(directory, meta: dict) -> dict:
+    """Writes an export's metadata.json (keys sorted) and the MODEL_CARD.md rendered from that
+    file's contents as a reader gets them back (so a card re-rendered from metadata.json later
+    is the same to the byte); returns the metadata as written."""
+    directory = pathlib.Path(directory)
+    text = json.dumps(meta, indent=2, sort_keys=True)
+    written = json.loads(text)
+    write_text(directory / METADATA_FILE, text)
+    write_text(directory / MODEL_CARD_FILE, ModelCard.from_dict(written).render())
+    return written
 
 
 def render_model_card(meta: dict) -> str:

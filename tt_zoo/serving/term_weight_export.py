@@ -34,9 +34,9 @@ from tt_zoo.modeling.inference import cut_to_longest
 from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
 from tt_zoo.modeling.kinds import TERM_WEIGHTS
-from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, MODEL_CARD_FILE,
-                                   TERM_WEIGHT_SIGNATURE, VOCAB_ASSET, _without_keras_traces,
-                                   count_parameters, stamp_provenance, verify_export)
+from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
+                                   VOCAB_ASSET, _without_keras_traces, count_parameters,
+                                   stamp_provenance, verify_export, write_metadata_and_card)
 from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
@@ -111,9 +111,7 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
         arch.signatures = [DEFAULT_SIGNATURE, TERM_WEIGHT_SIGNATURE]
         stamp_provenance(card, staging)
         meta.update(card.to_dict())
-        (staging / METADATA_FILE).write_text(json.dumps(meta, indent=2, sort_keys=True),
-                                             encoding="utf-8")
-        (staging / MODEL_CARD_FILE).write_text(card.render(), encoding="utf-8")
+        write_metadata_and_card(staging, meta)
 
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_term_weight_export,
                     what="tt_zoo term-weight export", last=(METADATA_FILE,))
