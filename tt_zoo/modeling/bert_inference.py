@@ -28,8 +28,8 @@ _MASK_ADDER = -1e9
 
 def supports(encoder) -> bool:
     """True when `encoder` (a Model Garden `BertEncoderV2`) is the post-norm BERT this forward
-    reproduces: no embedding projection, no output range, no norm-first blocks, approximate
-    GELU as its inner activation (the encoder's default)."""
+    reproduces: no embedding projection, no output range, no norm-first or Linformer blocks
+    (each block's own inner activation layer is applied, whichever it is)."""
     config = encoder.get_config()
     blocks = getattr(encoder, "_transformer_layers", None)
     return bool(blocks) and (
