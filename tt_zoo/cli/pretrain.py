@@ -44,6 +44,7 @@ from tt_zoo.cli.common import (HardNegativeArguments, PairArguments, SequenceLen
 from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
 from tt_zoo.errors import TtZooError
 from tt_zoo.zoo import registry
+from tt_zoo.zoo.recipe import Recipe
 
 # tt_zoo.training.loop.STRATEGIES, repeated so that --help imports no TensorFlow (a test checks
 # that they agree). TensorFlow and the modules that import it load after argparse.
@@ -365,28 +366,19 @@ def init_from(model, name_or_path):
     return record
 
 
-@dataclasses.dataclass(frozen=True)
-class Schedule:
-    """The schedule a run trains with: the command line's settings, else the variant's
-    recipe (`tt_zoo.zoo.recipe.Recipe`)."""
-
-    steps: int
-    batch_size: int
-    learning_rate: float
-    warmup_fraction: float
-
-
-def resolve_schedule(spec, training: TrainingArguments) -> Schedule:
+def resolve_schedule(spec, training: TrainingArguments) -> Recipe:
+    """The schedule a run trains with: the variant's recipe (`tt_zoo.zoo.recipe.Recipe`) with
+    the command line's steps, batch size, learning rate and warm-up where given."""
     recipe = spec.recipe
     steps = recipe.steps if training.steps is None else training.steps
-    batch = training.batch_size or recipe.batch_size
-    lr = training.learning_rate or recipe.learning_rate
-    warmup = (recipe.warmup_fraction if training.warmup_fraction is None
-              else training.warmup_fraction)
     if spec.pretraining == "none" and steps:
         print(f"{spec.name} has no pretraining: ignoring --steps {steps}")
         steps = 0
-    return Schedule(steps, batch, lr, warmup)
+    return dataclasses.replace(
+        recipe, steps=steps, batch_size=training.batch_size or recipe.batch_size,
+        learning_rate=training.learning_rate or recipe.learning_rate,
+        warmup_fraction=(recipe.warmup_fraction if training.warmup_fraction is None
+                         else training.warmup_fraction))
 
 
 def check_settings(spec, config: PretrainConfig, steps: int):
@@ -426,7 +418,7 @@ def check_settings(spec, config: PretrainConfig, steps: int):
     return mining
 
 
-def check_grad_cache(spec, config: PretrainConfig, schedule: Schedule, replicas: int) -> None:
+def check_grad_cache(spec, config: PretrainConfig, schedule: Recipe, replicas: int) -> None:
     chunk = config.training.grad_cache_chunk
     if schedule.steps and chunk:
         if spec.pretraining == "mlm":
@@ -436,7 +428,7 @@ def check_grad_cache(spec, config: PretrainConfig, schedule: Schedule, replicas:
             sys.exit("--grad-cache-chunk runs without XLA: pass --jit-compile no")
 
 
-def build_for_training(spec, config: PretrainConfig, schedule: Schedule, strategy):
+def build_for_training(spec, config: PretrainConfig, schedule: Recipe, strategy):
     """The model in `strategy`'s scope, warm-started by --init-from and compiled with the
     paper's schedule when it trains; and the warm start's record (None without one)."""
     import tensorflow as tf  # noqa: PLC0415
@@ -476,7 +468,7 @@ class TrainOutcome:
     mined: Any = None                   # the hard negatives of --hard-negatives
 
 
-def train(model, spec, config: PretrainConfig, schedule: Schedule, strategy, workdir,
+def train(model, spec, config: PretrainConfig, schedule: Recipe, strategy, workdir,
           mining) -> TrainOutcome:
     """Trains `model` for the schedule's steps (MLM or pairs), resuming from WORKDIR."""
     from tt_zoo.training import loop as training  # noqa: PLC0415
@@ -496,7 +488,7 @@ def train(model, spec, config: PretrainConfig, schedule: Schedule, strategy, wor
     return train_on_pairs(model, config, schedule, strategy, workdir, mining)
 
 
-def train_on_pairs(model, config: PretrainConfig, schedule: Schedule, strategy, workdir,
+def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, workdir,
                    mining) -> TrainOutcome:
     """The two-tower loss on the pairs' batches (hard negatives, clustered batches, the
     zero-shot curve when asked)."""
@@ -551,7 +543,7 @@ def train_on_pairs(model, config: PretrainConfig, schedule: Schedule, strategy, 
     return TrainOutcome(result=result, order=order, clustering=clustering, mined=mined)
 
 
-def train_summary(spec, config: PretrainConfig, schedule: Schedule, outcome: TrainOutcome,
+def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: TrainOutcome,
                   warm_start, command: str, summary_path: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
     `tt_zoo.serving.model_card.ModelCard`): what was trained, on what, with which schedule, at

@@ -48,7 +48,7 @@ def _layer_norm(x: tf.Tensor, norm) -> tf.Tensor:
 
 def _dense_2d(x: tf.Tensor, dense, units: int) -> tf.Tensor:
     """An `EinsumDense` (or `Dense`) applied to rows x [n, in] as one MatMul + BiasAdd."""
-    kernel = tf.reshape(dense.kernel, [x.shape[-1] if x.shape[-1] is not None else -1, units])
+    kernel = tf.reshape(dense.kernel, [-1, units])
     return tf.nn.bias_add(tf.matmul(x, kernel), tf.reshape(dense.bias, [units]))
 
 

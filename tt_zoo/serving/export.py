@@ -49,12 +49,10 @@ from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
-from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, LateInteractionSettings,
-                                       ModelCard)
+from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
+                                       MODEL_CARD_FILE, LateInteractionSettings, ModelCard)
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
-METADATA_FILE = "metadata.json"
-MODEL_CARD_FILE = "MODEL_CARD.md"
 VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 DOCUMENT_SIGNATURE = "encode_document"

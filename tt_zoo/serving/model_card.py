@@ -52,6 +52,10 @@ MAXSIM = "maxsim"  # ``scoring`` of a late-interaction (ColBERT) export
 # TF Serving's REST API uses this signature when a request names none (the export's first).
 DEFAULT_SIGNATURE = "serving_default"
 LIBRARY_NAME = "tt_zoo"  # the card's ``library_name`` and first tag
+# An export's files that hold the card (here, where modules that must not import TensorFlow read
+# them from; `tt_zoo.serving.export` writes them).
+METADATA_FILE = "metadata.json"
+MODEL_CARD_FILE = "MODEL_CARD.md"
 
 
 def _key(f: dataclasses.Field) -> str:

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import List, Optional, Sequence, Tuple
 
-from tt_zoo.serving.model_card import ModelCard  # no TensorFlow
+from tt_zoo.serving.model_card import METADATA_FILE, ModelCard  # no TensorFlow
 from tt_zoo.zoo.recipe import CPU_RECIPE, Recipe
 
 # One pretraining budget and one fine-tuning budget for every cell: the CPU-scale recipe
@@ -42,7 +42,6 @@ CELLS = ("none_512", "bow_mlp_none_512", "ict_bfs_wlp_512", "mlm_512", "ict_512"
 # Shipped longer runs of grid variants, scored beside the grid's equal-budget cells.
 FLAGSHIPS = ("ict_bfs_wlp_512", "bow_mlp_ict_bfs_wlp_512")
 FLAGSHIP_SUFFIX = " (flagship)"  # a flagship's name in the results, after its variant's
-METADATA = "metadata.json"  # an export's metadata (`tt_zoo.serving.model_card.ModelCard`)
 
 
 # -- layout ---------------------------------------------------------------------------------
@@ -83,12 +82,12 @@ def read_json(path: pathlib.Path):
 
 
 def is_exported(model_dir: pathlib.Path) -> bool:
-    return (model_dir / METADATA).is_file()
+    return (model_dir / METADATA_FILE).is_file()
 
 
 def read_card(model_dir: pathlib.Path) -> ModelCard:
     """The card of the export in `model_dir` (an empty one when there is none yet)."""
-    return ModelCard.from_dict(read_json(model_dir / METADATA) or {})
+    return ModelCard.from_dict(read_json(model_dir / METADATA_FILE) or {})
 
 
 def evaluated_models(cells: Sequence[str], runs: pathlib.Path) -> List[Tuple]:
