@@ -148,6 +148,9 @@ def test_recorded_and_registered_command_lines_still_parse():
     registered = [part.strip() for spec in REGISTRY.values()
                   for part in spec.recipe_command().split("&&")]
     assert all(c.startswith("tt-zoo ") for c in registered), registered[:3]
+    # (`tt-zoo multitask` needs its pair directory and the shared data at parse time:
+    # tests/test_zoo.py::test_multitask_recipe_command_parses parses those.)
+    registered = [c for c in registered if not c.startswith("tt-zoo multitask ")]
     for line in recorded + registered:
         assert _parse(line) is not None, line
 

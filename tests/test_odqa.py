@@ -150,3 +150,13 @@ def test_the_command_table_aligns_counts_wider_than_the_set_name():
     assert head == "retriever    | all (n)    R@1    R@5"
     assert row == "BM25         |  (3026)   25.0   50.0"
     assert head.index("R@1") + 3 == row.index("25.0") + 4
+
+
+def test_r_precision_hand_worked():
+    # q0: 2 answer passages, top 2 = [4, 2] both hold one: 1. q1: 4 answer passages, capped at
+    # the 3 rows ranked, one of [0, 1, 3] holds one: 1/3. q2: no answer passage ranked first.
+    ranked = [[4, 2, -1], [0, 1, 3], [5, 6, 7]]
+    gold = [frozenset({2, 4}), frozenset({1, 7, 8, 9}), frozenset({6})]
+    assert odqa.r_precision(ranked, gold) == pytest.approx((1 + 1 / 3 + 0) / 3)
+    with pytest.raises(ValueError, match="must be \\[3, depth\\]"):
+        odqa.r_precision(ranked[:2], gold)

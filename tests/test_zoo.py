@@ -1,19 +1,23 @@
 """The registry, tt_zoo.load, indexing and artifact checks."""
 
+import dataclasses
 import json
+import shlex
 
 import numpy as np
 import pytest
 
 import tt_zoo
+from conftest import data_file
 from helpers import PAIRS, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.zoo.build import build_untrained
 from tt_zoo.zoo.recipe import CPU_RECIPE, PAPER_RECIPE
-from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, PAPER, PRETRAINING_TASKS, REGISTRY,
-                                 SERIES, SUCCESSOR_PREFIXES, SUCCESSOR_TASKS, TOKEN_DIMS)
+from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, MULTITASK_PREFIX, MULTITASK_RECIPE,
+                                 PAPER, PRETRAINING_TASKS, REGISTRY, SERIES, SUCCESSOR_PREFIXES,
+                                 SUCCESSOR_TASKS, TOKEN_DIMS)
 
 
 def test_registry_names_read_like_the_paper():
@@ -37,6 +41,15 @@ def test_every_registered_variant_is_consistent(name):
         assert (f"tt-zoo train-term-weights --pairs runs/pairs/{spec.pretraining} "
                 f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
         assert spec.recipe_command().endswith(f"--export saved_models/{name}")
+        return
+    if spec.multitask is not None:  # multitask_bow_mlp_<tasks>_<dim>: from bow_mlp_<tasks>_<dim>
+        assert name == f"{MULTITASK_PREFIX}{spec.pretraining}_{spec.embedding_dim}"
+        assert spec.init_from == f"bow_mlp_{spec.pretraining}_{spec.embedding_dim}"
+        make, train = spec.recipe_command().split(" && ")
+        # its pair set is the one its starting model's own recipe makes
+        assert make == REGISTRY[spec.init_from].recipe_command().split(" && ")[0]
+        assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
+        assert train.endswith(f"--export saved_models/{name}")
         return
     assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
     # (late-interaction variants: the size of each token vector)
@@ -87,6 +100,80 @@ def test_untrained_variants_build_and_encode(encoder_prefix):
     model = build_untrained(spec, tiny_vocab(), query_length=16, document_length=24,
                             tower_shape=dict(num_layers=1, hidden_size=16, num_attention_heads=2))
     assert model.encode_queries(["who?"]).shape == (1, 128)
+
+
+# ------------------------------------------------------------------ multi-task (issue 24)
+
+MULTITASK_PRETRAINING = ("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen")
+
+
+def test_multitask_names_start_from_their_shipped_bow_mlp_model():
+    names = [f"multitask_bow_mlp_{p}_512" for p in MULTITASK_PRETRAINING]
+    assert tt_zoo.list_models("multitask_*") == names
+    bow_mlp = SERIES["bow_mlp_"]
+    for pretraining, name in zip(MULTITASK_PRETRAINING, names):
+        spec = REGISTRY[name]
+        assert (spec.kind, spec.encoder, spec.tower_size, spec.embedding_dim, spec.pretraining) == (
+            TWO_TOWER, "bow_mlp", None, 512, pretraining)
+        assert spec.options == CPU_SCALE == bow_mlp.options
+        assert (spec.query_length, spec.document_length) == (64, 128) == (
+            bow_mlp.query_length, bow_mlp.recipe.document_length)
+        assert spec.init_from == f"bow_mlp_{pretraining}_512" and REGISTRY[spec.init_from].shipped
+        assert spec.multitask == MULTITASK_RECIPE and not spec.shipped
+    # the bow_mlp_ names stay single-task pretraining recipes
+    assert REGISTRY["bow_mlp_ict_bfs_wlp_512"].multitask is None
+
+
+def test_multitask_recipe_command_makes_the_pairs_then_trains_on_three_tasks():
+    spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
+    pairs = "runs/pairs/ict_bfs_wlp_crop_span_qgen"
+    assert spec.recipe_command() == (
+        "tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp,crop,span,qgen "
+        f"--pairs-per-article 128 --max-doc-tokens 96 --output {pairs} && "
+        "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --task webquestions "
+        f"--task reqa --task pairs:{pairs}:10000 --steps 800 --batch-size 128 "
+        "--learning-rate 0.0005 "
+        "--export saved_models/multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+    # the same pair directory the starting model's own recipe makes
+    starting = REGISTRY["bow_mlp_ict_bfs_wlp_crop_span_qgen_512"].recipe_command()
+    assert spec.recipe_command().split(" && ")[0] == starting.split(" && ")[0]
+    with_markers = dataclasses.replace(
+        spec, multitask=dataclasses.replace(MULTITASK_RECIPE, markers=True))
+    assert with_markers.recipe_command().endswith(
+        "--learning-rate 0.0005 --markers --export saved_models/"
+        "multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+
+
+@pytest.mark.parametrize("name", tt_zoo.list_models(f"{MULTITASK_PREFIX}*"))
+def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
+    """`tt-zoo multitask` checks at parse time that its tasks' files exist: the shared data
+    (webquestions, reqa) and the pair directory, made here where the command's cwd is. (Every
+    other registered command line parses in tests/test_cli.py.)"""
+    from tt_zoo.cli import multitask
+    for needed in ("odqa/webquestions/trainmodel.json", "wikispeedia", "squad/dev-v1.1.json"):
+        data_file(needed)
+    pretraining = REGISTRY[name].pretraining
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs" / "pairs" / pretraining).mkdir(parents=True)
+    make, train = REGISTRY[name].recipe_command().split(" && ")
+    words = shlex.split(train)
+    assert make.startswith("tt-zoo make-pairs ") and words[:2] == ["tt-zoo", "multitask"]
+    config = multitask.parse_args(words[2:])
+    assert config.model.init == f"bow_mlp_{pretraining}_{REGISTRY[name].embedding_dim}"
+    assert config.tasks.task == ("webquestions", "reqa", f"pairs:runs/pairs/{pretraining}:10000")
+    assert not config.tasks.markers
+    t = config.training
+    assert (t.steps, t.batch_size, t.learning_rate) == (800, 128, 5e-4)
+    assert config.output.export == f"saved_models/{name}"
+    specs, _, _ = multitask.task_plan(config.tasks)
+    assert [s.max_pairs for s in specs] == [None, None, 10_000]
+
+
+def test_multitask_variant_builds_untrained_like_its_bow_mlp_start():
+    spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_512"]
+    model = build_untrained(spec, tiny_vocab(), query_length=16, document_length=24,
+                            tower_shape=dict(hidden_size=16))
+    assert model.encode_queries(["who?"]).shape == (1, 512)
 
 
 def test_unknown_and_unshipped_names():

@@ -188,14 +188,14 @@ def limit_questions(reqa, n: int, seed: int):
                          source=f"{reqa.source} ({n} random questions, seed {seed})")
 
 
-def build_untrained(config: FinetuneConfig):
+def build_untrained(given: ModelArguments, lengths: SequenceLengthArguments, seed: int):
     """The "no pretraining" model: towers at their random initialisation (seeded), with the
-    paper's choices ([CLS], separate towers; `tt_zoo.zoo.registry.PAPER`)."""
+    paper's choices ([CLS], separate towers; `tt_zoo.zoo.registry.PAPER`). (tt-zoo multitask
+    builds its --init none model here too.)"""
     import tensorflow as tf
     from tt_zoo.zoo import build, registry
 
-    given = config.model
-    tf.keras.utils.set_random_seed(config.data.seed)
+    tf.keras.utils.set_random_seed(seed)
     shape = {k: getattr(given, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
                                             "inner_dim") if getattr(given, k) is not None}
     bert = given.encoder == "bert"
@@ -204,8 +204,8 @@ def build_untrained(config: FinetuneConfig):
                               embedding_dim=given.embedding_dim, pretraining="none",
                               options=registry.PAPER)
     model = build.build_untrained(spec, given.vocab,
-                                  query_length=config.lengths.query_length,
-                                  document_length=config.lengths.document_length,
+                                  query_length=lengths.query_length,
+                                  document_length=lengths.document_length,
                                   tower_shape=shape if bert else None)
     model.build_by_calling()
     size = given.size if not shape else (
@@ -216,20 +216,22 @@ def build_untrained(config: FinetuneConfig):
     return model, info
 
 
-def load_pretrained(config: FinetuneConfig):
+def load_pretrained(name_or_path: str, lengths: SequenceLengthArguments,
+                    name: Optional[str] = None):
+    """(the loaded zoo model, its Keras model at `lengths`, what the card says of it; named
+    `name`, else the loaded model's name + _reqa)."""
     import tt_zoo
     from tt_zoo.modeling.models import with_sequence_lengths
 
-    given = config.model
-    zoo_model = tt_zoo.load(given.model)
-    model = with_sequence_lengths(zoo_model.keras_model, config.lengths.query_length,
-                                  config.lengths.document_length)
+    zoo_model = tt_zoo.load(name_or_path)
+    model = with_sequence_lengths(zoo_model.keras_model, lengths.query_length,
+                                  lengths.document_length)
     zoo_model.keras_model = model
     spec, arch = zoo_model.spec, zoo_model.card.architecture
-    info = {"name": given.name or f"{zoo_model.name}_reqa",
+    info = {"name": name or f"{zoo_model.name}_reqa",
             "encoder": spec.encoder if spec else (arch.encoder or "?"),
             "tower_size": spec.tower_size if spec else arch.tower_size,
-            "pretraining": zoo_model.pretraining, "base_model": str(given.model)}
+            "pretraining": zoo_model.pretraining, "base_model": str(name_or_path)}
     return zoo_model, model, info
 
 
@@ -260,18 +262,25 @@ def reqa_and_split(data: DataArguments):
 
 def model_to_finetune(config: FinetuneConfig):
     """(the zoo model or None for --init none, its Keras model, what the card says of it)."""
+    if config.model.init == "none":
+        zoo_model, (model, info) = None, build_untrained(config.model, config.lengths,
+                                                         config.data.seed)
+    else:
+        zoo_model, model, info = load_pretrained(config.model.model, config.lengths,
+                                                 config.model.name)
+    return zoo_model, model, with_sizes(model, info)
+
+
+def with_sizes(model, info: dict) -> dict:
+    """`info` with the model's embedding dim, sequence lengths and parameter count (printed)."""
     from tt_zoo.serving import export as export_lib
 
-    if config.model.init == "none":
-        zoo_model, (model, info) = None, build_untrained(config)
-    else:
-        zoo_model, model, info = load_pretrained(config)
     info.update(embedding_dim=model.embedding_dim,
                 query_length=model.query_preprocessor.seq_length,
                 document_length=model.document_preprocessor.seq_length,
                 parameters=export_lib.count_parameters(model))
     print(f"Model: {info}")
-    return zoo_model, model, info
+    return info
 
 
 def evaluate(model, info, reqa, split, where, fraction) -> list:

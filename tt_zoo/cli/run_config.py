@@ -14,6 +14,10 @@ choices and help; from the fields come
 - `RunConfig.to_dict`: the whole config, which the command records in its artifact's metadata
   under `RUN_CONFIG_KEY` and which ``--config`` reads back.
 
+A field is a scalar (bool, int, float, str, or Optional of one) or ``Tuple[str, ...]``: a
+repeatable flag (``--task a --task b``; a JSON list of strings in a ``--config`` file, which the
+flags, when given, replace rather than extend).
+
 Shared groups (hard negatives, token budgets, pairs, checkpoints) live in `tt_zoo.cli.common`;
 each command module defines its own config (`tt_zoo.cli.pretrain.PretrainConfig`, ...).
 Nothing here imports TensorFlow: ``--help`` stays quick.
@@ -86,8 +90,10 @@ def _scalar(annotation) -> Tuple[type, bool]:
             return kinds[0], len(kinds) < len(members)
     elif annotation in _SCALARS:
         return annotation, False
-    raise TypeError(f"a run-config field must be bool, int, float or str, or Optional of one "
-                    f"(got {annotation!r})")
+    elif typing.get_origin(annotation) is tuple and members == (str, Ellipsis):
+        return tuple, False  # a repeatable flag
+    raise TypeError(f"a run-config field must be bool, int, float or str, or Optional of one, "
+                    f"or Tuple[str, ...] (got {annotation!r})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,12 +157,16 @@ class RunConfig:
     def _add_flag(cls, container, setting: _Setting) -> None:
         field, meta = setting.field, setting.field.metadata
         text = meta["help"] + (" (required)" if field.name in cls.REQUIRED else "")
+        default = field.default
         if setting.kind is bool:
             kwargs = {"action": "store_true"}
+        elif setting.kind is tuple:  # argparse appends to a list: None until a flag is given
+            kwargs, default = {"action": "append", "metavar": meta["metavar"]}, None
+            text += " (repeatable)"
         else:
             kwargs = {"type": None if setting.kind is str else setting.kind,
                       "choices": meta["choices"], "metavar": meta["metavar"]}
-        container.add_argument(flag(field.name), dest=field.name, default=field.default,
+        container.add_argument(flag(field.name), dest=field.name, default=default,
                                help=text, **kwargs)
         for alias in meta["hidden_aliases"]:
             container.add_argument(alias, dest=field.name, help=argparse.SUPPRESS, **kwargs)
@@ -179,8 +189,14 @@ class RunConfig:
                 if any(getattr(args, name) is not None for name in names):
                     for name in names:
                         values.pop(name, None)
-            parser.set_defaults(**values)
+            # A repeatable flag given replaces the file's list (argparse would extend it).
+            repeated = {name: getattr(args, name) for name, s in cls.settings().items()
+                        if s.kind is tuple and getattr(args, name) is not None}
+            parser.set_defaults(**{k: list(v) if isinstance(v, tuple) else v
+                                   for k, v in values.items()})
             args = parser.parse_args(argv)
+            for name, value in repeated.items():
+                setattr(args, name, value)
         missing = [flag(name) for name in cls.REQUIRED if getattr(args, name) is None]
         if missing:
             parser.error(f"the following arguments are required: {', '.join(missing)}")
@@ -192,7 +208,13 @@ class RunConfig:
     @classmethod
     def from_namespace(cls, args: argparse.Namespace):
         """The config of a parsed namespace (`parse`'s)."""
-        return cls(**{group: group_type(**{f.name: getattr(args, f.name)
+        settings = cls.settings()
+
+        def value(name):
+            given = getattr(args, name)
+            return tuple(given or ()) if settings[name].kind is tuple else given
+
+        return cls(**{group: group_type(**{f.name: value(f.name)
                                            for f in dataclasses.fields(group_type)})
                       for group, group_type in cls.groups().items()})
 
@@ -272,6 +294,10 @@ def _checked(value, setting: _Setting, where: str):
     """`value` if it fits the field (a float field takes an int, as float), else
     `RunConfigError`."""
     kind, choices = setting.kind, setting.field.metadata["choices"]
+    if kind is tuple:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise RunConfigError(f"{where} must be a list of strings (got {json.dumps(value)})")
     if value is None:
         if setting.optional:
             return None

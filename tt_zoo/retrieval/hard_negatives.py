@@ -50,6 +50,13 @@ directory is read-only or remote.
 BM25 top-``depth`` (the baseline's ``sentence + passage`` text), skipping the gold candidate and
 every candidate whose sentence contains one of the question's answer texts (normalised as
 above), with the same random fallback.
+
+**Any ranking** (`mine_answer_negatives`): the same loop over any `Rank`, ``rank(queries,
+depth) -> int rows`` (-1 padding), skipping per query a given set of rows (the passages that
+hold an answer, and the positives). With `bm25_rank` it gives DPR's BM25 confounder of a QA
+question (Karpukhin et al. 2020, Sec. 3.2); with a trained model's search
+(`tt_zoo.retrieval.task_sources.dense_rank`), the "self-mined" confounders of Maillard et al.
+(2021, Sec. 4.4), by this same code.
 """
 
 from __future__ import annotations
@@ -60,7 +67,7 @@ import io
 import json
 import os
 import time
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, AbstractSet, Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -77,6 +84,10 @@ SUBDIRECTORY = "hard_negatives"
 _ARTICLE_TASKS = ("bfs", "wlp")  # their positives stand for a whole article
 _SEARCH_CHUNK = 1024  # queries per BM25 call (the progress bar moves between calls)
 _RANDOM_ROUNDS = 8  # rejection-sampling rounds before the fallback scans a whole permutation
+# A ranking of a corpus: rank(queries, depth) -> int rows [len(queries), <= depth], best first,
+# -1 padding a query with fewer results (`bm25_rank`; a dense model's:
+# `tt_zoo.retrieval.task_sources.dense_rank`).
+Rank = Callable[[List[str], int], np.ndarray]
 # bm25s's and `tt_zoo.retrieval.bm25`'s defaults, recorded in every sidecar.
 BM25_SETTINGS = {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": "english",
                  "stopwords": "en"}
@@ -207,10 +218,27 @@ def _fill_at_random(chosen: List[int], is_valid: Callable[[int], bool], num_docu
     return added
 
 
-def _mine(retriever: bm25.BM25Retriever, queries: Sequence[str], num: int, depth: int,
+def bm25_rank(retriever: bm25.BM25Retriever) -> Rank:
+    """The `Rank` of a BM25 index: `BM25Retriever.top_rows(matched_only=True)`, the documents
+    that share a term with the query, best first, equal scores by row, -1 padding the rest."""
+    return lambda queries, depth: retriever.top_rows(queries, depth, matched_only=True)[0]
+
+
+def _ranked_rows(rank: Rank, queries: Sequence[str], depth: int) -> np.ndarray:
+    """`rank(queries, depth)`, checked: int rows [len(queries), <= depth], -1 padding."""
+    rows = np.asarray(rank(list(queries), depth))
+    if (rows.ndim != 2 or rows.shape[0] != len(queries) or rows.shape[1] > depth
+            or not np.issubdtype(rows.dtype, np.integer)):
+        raise TtZooError(f"A ranking must give int rows [{len(queries)} queries, <= {depth}] "
+                         f"(got {rows.dtype} of shape {rows.shape}).")
+    return rows
+
+
+def _mine(rank: Rank, num_documents: int, queries: Sequence[str], num: int, depth: int,
           validity: Callable[[int], Callable[[int], bool]], seed: int, progress: bool,
           desc: str, what: Callable[[int], str]) -> tuple:
-    """BM25 top-`depth` of every query, its first `num` valid documents, the random fallback.
+    """The top-`depth` of every query by `rank` (e.g. `bm25_rank`), its first `num` valid
+    documents, the random fallback over all `num_documents` documents.
 
     `validity(i)` gives example i's rule over corpus documents. Returns (chosen [n, num] corpus
     indices, counts)."""
@@ -220,16 +248,15 @@ def _mine(retriever: bm25.BM25Retriever, queries: Sequence[str], num: int, depth
               "fallback_negatives": 0}
     with tqdm(total=n, desc=desc, unit="query", disable=not progress, mininterval=2) as bar:
         for start in range(0, n, _SEARCH_CHUNK):
-            ranked, _ = retriever.top_rows(queries[start:start + _SEARCH_CHUNK], depth,
-                                           matched_only=True)
+            ranked = _ranked_rows(rank, queries[start:start + _SEARCH_CHUNK], depth)
             for offset, ranking in enumerate(ranked):
                 i = start + offset
                 is_valid = validity(i)
-                if ranking[0] < 0:
+                if ranking.size == 0 or ranking[0] < 0:
                     counts["queries_without_bm25_results"] += 1
                 picked = _first_valid(ranking, is_valid, num)
                 if len(picked) < num:
-                    added = _fill_at_random(picked, is_valid, len(retriever), num,
+                    added = _fill_at_random(picked, is_valid, num_documents, num,
                                             np.random.default_rng([seed, i]), what(i))
                     counts["examples_with_fallback"] += 1
                     counts["fallback_negatives"] += added
@@ -291,8 +318,9 @@ def mine_pair_negatives(pairs: PairTexts, num_negatives: int, *, depth: int = DE
             return True
         return is_valid
 
-    chosen, counts = _mine(retriever, pairs.queries, settings.num_negatives, settings.depth,
-                           validity, seed, progress, "BM25 hard negatives",
+    chosen, counts = _mine(bm25_rank(retriever), len(retriever), pairs.queries,
+                           settings.num_negatives, settings.depth, validity, seed, progress,
+                           "BM25 hard negatives",
                            lambda i: f"Pair {i} (doc id {pairs.doc_ids[i]!r})")
     seconds = time.perf_counter() - start
     counts = {"pairs": counts.pop("examples"), "distinct_documents": len(doc_rows), **skipped,
@@ -337,11 +365,73 @@ def mine_reqa_negatives(reqa, question_ids: Optional[Sequence[str]], num_negativ
             return True
         return is_valid
 
-    chosen, counts = _mine(retriever, [q.text for q in questions], settings.num_negatives,
-                           settings.depth, validity, seed, progress, "BM25 hard negatives",
+    chosen, counts = _mine(bm25_rank(retriever), len(retriever), [q.text for q in questions],
+                           settings.num_negatives, settings.depth, validity, seed, progress,
+                           "BM25 hard negatives",
                            lambda i: f"Question {questions[i].id!r}")
     counts = {"questions": counts.pop("examples"), "candidates": len(reqa.candidates),
               **skipped, "queries_without_bm25_results": counts["queries_without_bm25_results"],
+              "questions_with_fallback": counts["examples_with_fallback"],
+              "fallback_negatives": counts["fallback_negatives"]}
+    return MinedNegatives(chosen.astype(np.int32), counts, time.perf_counter() - start)
+
+
+def mine_answer_negatives(rank: Rank, num_documents: int, queries: Sequence[str],
+                          excluded_rows: Sequence[AbstractSet[int]], num_negatives: int = 1, *,
+                          depth: int = DEFAULT_DEPTH, seed: int = 0, progress: bool = False,
+                          what: str = "Question") -> MinedNegatives:
+    """H confounders per query from any ranking of a corpus: its first `num_negatives` ranked
+    documents outside `excluded_rows[i]` (the passages that hold an answer, and the
+    positives), with the random fallback of the module docstring (never an excluded row).
+
+    DPR's BM25 negative (Karpukhin et al. 2020, Sec. 3.2) with ``rank = bm25_rank(...)``, and
+    Maillard et al.'s (2021, Sec. 4.4) confounders mined by the trained model with a dense
+    model's ranking (`tt_zoo.retrieval.task_sources.dense_rank`).
+
+    Args:
+      rank: `Rank`, ``rank(queries, depth) -> int rows [n, <= depth]``, -1 padding.
+      num_documents: the corpus size (rows are in ``[0, num_documents)``).
+      queries: the query strings.
+      excluded_rows: per query, the rows that must not be a confounder.
+      what: names a query in an error ("Question 3 has only ...").
+
+    Returns:
+      `MinedNegatives` with rows int32 [queries, H] and counts: questions, documents,
+      skipped_excluded (among the documents looked at), queries_without_results,
+      questions_with_fallback, fallback_negatives.
+    """
+    settings = MiningSettings(num_negatives, depth, seed=seed)
+    if isinstance(queries, (str, bytes)) or not len(queries):
+        raise ValueError("mine_answer_negatives: queries must be a non-empty sequence of "
+                         f"strings (got {queries!r:.80}).")
+    if len(excluded_rows) != len(queries):
+        raise ValueError(f"mine_answer_negatives: {len(excluded_rows)} excluded-row sets for "
+                         f"{len(queries)} queries; give one per query.")
+    if isinstance(num_documents, bool) or not isinstance(num_documents, (int, np.integer)) \
+            or num_documents < 1:
+        raise ValueError(f"mine_answer_negatives: num_documents must be a positive int (got "
+                         f"{num_documents!r}).")
+    start = time.perf_counter()
+    skipped = {"skipped_excluded": 0}
+
+    def validity(i):
+        excluded = excluded_rows[i]
+
+        def is_valid(d):
+            if d in excluded:
+                skipped["skipped_excluded"] += 1
+                return False
+            return True
+        return is_valid
+
+    chosen, counts = _mine(rank, int(num_documents), list(queries), settings.num_negatives,
+                           settings.depth, validity, seed, progress, "confounders",
+                           lambda i: f"{what} {i}")
+    if chosen.size and (chosen.min() < 0 or chosen.max() >= num_documents):
+        raise TtZooError(f"mine_answer_negatives: the ranking gave rows outside [0, "
+                         f"{num_documents}) (the corpus size).")
+    counts = {"questions": counts.pop("examples"), "documents": int(num_documents), **skipped,
+              "queries_without_results": counts["queries_without_bm25_results"],
               "questions_with_fallback": counts["examples_with_fallback"],
               "fallback_negatives": counts["fallback_negatives"]}
     return MinedNegatives(chosen.astype(np.int32), counts, time.perf_counter() - start)

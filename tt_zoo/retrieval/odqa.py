@@ -374,6 +374,28 @@ def answer_recall(ranked_rows, answer_rows: Sequence[FrozenSet[int]],
     return {f"R@{k}": float(np.mean(first < k)) if len(first) else 0.0 for k in ks}
 
 
+def r_precision(ranked_rows, answer_rows: Sequence[FrozenSet[int]]) -> float:
+    """Mean R-precision (KILT's retrieval metric, used by Maillard et al. 2021, Sec. 5): for
+    each question, the share of its first R rows that hold an answer, R = the number of
+    passages holding an answer, capped at the rows ranked (``ranked_rows`` ``[n, depth]``,
+    -1 padding).
+
+    >>> r_precision([[4, 2, -1], [0, 1, 3]], [frozenset({2, 4}), frozenset({1, 7, 8, 9})])
+    0.6666666666666666
+    """
+    ranked = np.asarray(ranked_rows)
+    if ranked.ndim != 2 or ranked.shape[0] != len(answer_rows):
+        raise ValueError(f"r_precision: ranked_rows must be [{len(answer_rows)}, depth] "
+                         f"(got shape {ranked.shape}).")
+    if not len(answer_rows):
+        return 0.0
+    values = []
+    for row, gold in zip(ranked, answer_rows):
+        r = min(len(gold), ranked.shape[1])
+        values.append(sum(1 for x in row[:r] if x >= 0 and int(x) in gold) / r if r else 0.0)
+    return float(np.mean(values))
+
+
 def evaluate_sets(searcher, queries_for, sets: Sequence[AnswerSets],
                   ks: Sequence[int] = KS) -> Dict[str, dict]:
     """Answer recall of one `Searcher` on each set and on their union (``"all"``).

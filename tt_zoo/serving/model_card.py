@@ -5,10 +5,10 @@ sentence-transformers' ``SentenceTransformerModelCardData`` (a dataclass holding
 says, rendered with the YAML front matter of a Hugging Face model card). The fields are grouped
 by what they describe:
 
-- `Architecture`: what the weights are (encoder, sizes, lengths, signatures; the exporter
-  derives the sizes from the model);
+- `Architecture`: what the weights are (encoder, sizes, lengths, signatures, task markers; the
+  exporter derives the sizes from the model);
 - `Training`: what the run trained on and with (task mix, pairs, steps, batch, learning rate,
-  the command and the whole run config);
+  a multi-task run's tasks, the command and the whole run config);
 - `TrainingResult`: what the run measured while training (wall time, throughput, final loss);
 - `Lineage`: the export a model started from (warm start, initialisation, base model) and
   its fine-tuning;
@@ -188,6 +188,33 @@ class FinetuneRun(_Record):
 
 
 @dataclass
+class TaskRecord(_Record):
+    """One entry of ``multi_task.tasks``: a task the model was trained on
+    (`tt_zoo.data.tasks.Task.describe`) and its share of the batches."""
+    name: Optional[str] = None
+    task_class: Optional[str] = None  # "qa", "self_supervised", ...: one marker per class
+    examples: Optional[int] = None  # after any few-shot subsampling
+    weight: Optional[float] = None  # normalised sampling weight (the union: size / total)
+    knowledge_source: Optional[str] = None
+    validation: Optional[List[str]] = None  # question sets it is validated on, never trained on
+    negatives: Optional[str] = None  # how its confounders were made
+    stats: Optional[Dict[str, Any]] = None  # how the examples were made (`Task.stats`)
+
+
+@dataclass
+class MultiTaskRun(_Record):
+    """``multi_task``: a multi-task training run (tt-zoo multitask; Maillard et al. 2021,
+    Sec. 3-4; `tt_zoo.training.multi_task`): its tasks, the task-marker words ({class: word},
+    null without markers), how batches were drawn, and the model that re-mined the
+    confounders (Sec. 4.4), if one did."""
+    tasks: Optional[List[TaskRecord]] = None
+    markers: Optional[Dict[str, str]] = None
+    batching: Optional[str] = None  # "mixed" or "homogeneous"
+    negatives_borrowed: Optional[int] = None  # examples without a confounder of their own
+    remined_with: Optional[Origin] = None
+
+
+@dataclass
 class LateInteractionSettings(_Record):
     """``late_interaction``: a ColBERT export's token size, query augmentation and markers,
     and how many punctuation tokens its document side drops."""
@@ -232,6 +259,11 @@ class Architecture:
     scoring: Optional[str] = None  # MAXSIM: a late-interaction model
     late_interaction: Optional[LateInteractionSettings] = None
     model_options: Optional[Dict[str, Any]] = None  # the registry's ModelOptions
+    # Task markers (Maillard et al. 2021, Sec. 4.3): {task class: word in the vocabulary}; a
+    # query is encoded with its class's word first, the default class's when none is named
+    # (`tt_zoo.zoo.loading.ZooModel.encode_queries`).
+    task_markers: Optional[Dict[str, str]] = None
+    default_task_class: Optional[str] = None
     query_length: Optional[int] = None
     document_length: Optional[int] = None
     vocab_size: Optional[int] = None
@@ -257,6 +289,7 @@ class Training:
     grad_cache_chunk: Optional[int] = None
     hard_negatives: Optional[Dict[str, Any]] = None  # the miner's settings and counts
     clustered_batches: Optional[Dict[str, Any]] = None  # the clustered order's settings
+    multi_task: Optional[MultiTaskRun] = None  # tt-zoo multitask's tasks, markers, batching
     command: Optional[str] = None  # the command line that trained it
     run_config: Optional[Dict[str, Any]] = None  # the command's whole typed run config
     checkpoint: Optional[str] = None  # the checkpoint exported (tt-zoo export --checkpoint)
@@ -425,14 +458,16 @@ class ModelCard(_Read):
                    finished: str) -> "ModelCard":
         """The card of weights trained further from this card's (a loaded model fitted, then
         exported: `tt_zoo.zoo.loading.ZooModel.export`): the facts such training does not
-        change (encoder, size, options, pretraining, license), the steps taken, and the
-        lineage (this model's name, sha256, path and training); none of this card's metrics,
-        which were not measured on the new weights."""
+        change (encoder, size, options, task markers, pretraining, license), the steps taken,
+        and the lineage (this model's name, sha256, path and training); none of this card's
+        metrics, which were not measured on the new weights."""
         arch, training = self.architecture, self.training
         return ModelCard(
             name=name, license=self.license,
             architecture=Architecture(encoder=arch.encoder, tower_size=arch.tower_size,
-                                      model_options=arch.model_options),
+                                      model_options=arch.model_options,
+                                      task_markers=arch.task_markers,
+                                      default_task_class=arch.default_task_class),
             training=Training(pretraining=training.pretraining, train_steps=steps),
             lineage=Lineage(
                 base_model=Origin(name=base_name, sha256=self.provenance.sha256, path=base_path,
@@ -600,7 +635,8 @@ def _dump(value):
 # The fields each card's table shows, in this order, when recorded.
 TWO_TOWER_TABLE = (
     "base_model", "fine_tuning", "encoder", "tower_size", "pretraining", "embedding_dim",
-    "scoring", "late_interaction", "model_options", "query_length", "document_length",
+    "scoring", "late_interaction", "model_options", "task_markers", "default_task_class",
+    "query_length", "document_length",
     "vocab_size", "parameters", "training_data", "pairs", "warm_start", "train_steps",
     "batch_size", "pairs_seen", "learning_rate", "dtype_policy", "grad_cache_chunk",
     "clustered_batches", "hard_negatives", "train_wall_time_s", "train_pairs_per_s",
@@ -637,6 +673,7 @@ def _two_tower_body(card: ModelCard, tokens: bool) -> str:
              "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
              "Embedding-based Large-scale Retrieval*, ICLR 2020).")
     lines = [f"# {name}", "", about, "", *_table(card, TWO_TOWER_TABLE)]
+    lines += multi_task_lines(card)
     lines += _command_lines(card)
     if card.notes:
         lines += ["", str(card.notes)]
@@ -648,6 +685,10 @@ def _two_tower_body(card: ModelCard, tokens: bool) -> str:
                "scores = model.score([\"a question\"], passages, titles=titles)  # MaxSim"]
     else:
         use = ["index = model.index(passages)", "hits = index.search([\"a question\"], k=10)"]
+    default = card.architecture.default_task_class
+    if card.architecture.task_markers and default:
+        use.append(f"# queries get the {default!r} task marker; pick another class with "
+                   "encode_queries(texts, task_class=...)")
     lines += ["", "## Use", "", "```python", "import tt_zoo",
               f"model = tt_zoo.load({name!r})", *use, "```", "",
               "Serving: `saved_model_cli show --dir . --all` lists the signatures"
@@ -711,6 +752,31 @@ def reexport_lines(card: ModelCard) -> list:
                       f"{_or(note.reason, '')} (weights {_or(note.weights, '?')}; the "
                       f"export before had sha256 {str(note.previous_sha256)[:12]}…, "
                       f"exported {_or(note.previous_exported, '?')})."]
+    return lines
+
+
+def multi_task_lines(card: ModelCard) -> list:
+    """The card's "## Tasks" section for a multi-task model (``multi_task``, Maillard et al.
+    2021): a table of its tasks (name, class, examples, weight), then its markers and
+    batching; [] for any other model."""
+    run = card.training.multi_task
+    if run is None or not run.tasks:
+        return []
+    lines = ["", "## Tasks", "", "Trained on the union of these tasks (multi-task retrieval, "
+             "Maillard et al. 2021); weight: the task's share of the batches.", "",
+             "| name | class | examples | weight |",
+             "| --- | --- | --- | --- |"]
+    for task in run.tasks:
+        examples = f"{task.examples:,}" if task.examples is not None else "?"
+        lines.append(f"| {_or(task.name, '?')} | {_or(task.task_class, '?')} | {examples} | "
+                     f"{_fmt(task.weight) if task.weight is not None else '?'} |")
+    markers = ", ".join(f"`{word}` ({task_class})"
+                        for task_class, word in (run.markers or {}).items())
+    lines += ["", f"Task markers: {markers or 'none'}; batches: {_or(run.batching, '?')}."]
+    if run.remined_with is not None:
+        origin = run.remined_with
+        lines.append(f"Confounders re-mined with {_or(origin.source or origin.name, '?')} "
+                     "(Maillard et al. 2021, Sec. 4.4).")
     return lines
 
 

@@ -175,7 +175,8 @@ class ZooModel:
                 f"pretraining={self.pretraining!r}, dim={self.keras_model.embedding_dim})")
 
     def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256,
-                       show_progress_bar: Optional[bool] = None, **options) -> np.ndarray:
+                       show_progress_bar: Optional[bool] = None, task_class: Optional[str] = None,
+                       **options) -> np.ndarray:
         """Query embeddings, float32 [len(texts), dim]; a single string gives one [dim] vector.
 
         `batch_size` texts go through the tower at a time. `show_progress_bar`: a tqdm bar on
@@ -183,9 +184,50 @@ class ZooModel:
         terminal or in a notebook and no other tqdm bar is open; ``TQDM_DISABLE=1`` hides it.
         `options`: `bucketing`, `precision`, `jit_compile` (see
         `tt_zoo.modeling.models.TwoTowerModel.encode_queries`).
+
+        `task_class`: for a model trained with task markers (Maillard et al. 2021, Sec. 4.3;
+        tt-zoo multitask --markers; its card's ``task_markers``), every query gets the marker
+        word of this class first (`tt_zoo.data.tasks.with_marker`), as in training. None, the
+        default, takes the card's ``default_task_class`` (its first QA class, "qa"), so
+        ``index.search``, the ODQA and ReQA evaluations and every other caller encode queries
+        as a QA task's were trained. A model without markers encodes the texts as given.
+
+        Raises:
+          ValueError: `task_class` names a class the model has no marker for (the message
+            lists those it has).
         """
+        texts = self._with_task_marker(texts, task_class)
         return self.keras_model.encode_queries(texts, batch_size=batch_size,
                                                show_progress_bar=show_progress_bar, **options)
+
+    @property
+    def task_markers(self) -> dict:
+        """{task class: marker word} the model was trained with (empty: none)."""
+        return dict(self.card.architecture.task_markers or {})
+
+    def _with_task_marker(self, texts, task_class: Optional[str]):
+        """`texts` with the marker of `task_class` (default: the card's) prepended."""
+        from tt_zoo.data.tasks import with_marker
+
+        architecture = self.card.architecture
+        markers = architecture.task_markers or {}
+        if task_class is None:
+            if not markers:
+                return texts
+            task_class = architecture.default_task_class
+            if task_class is None:
+                raise TtZooError(f"{self.name}'s card records task markers {sorted(markers)} "
+                                 "but no default_task_class; pass task_class=...")
+        if task_class not in markers:
+            known = (f"it has markers for {sorted(markers)}" if markers
+                     else "it was trained without task markers")
+            raise ValueError(f"{self.name} has no task marker for task class {task_class!r}: "
+                             f"{known}.")
+        if isinstance(texts, (str, bytes)):
+            return with_marker(texts.decode("utf-8") if isinstance(texts, bytes) else texts,
+                               task_class)
+        return [with_marker(t.decode("utf-8") if isinstance(t, bytes) else t, task_class)
+                for t in texts]
 
     def encode_documents(self, texts: Union[str, Sequence[str]],
                          titles: Union[None, str, Sequence[str]] = None, batch_size: int = 256,

@@ -14,6 +14,12 @@ pretrained on the same pair sources, warm-started from the shipped single-vector
 `tt_zoo.modeling.term_weights`): the flagship's tiny BERT and a linear head weigh each document
 term for a BM25 index, trained on the query terms of those pairs (`tt-zoo train-term-weights`).
 
+``multitask_bow_mlp_{pretraining}_{dim}`` (issue 24) is one BoW-MLP retriever trained on several
+tasks at once (multi-task DPR, Maillard et al. 2021, *Multi-task Retrieval for
+Knowledge-Intensive Tasks*, Sec. 3-4; `tt-zoo multitask`), warm-started from the shipped
+``bow_mlp_{pretraining}_{dim}``: WebQuestions, ReQA-SQuAD(dev) and the first pairs of that
+model's own pair set, each example with one BM25 confounder (`MULTITASK_RECIPE`).
+
 Every spec has a ``kind`` (`tt_zoo.modeling.kinds.KINDS`): what its artifact is and how it
 loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
 ``term_weights`` exports with ``tt_zoo.load_term_weighter``. The shipped list records each
@@ -79,6 +85,34 @@ COLBERT = ModelOptions(pooling="tokens", share_towers=True, normalize_embeddings
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
+MULTITASK_PREFIX = "multitask_bow_mlp_"
+# A template over the name's own pretraining and dimension: each multi-task name starts from
+# its single-task BoW-MLP sibling.
+MULTITASK_INIT_FROM = "bow_mlp_{pretraining}_{dim}"
+
+
+@dataclasses.dataclass(frozen=True)
+class MultitaskRecipe:
+    """The `tt-zoo multitask` run of the ``multitask_bow_mlp_`` names (Maillard et al. 2021,
+    Sec. 3-4, at this project's CPU scale; their BERT took 2e-5, the BoW-MLP towers ~5e-4).
+
+    Args:
+      named_tasks: the `tt-zoo multitask` named tasks (``--task NAME``) trained on.
+      max_pairs: how many of the pair set's first pairs make its task (``--task
+        pairs:DIR:MAX``; the pair set is the one the starting model's recipe makes).
+      steps, batch_size, learning_rate: the schedule (Adam, 10% warm-up, linear decay).
+      markers: one marker word per task class prepended to the queries (Sec. 4.3).
+    """
+
+    named_tasks: Tuple[str, ...] = ("webquestions", "reqa")
+    max_pairs: int = 10_000
+    steps: int = 800
+    batch_size: int = 128
+    learning_rate: float = 5e-4
+    markers: bool = False
+
+
+MULTITASK_RECIPE = MultitaskRecipe()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +129,10 @@ class Series:
       dims: the embedding (late interaction: token vector) sizes registered; a term-weight
         name has none (one weight per token: ``hdct_{tasks}``).
       query_length: the query tower's token budget (0: a term-weight model reads documents).
-      init_from: the shipped model a recipe warm-starts from.
+      init_from: the shipped model a recipe warm-starts from; ``{pretraining}`` and ``{dim}``
+        in it are the name's own (`MULTITASK_INIT_FROM`).
+      multitask: the `tt-zoo multitask` run that trains the names from ``init_from`` (its
+        ``recipe`` then makes the pair set), None for a pretraining recipe.
     """
 
     encoder: str
@@ -107,6 +144,7 @@ class Series:
     dims: Tuple[int, ...] = EMBEDDING_DIMS
     query_length: int = 64
     init_from: Optional[str] = None
+    multitask: Optional[MultitaskRecipe] = None
 
     def names(self, prefix: str):
         """(name, pretraining, embedding_dim) of every registered name of this series."""
@@ -121,7 +159,8 @@ class Series:
 _PAIR_TASKS = tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t not in ("none", "mlm"))
 # Prefix -> series. The default tower (no prefix) is the tiny BERT that fits CPU pretraining; the
 # paper's BERT-base is "bert_base_". BoW-MLP has no MLM row (MLM pretrains a Transformer);
-# ColBERT and term-weight models train on pairs, from the flagship's encoder.
+# ColBERT and term-weight models train on pairs, from the flagship's encoder; the multi-task
+# BoW-MLPs on three tasks, from the two shipped BoW-MLPs they name.
 SERIES: Dict[str, Series] = {
     "": Series("bert", "tiny", CPU_SCALE, CPU_RECIPE, tasks=PRETRAINING_TASKS + SUCCESSOR_TASKS),
     "bert_mini_": Series("bert", "mini", CPU_SCALE, CPU_RECIPE),
@@ -135,6 +174,9 @@ SERIES: Dict[str, Series] = {
     TERM_WEIGHT_PREFIX: Series("bert", "tiny", CPU_SCALE, TERM_WEIGHT_RECIPE, kind=TERM_WEIGHTS,
                                tasks=_PAIR_TASKS, dims=(), query_length=0,
                                init_from=TERM_WEIGHT_INIT_FROM),
+    MULTITASK_PREFIX: Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+                             tasks=("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen"), dims=(512,),
+                             init_from=MULTITASK_INIT_FROM, multitask=MULTITASK_RECIPE),
 }
 
 
@@ -161,6 +203,8 @@ class ModelSpec:
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
+      multitask: the `tt-zoo multitask` run that trains it from `init_from` (its recipe then
+        makes the pair set only), None for a pretrained variant.
     """
 
     name: str
@@ -179,6 +223,7 @@ class ModelSpec:
     provenance: str = ""
     metrics: Tuple[Tuple[str, float], ...] = ()
     kind: str = TWO_TOWER
+    multitask: Optional[MultitaskRecipe] = None
 
     @property
     def shipped(self) -> bool:
@@ -194,6 +239,8 @@ class ModelSpec:
         """The commands that train and export this variant."""
         if self.kind == TERM_WEIGHTS:
             return self._term_weight_recipe_command()
+        if self.multitask is not None:
+            return self._multitask_recipe_command()
         lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
         export = f"--export saved_models/{self.name}"
         if self.pretraining == "none":
@@ -230,14 +277,30 @@ class ModelSpec:
                 f"--batch-size {r.batch_size} --learning-rate {r.learning_rate:g} "
                 f"--warmup-fraction {r.warmup_fraction:g} --export saved_models/{self.name}")
 
+    def _multitask_recipe_command(self) -> str:
+        """`tt-zoo make-pairs` (the pair set of the `init_from` model's own recipe), then `tt-zoo
+        multitask` from that model on the named tasks and the set's first pairs (Maillard et
+        al. 2021, Sec. 3-4)."""
+        m = self.multitask
+        tasks = [*m.named_tasks, f"pairs:runs/pairs/{self.pretraining}:{m.max_pairs}"]
+        markers = " --markers" if m.markers else ""
+        return (f"{self._make_pairs_command()} && tt-zoo multitask --init {self.init_from} "
+                f"{' '.join(f'--task {t}' for t in tasks)} --steps {m.steps} "
+                f"--batch-size {m.batch_size} --learning-rate {m.learning_rate:g}{markers} "
+                f"--export saved_models/{self.name}")
+
 
 def _build_registry() -> Dict[str, ModelSpec]:
-    """Every name of every series, with the series' options, recipe and lengths."""
+    """Every name of every series, with the series' options, recipe and lengths (an
+    ``init_from`` template filled with the name's pretraining and dimension)."""
     return {name: ModelSpec(name=name, encoder=series.encoder, tower_size=series.tower_size,
                             embedding_dim=dim, pretraining=task,
                             query_length=series.query_length,
                             document_length=series.recipe.document_length, recipe=series.recipe,
-                            init_from=series.init_from, options=series.options, kind=series.kind)
+                            init_from=series.init_from and series.init_from.format(
+                                pretraining=task, dim=dim),
+                            options=series.options, kind=series.kind,
+                            multitask=series.multitask)
             for prefix, series in SERIES.items() for name, task, dim in series.names(prefix)}
 
 

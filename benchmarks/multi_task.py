@@ -1,0 +1,493 @@
+"""results/multi_task.{md,json,png}: Maillard et al. 2021's experiments at our scale (issue 24).
+
+One retriever trained on several tasks at once (`tt_zoo.training.multi_task`), against
+task-specific models, left-one-out (zero-shot on the task left out), with and without task
+markers, with confounders re-mined by the trained model (Sec. 4.4), and few-shot curves on
+WebQuestions from several starting points, BM25 beside every table.
+
+Tasks (`tt_zoo.retrieval.task_sources`):
+
+* ``webquestions``: WebQuestions trainmodel over Wikispeedia cut into 100-word passages with
+  titles; positives = answer-holding passages of BM25's top 100 (DPR's rule), one BM25
+  confounder holding no answer.
+* ``reqa``: the training part of ReQA-SQuAD(dev)'s 0.8 cold-start split (seed 0), gold
+  (sentence, passage) candidates, one BM25 confounder.
+* ``selfsup``: the first 10,000 pairs of the six-source pair set (ICT, BFS, WLP, crop, span,
+  qgen; `runs/pairs/ict_bfs_wlp_crop_span_qgen`, made by the starting model's recipe), one
+  stored BM25 confounder.
+
+Evaluation, never trained on: the ODQA validation questions (WebQuestions val + CuratedTREC
+train, answer recall over the same 100-word passages, and R-precision) and ReQA: the split's
+test questions against all 10,255 candidates. WebQuestions devtest (held out of trainmodel)
+picks nothing here.
+
+Every cell is cached in ``runs/multi_task/cells/KEY.json`` (a rerun only trains what is
+missing) and trains resumably in ``runs/multi_task/work/KEY``.
+
+  python benchmarks/multi_task.py --experiments main,markers,positives,loo,remine --seeds 0
+  python benchmarks/multi_task.py --experiments decide --seeds 1,2   # what decides the ship
+  python benchmarks/multi_task.py --experiments fewshot --seeds 0
+  python benchmarks/multi_task.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import pathlib
+import sys
+import time
+
+from tt_zoo.zoo.registry import MULTITASK_RECIPE
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+RUNS = REPO / "runs" / "multi_task"
+KS = (1, 5, 20, 100)
+REQA_KS = (1, 10, 20, 100)
+BOW_BEST = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
+ALL_TASKS = ("webquestions", "reqa", "selfsup")
+SHIPPED_NAME = f"multitask_{BOW_BEST}"
+# The schedule of every cell: the BoW-MLP's is the shipped name's recipe (chosen on the
+# validation questions, see the report); the tiny BERT's for the few-shot curves.
+SCHEDULE = {"bow_mlp": {"steps": MULTITASK_RECIPE.steps, "batch_size": MULTITASK_RECIPE.batch_size,
+                        "learning_rate": MULTITASK_RECIPE.learning_rate},
+            "bert": {"steps": 400, "batch_size": 64, "learning_rate": 1e-4}}
+SELFSUP_PAIRS = MULTITASK_RECIPE.max_pairs
+POSITIVES = 5  # the "positives" experiment: each question's first 5 positives as examples
+# The pair set the starting model's recipe makes (`tt-zoo list` prints its command).
+PAIRS = REPO / "runs" / "pairs" / "ict_bfs_wlp_crop_span_qgen"
+# n = 0 (the starting model), 128, 1,024, all (None); the tiny BERT's cells cost ~10x more.
+FEW_SHOT = {"bow_mlp": (0, 128, 1024, None), "bert": (0, 128, None)}
+FEW_SHOT_EPOCHS, FEW_SHOT_MIN_STEPS = 10, 50
+WEBQUESTIONS_EXAMPLES = 1411  # trainmodel questions with a positive in BM25's top 100
+FEW_SHOT_INITS = {"bow_mlp": ("bow_mlp_none_512", "bow_mlp_ict_bfs_wlp_512", BOW_BEST),
+                  "bert": ("none_512", "mlm_512", "ict_bfs_wlp_512")}
+
+
+def data_dir() -> pathlib.Path:
+    return pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+
+
+# -- the shared data ----------------------------------------------------------------------------
+
+class World:
+    """What the scores need, loaded once: the ODQA validation benchmark (its answer rows
+    cached in runs/odqa_cache), ReQA-SQuAD(dev) and its 0.8 cold-start split, BM25."""
+
+    def __init__(self, log=print):
+        from tt_zoo.retrieval import odqa, reqa as reqa_lib
+
+        t = time.perf_counter()
+        d = data_dir()
+        self.bench = odqa.validation_benchmark(d, cache_dir=REPO / "runs" / "odqa_cache")
+        self.collection = self.bench.collection
+        self.reqa = reqa_lib.build_reqa(d / "squad" / "dev-v1.1.json")
+        self.split = reqa_lib.make_splits(self.reqa, 0.8, seed=0)  # the reqa task's split
+        self.bm25 = odqa.bm25_searcher(self.collection)
+        # Held out of trainmodel, never trained on: it picks the fusion weight.
+        self.devtest = odqa.Benchmark.build(
+            d / "wikispeedia", [odqa.load_question_set("webquestions-devtest", d)],
+            cache_dir=REPO / "runs" / "odqa_cache").sets[0]
+        log(f"data ready in {time.perf_counter() - t:.0f} s: {len(self.collection):,} passages, "
+            f"{len(self.split.test):,} ReQA test questions")
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+def odqa_scores(world: World, searcher) -> dict:
+    """Answer recall and R-precision of a text-query searcher per validation set and all."""
+    import numpy as np
+    from tt_zoo.retrieval import odqa
+
+    out, all_rows, all_gold = {}, [], []
+    for s in world.bench.sets:
+        result = searcher.search([q.text for q in s.questions], max(KS))
+        rows = np.full((len(s.questions), max(KS)), -1, np.int64)
+        rows[:, :result.rows.shape[1]] = result.rows
+        out[s.name] = {**odqa.answer_recall(rows, s.rows, KS),
+                       "R-precision": odqa.r_precision(rows, s.rows)}
+        all_rows.append(rows)
+        all_gold.extend(s.rows)
+    rows = np.concatenate(all_rows)
+    out["all"] = {**odqa.answer_recall(rows, all_gold, KS),
+                  "R-precision": odqa.r_precision(rows, all_gold)}
+    return out
+
+
+def score(world: World, encoder=None) -> dict:
+    """ODQA (`odqa_scores`) and ReQA test R@k of a model (BM25's when `encoder` is None), and
+    the model fused with BM25: a convex combination of normalised scores
+    (`tt_zoo.retrieval.fusion`), its weight chosen on WebQuestions devtest's R@20."""
+    import numpy as np
+    from tt_zoo.retrieval import bm25, fusion, odqa
+    from tt_zoo.retrieval import metrics as retrieval_metrics
+    from tt_zoo.retrieval.search import ExactSearcher, QueryEncodingSearcher
+
+    t = time.perf_counter()
+    if encoder is None:
+        out = odqa_scores(world, world.bm25)
+        reqa = bm25.evaluate_bm25(world.reqa, world.split.test, ks=REQA_KS)["exact"]
+    else:
+        embeddings = encoder.encode_documents(world.collection.texts,
+                                              titles=world.collection.titles)
+        dense = QueryEncodingSearcher(encoder.encode_queries, ExactSearcher(
+            np.asarray(embeddings), world.collection.ids))
+        out = odqa_scores(world, dense)
+        reqa = retrieval_metrics.evaluate_encoder(encoder, world.reqa, world.split.test,
+                                                  ks=REQA_KS)["exact"]
+        devtest = world.devtest
+        choice = fusion.choose_fusion_weight(
+            world.bm25, dense, [q.text for q in devtest.questions],
+            lambda rows: odqa.answer_recall(rows, devtest.rows, (20,))["R@20"], k=max(KS))
+        fused = fusion.FusionSearcher(world.bm25, dense, method="convex", weight=choice.weight)
+        out["fused_with_bm25"] = {"bm25_weight": choice.weight,
+                                  **odqa_scores(world, fused)["all"]}
+    out["reqa"] = {f"R@{k}": reqa[f"R@{k}"] for k in REQA_KS}
+    out["seconds"] = round(time.perf_counter() - t, 1)
+    return out
+
+
+# -- cells ----------------------------------------------------------------------------------------
+
+def encoder_family(init: str) -> str:
+    return "bow_mlp" if init.startswith("bow_mlp") else "bert"
+
+
+def cell_key(cell: dict) -> str:
+    text = json.dumps(cell, sort_keys=True)
+    return f"{cell['name']}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+
+
+def make_cell(name, init, tasks, *, seed=0, markers=False, few_shot=None, remine_from=None,
+              weights=None, positives=1, **schedule) -> dict:
+    cell = {"name": name, "init": init, "tasks": list(tasks), "seed": seed, "markers": markers,
+            "few_shot": few_shot, "remine_from": remine_from, "weights": weights,
+            **{**SCHEDULE[encoder_family(init)], **schedule}}
+    if positives > 1:  # (absent at 1: the cells recorded before the option keep their keys)
+        cell["positives"] = positives
+    return cell
+
+
+def task_spec(name: str) -> str:
+    """The `tt-zoo multitask --task` of a task of this benchmark."""
+    return f"pairs:{PAIRS}:{SELFSUP_PAIRS}" if name == "selfsup" else name
+
+
+def cell_argv(cell: dict, key: str) -> list:
+    """The `tt-zoo multitask` command line of a cell."""
+    argv = ["--init", cell["init"], "--steps", str(cell["steps"]),
+            "--batch-size", str(cell["batch_size"]),
+            "--learning-rate", str(cell["learning_rate"]), "--seed", str(cell["seed"]),
+            "--workdir", str(RUNS / "work" / key), "--export", str(RUNS / "exports" / key),
+            "--task-cache", str(RUNS / "tasks"), "--checkpoint-every", "200", "--no-progress"]
+    for name in cell["tasks"]:
+        argv += ["--task", task_spec(name)]
+    if cell["few_shot"]:
+        argv += ["--few-shot", f"webquestions={cell['few_shot']}"]
+    if cell["markers"]:
+        argv.append("--markers")
+    if cell.get("positives", 1) > 1:
+        argv += ["--positives", str(cell["positives"])]
+    if cell["remine_from"]:
+        argv += ["--remine-with", str(RUNS / "exports" / cell["remine_from"])]
+    for name, weight in (cell["weights"] or {}).items():
+        argv += ["--weight", f"{PAIRS.name if name == 'selfsup' else name}={weight}"]
+    return argv
+
+
+def run_cell(world: World, cell: dict, log=print) -> dict:
+    """Trains (unless cached) with `tt-zoo multitask` and scores one cell; returns its record.
+    A cell with ``few_shot == 0`` is its starting model, scored as it is."""
+    import tt_zoo
+    from tt_zoo.atomic_io import write_json
+    from tt_zoo.cli import multitask as multitask_cli
+
+    key = cell_key(cell)
+    path = RUNS / "cells" / f"{key}.json"
+    if path.is_file():
+        record = json.loads(path.read_text())
+        if "fused_with_bm25" in record["scores"]:
+            return record
+        # Scored before the fused row existed: score the same weights again.
+        model = tt_zoo.load(cell["init"] if cell["few_shot"] == 0 else RUNS / "exports" / key)
+        record["scores"] = score(world, model)
+        write_json(path, record)
+        return record
+    log(f"== {key}: {cell}")
+    run = None
+    if cell["few_shot"] == 0:
+        model = tt_zoo.load(cell["init"])
+    else:
+        argv = cell_argv(cell, key)
+        run = multitask_cli.run(multitask_cli.parse_args(argv), argv)
+        model = tt_zoo.load(run["export"])  # its encode_queries adds the task marker, if any
+    record = {"key": key, "cell": cell, "scores": score(world, model),
+              "train": run and {k: run[k] for k in ("tasks", "markers", "train", "argv")}}
+    write_json(path, record)
+    s = record["scores"]
+    log(f"   ODQA all R@20 {100 * s['all']['R@20']:.1f} (fused with BM25 "
+        f"{100 * s['fused_with_bm25']['R@20']:.1f}), WQ val R@20 "
+        f"{100 * s['webquestions-val']['R@20']:.1f}, TREC R@20 "
+        f"{100 * s['curatedtrec-train']['R@20']:.1f}, ReQA R@1 {100 * s['reqa']['R@1']:.1f}")
+    return record
+
+
+def few_shot_steps(n: int, batch_size: int) -> int:
+    """FEW_SHOT_EPOCHS passes over n examples, at least FEW_SHOT_MIN_STEPS steps."""
+    return max(FEW_SHOT_MIN_STEPS, math.ceil(FEW_SHOT_EPOCHS * n / batch_size))
+
+
+# -- experiments ----------------------------------------------------------------------------------
+
+def experiments(names, seeds, init=BOW_BEST):
+    """The cells of each experiment, in run order."""
+    if "decide" in names:  # the cells that decide what ships, for more seeds
+        names = [*names, "markers", "positives", "remine"]
+    cells = {}
+    for seed in seeds:
+        if "decide" in names:
+            for name, tasks in (("only-webquestions", ["webquestions"]), ("multi", ALL_TASKS),
+                                ("without-selfsup", ["webquestions", "reqa"])):
+                cells.setdefault("decide", []).append(make_cell(name, init, tasks, seed=seed))
+        if "main" in names:
+            for task in ALL_TASKS:
+                cells.setdefault("task-specific", []).append(
+                    make_cell(f"only-{task}", init, [task], seed=seed))
+            cells.setdefault("multi-task", []).append(
+                make_cell("multi", init, ALL_TASKS, seed=seed))
+        if "markers" in names:
+            cells.setdefault("markers", []).append(
+                make_cell("multi-markers", init, ALL_TASKS, seed=seed, markers=True))
+        if "loo" in names:
+            for left in ALL_TASKS:
+                cells.setdefault("leave-one-out", []).append(
+                    make_cell(f"without-{left}", init, [t for t in ALL_TASKS if t != left],
+                              seed=seed))
+        if "positives" in names:
+            cells.setdefault("positives", []).append(
+                make_cell(f"multi-positives{POSITIVES}", init, ALL_TASKS, seed=seed,
+                          positives=POSITIVES))
+        if "remine" in names:
+            first = make_cell("multi", init, ALL_TASKS, seed=seed)
+            cells.setdefault("re-mined", []).append(
+                make_cell("multi-remined", init, ALL_TASKS, seed=seed,
+                          remine_from=cell_key(first)))
+        if "fewshot" in names:
+            for family in ("bow_mlp", "bert"):
+                batch = SCHEDULE[family]["batch_size"]
+                for start in FEW_SHOT_INITS[family]:
+                    for n in FEW_SHOT[family]:
+                        steps = few_shot_steps(WEBQUESTIONS_EXAMPLES if n is None else n, batch)
+                        cells.setdefault("few-shot", []).append(
+                            make_cell(f"fewshot-{start}-{'all' if n is None else n}", start,
+                                      ["webquestions"], seed=seed, few_shot=n, steps=steps))
+    return cells
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--experiments", default="main,markers,positives,loo,remine,fewshot",
+                   help="comma-separated: main, markers, positives, loo, remine, fewshot, and "
+                        "decide (the cells that choose what ships: only-webquestions, multi, "
+                        "without-selfsup, markers, positives, remine)")
+    p.add_argument("--seeds", default="0")
+    p.add_argument("--report-only", action="store_true")
+    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "multi_task")
+    args = p.parse_args(argv)
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+    log = lambda *a: print(*a, flush=True)  # noqa: E731
+    if not args.report_only:
+        world = World(log)
+        if "bm25" not in done_records():
+            from tt_zoo.atomic_io import write_json
+            write_json(RUNS / "cells" / "bm25.json",
+                       {"key": "bm25", "cell": {"name": "BM25"},
+                        "scores": score(world)})
+        cells = experiments(args.experiments.split(","), [int(s) for s in args.seeds.split(",")])
+        for group in cells.values():
+            for cell in group:
+                run_cell(world, cell, log)
+    write_report(args.output)
+    return 0
+
+
+def done_records() -> dict:
+    folder = RUNS / "cells"
+    if not folder.is_dir():
+        return {}
+    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+
+
+def write_report(output: pathlib.Path) -> None:
+    from tt_zoo.atomic_io import write_json, write_text
+
+    records = done_records()
+    write_json(output.with_suffix(".json"), records)
+    write_text(output.with_suffix(".md"), report(records))
+    plot(records, output.with_suffix(".png"))
+    print(report(records))
+
+
+def few_shot_curves(records: dict) -> dict:
+    """{starting model: {n: [ODQA R@20 of each seed]}} of the few-shot cells (n = the
+    examples trained on: 0, 128, 1,024, or all of webquestions')."""
+    curves = {}
+    for record in records.values():
+        cell = record["cell"]
+        if cell.get("name", "").startswith("fewshot-"):
+            n = WEBQUESTIONS_EXAMPLES if cell["few_shot"] is None else cell["few_shot"]
+            curves.setdefault(cell["init"], {}).setdefault(n, []).append(
+                _columns(record["scores"])["ODQA R@20"])
+    return curves
+
+
+def plot(records: dict, path: pathlib.Path) -> None:
+    """The few-shot curves (ODQA validation R@20 against WebQuestions examples), BM25 dashed."""
+    import statistics
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curves = few_shot_curves(records)
+    if not curves:
+        return
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for init, by_n in sorted(curves.items()):
+        ns = sorted(by_n)
+        ax.plot([max(n, 16) for n in ns], [statistics.median(by_n[n]) for n in ns], marker="o",
+                label=init)
+    if "bm25" in records:
+        ax.axhline(_columns(records["bm25"]["scores"])["ODQA R@20"], color="k", ls="--",
+                   label="BM25")
+    ax.set_xscale("log")
+    ax.set_xticks([16, 128, 1024, WEBQUESTIONS_EXAMPLES])
+    ax.set_xticklabels(["0", "128", "1,024", f"all ({WEBQUESTIONS_EXAMPLES:,})"])
+    ax.set_xlabel("WebQuestions training examples")
+    ax.set_ylabel("ODQA validation top-20 answer recall (%)")
+    ax.set_title("Few-shot fine-tuning from each starting model")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    os.replace(tmp, path)
+
+
+ROW_ORDER = ("base", "only-webquestions", "only-reqa", "only-selfsup", "multi",
+             "multi-markers", f"multi-positives{POSITIVES}", "multi-remined",
+             "without-webquestions", "without-reqa", "without-selfsup")
+ROW_NAMES = {"base": "no fine-tuning (the starting model, zero-shot)",
+             "only-webquestions": "task-specific: webquestions",
+             "only-reqa": "task-specific: reqa", "only-selfsup": "task-specific: selfsup",
+             "multi": "multi-task: all three", "multi-markers": "multi-task + task markers",
+             f"multi-positives{POSITIVES}": f"multi-task, each question's first {POSITIVES} "
+                                            "positives as examples",
+             "multi-remined": "multi-task, confounders re-mined by round 1 (Sec. 4.4)",
+             "without-webquestions": "leave-one-out: without webquestions",
+             "without-reqa": "leave-one-out: without reqa",
+             "without-selfsup": "leave-one-out: without selfsup (the two QA tasks)"}
+
+
+def _columns(scores: dict) -> dict:
+    """The report's numbers (%) of one cell's scores."""
+    cols = {"ODQA R@1": scores["all"]["R@1"], "ODQA R@5": scores["all"]["R@5"],
+            "ODQA R@20": scores["all"]["R@20"], "ODQA R@100": scores["all"]["R@100"],
+            "ODQA R-prec": scores["all"]["R-precision"],
+            "WQ val R@20": scores["webquestions-val"]["R@20"],
+            "TREC R@20": scores["curatedtrec-train"]["R@20"],
+            "ReQA R@1": scores["reqa"]["R@1"], "ReQA R@20": scores["reqa"]["R@20"],
+            "ReQA R@100": scores["reqa"]["R@100"]}
+    cols["avg R@20"] = (cols["WQ val R@20"] + cols["TREC R@20"] + cols["ReQA R@20"]) / 3
+    fused = scores.get("fused_with_bm25")
+    cols["ODQA R@20 fused with BM25"] = fused["R@20"] if fused else float("nan")
+    return {k: 100 * v for k, v in cols.items()}
+
+
+def _cell(values) -> str:
+    import statistics
+    if any(v != v for v in values):  # NaN: not measured
+        return "–"
+    if len(values) == 1:
+        return f"{values[0]:.1f}"
+    return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
+
+
+def _grouped(records: dict, init: str) -> dict:
+    """Row name -> list of column dicts (one per seed) for cells starting from `init`."""
+    rows = {}
+    for record in records.values():
+        cell = record["cell"]
+        if cell.get("init") != init:
+            continue
+        name = cell["name"]
+        if name == f"fewshot-{init}-0":
+            name = "base"
+        elif name.startswith("fewshot-"):
+            continue
+        rows.setdefault(name, []).append(_columns(record["scores"]))
+    return rows
+
+
+def report(records: dict) -> str:
+    bm25 = records.get("bm25")
+    lines = ["# Multi-task retrieval (Maillard et al. 2021) at our scale", "",
+             "Written by `python benchmarks/multi_task.py` from the cells in "
+             "`runs/multi_task/cells` (each cell's JSON is in `results/multi_task.json`).", ""]
+    main_rows = _grouped(records, BOW_BEST)
+    if main_rows:
+        seeds = sorted({r["cell"]["seed"] for r in records.values()
+                        if r["cell"].get("init") == BOW_BEST and "seed" in r["cell"]})
+        head = list(_columns(bm25["scores"]) if bm25 else [])
+        lines += [f"## One model on three tasks vs one model per task ({BOW_BEST}, BoW-MLP)",
+                  "", f"Seeds {seeds}: median (min-max) where a row has several. ODQA = the "
+                  "validation questions (WebQuestions val + CuratedTREC train, 944 answerable), "
+                  "answer recall over 130,638 100-word Wikispeedia passages; R-prec = "
+                  "R-precision; ReQA = the 0.8 cold-start split's test questions against all "
+                  "10,255 candidates; avg R@20 = mean of WQ val, TREC and ReQA R@20; "
+                  "fused with BM25 = a convex combination of BM25's and the model's "
+                  "normalised scores (`tt_zoo.retrieval.fusion`), BM25's weight chosen on "
+                  "WebQuestions devtest (questions held out of trainmodel, never trained on). "
+                  "CuratedTREC is never trained on (zero-shot for every row). Every cell: "
+                  "800 steps of 128 examples, Adam 5e-4 with 10% warm-up and linear decay, "
+                  "one confounder each, batches drawn from the union by size.", "",
+                  "| model | " + " | ".join(head) + " |", "|---|" + "---|" * len(head)]
+        if bm25:
+            lines.append("| BM25 | " + " | ".join(_cell([v]) for v in
+                                                    _columns(bm25["scores"]).values()) + " |")
+        for name in ROW_ORDER:
+            if name in main_rows:
+                cols = main_rows[name]
+                lines.append(f"| {ROW_NAMES[name]} | " + " | ".join(
+                    _cell([c[h] for c in cols]) for h in head) + " |")
+        lines.append("")
+    fewshot = {}
+    for record in records.values():
+        cell = record["cell"]
+        if cell.get("name", "").startswith("fewshot-"):
+            n = cell["few_shot"]
+            fewshot.setdefault(cell["init"], {}).setdefault(
+                "all" if n is None else n, []).append(_columns(record["scores"]))
+    if fewshot:
+        sizes = [0, 128, 1024, "all"]
+        lines += ["## Few-shot: WebQuestions training questions from several starting points", "",
+                  "ODQA validation R@20 (%) after fine-tuning on n WebQuestions trainmodel "
+                  "questions that have a BM25 positive (seeded subsample; all = every one).", "",
+                  "| starting model | " + " | ".join(f"n = {n}" for n in sizes) + " |",
+                  "|---|" + "---|" * len(sizes)]
+        if bm25:
+            lines.append("| BM25 | " + " | ".join(
+                f"{_columns(bm25['scores'])['ODQA R@20']:.1f}" for _ in sizes) + " |")
+        for init, by_n in fewshot.items():
+            lines.append(f"| {init} | " + " | ".join(
+                _cell([c["ODQA R@20"] for c in by_n[n]]) if n in by_n else "–"
+                for n in sizes) + " |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

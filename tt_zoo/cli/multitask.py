@@ -1,0 +1,759 @@
+"""Train one retriever on several tasks at once (Maillard et al. 2021), resumable, and export it.
+
+Multi-task DPR (Maillard et al. 2021, *Multi-task Retrieval for Knowledge-Intensive Tasks*,
+Sec. 3-4) trains one query and one passage encoder on the union of several tasks' training
+sets, each example a (query, positive passage, one BM25 "hard confounder") triple
+(`tt_zoo.training.multi_task`); optionally with one marker word per task class prepended to the
+queries (--markers, Sec. 4.3) and with confounders re-mined by a trained model (--remine-with,
+Sec. 4.4, "adversarial confounder selection"). The tasks (--task SPEC, repeatable):
+
+  webquestions        WebQuestions trainmodel over Wikispeedia cut into 100-word passages
+                      ($TT_ZOO_DATA): positives = the answer-holding passages of BM25's top 100
+                      (DPR's rule), one BM25 confounder holding no answer
+  curatedtrec         CuratedTREC train, built the same way. It is one of the two ODQA
+                      validation sets: a model trained on it is not validated on it any more
+  reqa                the training part of a ReQA-SQuAD(dev) cold-start split
+                      (--reqa-train-fraction, --split-seed): gold candidate + BM25 confounder
+  pairs:DIR[:MAX]     a pair directory (tt-zoo make-pairs), its first MAX pairs, with its
+                      stored BM25 negative (mined and stored beside the pairs the first time)
+  jsonl:PATH[:CLASS]  any task file: one {"query", "positives", "negatives"?, "answers"?} a
+                      line (tt_zoo.data.tasks.read_task_jsonl); CLASS (default qa) is its task
+                      class, e.g. self_supervised
+
+A task's NAME (for --weight and --few-shot) is the spec's word, the pair directory's name, or
+the task file's name without .jsonl. Tasks built from a collection (webquestions, curatedtrec,
+reqa, and any re-mined task) are cached in WORKDIR/tasks/NAME.jsonl (or --task-cache), with
+NAME.json beside it recording what defines the task; a rerun reads them back. --positives N
+makes each of an example's first N positives an example of its own. Training checkpoints in
+WORKDIR/checkpoints: the same command resumes a killed run exactly.
+
+Examples:
+  tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions --task reqa \\
+      --steps 800 --batch-size 128 --learning-rate 5e-4 --eval --export runs/models/mt
+  tt-zoo multitask --init none --encoder bow_mlp --embedding-dim 128 --task jsonl:a.jsonl \\
+      --task jsonl:b.jsonl:self_supervised --markers --weight b=2 --few-shot a=128 --steps 200
+
+--config run.json reads the settings from a JSON file ({"group": {"setting": value}}, as the
+export records them under "run_config", `MultitaskConfig`); flags given with it override it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import math
+import os
+import pathlib
+import re
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+from tt_zoo.cli import finetune, parsing
+from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, default_data_dir,
+                               default_squad_path, default_vocab_path)
+from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option, recorded_command
+from tt_zoo.errors import TtZooError
+
+COMMAND = "multitask"
+BATCHING = ("mixed", "homogeneous")  # tt_zoo.training.multi_task.BATCHING (TensorFlow-free)
+WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
+           "curatedtrec": ("curatedtrec-train", ())}  # task -> (question set, validated on)
+NAMED_TASKS = (*WIKI_QA, "reqa")
+PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
+TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
+ODQA_CACHE = os.path.join("runs", "odqa_cache")
+_TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
+SPEC_FORMS = "webquestions, curatedtrec, reqa, pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelArguments(finetune.ModelArguments):
+    """The model to train: --init NAME_OR_PATH (a registered model or an export), or --init none
+    (towers at their random initialisation, shaped by the flags below, as tt-zoo finetune)."""
+
+    model: Optional[str] = option(
+        None, "the same as --init NAME_OR_PATH (tt-zoo finetune's spelling)",
+        metavar="NAME_OR_PATH")
+    init: Optional[str] = option(
+        None, "a registered model name or an export directory (tt_zoo.load), or 'none': towers "
+              "at their random initialisation, built here", metavar="NAME_OR_PATH|none")
+    name: Optional[str] = option(
+        None, "model name written to the export's metadata (default: the initial model's name "
+              "+ _multitask; none_DIM_multitask for --init none)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskArguments:
+    """The tasks trained on together (Maillard et al. 2021, Sec. 3-4; the forms are listed
+    below)."""
+
+    task: Tuple[str, ...] = option((), f"a task: {SPEC_FORMS}", metavar="SPEC")
+    weight: Tuple[str, ...] = option(
+        (), "W times the task's share of the batches (default 1: the shuffled union, "
+            "each task in proportion to its size)", metavar="NAME=W")
+    few_shot: Tuple[str, ...] = option(
+        (), "train on N of the task's examples, drawn with --seed (Maillard et al.: "
+            "128 and 1,024)", metavar="NAME=N")
+    markers: bool = option(
+        False, "one marker word per task class, added to the vocabulary and prepended to the "
+               "queries (Sec. 4.3); recorded in the export, whose encode_queries adds them")
+    batching: str = option(
+        "mixed", "mixed: every batch draws from the tasks by weight (the shuffled union); "
+                 "homogeneous: one task fills a batch", choices=BATCHING)
+    remine_with: Optional[str] = option(
+        None, "re-mine the confounders of the tasks over Wikispeedia (webquestions, "
+              "curatedtrec) with this model: its first top passage holding no answer "
+              "(Sec. 4.4)", metavar="NAME_OR_PATH")
+    reqa_train_fraction: float = option(
+        0.8, "the reqa task: training fraction of the ReQA-SQuAD(dev) cold-start split")
+    split_seed: int = option(
+        0, "seed of the ReQA split and of the confounders' random fallback (tasks are data: "
+           "--seed varies the training)")
+    positives: int = option(
+        1, "each example's first N positives (answer-holding passages of a QA task) as "
+           "examples of their own (1: DPR's rule, the first only)", metavar="N")
+    task_cache: Optional[str] = option(
+        None, "where built tasks are kept, keyed by their inputs, for later runs (default: "
+              "WORKDIR/tasks; share one across runs to build each task once)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingArguments:
+    """Adam with warm-up and linear decay, one confounder per example (Maillard et al. 2021:
+    batch 128, learning rate 2e-5)."""
+
+    steps: int = option(1000, "optimizer steps")
+    batch_size: int = option(128, "examples a step")
+    learning_rate: float = option(
+        2e-5, "Adam peak learning rate (Maillard et al.'s BERT; the BoW-MLP towers take ~5e-4)")
+    warmup_fraction: float = option(0.1, "share of the steps spent warming up")
+    seed: int = option(0, "seed of the batches, of --few-shot and of --init none's weights")
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputArguments(TrainOutputArguments):
+    """Checkpoints (a killed or finished run resumes), the export, the evaluation."""
+
+    workdir: Optional[str] = option(
+        None, "checkpoints, cached tasks and summary.json (default: runs/multitask/NAME)")
+    eval: bool = option(
+        False, "ODQA validation answer recall (WebQuestions val + CuratedTREC train over "
+               f"Wikispeedia; answers cached in {ODQA_CACHE}) of the trained model, BM25 "
+               "beside it")
+    json_out: Optional[str] = option(None, "write settings, tasks, training and scores as JSON")
+
+
+@dataclasses.dataclass(frozen=True)
+class MultitaskConfig(RunConfig):
+    """Every setting of a `tt-zoo multitask` run; recorded whole in its export and --json-out
+    (`RUN_CONFIG_KEY`)."""
+
+    model: ModelArguments
+    lengths: SequenceLengthArguments
+    tasks: TaskArguments
+    training: TrainingArguments
+    output: OutputArguments
+
+    ONE_OF = (("model", "init"),)
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """One --task: its kind (a named task, "pairs" or "jsonl"), name and source."""
+
+    spec: str
+    kind: str
+    name: str
+    path: Optional[str] = None
+    max_pairs: Optional[int] = None
+    task_class: str = "qa"
+
+
+class SpecError(ValueError):
+    """A --task, --weight or --few-shot value that cannot be read; the message says why."""
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    MultitaskConfig.add_arguments(p)
+
+
+# -- reading the flags ------------------------------------------------------------------------
+
+def task_file_name(path: str) -> str:
+    """A task file's name: its file name without .jsonl/.json and .gz/.bz2."""
+    base = os.path.basename(path.rstrip("/"))
+    return _TASK_FILE_SUFFIX.sub("", base) or base
+
+
+def parse_task_spec(spec: str) -> TaskSpec:
+    """A --task value (`SPEC_FORMS`) as a `TaskSpec`; raises `SpecError` saying what is wrong."""
+    if spec in NAMED_TASKS:
+        return TaskSpec(spec, spec, spec)
+    kind, colon, rest = spec.partition(":")
+    if not colon or kind not in ("pairs", "jsonl") or not rest:
+        raise SpecError(f"expected {SPEC_FORMS}")
+    head, colon, tail = rest.rpartition(":")
+    if kind == "pairs":
+        path, max_pairs = rest, None
+        if colon and tail.isdigit():
+            path, max_pairs = head, int(tail)
+            if max_pairs < 1:
+                raise SpecError(f"MAX must be a positive number of pairs (got {tail})")
+        elif colon and tail and not os.path.exists(rest):
+            raise SpecError(f"MAX must be a positive number of pairs (got {tail!r})")
+        return TaskSpec(spec, kind, os.path.basename(path.rstrip("/")) or path, path,
+                        max_pairs=max_pairs, task_class="self_supervised")
+    path, task_class = rest, "qa"
+    if colon and head and not os.path.exists(rest):
+        from tt_zoo.data.tasks import check_task_class  # noqa: PLC0415 (numpy only)
+        try:
+            path, task_class = head, check_task_class(tail)
+        except ValueError as e:
+            raise SpecError(f"CLASS: {e}") from None
+    return TaskSpec(spec, kind, task_file_name(path), path, task_class=task_class)
+
+
+def parse_assignments(values, flag: str, names, convert, expected: str) -> Dict[str, object]:
+    """{task name: value} of NAME=VALUE flags; raises `SpecError` naming the flag and value
+    for a malformed one, a name that is no --task's, or a name given twice."""
+    out = {}
+    for value in values:
+        name, eq, text = value.partition("=")
+        if not eq or not name:
+            raise SpecError(f"{flag} {value!r}: expected NAME={expected}")
+        if name not in names:
+            raise SpecError(f"{flag} {value!r}: no task named {name!r} (the tasks given with "
+                            f"--task: {', '.join(names)})")
+        if name in out:
+            raise SpecError(f"{flag} {value!r}: task {name!r} is given twice")
+        try:
+            out[name] = convert(text)
+        except ValueError:
+            raise SpecError(f"{flag} {value!r}: expected NAME={expected}") from None
+    return out
+
+
+def _weight(text: str) -> float:
+    w = float(text)
+    if not math.isfinite(w) or w <= 0:
+        raise ValueError(text)
+    return w
+
+
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def task_plan(tasks: TaskArguments):
+    """(the `TaskSpec`s, {name: weight}, {name: few-shot N}) of the task flags; raises
+    `SpecError` naming the flag and value of the first bad one."""
+    specs = []
+    for spec in tasks.task:
+        try:
+            specs.append(parse_task_spec(spec))
+        except SpecError as e:
+            raise SpecError(f"--task {spec!r}: {e}") from None
+    names = [s.name for s in specs]
+    for s in specs:
+        if names.count(s.name) > 1:
+            raise SpecError(f"--task {s.spec!r}: another --task is also named {s.name!r}; task "
+                            "names must be unique (rename a file or directory)")
+    weights = parse_assignments(tasks.weight, "--weight", names, _weight,
+                                "W, W a positive number")
+    few_shot = parse_assignments(tasks.few_shot, "--few-shot", names, _count,
+                                 "N, N a positive number of examples")
+    return specs, weights, few_shot
+
+
+def run_name(config: MultitaskConfig) -> str:
+    """--name, else the initial model's name (its last path part) + _multitask."""
+    given = config.model
+    if given.name:
+        return given.name
+    source = initial_model(config)
+    if source is None:
+        return f"none_{given.embedding_dim}_multitask"
+    return f"{os.path.basename(source.rstrip('/')) or source}_multitask"
+
+
+def initial_model(config: MultitaskConfig) -> Optional[str]:
+    """The name or path of the model training starts from; None for --init none."""
+    given = config.model
+    return given.model or (None if given.init == "none" else given.init)
+
+
+def workdir_of(config: MultitaskConfig) -> str:
+    return config.output.workdir or os.path.join("runs", "multitask", run_name(config))
+
+
+def parse_args(argv=None) -> MultitaskConfig:
+    p = parsing.command_parser(COMMAND, __doc__, add_arguments)
+    args = MultitaskConfig.parse(p, argv)
+    if not args.task:
+        p.error(f"give at least one --task SPEC ({SPEC_FORMS})")
+    try:
+        specs, _, _ = task_plan(MultitaskConfig.from_namespace(args).tasks)
+    except SpecError as e:
+        p.error(str(e))
+    for flag in ("steps", "batch_size", "checkpoint_every", "query_length", "document_length",
+                 "embedding_dim", "positives"):
+        value = getattr(args, flag)
+        if value is not None and value < 1:
+            p.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
+    if not args.learning_rate > 0:
+        p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+    if not 0.0 <= args.warmup_fraction < 1.0:
+        p.error(f"--warmup-fraction must be in [0, 1) (got {args.warmup_fraction})")
+    if not 0.0 < args.reqa_train_fraction < 1.0:
+        p.error(f"--reqa-train-fraction must be between 0 and 1, exclusive (got "
+                f"{args.reqa_train_fraction})")
+    data = default_data_dir()
+    for s in specs:
+        needed = []
+        if s.kind in WIKI_QA:
+            from tt_zoo.retrieval.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
+            needed = [data / "odqa" / NAMED_SETS[WIKI_QA[s.kind][0]], data / "wikispeedia"]
+        elif s.kind == "reqa":
+            needed = [pathlib.Path(default_squad_path())]
+        for path in needed:
+            if not path.exists():
+                parsing.exit_missing(p, f"--task {s.spec}: {path} does not exist (set "
+                                        "TT_ZOO_DATA to the shared data folder)")
+        if s.kind in ("pairs", "jsonl") and not os.path.exists(s.path):
+            p.error(f"--task {s.spec!r}: {s.path} does not exist")
+    if args.remine_with and not any(s.kind in WIKI_QA for s in specs):
+        p.error(f"--remine-with re-mines the confounders of the tasks over Wikispeedia "
+                f"({', '.join(WIKI_QA)}); no --task is one of them")
+    if args.init == "none":
+        args.vocab = args.vocab or default_vocab_path()
+        if not pathlib.Path(args.vocab).is_file():
+            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
+                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
+    elif args.vocab:
+        p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
+    if args.export:
+        from tt_zoo.atomic_io import check_replaceable  # noqa: PLC0415
+        from tt_zoo.serving.export import is_model_export  # noqa: PLC0415
+        try:  # before training, so the run never ends in a refused write
+            check_replaceable(args.export, is_replaceable=is_model_export,
+                              what="tt_zoo model export")
+        except FileExistsError as e:
+            p.error(f"--export: {e}")
+    return MultitaskConfig.from_namespace(args)
+
+
+# -- the tasks --------------------------------------------------------------------------------
+
+class Sources:
+    """What the named tasks are built from, each built on first use: the Wikispeedia passages
+    with the answer rows of the QA training sets (`odqa.Benchmark`, answers cached in
+    runs/odqa_cache), their BM25 index, ReQA-SQuAD(dev) and its split."""
+
+    def __init__(self, specs: List[TaskSpec], tasks: TaskArguments, progress: bool, log=print):
+        self.data = default_data_dir()
+        self.wiki_sets = [WIKI_QA[s.kind][0] for s in specs if s.kind in WIKI_QA]
+        self.tasks, self.progress, self.log = tasks, progress, log
+        self._benchmark = self._bm25 = self._reqa = None
+
+    @property
+    def benchmark(self):
+        """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
+        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+        if self._benchmark is None:
+            t = time.perf_counter()
+            sets = [odqa.load_question_set(name, self.data) for name in self.wiki_sets]
+            self._benchmark = odqa.Benchmark.build(
+                self.data / "wikispeedia", sets, PASSAGE_WORDS, progress=self.progress,
+                cache_dir=ODQA_CACHE)
+            self.log(f"Wikispeedia: {len(self._benchmark.collection):,} passages of "
+                     f"{PASSAGE_WORDS} words ({time.perf_counter() - t:.0f} s)")
+        return self._benchmark
+
+    def answer_sets(self, kind: str):
+        name = WIKI_QA[kind][0]
+        return next(s for s in self.benchmark.sets if s.name == name)
+
+    @property
+    def bm25(self):
+        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+        if self._bm25 is None:
+            self._bm25 = odqa.bm25_searcher(self.benchmark.collection)
+        return self._bm25
+
+    @property
+    def reqa(self):
+        """(ReQA-SQuAD(dev), its cold-start split, the split's description)."""
+        if self._reqa is None:
+            from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415
+
+            reqa = reqa_lib.build_reqa(default_squad_path())
+            fraction, seed = self.tasks.reqa_train_fraction, self.tasks.split_seed
+            split = reqa_lib.make_splits(reqa, fraction, seed=seed)
+            self._reqa = reqa, split, f"ReQA-SQuAD(dev) {fraction:g} cold-start split, seed {seed}"
+        return self._reqa
+
+
+def _file_key(path) -> dict:
+    from tt_zoo.manifest import describe_file  # noqa: PLC0415
+
+    return {"path": str(path), **describe_file(path)}
+
+
+def _articles_key(folder: pathlib.Path) -> dict:
+    """The article source by its files' names and sizes (hashing it would take as long as
+    building a task)."""
+    return {"path": str(folder), "passage_words": PASSAGE_WORDS,
+            "files": {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}}
+
+
+def task_key(spec: TaskSpec, sources: Sources) -> dict:
+    """What defines a named task: its source files, settings and the code's version."""
+    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+    key = {"version": TASK_CACHE_VERSION, "task": spec.kind, "seed": sources.tasks.split_seed}
+    if spec.kind in WIKI_QA:
+        key.update(questions=_file_key(sources.data / "odqa" /
+                                       odqa.NAMED_SETS[WIKI_QA[spec.kind][0]]),
+                   articles=_articles_key(sources.data / "wikispeedia"))
+    else:
+        key.update(squad=_file_key(default_squad_path()),
+                   train_fraction=sources.tasks.reqa_train_fraction)
+    return key
+
+
+def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print):
+    """The task stored as ``directory/NAME.jsonl`` when ``NAME.json`` beside it records the same
+    `key` and the file's sha256; else ``build()``'s, stored there (the JSONL first, the sidecar
+    last, each written to a temp file and renamed: a cut-off write is built again)."""
+    from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+    from tt_zoo.data.tasks import read_task_jsonl, write_task_jsonl  # noqa: PLC0415
+    from tt_zoo.manifest import describe_file  # noqa: PLC0415
+
+    path, sidecar = directory / f"{name}.jsonl", directory / f"{name}.json"
+    if path.is_file() and sidecar.is_file():
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        if meta.get("key") == key and meta.get("file") == describe_file(path):
+            task = read_task_jsonl(path, name=meta["name"], task_class=meta["task_class"],
+                                   knowledge_source=meta["knowledge_source"],
+                                   validation=meta["validation"])
+            log(f"Task {name}: {len(task):,} examples, read from {path}")
+            return dataclasses.replace(task, stats=meta["stats"])
+        log(f"Task {name}: {path} was built from other inputs or settings; building it anew")
+    t = time.perf_counter()
+    task = build()
+    directory.mkdir(parents=True, exist_ok=True)
+    write_task_jsonl(task, path)
+    described = task.describe()
+    write_json(sidecar, {"key": key, "file": describe_file(path),
+                         **{k: described[k] for k in ("name", "task_class", "examples",
+                                                      "knowledge_source", "validation",
+                                                      "stats")}})
+    log(f"Task {name}: {len(task):,} examples built in {time.perf_counter() - t:.0f} s, "
+        f"stored in {path}")
+    return task
+
+
+def build_named_task(spec: TaskSpec, sources: Sources):
+    """A webquestions / curatedtrec / reqa task (`tt_zoo.retrieval.task_sources`)."""
+    from tt_zoo.retrieval import odqa, task_sources  # noqa: PLC0415
+
+    seed = sources.tasks.split_seed
+    if spec.kind == "reqa":
+        reqa, split, where = sources.reqa
+        return task_sources.reqa_task(spec.name, reqa, split.train, seed=seed,
+                                      validation=(f"{where}: test part",))
+    found = sources.answer_sets(spec.kind)  # the questions with an answer in the collection
+    collection = sources.benchmark.collection
+    task = task_sources.qa_task(
+        spec.name, odqa.QuestionSet(found.name, found.questions, found.skipped), collection,
+        answer_rows=found.rows, bm25=sources.bm25, seed=seed,
+        validation=WIKI_QA[spec.kind][1], progress=sources.progress)
+    return dataclasses.replace(
+        task, knowledge_source=f"Wikispeedia cut into {PASSAGE_WORDS}-word passages with "
+                               f"titles: {len(collection):,} passages",
+        stats={**task.stats, "question_set": found.name, "questions": found.num_questions})
+
+
+def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
+    """The task of one --task; a malformed task file exits naming the flag, file and line."""
+    from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
+    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+
+    if spec.kind == "jsonl":
+        try:
+            task = read_task_jsonl(spec.path, name=spec.name, task_class=spec.task_class)
+        except TaskFormatError as e:
+            sys.exit(f"tt-zoo {COMMAND}: --task {spec.spec!r}: {e}")
+        log(f"Task {spec.name}: {len(task):,} examples of class {spec.task_class} from "
+            f"{spec.path}")
+        return task
+    if spec.kind == "pairs":
+        return task_sources.pair_task(spec.name, spec.path, max_pairs=spec.max_pairs,
+                                      seed=sources.tasks.split_seed, progress=sources.progress,
+                                      log=log)
+    return cached_task(cache, spec.name, task_key(spec, sources),
+                       lambda: build_named_task(spec, sources), log)
+
+
+def remine(task, spec: TaskSpec, sources: Sources, miner, cache: pathlib.Path, key: dict,
+           log=print):
+    """`task` with its confounders re-mined by `miner` (a `ZooModel`), cached as
+    NAME.remined.jsonl in the task cache (Maillard et al. 2021, Sec. 4.4): the first passage of
+    the model's top 100 that holds no answer and is no positive."""
+    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+
+    def build():
+        collection = sources.benchmark.collection
+        found = sources.answer_sets(spec.kind)
+        rows_of = {(q.text, tuple(q.answers), q.answer_regex): rows
+                   for q, rows in zip(found.questions, found.rows)}
+        answer_rows = [rows_of[(e.query, tuple(e.answers), e.answer_regex)]
+                       for e in task.examples]
+        documents = task_sources.documents_of(collection)
+        sha = miner.metadata.get("sha256")
+        cache = (pathlib.Path(ODQA_CACHE) / f"passages-{sha[:16]}-{len(collection)}.npy"
+                 if sha else None)  # the passage embeddings of `tt-zoo odqa --model`
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        rank = task_sources.dense_rank(miner, documents, cache_path=cache,
+                                       progress=sources.progress)
+        excluded = task_sources.qa_excluded_rows(task, collection, answer_rows)
+        return task_sources.remine_confounders(task, rank, documents, excluded,
+                                               depth=task_sources.QA_DEPTH,
+                                               seed=sources.tasks.split_seed,
+                                               progress=sources.progress)
+
+    return cached_task(cache, f"{task.name}.remined", key, build, log)
+
+
+def prepare_tasks(config: MultitaskConfig, workdir: pathlib.Path, log=print):
+    """The tasks of the flags: built or read, few-shot subsampled, re-mined; with the sampling
+    weights ({name: W} times the union's) and what re-mined them (None, or its `Origin`)."""
+    specs, weights, few_shot = task_plan(config.tasks)
+    progress = not config.output.no_progress
+    sources = Sources(specs, config.tasks, progress, log)
+    cache = pathlib.Path(config.tasks.task_cache or workdir / "tasks")
+    if any(s.kind == "curatedtrec" for s in specs):
+        bar = "!" * 78
+        print(f"{bar}\nWARNING: --task curatedtrec trains on CuratedTREC train, one of the two "
+              "ODQA validation sets\n(tt_zoo.retrieval.odqa.VALIDATION): this model's scores "
+              "on it are no longer held out,\nand settings chosen on them are chosen on "
+              f"training data.\n{bar}", file=sys.stderr)
+    tasks = []
+    for spec in specs:
+        task = load_task(spec, sources, cache, log)
+        if spec.name in few_shot:
+            task = task.subsample(few_shot[spec.name], seed=config.training.seed)
+            log(f"Task {spec.name}: few-shot, {len(task):,} examples (seed "
+                f"{config.training.seed})")
+        tasks.append(task)
+    origin = None
+    if config.tasks.remine_with:
+        from tt_zoo.cli.common import load_model  # noqa: PLC0415
+        from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+
+        miner = load_model(config.tasks.remine_with, COMMAND)
+        origin = Origin(source=config.tasks.remine_with, name=miner.name,
+                        sha256=miner.metadata.get("sha256"))
+        for i, spec in enumerate(specs):
+            if spec.kind in WIKI_QA:
+                key = {"task": task_key(spec, sources), "few_shot": few_shot.get(spec.name),
+                       "few_shot_seed": config.training.seed,
+                       "remined_with": {"source": config.tasks.remine_with,
+                                        "sha256": origin.sha256}}
+                tasks[i] = remine(tasks[i], spec, sources, miner, cache, key, log)
+    if config.tasks.positives > 1:
+        tasks = [t.one_example_per_positive(config.tasks.positives) for t in tasks]
+        log(f"One example per positive (up to {config.tasks.positives}): " + ", ".join(
+            f"{t.name} {len(t):,}" for t in tasks))
+    sizes = [len(t) for t in tasks]
+    relative = None
+    if weights:
+        relative = [size * weights.get(t.name, 1.0) for size, t in zip(sizes, tasks)]
+    return tasks, relative, origin
+
+
+# -- the model, the card, the evaluation -------------------------------------------------------
+
+def model_to_train(config: MultitaskConfig):
+    """(the loaded zoo model or None for --init none, its Keras model, what the card says of
+    it), by tt-zoo finetune's functions."""
+    given = dataclasses.replace(config.model, name=run_name(config))
+    source = initial_model(config)
+    if source is None:
+        zoo_model, (model, info) = None, finetune.build_untrained(
+            given, config.lengths, config.training.seed)
+    else:
+        try:
+            zoo_model, model, info = finetune.load_pretrained(source, config.lengths,
+                                                              given.name)
+        except KeyError as e:  # an unknown name, with close matches
+            sys.exit(f"tt-zoo {COMMAND}: --init {source}: {e.args[0] if e.args else e}")
+        except (FileNotFoundError, TtZooError) as e:
+            sys.exit(f"tt-zoo {COMMAND}: --init {source}: {e}")
+    return zoo_model, model, info
+
+
+def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, markers,
+              origin, argv):
+    """The export's card (`tt_zoo.serving.model_card.ModelCard`): the model, the run's tasks
+    (`MultiTaskRun`), markers and training; for a loaded model, its lineage."""
+    import datetime  # noqa: PLC0415
+
+    from tt_zoo.serving.model_card import (ModelCard, MultiTaskRun,  # noqa: PLC0415
+                                           TaskRecord)
+
+    card = ModelCard.from_dict({k: v for k, v in info.items() if k != "base_model"})
+    if zoo_model is not None:  # the lineage: the export training started from
+        lineage = zoo_model.card.fine_tuned(
+            name=card.name, base_name=zoo_model.name,
+            base_path=str(zoo_model.path) if zoo_model.path else None,
+            steps=summary["steps_done"],
+            finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        card.lineage = lineage.lineage
+        card.architecture.model_options = lineage.architecture.model_options
+        card.license = lineage.license
+    settings = summary["settings"]
+    records = [TaskRecord(name=t["name"], task_class=t["task_class"], examples=t["examples"],
+                          weight=t["weight"], knowledge_source=t["knowledge_source"] or None,
+                          validation=list(t["validation"]),
+                          negatives=str(t["stats"].get("negatives") or
+                                        "as given (an example without one borrows another "
+                                        "example's positive)"),
+                          stats=t["stats"]) for t in summary["tasks"]]
+    run = card.training
+    run.multi_task = MultiTaskRun(tasks=records, markers=markers, batching=settings["batching"],
+                                  negatives_borrowed=summary["negatives_borrowed"],
+                                  remined_with=origin,
+                                  read_nulls=frozenset() if markers else frozenset({"markers"}))
+    if markers:
+        card.architecture.task_markers = dict(markers)
+        card.architecture.default_task_class = default_task_class_of(summary, markers)
+    run.training_data = "multi-task (Maillard et al. 2021): " + " + ".join(
+        f"{t.name} ({t.examples:,} examples)" for t in records)
+    run.train_steps, run.batch_size = summary["steps_done"], settings["batch_size"]
+    run.learning_rate, run.warmup_fraction = settings["learning_rate"], settings["warmup_fraction"]
+    run.seed = settings["seed"]
+    run.command, run.run_config = recorded_command(COMMAND, argv), config.to_dict()
+    result = card.result
+    result.resumed_from = summary["resumed_from"] or None
+    result.train_wall_time_s = summary["train_wall_time_s"]
+    result.train_pairs_per_s = summary["pairs_per_s"]
+    result.final_loss = summary["final_loss"]
+    return card
+
+
+def default_task_class_of(summary: dict, markers: Dict[str, str]) -> str:
+    """The class a query gets when none is named (the card's ``default_task_class``): the
+    first QA class ("qa"), else the first task's class."""
+    classes = [t["task_class"] for t in summary["tasks"] if t["task_class"] in markers]
+    return "qa" if "qa" in classes else classes[0]
+
+
+def evaluate(zoo_model, name: str, trained_on: List[str], progress: bool) -> Tuple[dict, dict]:
+    """ODQA validation answer recall (`odqa.validation_benchmark`) of `zoo_model` (its
+    encode_queries adds the default task marker) and of BM25: (results, card tables)."""
+    from tt_zoo.cli.odqa import format_table  # noqa: PLC0415
+    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+    t = time.perf_counter()
+    benchmark = odqa.validation_benchmark(default_data_dir(), progress=progress,
+                                          cache_dir=ODQA_CACHE)
+    results = {name: benchmark.score_model(zoo_model, progress=progress),
+               "BM25": benchmark.score(odqa.bm25_searcher(benchmark.collection))}
+    print(format_table(results, odqa.KS))
+    passages = len(benchmark.collection)
+    tables = {}
+    for set_name, recall in results[name].items():
+        if "answerable" not in recall or not recall["answerable"]:
+            continue
+        about = odqa.SET_DESCRIPTIONS.get(set_name, set_name)
+        note = " (trained on)" if set_name in trained_on else ""
+        tables[f"ODQA answer recall after multi-task training, {about}{note}, "
+               f"{recall['answerable']:,} answerable of {recall['num_questions']:,} questions, "
+               f"{passages:,} 100-word Wikispeedia passages (%)"] = {
+            row: {k: round(100 * v, 2) for k, v in results[row][set_name].items()
+                  if k.startswith("R@")} for row in (name, "BM25")}
+    print(f"ODQA evaluation: {time.perf_counter() - t:.0f} s", file=sys.stderr)
+    return results, tables
+
+
+# -- the command ------------------------------------------------------------------------------
+
+def main(argv=None) -> dict:
+    return run(parse_args(argv), sys.argv[1:] if argv is None else list(argv))
+
+
+def run(config: MultitaskConfig, argv: list) -> dict:
+    """Builds the tasks, trains (resuming in the workdir), evaluates (--eval) and exports
+    (--export) as `config` says; returns (and writes to WORKDIR/summary.json and --json-out)
+    the record of the run. `argv`: the command line, recorded."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    t_start = time.perf_counter()
+    workdir = pathlib.Path(workdir_of(config))
+    log = print
+    tasks, weights, origin = prepare_tasks(config, workdir, log)
+
+    from tt_zoo.training import loop, multi_task  # noqa: PLC0415 (TensorFlow from here on)
+    from tt_zoo.zoo.loading import ZooModel  # noqa: PLC0415
+
+    # Before the model is built: its dropout layers then draw from generators the checkpoints
+    # hold, so a resumed run is exact (and finds the objects it saved).
+    loop.enable_checkpointable_randomness(config.training.seed)
+    zoo_model, model, info = model_to_train(config)
+    markers = None
+    if config.tasks.markers:
+        model, markers = multi_task.add_task_markers(model, [t.task_class for t in tasks])
+        log(f"Task markers: {markers}")
+    info = finetune.with_sizes(model, info)
+    train = config.training
+    try:
+        summary = multi_task.train_multi_task(
+            model, tasks, steps=train.steps, batch_size=train.batch_size,
+            learning_rate=train.learning_rate, workdir=str(workdir), weights=weights,
+            batching=config.tasks.batching, markers=markers,
+            warmup_fraction=train.warmup_fraction, seed=train.seed,
+            checkpoint_every=config.output.checkpoint_every,
+            progress=not config.output.no_progress, log=log)
+    except TtZooError as e:  # a checkpoint of other settings in the workdir
+        sys.exit(f"tt-zoo {COMMAND}: {e}")
+    card = make_card(config, zoo_model, info, summary, markers, origin, argv)
+    trained = ZooModel(model, metadata=card.to_dict())  # encode_queries adds the marker
+    scores = None
+    if config.output.eval:
+        trained_on = [WIKI_QA[s.kind][0] for s in task_plan(config.tasks)[0]
+                      if s.kind in WIKI_QA]
+        scores, tables = evaluate(trained, card.name, trained_on,
+                                  not config.output.no_progress)
+        card.evaluation.metrics = tables
+    if config.output.export:
+        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        export_saved_model(model, config.output.export, card.to_dict())
+        log(f"Exported the multi-task model to {config.output.export}")
+
+    wall = time.perf_counter() - t_start
+    output = {"name": card.name, "workdir": str(workdir), "model": info,
+              "tasks": summary["tasks"], "markers": markers,
+              "default_task_class": card.architecture.default_task_class,
+              "train": summary, "odqa": scores, "export": config.output.export, "argv": argv,
+              RUN_CONFIG_KEY: config.to_dict(), "wall_seconds": round(wall, 1)}
+    from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+    write_json(workdir / "summary.json", output)
+    if config.output.json_out:
+        write_json(config.output.json_out, output)
+        log(f"Wrote {config.output.json_out}")
+    log(f"Wall time: {wall:.1f} s ({summary['steps_done']} steps of {train.batch_size}, "
+        f"{len(tasks)} tasks: " + ", ".join(f"{t.name} {len(t):,}" for t in tasks) + ")")
+    return output
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,289 @@
+"""Multi-task training of one retriever on several tasks (Maillard et al. 2021, Sec. 3-4).
+
+Multi-task DPR trains one query and one passage encoder on the union of several tasks'
+training sets, each example (query, positive passage, one BM25 "hard confounder") scored
+against every passage of its batch and the batch's confounders with the in-batch softmax
+(here the corrected sampled softmax of Chang et al. 2020, Sec. 2, with its logQ term and
+accidental-hit masking). This module does that with the package's resumable loop:
+
+* **Examples as arrays.** Every task's examples (`tt_zoo.data.tasks.Task`) are tokenized once by
+  the model's own preprocessors (`step_data.tokenize_pair_set`): query, positive (title,
+  passage), one confounder. An example without a confounder gets the positive of another
+  example of its task (seeded), so every row has one (counted in the summary).
+* **Batches drawn as the union is.** Maillard et al. train on the shuffled union of the tasks'
+  training sets, so a batch mixes tasks in proportion to their sizes. `TaskMixtureOrder` draws
+  step s's batch from ``numpy.random.default_rng([seed, s])``: with ``batching="mixed"`` the
+  batch's slots are split among tasks by a multinomial over the task weights (default:
+  proportional to size, the union), each task's rows drawn without replacement; with
+  ``"homogeneous"`` one task is drawn per batch (by weight) and fills it. Per-task
+  ``weights`` up- or down-sample a task. The data of any step is a function of the step, so a
+  resumed run is exact (`loop.train_resumable`).
+* **q(d) for the logQ correction**: the expected share of a batch's slots that hold document d,
+  sum over tasks of weight_t * count_t(d) / size_t.
+* **Task markers** (Sec. 4.3: one marker token per task class, prepended to the query):
+  `add_task_markers` adds each class's marker word (`tt_zoo.data.tasks.marker_token`) to the
+  vocabulary, growing both towers' token embeddings by new rows (the old rows are kept), and
+  the queries of each task are trained with their marker. The vocabulary travels in the model's
+  config, so the export tokenizes a marked query the same way; the card records the markers.
+
+Example:
+
+>>> model, markers = add_task_markers(model, ["qa"])                          # doctest: +SKIP
+>>> result = train_multi_task(model, [webquestions, reqa_task], steps=500, batch_size=128,
+...                           learning_rate=1e-3, workdir="runs/mt", markers=markers)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import collections
+import copy
+import dataclasses
+import time
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from tt_zoo.data import features as F
+from tt_zoo.data.tasks import Task, marker_token, with_marker
+
+BATCHING = ("mixed", "homogeneous")
+
+
+# -- task markers ---------------------------------------------------------------------------
+
+def add_task_markers(model, task_classes: Sequence[str]):
+    """(the model with one marker word per task class in its vocabulary, {class: marker}).
+
+    The preprocessors' vocabularies get the new words appended (existing ids unchanged) and
+    every weight whose first dimension is the vocabulary size (the towers' token embeddings)
+    gets new rows from a freshly built model's initialiser; all other weights are copied. A
+    model that already holds every marker is returned as it is.
+    """
+    markers = {c: marker_token(c) for c in sorted(set(task_classes))}
+    vocabulary = list(model.query_preprocessor.vocabulary)
+    new = [m for m in markers.values() if m not in vocabulary]
+    if not new:
+        return model, markers
+    config = copy.deepcopy(model.get_config())
+    old_size = len(vocabulary)
+    for key in ("query_preprocessor", "document_preprocessor"):
+        config[key]["config"]["vocabulary"] = vocabulary + new
+    for key in ("query_tower", "document_tower"):
+        tower = config.get(key)
+        if tower is None:
+            continue
+        if tower["config"].get("vocab_size") != old_size:
+            raise ValueError(f"add_task_markers: the {key} ({tower['class_name']}) has no "
+                             f"vocab_size {old_size} in its config; task markers need a tower "
+                             "whose token embeddings are sized by the vocabulary.")
+        tower["config"]["vocab_size"] = old_size + len(new)
+    grown = type(model).from_config(config)
+    grown.build_by_calling()
+    if len(grown.weights) != len(model.weights):
+        raise ValueError("add_task_markers: the rebuilt model has "
+                         f"{len(grown.weights)} weights, the original {len(model.weights)}.")
+    values = []
+    for old, fresh in zip(model.weights, grown.weights):
+        value = old.numpy()
+        if tuple(fresh.shape) != value.shape:
+            if (value.shape[0] != old_size or fresh.shape[0] != old_size + len(new)
+                    or tuple(fresh.shape[1:]) != value.shape[1:]):
+                raise ValueError(f"add_task_markers: weight {old.name} has shape {value.shape}, "
+                                 f"its rebuilt copy {tuple(fresh.shape)}.")
+            value = np.concatenate([value, fresh.numpy()[old_size:]], axis=0)
+        values.append(value)
+    grown.set_weights(values)
+    return grown, markers
+
+
+# -- the examples as arrays -----------------------------------------------------------------
+
+def task_weights(tasks: Sequence[Task], weights: Optional[Sequence[float]] = None) -> np.ndarray:
+    """Normalised sampling weights: the given ones, or proportional to task size (the union)."""
+    sizes = np.array([len(t) for t in tasks], dtype=np.float64)
+    if weights is None:
+        w = sizes
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != sizes.shape or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
+            raise ValueError(f"weights must be {len(tasks)} non-negative numbers, one per task, "
+                             f"not all zero (got {list(weights)}).")
+    return w / w.sum()
+
+
+def example_table(tasks: Sequence[Task], weights: np.ndarray,
+                  markers: Optional[Dict[str, str]] = None, seed: int = 0) -> tuple:
+    """The string features of every example (rows grouped by task, in task order), the task of
+    each row, and counts: (features dict of numpy arrays, task index [n], counts)."""
+    queries, titles, texts, ids, negatives, task_of = [], [], [], [], [], []
+    borrowed = 0
+    for t, task in enumerate(tasks):
+        rng = np.random.default_rng([seed, t])
+        for i, example in enumerate(task.examples):
+            query = example.query
+            if markers is not None:
+                if task.task_class not in markers:
+                    raise ValueError(f"Task {task.name!r} is of class {task.task_class!r}, which "
+                                     f"has no marker (markers: {sorted(markers)}).")
+                query = with_marker(query, task.task_class)
+            positive = example.positive
+            negative = example.negatives[0] if example.negatives else None
+            if negative is None:
+                negative = _borrowed_negative(task, i, rng)
+                borrowed += 1
+            queries.append(query)
+            titles.append(positive.title)
+            texts.append(positive.text)
+            ids.append(positive.id)
+            negatives.append(negative)
+            task_of.append(t)
+    task_of = np.asarray(task_of, np.int64)
+    counts = collections.Counter()
+    for t, doc_id in zip(task_of, ids):
+        counts[(int(t), doc_id)] += 1
+    sizes = np.array([len(t) for t in tasks], np.float64)
+    q = collections.defaultdict(float)
+    for (t, doc_id), c in counts.items():
+        q[doc_id] += weights[t] * c / sizes[t]
+    features = {
+        F.QUERY: np.array(queries, dtype=object), F.DOC_TITLE: np.array(titles, dtype=object),
+        F.DOC_TEXT: np.array(texts, dtype=object), F.DOC_ID: np.array(ids, dtype=object),
+        F.DOC_SAMPLING_PROB: np.array([q[d] for d in ids], np.float32),
+        F.HARD_NEGATIVE_TITLES: np.array([[n.title] for n in negatives], dtype=object),
+        F.HARD_NEGATIVE_TEXTS: np.array([[n.text] for n in negatives], dtype=object),
+        F.HARD_NEGATIVE_IDS: np.array([[n.id] for n in negatives], dtype=object)}
+    return features, task_of, {"negatives_borrowed": borrowed}
+
+
+def _borrowed_negative(task: Task, i: int, rng: np.random.Generator):
+    own = task.examples[i].positive.id
+    for j in rng.permutation(len(task.examples)):
+        if task.examples[j].positive.id != own:
+            return task.examples[j].positive
+    raise ValueError(f"Task {task.name!r}: example {i} has no confounder and every example "
+                     "shares its positive; give confounders or more examples.")
+
+
+# -- the order of batches ---------------------------------------------------------------------
+
+class TaskMixtureOrder:
+    """Row indices of step s's batch, drawn from ``default_rng([seed, s])`` (see the module
+    docstring); the `order` of `tt_zoo.training.step_data.step_batches`."""
+
+    def __init__(self, task_of: np.ndarray, weights: np.ndarray, batch_size: int, seed: int,
+                 batching: str = "mixed"):
+        if batching not in BATCHING:
+            raise ValueError(f"batching must be one of {BATCHING} (got {batching!r}).")
+        self.rows_of_task = [np.flatnonzero(task_of == t) for t in range(len(weights))]
+        if any(len(r) == 0 for r in self.rows_of_task):
+            raise ValueError("TaskMixtureOrder: every task needs at least one row.")
+        self.weights = np.asarray(weights, np.float64)
+        self.batch_size, self.seed, self.batching = batch_size, seed, batching
+
+    def _draw(self, rng, task: int, count: int) -> np.ndarray:
+        rows = self.rows_of_task[task]
+        return rng.choice(rows, count, replace=count > len(rows))
+
+    def rows(self, step: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, step])
+        if self.batching == "homogeneous":
+            task = int(rng.choice(len(self.weights), p=self.weights))
+            return self._draw(rng, task, self.batch_size)
+        counts = rng.multinomial(self.batch_size, self.weights)
+        return np.concatenate([self._draw(rng, t, int(c)) for t, c in enumerate(counts) if c])
+
+    def settings(self) -> dict:
+        return {"batching": self.batching, "weights": [round(float(w), 6) for w in self.weights],
+                "task_sizes": [len(r) for r in self.rows_of_task]}
+
+
+# -- training ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class MultiTaskData:
+    """The tokenized examples of a task union and their batch order."""
+
+    arrays: dict
+    order: TaskMixtureOrder
+    tasks: List[dict]
+    counts: dict
+
+
+def prepare(model, tasks: Sequence[Task], *, batch_size: int, weights=None,
+            batching: str = "mixed", markers: Optional[Dict[str, str]] = None, seed: int = 0,
+            log=print) -> MultiTaskData:
+    """Tokenizes the union of `tasks` with `model` and sets its batch order."""
+    from tt_zoo.training.step_data import tokenize_pair_set  # noqa: PLC0415
+
+    if not tasks:
+        raise ValueError("train_multi_task: no tasks.")
+    names = [t.name for t in tasks]
+    if len(set(names)) != len(names):
+        raise ValueError(f"Task names must be unique (got {names}).")
+    w = task_weights(tasks, weights)
+    features, task_of, counts = example_table(tasks, w, markers, seed)
+    arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(features), log=log)
+    order = TaskMixtureOrder(task_of, w, batch_size, seed, batching)
+    described = [{**t.describe(), "weight": round(float(wt), 6),
+                  **({"marker": markers[t.task_class]} if markers else {})}
+                 for t, wt in zip(tasks, w)]
+    return MultiTaskData(arrays, order, described, counts)
+
+
+def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: int,
+                     learning_rate: float, workdir: str, weights=None, batching: str = "mixed",
+                     markers: Optional[Dict[str, str]] = None, warmup_fraction: float = 0.1,
+                     seed: int = 0, checkpoint_every: int = 100, progress: bool = True,
+                     callbacks: Sequence[tf.keras.callbacks.Callback] = (), log=print) -> dict:
+    """Trains `model` in place on the union of `tasks` (Maillard et al. 2021), resumably.
+
+    Adam with linear warm-up and decay (`loop.paper_learning_rate`), one confounder per
+    example, batches by `TaskMixtureOrder`; checkpoints in ``workdir`` (a killed run resumes
+    exactly; resuming with other settings is refused: call
+    `loop.enable_checkpointable_randomness(seed)` before building the model, so its dropout
+    draws from generators the checkpoints hold, as `tt-zoo multitask` does). `markers`
+    ({task class: word}, from
+    `add_task_markers` on this model) prepends each task's marker to its queries. `callbacks`:
+    more Keras callbacks for the `fit` call (they run after the step's checkpoint).
+
+    Returns the run's summary: settings, tasks (with weights and markers), steps, wall time,
+    pairs/s, final loss.
+    """
+    from tt_zoo.training import loop  # noqa: PLC0415
+    from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
+
+    for name, value in (("steps", steps), ("batch_size", batch_size)):
+        if not isinstance(value, (int, np.integer)) or value < 1:
+            raise ValueError(f"{name} must be a positive int (got {value!r}).")
+    if markers is not None:
+        vocabulary = set(model.query_preprocessor.vocabulary)
+        missing = sorted(m for m in markers.values() if m not in vocabulary)
+        if missing:
+            raise ValueError(f"Markers {missing} are not in the model's vocabulary: call "
+                             "add_task_markers(model, task_classes) first and train its result.")
+    start = time.perf_counter()
+    tf.keras.utils.set_random_seed(seed)
+    data = prepare(model, tasks, batch_size=batch_size, weights=weights, batching=batching,
+                   markers=markers, seed=seed, log=log)
+    model.compile(optimizer=tf.keras.optimizers.Adam(
+        loop.paper_learning_rate(learning_rate, steps, warmup_fraction)))
+    settings = {"kind": "multi_task", "steps": int(steps), "batch_size": int(batch_size),
+                "learning_rate": learning_rate, "warmup_fraction": warmup_fraction,
+                "seed": int(seed), "markers": markers, **data.order.settings(),
+                "tasks": [{k: t[k] for k in ("name", "task_class", "examples")}
+                          for t in data.tasks],
+                "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256}
+    result = loop.train_resumable(
+        model, lambda first: step_batches(data.arrays, batch_size, seed=seed, start_step=first,
+                                          order=data.order),
+        steps=steps, global_batch=batch_size, checkpoint_dir=f"{workdir}/checkpoints",
+        checkpoint_every=checkpoint_every, settings=settings, progress=progress,
+        callbacks=callbacks, log=log)
+    return {"settings": settings, "tasks": data.tasks, **data.counts,
+            "steps_done": result.steps_done, "resumed_from": result.resumed_from,
+            "train_wall_time_s": round(result.wall_time_s, 1),
+            "pairs_per_s": round(result.pairs_per_s, 1),
+            "final_loss": result.final_loss,
+            "seconds": round(time.perf_counter() - start, 1)}
+
