@@ -31,9 +31,12 @@ def record(name, r20, seed=0, init=bench.BOW_BEST, few_shot=None, fused=None):
 def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path):
     from tt_zoo.cli import multitask as multitask_cli
 
-    cells = bench.experiments(["main", "markers", "loo", "remine", "fewshot"], [0])
-    flat = [c for group in cells.values() for c in group]
-    assert len({bench.cell_key(c) for c in flat}) == len(flat)  # no two cells share a folder
+    cells = bench.experiments(["main", "markers", "positives", "short", "loo", "remine",
+                               "fewshot", "decide"], [0])
+    flat = list({bench.cell_key(c): c for group in cells.values() for c in group}.values())
+    names = [c["name"] for c in flat]
+    assert len(set(names)) == len(names)  # one cell a name and seed (decide repeats main's)
+    assert bench.cell_key(bench.shipped_cell()) in {bench.cell_key(c) for c in flat}
     remined = cells["re-mined"][0]
     assert remined["remine_from"] == bench.cell_key(cells["multi-task"][0])
     for cell in flat:

@@ -45,9 +45,7 @@ def test_every_registered_variant_is_consistent(name):
     if spec.multitask is not None:  # multitask_bow_mlp_<tasks>_<dim>: from bow_mlp_<tasks>_<dim>
         assert name == f"{MULTITASK_PREFIX}{spec.pretraining}_{spec.embedding_dim}"
         assert spec.init_from == f"bow_mlp_{spec.pretraining}_{spec.embedding_dim}"
-        make, train = spec.recipe_command().split(" && ")
-        # its pair set is the one its starting model's own recipe makes
-        assert make == REGISTRY[spec.init_from].recipe_command().split(" && ")[0]
+        train = spec.recipe_command()
         assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
         assert train.endswith(f"--export saved_models/{name}")
         return
@@ -119,29 +117,35 @@ def test_multitask_names_start_from_their_shipped_bow_mlp_model():
         assert (spec.query_length, spec.document_length) == (64, 128) == (
             bow_mlp.query_length, bow_mlp.recipe.document_length)
         assert spec.init_from == f"bow_mlp_{pretraining}_512" and REGISTRY[spec.init_from].shipped
-        assert spec.multitask == MULTITASK_RECIPE and not spec.shipped
+        assert spec.multitask == MULTITASK_RECIPE
+        assert spec.shipped == (pretraining == "ict_bfs_wlp_crop_span_qgen")  # issue 24's ship
     # the bow_mlp_ names stay single-task pretraining recipes
     assert REGISTRY["bow_mlp_ict_bfs_wlp_512"].multitask is None
 
 
-def test_multitask_recipe_command_makes_the_pairs_then_trains_on_three_tasks():
+def test_multitask_recipe_command_trains_on_the_two_qa_tasks():
     spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
-    pairs = "runs/pairs/ict_bfs_wlp_crop_span_qgen"
     assert spec.recipe_command() == (
-        "tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp,crop,span,qgen "
-        f"--pairs-per-article 128 --max-doc-tokens 96 --output {pairs} && "
         "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --task webquestions "
-        f"--task reqa --task pairs:{pairs}:10000 --steps 800 --batch-size 128 "
-        "--learning-rate 0.0005 "
+        "--task reqa --steps 800 --batch-size 128 --learning-rate 0.0005 "
         "--export saved_models/multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
-    # the same pair directory the starting model's own recipe makes
-    starting = REGISTRY["bow_mlp_ict_bfs_wlp_crop_span_qgen_512"].recipe_command()
-    assert spec.recipe_command().split(" && ")[0] == starting.split(" && ")[0]
     with_markers = dataclasses.replace(
         spec, multitask=dataclasses.replace(MULTITASK_RECIPE, markers=True))
     assert with_markers.recipe_command().endswith(
         "--learning-rate 0.0005 --markers --export saved_models/"
         "multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+
+
+def test_a_multitask_recipe_with_pairs_makes_them_first():
+    spec = dataclasses.replace(
+        REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"],
+        multitask=dataclasses.replace(MULTITASK_RECIPE, max_pairs=10_000))
+    pairs = "runs/pairs/ict_bfs_wlp_crop_span_qgen"
+    make, train = spec.recipe_command().split(" && ")
+    # the same pair directory the starting model's own recipe makes
+    starting = REGISTRY["bow_mlp_ict_bfs_wlp_crop_span_qgen_512"].recipe_command()
+    assert make == starting.split(" && ")[0] and make.endswith(f"--output {pairs}")
+    assert f"--task reqa --task pairs:{pairs}:10000 --steps 800" in train
 
 
 @pytest.mark.parametrize("name", tt_zoo.list_models(f"{MULTITASK_PREFIX}*"))
@@ -154,19 +158,15 @@ def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
         data_file(needed)
     pretraining = REGISTRY[name].pretraining
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "runs" / "pairs" / pretraining).mkdir(parents=True)
-    make, train = REGISTRY[name].recipe_command().split(" && ")
-    words = shlex.split(train)
-    assert make.startswith("tt-zoo make-pairs ") and words[:2] == ["tt-zoo", "multitask"]
+    words = shlex.split(REGISTRY[name].recipe_command())
+    assert words[:2] == ["tt-zoo", "multitask"]
     config = multitask.parse_args(words[2:])
     assert config.model.init == f"bow_mlp_{pretraining}_{REGISTRY[name].embedding_dim}"
-    assert config.tasks.task == ("webquestions", "reqa", f"pairs:runs/pairs/{pretraining}:10000")
+    assert config.tasks.task == ("webquestions", "reqa")
     assert not config.tasks.markers
     t = config.training
     assert (t.steps, t.batch_size, t.learning_rate) == (800, 128, 5e-4)
     assert config.output.export == f"saved_models/{name}"
-    specs, _, _ = multitask.task_plan(config.tasks)
-    assert [s.max_pairs for s in specs] == [None, None, 10_000]
 
 
 def test_multitask_variant_builds_untrained_like_its_bow_mlp_start():

@@ -17,8 +17,9 @@ term for a BM25 index, trained on the query terms of those pairs (`tt-zoo train-
 ``multitask_bow_mlp_{pretraining}_{dim}`` (issue 24) is one BoW-MLP retriever trained on several
 tasks at once (multi-task DPR, Maillard et al. 2021, *Multi-task Retrieval for
 Knowledge-Intensive Tasks*, Sec. 3-4; `tt-zoo multitask`), warm-started from the shipped
-``bow_mlp_{pretraining}_{dim}``: WebQuestions, ReQA-SQuAD(dev) and the first pairs of that
-model's own pair set, each example with one BM25 confounder (`MULTITASK_RECIPE`).
+``bow_mlp_{pretraining}_{dim}``: WebQuestions trainmodel and the training part of
+ReQA-SQuAD(dev)'s 0.8 cold-start split, each example with one BM25 confounder
+(`MULTITASK_RECIPE`).
 
 Every spec has a ``kind`` (`tt_zoo.modeling.kinds.KINDS`): what its artifact is and how it
 loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
@@ -95,17 +96,20 @@ MULTITASK_INIT_FROM = "bow_mlp_{pretraining}_{dim}"
 class MultitaskRecipe:
     """The `tt-zoo multitask` run of the ``multitask_bow_mlp_`` names (Maillard et al. 2021,
     Sec. 3-4, at this project's CPU scale; their BERT took 2e-5, the BoW-MLP towers ~5e-4).
+    Chosen by `benchmarks/multi_task.py` on the ODQA validation questions over three seeds:
+    the two QA tasks alone beat them with 10,000 self-supervised pairs added
+    (`results/multi_task.md`).
 
     Args:
       named_tasks: the `tt-zoo multitask` named tasks (``--task NAME``) trained on.
-      max_pairs: how many of the pair set's first pairs make its task (``--task
+      max_pairs: None, or how many of the pair set's first pairs make a third task (``--task
         pairs:DIR:MAX``; the pair set is the one the starting model's recipe makes).
       steps, batch_size, learning_rate: the schedule (Adam, 10% warm-up, linear decay).
       markers: one marker word per task class prepended to the queries (Sec. 4.3).
     """
 
     named_tasks: Tuple[str, ...] = ("webquestions", "reqa")
-    max_pairs: int = 10_000
+    max_pairs: Optional[int] = None
     steps: int = 800
     batch_size: int = 128
     learning_rate: float = 5e-4
@@ -160,7 +164,7 @@ _PAIR_TASKS = tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t not in (
 # Prefix -> series. The default tower (no prefix) is the tiny BERT that fits CPU pretraining; the
 # paper's BERT-base is "bert_base_". BoW-MLP has no MLM row (MLM pretrains a Transformer);
 # ColBERT and term-weight models train on pairs, from the flagship's encoder; the multi-task
-# BoW-MLPs on three tasks, from the two shipped BoW-MLPs they name.
+# BoW-MLPs on two QA tasks, from the two shipped BoW-MLPs they name.
 SERIES: Dict[str, Series] = {
     "": Series("bert", "tiny", CPU_SCALE, CPU_RECIPE, tasks=PRETRAINING_TASKS + SUCCESSOR_TASKS),
     "bert_mini_": Series("bert", "mini", CPU_SCALE, CPU_RECIPE),
@@ -278,13 +282,16 @@ class ModelSpec:
                 f"--warmup-fraction {r.warmup_fraction:g} --export saved_models/{self.name}")
 
     def _multitask_recipe_command(self) -> str:
-        """`tt-zoo make-pairs` (the pair set of the `init_from` model's own recipe), then `tt-zoo
-        multitask` from that model on the named tasks and the set's first pairs (Maillard et
-        al. 2021, Sec. 3-4)."""
+        """`tt-zoo multitask` from the `init_from` model on the named tasks (Maillard et al.
+        2021, Sec. 3-4), after `tt-zoo make-pairs` (the pair set of that model's own recipe)
+        when the recipe adds its first pairs as a task."""
         m = self.multitask
-        tasks = [*m.named_tasks, f"pairs:runs/pairs/{self.pretraining}:{m.max_pairs}"]
+        tasks, make = list(m.named_tasks), ""
+        if m.max_pairs:
+            tasks.append(f"pairs:runs/pairs/{self.pretraining}:{m.max_pairs}")
+            make = f"{self._make_pairs_command()} && "
         markers = " --markers" if m.markers else ""
-        return (f"{self._make_pairs_command()} && tt-zoo multitask --init {self.init_from} "
+        return (f"{make}tt-zoo multitask --init {self.init_from} "
                 f"{' '.join(f'--task {t}' for t in tasks)} --steps {m.steps} "
                 f"--batch-size {m.batch_size} --learning-rate {m.learning_rate:g}{markers} "
                 f"--export saved_models/{self.name}")

@@ -153,6 +153,9 @@ def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Pat
         tower = "BoW-MLP" if spec.encoder == "bow_mlp" else f"{spec.tower_size} BERT"
         steps = entry.get("recipe", {}).get("steps", 0)
         pretraining = label(spec.pretraining) + (f", {steps:,} steps" if steps else "")
+        if spec.multitask is not None:  # trained further on tasks (`tt-zoo multitask`)
+            pretraining = (f"{label(spec.pretraining)}, then multi-task on "
+                           f"{' + '.join(spec.multitask.named_tasks)}, {steps:,} steps")
         zero = metrics.get(f"R@100 zero-shot {splits[-1]}")
         cells = [f"{metrics[f'R@100 fine-tuned {s}']:.1f}" if f"R@100 fine-tuned {s}" in metrics
                  else "–" for s in splits]
