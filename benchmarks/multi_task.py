@@ -209,14 +209,7 @@ def run_cell(world: World, cell: dict, log=print) -> dict:
     key = cell_key(cell)
     path = RUNS / "cells" / f"{key}.json"
     if path.is_file():
-        record = json.loads(path.read_text())
-        if "fused_with_bm25" in record["scores"]:
-            return record
-        # Scored before the fused row existed: score the same weights again.
-        model = tt_zoo.load(cell["init"] if cell["few_shot"] == 0 else RUNS / "exports" / key)
-        record["scores"] = score(world, model)
-        write_json(path, record)
-        return record
+        return json.loads(path.read_text())
     log(f"== {key}: {cell}")
     run = None
     if cell["few_shot"] == 0:

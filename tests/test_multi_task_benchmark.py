@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+from conftest import data_file
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
 if str(BENCHMARKS) not in sys.path:
     sys.path.insert(0, str(BENCHMARKS))
@@ -28,8 +30,14 @@ def record(name, r20, seed=0, init=bench.BOW_BEST, few_shot=None, fused=None):
     return {"key": bench.cell_key(cell), "cell": cell, "scores": scores(r20, fused)}
 
 
-def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path):
+def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path, monkeypatch):
     from tt_zoo.cli import multitask as multitask_cli
+
+    for needed in ("odqa/webquestions/trainmodel.json", "wikispeedia", "squad/dev-v1.1.json"):
+        data_file(needed)  # the command checks its tasks' files as it parses
+    pairs = tmp_path / "ict_bfs_wlp_crop_span_qgen"  # (a clone has no runs/pairs)
+    pairs.mkdir()
+    monkeypatch.setattr(bench, "PAIRS", pairs)
 
     cells = bench.experiments(["main", "markers", "positives", "short", "loo", "remine",
                                "fewshot", "decide"], [0])
