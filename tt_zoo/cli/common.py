@@ -19,7 +19,7 @@ import sys
 import urllib.parse
 from typing import Mapping, Optional, Sequence
 
-from tt_zoo.cli.parsing import NO_PROGRESS_HELP
+from tt_zoo.cli.parsing import NO_PROGRESS_HELP, exit_missing
 from tt_zoo.cli.run_config import option
 from tt_zoo.errors import TtZooError
 from tt_zoo.zoo import download
@@ -172,6 +172,41 @@ def load_model(name_or_path: str, command: str):
         sys.exit(f"tt-zoo {command}: {e.args[0] if e.args else e}")
     except (FileNotFoundError, TtZooError) as e:
         sys.exit(f"tt-zoo {command}: {e}")
+
+
+def check_training_flags(p, args, counts: Sequence[str]) -> None:
+    """Exits (``p.error``) naming the first of the `counts` flags given below 1 (None: its
+    default), or a ``--learning-rate`` not above 0: the checks every training command makes."""
+    for name in counts:
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
+    if not args.learning_rate > 0:
+        p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+
+
+def check_init_vocab(p, args) -> None:
+    """``--init none`` builds towers over ``--vocab`` (default: `default_vocab_path`), which
+    must exist; a loaded model carries its vocabulary, so ``--vocab`` is refused beside it."""
+    if args.init == "none":
+        args.vocab = args.vocab or default_vocab_path()
+        if not pathlib.Path(args.vocab).is_file():
+            exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
+                            "(pass --vocab PATH or set TT_ZOO_DATA)")
+    elif args.vocab:
+        p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
+
+
+def check_model_export_target(p, path: str, flag: str) -> None:
+    """Exits naming `flag` unless a model export may be written to `path` (absent, empty or an
+    earlier export): checked before training, so a run never ends in a refused write."""
+    from tt_zoo.atomic_io import check_replaceable  # noqa: PLC0415
+    from tt_zoo.serving.export import is_model_export  # noqa: PLC0415
+
+    try:
+        check_replaceable(path, is_replaceable=is_model_export, what="tt_zoo model export")
+    except FileExistsError as e:
+        p.error(f"{flag}: {e}")
 
 
 def check_new_file(path: str, overwrite: bool, flag: str = "--output") -> Optional[str]:

@@ -29,7 +29,8 @@ from typing import Optional
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (COLUMNS, HardNegativeArguments, SequenceLengthArguments,
-                               default_squad_path, default_vocab_path, format_table)
+                               check_init_vocab, check_model_export_target,
+                               check_training_flags, default_squad_path, format_table)
 from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option
 
 
@@ -144,13 +145,8 @@ def parse_args(argv=None) -> FinetuneConfig:
                                 "TT_ZOO_DATA or pass --squad PATH)")
     if args.split_file and not pathlib.Path(args.split_file).is_file():
         p.error(f"--split-file: {args.split_file} does not exist")
-    for flag in ("steps", "batch_size", "limit_questions", "eval_every", "query_length",
-                 "document_length", "embedding_dim"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            p.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
-    if not args.learning_rate > 0:
-        p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+    check_training_flags(p, args, ("steps", "batch_size", "limit_questions", "eval_every",
+                                   "query_length", "document_length", "embedding_dim"))
     if args.hard_negatives < 0:
         p.error(f"--hard-negatives must be >= 0 (got {args.hard_negatives})")
     if args.hard_negatives and args.hard_negatives_depth is not None and (
@@ -158,20 +154,8 @@ def parse_args(argv=None) -> FinetuneConfig:
         p.error(f"--hard-negatives-depth must be at least --hard-negatives (got "
                 f"{args.hard_negatives_depth} < {args.hard_negatives})")
     if args.output:
-        from tt_zoo.atomic_io import check_replaceable
-        from tt_zoo.serving.export import is_model_export
-        try:  # before fine-tuning, so the run never ends in a refused write
-            check_replaceable(args.output, is_replaceable=is_model_export,
-                              what="tt_zoo model export")
-        except FileExistsError as e:
-            p.error(f"--output: {e}")
-    if args.init == "none":
-        args.vocab = args.vocab or default_vocab_path()
-        if not pathlib.Path(args.vocab).is_file():
-            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
-                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
-    elif args.vocab:
-        p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
+        check_model_export_target(p, args.output, "--output")
+    check_init_vocab(p, args)
     return FinetuneConfig.from_namespace(args)
 
 

@@ -52,13 +52,14 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from tt_zoo.cli import finetune, parsing
-from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, default_data_dir,
-                               default_squad_path, default_vocab_path)
+from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, check_init_vocab,
+                               check_model_export_target, check_training_flags,
+                               default_data_dir, default_squad_path)
 from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option, recorded_command
+from tt_zoo.data.tasks import BATCHING
 from tt_zoo.errors import TtZooError
 
 COMMAND = "multitask"
-BATCHING = ("mixed", "homogeneous")  # tt_zoo.training.multi_task.BATCHING (TensorFlow-free)
 WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
            "curatedtrec": ("curatedtrec-train", ())}  # task -> (question set, validated on)
 NAMED_TASKS = (*WIKI_QA, "reqa")
@@ -301,13 +302,8 @@ def parse_args(argv=None) -> MultitaskConfig:
         specs, _, _ = task_plan(MultitaskConfig.from_namespace(args).tasks)
     except SpecError as e:
         p.error(str(e))
-    for flag in ("steps", "batch_size", "checkpoint_every", "query_length", "document_length",
-                 "embedding_dim", "positives"):
-        value = getattr(args, flag)
-        if value is not None and value < 1:
-            p.error(f"--{flag.replace('_', '-')} must be at least 1 (got {value})")
-    if not args.learning_rate > 0:
-        p.error(f"--learning-rate must be positive (got {args.learning_rate})")
+    check_training_flags(p, args, ("steps", "batch_size", "checkpoint_every", "query_length",
+                                   "document_length", "embedding_dim", "positives"))
     if not 0.0 <= args.warmup_fraction < 1.0:
         p.error(f"--warmup-fraction must be in [0, 1) (got {args.warmup_fraction})")
     if not 0.0 < args.reqa_train_fraction < 1.0:
@@ -330,21 +326,9 @@ def parse_args(argv=None) -> MultitaskConfig:
     if args.remine_with and not any(s.kind in WIKI_QA for s in specs):
         p.error(f"--remine-with re-mines the confounders of the tasks over Wikispeedia "
                 f"({', '.join(WIKI_QA)}); no --task is one of them")
-    if args.init == "none":
-        args.vocab = args.vocab or default_vocab_path()
-        if not pathlib.Path(args.vocab).is_file():
-            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
-                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
-    elif args.vocab:
-        p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
+    check_init_vocab(p, args)
     if args.export:
-        from tt_zoo.atomic_io import check_replaceable  # noqa: PLC0415
-        from tt_zoo.serving.export import is_model_export  # noqa: PLC0415
-        try:  # before training, so the run never ends in a refused write
-            check_replaceable(args.export, is_replaceable=is_model_export,
-                              what="tt_zoo model export")
-        except FileExistsError as e:
-            p.error(f"--export: {e}")
+        check_model_export_target(p, args.export, "--export")
     return MultitaskConfig.from_namespace(args)
 
 

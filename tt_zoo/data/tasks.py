@@ -37,6 +37,9 @@ from tt_zoo.data.inputs import open_input
 from tt_zoo.errors import TtZooError
 
 TASK_CLASSES = ("qa", "self_supervised")
+# How multi-task training draws batches (`tt_zoo.training.multi_task.TaskMixtureOrder`): from the
+# union by task weight, or one task a batch.
+BATCHING = ("mixed", "homogeneous")
 _MARKER_PREFIX = "ttzootask"
 _CLASS_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -45,9 +45,8 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.data import features as F
-from tt_zoo.data.tasks import Task, marker_token, with_marker
+from tt_zoo.data.tasks import BATCHING, Task, marker_token, with_marker
 
-BATCHING = ("mixed", "homogeneous")
 
 
 # -- task markers ---------------------------------------------------------------------------
