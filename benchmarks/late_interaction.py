@@ -15,7 +15,10 @@ The ColBERT export's document token vectors of a benchmark's candidates are enco
 * convex(BM25, ColBERT re-ranking): BM25's and MaxSim's min-max normalised scores over BM25's top
   --depth, the weight chosen on questions that are not reported (ReQA: the 5% cold-start
   split's training questions, by MRR; ODQA: webquestions-trainmodel, by R@20; open-domain ReQA
-  takes ReQA's).
+  takes ReQA's);
+* with --fuse-with MODEL (one of --model): that fusion fused again with MODEL's exact search,
+  convex(convex(BM25, ColBERT re-ranking), MODEL), its weight chosen the same way: three
+  retrievers, each good at its own kind of match.
 
 Memory per passage (store and token index) and each row's queries/s (query encoding included)
 are recorded.
@@ -53,9 +56,15 @@ def parse_args(argv=None):
     p.add_argument("--colbert-benchmarks", default=",".join(text_rows.BENCHMARKS),
                    help="benchmarks with ColBERT rows (encoding open-domain ReQA's 578K "
                         "candidates takes ~45 min on 2 cores) (default: %(default)s)")
+    p.add_argument("--fuse-with", default=None, metavar="MODEL",
+                   help="one of --model: a row fusing convex(BM25, ColBERT re-ranking) with this "
+                        "model's exact search (its weight chosen on the validation questions)")
     text_rows.add_record_argument(p, "--colbert")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    if args.fuse_with is not None and args.fuse_with not in args.model:
+        p.error(f"--fuse-with {args.fuse_with}: give it as a --model too (models: "
+                f"{', '.join(args.model)})")
     args.end_to_end = [b for b in args.end_to_end.split(",") if b]
     args.colbert_benchmarks = [b for b in args.colbert_benchmarks.split(",") if b]
     text_rows.require_reqa_with_open_domain(p, args.colbert_benchmarks, "--colbert-benchmarks",
@@ -96,7 +105,6 @@ def scann_row(ctx) -> dict:
 
 def colbert_rows(ctx: text_rows.Context) -> dict:
     from tt_zoo.retrieval import text_benchmarks as tb
-    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
     from tt_zoo.retrieval.late_interaction import MaxSimReranker
     from tt_zoo.retrieval.token_index import TokenIndex
 
@@ -125,24 +133,39 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
                                           {"token_k": args.token_k,
                                            "scann": vars(index.scann_config)})
     key = f"convex(BM25, ColBERT re-ranking BM25@{args.depth})"
+    fused = convex_fusion(ctx, key, ctx.bm25, rerank)
+    rows[key] = text_rows.score_row(bench, key, fused, 0.0, fused.describe())
+    if args.fuse_with is not None:
+        partner = _load(args.fuse_with).name  # ctx.dense is keyed by name, not path
+        three = f"convex({key}, {partner})"
+        fused3 = convex_fusion(ctx, three, tb.ReusedSearcher(fused), ctx.dense[partner])
+        rows[three] = text_rows.score_row(bench, three, fused3, 0.0, fused3.describe())
+    return rows
+
+
+def convex_fusion(ctx: text_rows.Context, key: str, first, second):
+    """convex(first, second) at --depth, its weight chosen on the benchmark's validation
+    questions (recorded in ``out["weights"]``), or ReQA's for open-domain ReQA."""
+    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
+
+    bench, depth = ctx.bench, ctx.args.depth
     if bench.validation is not None:
         t = time.perf_counter()
-        fit = choose_fusion_weight(ctx.bm25, rerank, bench.validation.queries,
-                                   bench.validation.metric, depth=args.depth)
+        fit = choose_fusion_weight(first, second, bench.validation.queries,
+                                   bench.validation.metric, depth=depth)
         ctx.out["weights"].setdefault(bench.name, {})[key] = {
             **fit.as_dict(), "chosen_on": bench.validation.name,
             "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
         weight = fit.weight
     else:
         weight = ctx.out["weights"]["reqa"][key]["weight"]
-    fused = FusionSearcher(ctx.bm25, rerank, method="convex", weight=weight, depth=args.depth)
-    rows[key] = text_rows.score_row(bench, key, fused, 0.0, fused.describe())
-    return rows
+    return FusionSearcher(first, second, method="convex", weight=weight, depth=depth)
 
 
 @functools.lru_cache(maxsize=None)
 def _load(name_or_path):
-    """The ColBERT model, loaded once for all benchmarks (not a dense row of `text_rows`)."""
+    """A model by name or path, loaded once for all benchmarks (the ColBERT model is not a
+    dense row of `text_rows`)."""
     import tt_zoo
 
     return tt_zoo.load(name_or_path)
@@ -166,9 +189,9 @@ def report(out: dict) -> str:
         "in a float16 `TokenStore`; re-ranking takes BM25's top "
         f"{s['depth']} and orders them by exact MaxSim; end to end, ScaNN over every "
         f"document token gives each query token's {s['token_k']} nearest tokens, whose "
-        "documents exact MaxSim ranks. The convex fusion weight (BM25's share) is chosen "
-        "on questions not reported (ReQA: the 5% split's training questions by MRR; ODQA: "
-        "webquestions-trainmodel by R@20; open-domain ReQA: ReQA's). Queries/s: all "
+        "documents exact MaxSim ranks. The convex fusion weights (the first searcher's "
+        f"share) are chosen on questions not reported ({text_rows.chosen_on_text(s)}). "
+        "Queries/s: all "
         "questions, query encoding included, on this machine in one run. Build s: BM25's "
         "index, the token store (0 when cached) and the token index."))
     lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])

@@ -2,8 +2,10 @@
 
 One retriever trained on several tasks at once (`tt_zoo.training.multi_task`), against
 task-specific models, left-one-out (zero-shot on the task left out), with and without task
-markers, with confounders re-mined by the trained model (Sec. 4.4), and few-shot curves on
-WebQuestions from several starting points, BM25 beside every table.
+markers, one shared query tower against one per task class (Sec. 4.3: the "towers"
+experiment, reqa made a class of its own, ``sentence_qa``, whose ReQA test questions are then
+encoded with its marker), with confounders re-mined by the trained model (Sec. 4.4), and
+few-shot curves on WebQuestions from several starting points, BM25 beside every table.
 
 Tasks (`tt_zoo.retrieval.task_sources`):
 
@@ -26,6 +28,7 @@ missing) and trains resumably in ``runs/multi_task/work/KEY``.
 
   python benchmarks/multi_task.py --experiments main,markers,positives,loo,remine --seeds 0
   python benchmarks/multi_task.py --experiments decide --seeds 1,2   # what decides the ship
+  python benchmarks/multi_task.py --experiments towers --seeds 0,1,2  # shared vs per-class
   python benchmarks/multi_task.py --experiments short --seeds 0,1,2
   python benchmarks/multi_task.py --experiments fewshot --seeds 0
   python benchmarks/multi_task.py --report-only
@@ -34,6 +37,7 @@ missing) and trains resumably in ``runs/multi_task/work/KEY``.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -41,6 +45,7 @@ import os
 import pathlib
 import sys
 import time
+import types
 
 from tt_zoo.zoo.registry import MULTITASK_RECIPE
 
@@ -58,6 +63,9 @@ SCHEDULE = {"bow_mlp": {"steps": MULTITASK_RECIPE.steps, "batch_size": MULTITASK
             "bert": {"steps": 400, "batch_size": 64, "learning_rate": 1e-4}}
 SELFSUP_PAIRS = 10_000  # the selfsup task: the pair set's first pairs
 POSITIVES = 5  # the "positives" experiment: each question's first 5 positives as examples
+# The "towers" experiment: reqa's sentence-level questions as a class of their own, so the two QA
+# tasks get two markers and, with --query-towers per-class, two query towers.
+TOWERS_CLASSES = {"reqa": "sentence_qa"}
 # The pair set the starting model's recipe makes (`tt-zoo list` prints its command).
 PAIRS = REPO / "runs" / "pairs" / "ict_bfs_wlp_crop_span_qgen"
 # n = 0 (the starting model), 128, 1,024, all (None); the tiny BERT's cells cost ~10x more.
@@ -118,10 +126,23 @@ def odqa_scores(world: World, searcher) -> dict:
     return out
 
 
-def score(world: World, encoder=None) -> dict:
+def as_task_class(encoder, task_class=None):
+    """`encoder` (a `ZooModel`) with its queries encoded as `task_class`'s (its marker first, so
+    a per-class model's tower of that class: `ZooModel.encode_queries(task_class=...)`);
+    `encoder` itself for None."""
+    if task_class is None:
+        return encoder
+    return types.SimpleNamespace(
+        encode_queries=functools.partial(encoder.encode_queries, task_class=task_class),
+        encode_documents=encoder.encode_documents)
+
+
+def score(world: World, encoder=None, reqa_task_class=None) -> dict:
     """ODQA (`odqa_scores`) and ReQA test R@k of a model (BM25's when `encoder` is None), and
     the model fused with BM25: a convex combination of normalised scores
-    (`tt_zoo.retrieval.fusion`), its weight chosen on WebQuestions devtest's R@20."""
+    (`tt_zoo.retrieval.fusion`), its weight chosen on WebQuestions devtest's R@20.
+    `reqa_task_class`: the ReQA questions are encoded as this task class's (its marker, and its
+    query tower; `ZooModel.encode_queries(task_class=...)`); None: the model's default class."""
     import numpy as np
     from tt_zoo.retrieval import bm25, fusion, odqa
     from tt_zoo.retrieval import metrics as retrieval_metrics
@@ -137,8 +158,11 @@ def score(world: World, encoder=None) -> dict:
         dense = QueryEncodingSearcher(encoder.encode_queries, ExactSearcher(
             np.asarray(embeddings), world.collection.ids))
         out = odqa_scores(world, dense)
-        reqa = retrieval_metrics.evaluate_encoder(encoder, world.reqa, world.split.test,
+        reqa = retrieval_metrics.evaluate_encoder(as_task_class(encoder, reqa_task_class),
+                                                  world.reqa, world.split.test,
                                                   ks=REQA_KS)["exact"]
+        if reqa_task_class is not None:
+            out["reqa_task_class"] = reqa_task_class
         devtest = world.devtest
         choice = fusion.choose_fusion_weight(
             world.bm25, dense, [q.text for q in devtest.questions],
@@ -163,12 +187,21 @@ def cell_key(cell: dict) -> str:
 
 
 def make_cell(name, init, tasks, *, seed=0, markers=False, few_shot=None, remine_from=None,
-              weights=None, positives=1, **schedule) -> dict:
+              weights=None, positives=1, task_classes=None, query_towers="shared",
+              untie_towers=False,
+              **schedule) -> dict:
     cell = {"name": name, "init": init, "tasks": list(tasks), "seed": seed, "markers": markers,
             "few_shot": few_shot, "remine_from": remine_from, "weights": weights,
             **{**SCHEDULE[encoder_family(init)], **schedule}}
-    if positives > 1:  # (absent at 1: the cells recorded before the option keep their keys)
+    # (Each absent at its default: the cells recorded before the option keep their keys.)
+    if positives > 1:
         cell["positives"] = positives
+    if task_classes:  # {task: class}, `tt-zoo multitask --task-class`
+        cell["task_classes"] = dict(task_classes)
+    if query_towers != "shared":
+        cell["query_towers"] = query_towers
+    if untie_towers:
+        cell["untie_towers"] = True
     return cell
 
 
@@ -196,6 +229,12 @@ def cell_argv(cell: dict, key: str) -> list:
         argv += ["--remine-with", str(RUNS / "exports" / cell["remine_from"])]
     for name, weight in (cell["weights"] or {}).items():
         argv += ["--weight", f"{PAIRS.name if name == 'selfsup' else name}={weight}"]
+    for name, task_class in cell.get("task_classes", {}).items():
+        argv += ["--task-class", f"{PAIRS.name if name == 'selfsup' else name}={task_class}"]
+    if cell.get("query_towers", "shared") != "shared":
+        argv += ["--query-towers", cell["query_towers"]]
+    if cell.get("untie_towers"):
+        argv.append("--untie-towers")
     return argv
 
 
@@ -218,7 +257,8 @@ def run_cell(world: World, cell: dict, log=print) -> dict:
         argv = cell_argv(cell, key)
         run = multitask_cli.run(multitask_cli.parse_args(argv), argv)
         model = tt_zoo.load(run["export"])  # its encode_queries adds the task marker, if any
-    record = {"key": key, "cell": cell, "scores": score(world, model),
+    reqa_class = cell.get("task_classes", {}).get("reqa") if cell["markers"] else None
+    record = {"key": key, "cell": cell, "scores": score(world, model, reqa_class),
               "train": run and {k: run[k] for k in ("tasks", "markers", "train", "argv")}}
     write_json(path, record)
     s = record["scores"]
@@ -255,6 +295,15 @@ def experiments(names, seeds, init=BOW_BEST):
         if "markers" in names:
             cells.setdefault("markers", []).append(
                 make_cell("multi-markers", init, ALL_TASKS, seed=seed, markers=True))
+        if "towers" in names:  # Sec. 4.3: the shipped pair of tasks as two classes
+            # per-class also unties the BoW-MLP's shared tower: "untied" is the same without
+            # routing, so the two effects show apart
+            for towers, untie in (("shared", False), ("shared", True), ("per-class", False)):
+                cells.setdefault("towers", []).append(
+                    make_cell(f"qa-classes-{'untied' if untie else towers}", init,
+                              ["webquestions", "reqa"], seed=seed, markers=True,
+                              task_classes=TOWERS_CLASSES, query_towers=towers,
+                              untie_towers=untie))
         if "loo" in names:
             for left in ALL_TASKS:
                 cells.setdefault("leave-one-out", []).append(
@@ -287,8 +336,10 @@ def experiments(names, seeds, init=BOW_BEST):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--experiments", default="main,markers,positives,short,loo,remine,fewshot",
-                   help="comma-separated: main, markers, positives, short, loo, remine, "
+    p.add_argument("--experiments",
+                   default="main,markers,towers,positives,short,loo,remine,fewshot",
+                   help="comma-separated: main, markers, towers (shared vs per-class query "
+                        "towers), positives, short, loo, remine, "
                         "fewshot, and decide (the cells that choose what ships: "
                         "only-webquestions, multi, without-selfsup, markers, positives, remine)")
     p.add_argument("--seeds", default="0")
@@ -427,12 +478,21 @@ def plot(records: dict, path: pathlib.Path) -> None:
 
 
 ROW_ORDER = ("base", "only-webquestions", "only-reqa", "only-selfsup", "multi",
-             "without-selfsup", "multi-markers", f"multi-positives{POSITIVES}", "multi-remined",
+             "without-selfsup", "multi-markers", "qa-classes-shared", "qa-classes-untied",
+             "qa-classes-per-class",
+             f"multi-positives{POSITIVES}", "multi-remined",
              "without-selfsup-200", "without-webquestions", "without-reqa")
 ROW_NAMES = {"base": "no fine-tuning (the starting model, zero-shot)",
              "only-webquestions": "task-specific: webquestions",
              "only-reqa": "task-specific: reqa", "only-selfsup": "task-specific: selfsup",
              "multi": "multi-task: all three", "multi-markers": "multi-task + task markers",
+             "qa-classes-shared": "the two QA tasks as two classes (reqa: sentence_qa; its "
+                                  "ReQA questions marked so), task markers, one shared query "
+                                  "tower",
+             "qa-classes-untied": "the two QA tasks as two classes, task markers, one query "
+                                  "tower, the document side untied from it (--untie-towers)",
+             "qa-classes-per-class": "the two QA tasks as two classes, task markers, one query "
+                                     "tower per class (Sec. 4.3)",
              f"multi-positives{POSITIVES}": f"multi-task, each question's first {POSITIVES} "
                                             "positives as examples",
              "multi-remined": "multi-task, confounders re-mined by round 1 (Sec. 4.4)",

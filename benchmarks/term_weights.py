@@ -150,8 +150,7 @@ def report(out: dict) -> str:
         "(each distinct passage once), its sentence an occurrence the weighting did not "
         "read (`unread`: plain count, or the passage's pseudo tf scaled by occurrences). "
         f"k1 from {', '.join(map(str, K1_GRID))} and `unread` are chosen on questions not "
-        "reported (ReQA: the 5% cold-start split's training questions, by MRR; ODQA: "
-        "webquestions-trainmodel, by R@20; open-domain ReQA takes ReQA's), as are the "
+        f"reported ({text_rows.chosen_on_text(s)}), as are the "
         "convex fusion weights (w = the weighted BM25's share). Build s: weighting the "
         "documents (0 when cached) plus indexing."))
     lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])

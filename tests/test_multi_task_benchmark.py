@@ -39,8 +39,8 @@ def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path, monkeypatc
     pairs.mkdir()
     monkeypatch.setattr(bench, "PAIRS", pairs)
 
-    cells = bench.experiments(["main", "markers", "positives", "short", "loo", "remine",
-                               "fewshot", "decide"], [0])
+    cells = bench.experiments(["main", "markers", "towers", "positives", "short", "loo",
+                               "remine", "fewshot", "decide"], [0])
     flat = list({bench.cell_key(c): c for group in cells.values() for c in group}.values())
     names = [c["name"] for c in flat]
     assert len(set(names)) == len(names)  # one cell a name and seed (decide repeats main's)
@@ -54,6 +54,21 @@ def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path, monkeypatc
         config = multitask_cli.parse_args(argv)
         assert config.training.steps == cell["steps"]
         assert config.tasks.markers == cell["markers"]
+        assert config.tasks.query_towers == cell.get("query_towers", "shared")
+    # The towers experiment (Sec. 4.3): the shipped pair of tasks, reqa a class of its own,
+    # markers on, one shared query tower against one per class; the other cells keep their keys.
+    shared, untied, per_class = cells["towers"]
+    for cell, name, towers, untie in ((shared, "shared", "shared", False),
+                                      (untied, "untied", "shared", True),
+                                      (per_class, "per-class", "per-class", False)):
+        assert (cell["name"], cell["tasks"], cell["markers"], cell["task_classes"]) == (
+            f"qa-classes-{name}", ["webquestions", "reqa"], True, {"reqa": "sentence_qa"})
+        config = multitask_cli.parse_args(bench.cell_argv(cell, bench.cell_key(cell)))
+        assert config.tasks.task_class == ("reqa=sentence_qa",)
+        assert (config.tasks.query_towers, config.tasks.untie_towers) == (towers, untie)
+    assert "query_towers" not in shared and per_class["query_towers"] == "per-class"
+    assert "untie_towers" not in shared and untied["untie_towers"] is True
+    assert "task_classes" not in bench.shipped_cell()
     few = [c for c in cells["few-shot"] if c["init"] == "bow_mlp_none_512"]
     # 10 passes over n examples, at least 50 steps: 128 -> 50, 1,024 -> 80, all -> 111.
     assert [(c["few_shot"], c["steps"]) for c in few] == [(0, 50), (128, 50), (1024, 80),
@@ -69,13 +84,36 @@ def test_the_report_gives_medians_over_seeds_and_the_few_shot_table():
         r = record(f"fewshot-none_512-{'all' if n is None else n}", value, init="none_512",
                    few_shot=n)
         records[r["key"]] = r
+    for towers, value in (("shared", 51.0), ("per-class", 52.0)):
+        cell = bench.make_cell(f"qa-classes-{towers}", bench.BOW_BEST, ["webquestions", "reqa"],
+                               markers=True, task_classes=bench.TOWERS_CLASSES,
+                               query_towers=towers)
+        records[bench.cell_key(cell)] = {"key": bench.cell_key(cell), "cell": cell,
+                                         "scores": scores(value)}
     text = bench.report(records)
     assert "| multi-task: all three | 49.0 (48.0-50.0) |" in text
+    shared_row = text.index("one shared query tower | 51.0 |")
+    assert shared_row < text.index("one query tower per class (Sec. 4.3) | 52.0 |")
     assert "| BM25 | 56.4 |" in text
     assert text.count("–") >= 1  # BM25 has no fused column
     assert "| none_512 | 40.0 | 44.0 | – | 47.0 |" in text
     assert bench.few_shot_curves(records)["none_512"] == {
         0: [40.0], 128: [44.0], bench.WEBQUESTIONS_EXAMPLES: [47.0]}
+
+
+def test_reqa_questions_of_a_towers_cell_are_encoded_as_their_class():
+    class Encoder:
+        def encode_queries(self, texts, task_class=None):
+            return [(t, task_class) for t in texts]
+
+        def encode_documents(self, texts, titles=None):
+            return list(zip(texts, titles))
+
+    encoder = Encoder()
+    assert bench.as_task_class(encoder) is encoder
+    reqa = bench.as_task_class(encoder, "sentence_qa")
+    assert reqa.encode_queries(["q"]) == [("q", "sentence_qa")]
+    assert reqa.encode_documents(["p"], titles=["s"]) == [("p", "s")]
 
 
 @pytest.mark.parametrize("n, steps", [(1, 50), (640, 50), (641, 51), (1411, 111)])

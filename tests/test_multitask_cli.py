@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from helpers import tiny_vocab
+from helpers import tiny_colbert, tiny_vocab
 from tt_zoo import cli
 from tt_zoo.cli import multitask
 from tt_zoo.data.tasks import Document, Task, TaskExample
@@ -122,6 +122,123 @@ def test_trains_two_task_files_exports_the_tasks_and_the_markers(task_files, tmp
     assert again["train"]["resumed_from"] == 3 and again["train"]["steps_done"] == 3
 
 
+BOW_MODEL = ["--init", "none", "--encoder", "bow_mlp", "--embedding-dim", "8",
+             "--query-length", "16", "--document-length", "24"]
+
+
+@pytest.mark.parametrize("init", ["export", "none"])
+def test_per_class_query_towers_route_the_export_by_task_class(init, task_files, tmp_path,
+                                                              exported):
+    """--query-towers per-class with --task-class (Maillard et al. 2021, Sec. 4.3): from an
+    export (the tiny BERT, --init PATH) or from scratch (a BoW-MLP, --init none), two task files
+    of class qa, one made sentence_qa; the export routes each class to its own query tower."""
+    import tt_zoo
+    from tt_zoo.data.tasks import with_marker
+    from tt_zoo.modeling.routed_tower import TaskRoutedTower
+
+    a, _, vocab = task_files
+    c = write_lines(tmp_path / "c.jsonl", [
+        {"query": f"the {w} ?", "positives": [{"title": w, "text": f"{w} is a word."}]}
+        for w in ("cat", "dog", "river", "water")])
+    model = ["--init", str(exported.path)] if init == "export" else [*BOW_MODEL,
+                                                                     "--vocab", str(vocab)]
+    export = tmp_path / "model"
+    argv = [*model, "--task", f"jsonl:{a}", "--task", f"jsonl:{c}", "--task-class",
+            "c=sentence_qa", "--markers", "--query-towers", "per-class", "--steps", "2",
+            "--batch-size", "4", "--learning-rate", "5e-2", "--workdir", str(tmp_path / "work"),
+            "--export", str(export), "--no-progress"]
+    result = multitask.main(argv)
+    assert result["query_towers"] == "per-class"
+    assert result["task_classes"] == {"a": "qa", "c": "sentence_qa"}
+    assert result["train"]["settings"]["query_towers"] == "per-class"
+    assert result["tasks"][1]["stats"]["task_class"] == "sentence_qa (--task-class; built as qa)"
+    assert result[multitask.RUN_CONFIG_KEY]["tasks"]["query_towers"] == "per-class"
+    assert list(result[multitask.RUN_CONFIG_KEY]["tasks"]["task_class"]) == ["c=sentence_qa"]
+
+    card = ModelCard.from_dict(json.loads((export / "metadata.json").read_text()))
+    run = card.training.multi_task
+    assert run.query_towers == "per-class"
+    assert [(t.name, t.task_class) for t in run.tasks] == [("a", "qa"), ("c", "sentence_qa")]
+    text = (export / "MODEL_CARD.md").read_text()
+    assert ("`ttzootaskqa` → the qa tower (a); `ttzootasksentenceqa` → the sentence_qa tower "
+            "(c); a query without a marker → the qa tower.") in text
+
+    loaded = tt_zoo.load(str(export))
+    tower = loaded.keras_model.query_tower
+    assert isinstance(tower, TaskRoutedTower)
+    assert tower.task_classes == ["qa", "sentence_qa"]
+    expected_tower = "BertTower" if init == "export" else "BowMlpTower"
+    assert {type(t).__name__ for t in tower.towers} == {expected_tower}
+    queries = ["who discovered penicillin?", "the cat ?"]
+    plain = loaded.keras_model.encode_queries
+    by_class = {k: loaded.encode_queries(queries, task_class=k) for k in ("qa", "sentence_qa")}
+    for k, value in by_class.items():
+        np.testing.assert_allclose(value, plain([with_marker(q, k) for q in queries]), atol=1e-6)
+    assert np.abs(by_class["qa"] - by_class["sentence_qa"]).max() > 1e-4
+    np.testing.assert_allclose(loaded.encode_queries(queries), by_class["qa"], atol=1e-6)
+
+    if init == "export":
+        # Trained further, a per-class model keeps its towers; --query-towers shared on it is
+        # refused before training.
+        with pytest.raises(SystemExit, match=r"--init .*model has one query tower per task "
+                                             r"class \(qa, sentence_qa\); train it with "
+                                             r"--query-towers per-class --markers"):
+            multitask.main(["--init", str(export), "--task", f"jsonl:{a}", "--steps", "1",
+                            "--batch-size", "4", "--workdir", str(tmp_path / "again"),
+                            "--no-progress"])
+        assert not (tmp_path / "again" / "checkpoints").exists()
+
+
+def test_per_class_query_towers_refuse_a_colbert_init(task_files, tmp_path):
+    from tt_zoo.serving.export import export_saved_model
+
+    a, b, _ = task_files
+    colbert = tiny_colbert()
+    export_saved_model(colbert, tmp_path / "colbert", {"name": "colbert_tiny"})
+    with pytest.raises(SystemExit, match=r"--query-towers per-class: with_task_query_towers: a "
+                                         r"late-interaction \(ColBERT\) model"):
+        multitask.main(["--init", str(tmp_path / "colbert"), "--task", f"jsonl:{a}",
+                        "--task", f"jsonl:{b}:self_supervised",
+                        "--markers", "--query-towers", "per-class", "--steps", "1",
+                        "--workdir", str(tmp_path / "work"), "--no-progress"])
+
+
+def test_untie_towers_gives_the_document_side_its_own_tower(task_files, tmp_path):
+    """--untie-towers: a model sharing one tower (the CPU-scale BoW-MLP's option) trains and
+    exports with two, and its card says share_towers false; a ColBERT init is refused."""
+    import tt_zoo
+    from helpers import tiny_model
+    from tt_zoo.serving.export import export_saved_model
+
+    a, _, _ = task_files
+    shared = tiny_model("bow_mlp", share_towers=True)
+    shared.build_by_calling()
+    export_saved_model(shared, tmp_path / "shared", {
+        "name": "tiny_bow", "encoder": "bow_mlp", "pretraining": "none",
+        "model_options": {"share_towers": True, "pooling": "mean"}})
+    export = tmp_path / "untied"
+    result = multitask.main(["--init", str(tmp_path / "shared"), "--task", f"jsonl:{a}",
+                             "--untie-towers", "--steps", "2", "--batch-size", "4",
+                             "--learning-rate", "5e-2", "--workdir", str(tmp_path / "work"),
+                             "--export", str(export), "--no-progress"])
+    assert result[multitask.RUN_CONFIG_KEY]["tasks"]["untie_towers"] is True
+    loaded = tt_zoo.load(str(export)).keras_model
+    assert not loaded.share_towers and loaded.document_tower is not loaded.query_tower
+    card = ModelCard.from_dict(json.loads((export / "metadata.json").read_text()))
+    assert card.architecture.model_options == {"share_towers": False, "pooling": "mean"}
+    # the two sides trained apart: the same text embeds differently as query and document
+    text = ["paris is the capital of france."]
+    assert np.abs(loaded.encode_queries(text) - loaded.encode_documents(text)).max() > 1e-4
+
+    colbert = tiny_colbert()
+    export_saved_model(colbert, tmp_path / "colbert", {"name": "colbert_tiny"})
+    with pytest.raises(SystemExit, match=r"--untie-towers: untie_towers: a late-interaction "
+                                         r"\(ColBERT\) model"):
+        multitask.main(["--init", str(tmp_path / "colbert"), "--task", f"jsonl:{a}",
+                        "--untie-towers", "--steps", "1", "--workdir", str(tmp_path / "cw"),
+                        "--no-progress"])
+
+
 def test_a_model_without_markers_encodes_queries_as_given(exported):
     from tt_zoo.zoo.loading import ZooModel
 
@@ -158,6 +275,26 @@ def test_a_model_without_markers_encodes_queries_as_given(exported):
     (["--task", "jsonl:{a}", "--remine-with", "m"],
      "--remine-with re-mines the confounders of the tasks over Wikispeedia"),
     ([], "give at least one --task SPEC"),
+    (["--task", "jsonl:{a}", "--task-class", "c=qa"],
+     "--task-class 'c=qa': no task named 'c' (the tasks given with --task: a)"),
+    (["--task", "jsonl:{a}", "--task-class", "a=Sentence"],
+     "--task-class 'a=Sentence': expected NAME=CLASS, CLASS a lower-case word such as qa or "
+     "sentence_qa"),
+    (["--task", "jsonl:{a}", "--task-class", "a=qa", "--task-class", "a=x"],
+     "--task-class 'a=x': task 'a' is given twice"),
+    (["--task", "jsonl:{a}", "--query-towers", "both"],
+     "argument --query-towers: invalid choice: 'both'"),
+    (["--task", "jsonl:{a}", "--task", "jsonl:{tmp}/b.jsonl:self_supervised",
+      "--query-towers", "per-class"],
+     "--query-towers per-class picks each query's tower by its task class's marker word: give "
+     "--markers too"),
+    (["--task", "jsonl:{a}", "--task", "jsonl:{tmp}/b.jsonl", "--markers",
+      "--query-towers", "per-class"],
+     "--query-towers per-class: every task is of class 'qa', and one query tower for one class "
+     "is the shared tower (--query-towers shared); give tasks of two classes, e.g. "
+     "--task-class reqa=sentence_qa"),
+    (["--task", "jsonl:{a}", "--task", "jsonl:{tmp}/b.jsonl:self_supervised", "--markers",
+      "--task-class", "b=qa", "--query-towers", "per-class"], "every task is of class 'qa'"),
 ])
 def test_bad_task_flags_are_named(flags, message, task_files, tmp_path, capsys):
     a = task_files[0]
@@ -260,7 +397,22 @@ def test_the_multi_task_record_round_trips_and_renders_its_tasks():
     assert ("| name | class | examples | weight |\n| --- | --- | --- | --- |\n"
             "| webquestions | qa | 2,474 | 0.25 |\n| reqa | qa | 7,422 | 0.75 |") in text
     assert "Task markers: none; batches: mixed." in text
+    assert "Query towers" not in text  # not recorded (cards before the field): nothing said
     assert "Confounders re-mined with bow_mlp_ict_bfs_wlp_512" in text
+    shared = ModelCard.from_dict({**meta, "multi_task": {**meta["multi_task"],
+                                                         "query_towers": "shared"}})
+    assert "Query towers: shared (one query tower for every task)." in shared.render()
+    per_class = ModelCard.from_dict({**meta, "multi_task": {
+        **meta["multi_task"], "query_towers": "per-class",
+        "markers": {"qa": "ttzootaskqa", "sentence_qa": "ttzootasksentenceqa"},
+        "tasks": [{"name": "webquestions", "task_class": "qa"},
+                  {"name": "reqa", "task_class": "sentence_qa"}]}})
+    assert per_class.to_dict()["multi_task"]["query_towers"] == "per-class"
+    assert ("Query towers: per-class (Maillard et al. 2021, Sec. 4.3): one per task class, each "
+            "started from the same query tower, picked in the graph by the query's marker word: "
+            "`ttzootaskqa` → the qa tower (webquestions); `ttzootasksentenceqa` → the "
+            "sentence_qa tower (reqa); a query without a marker → the qa tower. One document "
+            "tower for every task.") in per_class.render()
     assert "| task_markers | {'qa': 'ttzootaskqa'} |" in text
     # Training further keeps the markers: the vocabulary and the weights still expect them.
     later = card.fine_tuned(name="x", base_name="mt", base_path=None, steps=2, finished="now")

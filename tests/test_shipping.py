@@ -72,6 +72,16 @@ def test_benchmark_tables_take_the_models_rows_beside_bm25():
     assert shipping.benchmark_tables(results(), "HDCT") == {}
 
 
+def test_a_model_trained_on_the_tasks_gets_tables_that_say_so():
+    regime = "after multi-task training on webquestions + reqa"
+    tables = shipping.benchmark_tables(results(), "ColBERT", regime=regime, trained_on_reqa=True)
+    assert list(tables) == [
+        REQA_ALL.replace("zero-shot", regime).replace(
+            " (%)", ", including the questions it trained on (%)"),
+        REQA_TEST.replace("zero-shot", regime), ODQA_ALL.replace("zero-shot", regime),
+        ODQA_WQ.replace("zero-shot", regime)]
+
+
 def test_card_prints_tables_of_rows_and_of_one_row():
     card = render_model_card({"name": "m", "metrics": {
         "T": {"BM25": {"R@1": 60.0, "MRR": 70.0}, "X": {"R@1": 55.5}},

@@ -59,6 +59,33 @@ def test_reqa_candidates_are_bm25s_texts_and_the_split_gives_subsets(bench):
     assert bench.describe()["subsets"] == {"all": 6, "50% test": 3}
 
 
+def test_reqa_settings_can_be_chosen_on_the_splits_held_out_validation_questions(tmp_path):
+    # A model trained on the split's training questions chooses settings on the held-out part.
+    # 12 questions (hand_made_squad's 6 and a renamed copy), 0.9: round(10.8) = 11 in the
+    # training part, round(1.1) = 1 of them held out for validation, 1 test question.
+    squad = hand_made_squad()
+    copy = json.loads(json.dumps(squad["data"]))
+    for article in copy:
+        article["title"] += " copy"
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                qa["id"] += "_copy"
+    path = write_squad(tmp_path, {"version": "1.1", "data": squad["data"] + copy})
+    bench = tb.reqa_benchmark(path, split_fraction=0.9, choose_on="validation")
+    split = reqa_lib.make_splits(bench.reqa, 0.9)
+    assert len(split.validation) == 1 and len(split.test) == 1
+    held_out = bench.reqa.questions_for(split.validation)
+    assert bench.validation.queries == (held_out[0].text,)
+    assert bench.validation.name == "ReQA 90% split, validation questions"
+    assert len(bench.subsets["90% test"]) == 1
+    # hand_made_squad alone: 6 questions, round(5.4) = 5 train, round(0.5) = 0 held out.
+    with pytest.raises(ValueError, match="no validation questions"):
+        tb.reqa_benchmark(write_squad(tmp_path, squad, "small.json"), split_fraction=0.9,
+                          choose_on="validation")
+    with pytest.raises(ValueError, match="choose_on must be one of"):
+        tb.reqa_benchmark(path, split_fraction=0.5, choose_on="test")
+
+
 def test_score_hand_worked_per_subset_with_the_search_time(bench, clock):
     # The ranking 0, 1, 2, 3, 4 puts the gold at ranks 1, 2, 1, 3, 2, 5 (question order).
     # R@1 = 2/6, R@2 = 4/6, MRR = (1 + 1/2 + 1 + 1/3 + 1/2 + 1/5) / 6.

@@ -52,6 +52,13 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                      checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
                                      settings=settings, progress=False, log=lambda *_: None)
     assert again.final_loss is None and again.steps_done == 6  # nothing left to do
+    # The run's training time is kept beside its checkpoints: a run resumed at its end reports
+    # the first segment's time and rate, not 0 s.
+    recorded = json.loads((tmp_path / "ckpt" / training.TRAIN_TIME_FILE).read_text())
+    assert recorded["step"] == 6 and 0 < recorded["seconds"] <= result.wall_time_s + 1e-3
+    assert again.earlier_wall_time_s == pytest.approx(recorded["seconds"])
+    assert again.total_wall_time_s == pytest.approx(recorded["seconds"] + again.wall_time_s)
+    assert again.pairs_per_s == pytest.approx(6 * 4 / recorded["seconds"])
     with pytest.raises(training.SettingsMismatchError, match="steps: checkpoint 6, now 9"):
         training.train_resumable(model, make, steps=9, global_batch=4,
                                  checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,

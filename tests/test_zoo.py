@@ -42,9 +42,10 @@ def test_every_registered_variant_is_consistent(name):
                 f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
         assert spec.recipe_command().endswith(f"--export saved_models/{name}")
         return
-    if spec.multitask is not None:  # multitask_bow_mlp_<tasks>_<dim>: from bow_mlp_<tasks>_<dim>
-        assert name == f"{MULTITASK_PREFIX}{spec.pretraining}_{spec.embedding_dim}"
-        assert spec.init_from == f"bow_mlp_{spec.pretraining}_{spec.embedding_dim}"
+    if spec.multitask is not None:  # multitask_<encoder>_<tasks>_<dim>: from <encoder>_<...>
+        assert name == f"multitask_{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
+        assert spec.init_from == f"{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
+        assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
         train = spec.recipe_command()
         assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
         assert train.endswith(f"--export saved_models/{name}")
@@ -107,7 +108,7 @@ MULTITASK_PRETRAINING = ("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen")
 
 def test_multitask_names_start_from_their_shipped_bow_mlp_model():
     names = [f"multitask_bow_mlp_{p}_512" for p in MULTITASK_PRETRAINING]
-    assert tt_zoo.list_models("multitask_*") == names
+    assert tt_zoo.list_models("multitask_bow_mlp_*") == names
     bow_mlp = SERIES["bow_mlp_"]
     for pretraining, name in zip(MULTITASK_PRETRAINING, names):
         spec = REGISTRY[name]
@@ -148,7 +149,28 @@ def test_a_multitask_recipe_with_pairs_makes_them_first():
     assert f"--task reqa --task pairs:{pairs}:10000 --steps 800" in train
 
 
-@pytest.mark.parametrize("name", tt_zoo.list_models(f"{MULTITASK_PREFIX}*"))
+def test_the_multitask_colbert_name_starts_from_the_shipped_colbert():
+    """multitask_colbert_<tasks>_<m> (issues 23-24): the shipped ColBERT trained on the two QA
+    tasks by tt-zoo multitask, with the tiny BERT's schedule."""
+    from tt_zoo.zoo.registry import MULTITASK_COLBERT_RECIPE
+
+    assert tt_zoo.list_models("multitask_colbert_*") == [
+        "multitask_colbert_ict_bfs_wlp_crop_span_qgen_64"]
+    spec = REGISTRY["multitask_colbert_ict_bfs_wlp_crop_span_qgen_64"]
+    colbert = REGISTRY["colbert_ict_bfs_wlp_crop_span_qgen_64"]
+    assert (spec.kind, spec.encoder, spec.tower_size, spec.embedding_dim, spec.options) == (
+        LATE_INTERACTION, "colbert", "tiny", 64, colbert.options)
+    assert (spec.query_length, spec.document_length) == (32, 128) == (
+        colbert.query_length, colbert.document_length)
+    assert spec.init_from == colbert.name and colbert.shipped
+    assert spec.multitask == MULTITASK_COLBERT_RECIPE
+    assert spec.recipe_command() == (
+        "tt-zoo multitask --init colbert_ict_bfs_wlp_crop_span_qgen_64 --task webquestions "
+        "--task reqa --steps 500 --batch-size 64 --learning-rate 0.0003 "
+        "--export saved_models/multitask_colbert_ict_bfs_wlp_crop_span_qgen_64")
+
+
+@pytest.mark.parametrize("name", tt_zoo.list_models("multitask_*"))
 def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     """`tt-zoo multitask` checks at parse time that its tasks' files exist: the shared data
     (webquestions, reqa) and the pair directory, made here where the command's cwd is. (Every
@@ -161,11 +183,12 @@ def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     words = shlex.split(REGISTRY[name].recipe_command())
     assert words[:2] == ["tt-zoo", "multitask"]
     config = multitask.parse_args(words[2:])
-    assert config.model.init == f"bow_mlp_{pretraining}_{REGISTRY[name].embedding_dim}"
+    spec = REGISTRY[name]
+    assert config.model.init == f"{spec.encoder}_{pretraining}_{spec.embedding_dim}"
     assert config.tasks.task == ("webquestions", "reqa")
     assert not config.tasks.markers
-    t = config.training
-    assert (t.steps, t.batch_size, t.learning_rate) == (800, 128, 5e-4)
+    t, m = config.training, spec.multitask
+    assert (t.steps, t.batch_size, t.learning_rate) == (m.steps, m.batch_size, m.learning_rate)
     assert config.output.export == f"saved_models/{name}"
 
 

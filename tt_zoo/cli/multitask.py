@@ -4,8 +4,10 @@ Multi-task DPR (Maillard et al. 2021, *Multi-task Retrieval for Knowledge-Intens
 Sec. 3-4) trains one query and one passage encoder on the union of several tasks' training
 sets, each example a (query, positive passage, one BM25 "hard confounder") triple
 (`tt_zoo.training.multi_task`); optionally with one marker word per task class prepended to the
-queries (--markers, Sec. 4.3) and with confounders re-mined by a trained model (--remine-with,
-Sec. 4.4, "adversarial confounder selection"). The tasks (--task SPEC, repeatable):
+queries (--markers, Sec. 4.3), with one query tower per task class picked by that marker
+(--query-towers per-class, Sec. 4.3's task-specific query encoders; `TaskRoutedTower`) and with
+confounders re-mined by a trained model (--remine-with, Sec. 4.4, "adversarial confounder
+selection"). The tasks (--task SPEC, repeatable):
 
   webquestions        WebQuestions trainmodel over Wikispeedia cut into 100-word passages
                       ($TT_ZOO_DATA): positives = the answer-holding passages of BM25's top 100
@@ -20,18 +22,23 @@ Sec. 4.4, "adversarial confounder selection"). The tasks (--task SPEC, repeatabl
                       line (tt_zoo.data.tasks.read_task_jsonl); CLASS (default qa) is its task
                       class, e.g. self_supervised
 
-A task's NAME (for --weight and --few-shot) is the spec's word, the pair directory's name, or
-the task file's name without .jsonl. Tasks built from a collection (webquestions, curatedtrec,
-reqa, and any re-mined task) are cached in WORKDIR/tasks/NAME.jsonl (or --task-cache), with
-NAME.json beside it recording what defines the task; a rerun reads them back. --positives N
-makes each of an example's first N positives an example of its own. Training checkpoints in
-WORKDIR/checkpoints: the same command resumes a killed run exactly.
+A task's NAME (for --weight, --few-shot and --task-class) is the spec's word, the pair
+directory's name, or the task file's name without .jsonl. A task's class (one marker, and with
+--query-towers per-class one query tower, per class) is qa for the named tasks,
+self_supervised for pairs, CLASS for a task file, or --task-class NAME=CLASS's. Tasks built
+from a collection (webquestions, curatedtrec, reqa, and any re-mined task) are cached in
+WORKDIR/tasks/NAME.jsonl (or --task-cache), with NAME.json beside it recording what defines the
+task; a rerun reads them back. --positives N makes each of an example's first N positives an
+example of its own. Training checkpoints in WORKDIR/checkpoints: the same command resumes a
+killed run exactly.
 
 Examples:
   tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions --task reqa \\
       --steps 800 --batch-size 128 --learning-rate 5e-4 --eval --export runs/models/mt
   tt-zoo multitask --init none --encoder bow_mlp --embedding-dim 128 --task jsonl:a.jsonl \\
       --task jsonl:b.jsonl:self_supervised --markers --weight b=2 --few-shot a=128 --steps 200
+  tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions --task reqa \\
+      --task-class reqa=sentence_qa --markers --query-towers per-class --steps 800
 
 --config run.json reads the settings from a JSON file ({"group": {"setting": value}}, as the
 export records them under "run_config", `MultitaskConfig`); flags given with it override it.
@@ -56,7 +63,7 @@ from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, ch
                                check_model_export_target, check_training_flags,
                                default_data_dir, default_squad_path)
 from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option, recorded_command
-from tt_zoo.data.tasks import BATCHING
+from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
 from tt_zoo.errors import TtZooError
 
 COMMAND = "multitask"
@@ -101,6 +108,18 @@ class TaskArguments:
     markers: bool = option(
         False, "one marker word per task class, added to the vocabulary and prepended to the "
                "queries (Sec. 4.3); recorded in the export, whose encode_queries adds them")
+    query_towers: str = option(
+        "shared", "shared: one query tower for every task; per-class: one query tower per task "
+                  "class, each a copy of the initial one, picked by the query's marker word in "
+                  "the graph (Sec. 4.3; needs --markers and tasks of two classes or more); one "
+                  "document tower either way", choices=QUERY_TOWERS)
+    untie_towers: bool = option(
+        False, "a model whose queries and documents share one tower (the CPU-scale BoW-MLP and "
+               "tiny BERT) gets a document tower of its own, a copy, so the sides train apart "
+               "(multi-task DPR's two encoders; --query-towers per-class unties too)")
+    task_class: Tuple[str, ...] = option(
+        (), "the task's class instead of its own (e.g. reqa=sentence_qa: the two QA tasks get "
+            "two markers, and two towers with --query-towers per-class)", metavar="NAME=CLASS")
     batching: str = option(
         "mixed", "mixed: every batch draws from the tasks by weight (the shuffled union); "
                  "homogeneous: one task fills a batch", choices=BATCHING)
@@ -174,7 +193,8 @@ class TaskSpec:
 
 
 class SpecError(ValueError):
-    """A --task, --weight or --few-shot value that cannot be read; the message says why."""
+    """A --task, --weight, --few-shot or --task-class value that cannot be read; the message
+    says why."""
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -272,6 +292,16 @@ def task_plan(tasks: TaskArguments):
     return specs, weights, few_shot
 
 
+def class_overrides(tasks: TaskArguments, specs: List[TaskSpec]) -> Dict[str, str]:
+    """{task name: class} of the --task-class flags (`tt_zoo.data.tasks.check_task_class`);
+    raises `SpecError` naming the flag and value of a bad one."""
+    from tt_zoo.data.tasks import check_task_class  # noqa: PLC0415 (numpy only)
+
+    return parse_assignments(tasks.task_class, "--task-class", [s.name for s in specs],
+                             check_task_class, "CLASS, CLASS a lower-case word such as qa or "
+                                               "sentence_qa")
+
+
 def run_name(config: MultitaskConfig) -> str:
     """--name, else the initial model's name (its last path part) + _multitask."""
     given = config.model
@@ -299,9 +329,20 @@ def parse_args(argv=None) -> MultitaskConfig:
     if not args.task:
         p.error(f"give at least one --task SPEC ({SPEC_FORMS})")
     try:
-        specs, _, _ = task_plan(MultitaskConfig.from_namespace(args).tasks)
+        tasks = MultitaskConfig.from_namespace(args).tasks
+        specs, _, _ = task_plan(tasks)
+        overrides = class_overrides(tasks, specs)
     except SpecError as e:
         p.error(str(e))
+    if args.query_towers == "per-class":
+        if not args.markers:
+            p.error("--query-towers per-class picks each query's tower by its task class's "
+                    "marker word: give --markers too")
+        classes = sorted({overrides.get(s.name, s.task_class) for s in specs})
+        if len(classes) < 2:
+            p.error(f"--query-towers per-class: every task is of class {classes[0]!r}, and one "
+                    "query tower for one class is the shared tower (--query-towers shared); "
+                    "give tasks of two classes, e.g. --task-class reqa=sentence_qa")
     check_training_flags(p, args, ("steps", "batch_size", "checkpoint_every", "query_length",
                                    "document_length", "embedding_dim", "positives"))
     if not 0.0 <= args.warmup_fraction < 1.0:
@@ -558,6 +599,15 @@ def prepare_tasks(config: MultitaskConfig, workdir: pathlib.Path, log=print):
         tasks = [t.one_example_per_positive(config.tasks.positives) for t in tasks]
         log(f"One example per positive (up to {config.tasks.positives}): " + ", ".join(
             f"{t.name} {len(t):,}" for t in tasks))
+    # Last, so the cached tasks (and re-mined ones) keep the class they were built with.
+    overrides = class_overrides(config.tasks, specs)
+    for i, task in enumerate(tasks):
+        given = overrides.get(specs[i].name)
+        if given is not None and given != task.task_class:
+            log(f"Task {task.name}: class {given} (--task-class; built as {task.task_class})")
+            tasks[i] = dataclasses.replace(task, task_class=given, stats={
+                **task.stats, "task_class": f"{given} (--task-class; built as "
+                                            f"{task.task_class})"})
     sizes = [len(t) for t in tasks]
     relative = None
     if weights:
@@ -584,6 +634,34 @@ def model_to_train(config: MultitaskConfig):
         except (FileNotFoundError, TtZooError) as e:
             sys.exit(f"tt-zoo {COMMAND}: --init {source}: {e}")
     return zoo_model, model, info
+
+
+def query_towers_of(config: MultitaskConfig, model, markers, task_classes: List[str],
+                    log=print):
+    """The model to train with --query-towers: per-class splits the query tower into one per
+    task class (`multi_task.with_task_query_towers`; an initial model already split so is kept);
+    shared keeps it, and refuses an initial model whose query towers are per class. Exits
+    naming the flag when the model cannot be split (a late-interaction model)."""
+    from tt_zoo.training import multi_task  # noqa: PLC0415
+
+    if config.tasks.query_towers == "shared":
+        routes = multi_task.query_tower_routes(model)
+        if routes is not None:
+            sys.exit(f"tt-zoo {COMMAND}: --init {initial_model(config)} has one query tower per "
+                     f"task class ({', '.join(sorted(routes))}); train it with "
+                     "--query-towers per-class --markers")
+        return model
+    default = default_class(task_classes, markers)
+    try:
+        split = multi_task.with_task_query_towers(model, markers, default)
+    except ValueError as e:
+        sys.exit(f"tt-zoo {COMMAND}: --query-towers per-class: {e}")
+    if split is not model:
+        log(f"Query towers: one per task class ({', '.join(sorted(markers))}), copies of the "
+            f"initial query tower; unmarked queries go to the {default} tower"
+            + ("; the shared tower's weights stay on the document side as its own"
+               if model.share_towers else ""))
+    return split
 
 
 def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, markers,
@@ -615,6 +693,7 @@ def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, mar
                           stats=t["stats"]) for t in summary["tasks"]]
     run = card.training
     run.multi_task = MultiTaskRun(tasks=records, markers=markers, batching=settings["batching"],
+                                  query_towers=config.tasks.query_towers,
                                   negatives_borrowed=summary["negatives_borrowed"],
                                   remined_with=origin,
                                   read_nulls=frozenset() if markers else frozenset({"markers"}))
@@ -638,7 +717,12 @@ def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, mar
 def default_task_class_of(summary: dict, markers: Dict[str, str]) -> str:
     """The class a query gets when none is named (the card's ``default_task_class``): the
     first QA class ("qa"), else the first task's class."""
-    classes = [t["task_class"] for t in summary["tasks"] if t["task_class"] in markers]
+    return default_class([t["task_class"] for t in summary["tasks"]], markers)
+
+
+def default_class(task_classes: List[str], markers: Dict[str, str]) -> str:
+    """`default_task_class_of` for the tasks' classes, in task order."""
+    classes = [c for c in task_classes if c in markers]
     return "qa" if "qa" in classes else classes[0]
 
 
@@ -695,8 +779,18 @@ def run(config: MultitaskConfig, argv: list) -> dict:
     zoo_model, model, info = model_to_train(config)
     markers = None
     if config.tasks.markers:
-        model, markers = multi_task.add_task_markers(model, [t.task_class for t in tasks])
+        try:
+            model, markers = multi_task.add_task_markers(model, [t.task_class for t in tasks])
+        except ValueError as e:  # e.g. an initial model whose query towers are per class
+            sys.exit(f"tt-zoo {COMMAND}: --markers: {e}")
         log(f"Task markers: {markers}")
+    if config.tasks.untie_towers and model.share_towers:
+        try:
+            model = multi_task.untie_towers(model)
+        except ValueError as e:  # a late-interaction model
+            sys.exit(f"tt-zoo {COMMAND}: --untie-towers: {e}")
+        log("Towers untied: the document side has its own copy of the shared tower")
+    model = query_towers_of(config, model, markers, [t.task_class for t in tasks], log)
     info = finetune.with_sizes(model, info)
     train = config.training
     try:
@@ -710,6 +804,9 @@ def run(config: MultitaskConfig, argv: list) -> dict:
     except TtZooError as e:  # a checkpoint of other settings in the workdir
         sys.exit(f"tt-zoo {COMMAND}: {e}")
     card = make_card(config, zoo_model, info, summary, markers, origin, argv)
+    if card.architecture.model_options is not None:  # untied or split from a shared tower
+        card.architecture.model_options = {**card.architecture.model_options,
+                                           "share_towers": bool(model.share_towers)}
     trained = ZooModel(model, metadata=card.to_dict())  # encode_queries adds the marker
     scores = None
     if config.output.eval:
@@ -727,6 +824,8 @@ def run(config: MultitaskConfig, argv: list) -> dict:
     output = {"name": card.name, "workdir": str(workdir), "model": info,
               "tasks": summary["tasks"], "markers": markers,
               "default_task_class": card.architecture.default_task_class,
+              "query_towers": config.tasks.query_towers,
+              "task_classes": {t.name: t.task_class for t in tasks},
               "train": summary, "odqa": scores, "export": config.output.export, "argv": argv,
               RUN_CONFIG_KEY: config.to_dict(), "wall_seconds": round(wall, 1)}
     from tt_zoo.atomic_io import write_json  # noqa: PLC0415

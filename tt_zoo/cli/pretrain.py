@@ -584,7 +584,7 @@ def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: Train
     result = outcome.result
     if result is not None and result.final_loss is not None:
         card.result = TrainingResult(
-            train_wall_time_s=round(result.wall_time_s, 1),
+            train_wall_time_s=round(result.total_wall_time_s, 1),
             train_pairs_per_s=round(result.pairs_per_s, 1),
             train_pairs_per_s_first_100=round(result.pairs_per_s_over(True), 1),
             train_pairs_per_s_last_100=round(result.pairs_per_s_over(False), 1),

@@ -298,9 +298,11 @@ class EncodeCache:
             quiet_xla()
         if key not in self._tower_fns:
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
+            from tt_zoo.modeling.routed_tower import TaskRoutedTower  # pylint: disable=import-outside-toplevel
             from tt_zoo.modeling.towers import BertTower  # pylint: disable=import-outside-toplevel
+            # (A TaskRoutedTower passes the option on to its BERT sub-towers.)
             call_options = ({"plain_inference": options.plain_inference}
-                            if isinstance(tower, BertTower) else {})
+                            if isinstance(tower, (BertTower, TaskRoutedTower)) else {})
             self._tower_fns[key] = tf.function(
                 lambda packed: model._finish(tower(packed, training=False, **call_options)),
                 input_signature=[spec], jit_compile=options.jit_compile, autograph=False)

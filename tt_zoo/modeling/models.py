@@ -19,6 +19,8 @@ from tt_zoo.modeling.inference import (PACKED_KEYS, EncodeCache, EncodeOptions,
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.data.text import TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
+# Registered for deserialization: a model's query tower may route per task class.
+from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: F401
 
 
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
@@ -455,8 +457,11 @@ def with_sequence_lengths(model: TwoTowerModel, query_length: Optional[int] = No
                         ("document_preprocessor", document_length)):
         inner[key]["config"]["seq_length"] = int(length)
     for key in ("query_tower", "document_tower"):
-        tower = inner.get(key)
-        limit = (tower or {}).get("config", {}).get("max_sequence_length")
+        tower = (inner.get(key) or {}).get("config", {})
+        # (A TaskRoutedTower's limit is its sub-towers'.)
+        limits = [t.get("config", {}).get("max_sequence_length")
+                  for t in tower.get("towers", [])] + [tower.get("max_sequence_length")]
+        limit = min((x for x in limits if x is not None), default=None)
         if limit is not None and max(query_length, document_length) > limit:
             raise ValueError(f"The {key.replace('_', ' ')} covers at most {limit} positions; "
                              f"cannot use query length {query_length} / document length "

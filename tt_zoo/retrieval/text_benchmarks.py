@@ -223,16 +223,24 @@ def reqa_candidates(reqa: reqa_lib.ReQA) -> odqa.Collection:
                            [c.passage for c in reqa.candidates])
 
 
+REQA_CHOOSE_ON = ("train", "validation")
+
+
 def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
-                   limit_questions: Optional[int] = None, validation_metric: str = "MRR"
-                   ) -> ReqaBenchmark:
+                   limit_questions: Optional[int] = None, validation_metric: str = "MRR",
+                   choose_on: str = "train") -> ReqaBenchmark:
     """ReQA-SQuAD(dev): all questions against all candidates.
 
     Subsets: ``"all"`` and ``"<p>% test"``, the test questions of the cold-start split
     ``reqa.make_splits(reqa, split_fraction, seed=seed)``, whose training questions are the
-    validation queries, scored by `validation_metric` ("MRR" or "R@k"). `limit_questions`
-    keeps the first N reported (and N validation) questions: a smoke run.
+    validation queries, scored by `validation_metric` ("MRR" or "R@k"). ``choose_on=
+    "validation"`` takes the split's held-out validation questions instead: for a model trained
+    on the split's training questions (`tt-zoo multitask --task reqa`), which would otherwise
+    choose settings on questions it has seen. `limit_questions` keeps the first N reported
+    (and N validation) questions: a smoke run.
     """
+    if choose_on not in REQA_CHOOSE_ON:
+        raise ValueError(f"choose_on must be one of {REQA_CHOOSE_ON} (got {choose_on!r}).")
     reqa = reqa_lib.build_reqa(squad_path)
     split = reqa_lib.make_splits(reqa, split_fraction, seed=seed)
     questions = list(reqa.questions)[:limit_questions]
@@ -241,9 +249,13 @@ def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
     subsets = {"all": np.arange(len(questions)),
                f"{label} test": np.array([i for i, q in enumerate(questions) if q.id in test],
                                          dtype=np.int64)}
-    train = reqa.questions_for(split.train[:limit_questions])
+    chosen_on = split.train if choose_on == "train" else split.validation
+    if not chosen_on:
+        raise ValueError(f"The ReQA {label} split (seed {seed}) has no {choose_on} questions "
+                         "to choose settings on.")
+    train = reqa.questions_for(chosen_on[:limit_questions])
     gold = np.array([q.gold_index for q in train], dtype=np.int64)
-    validation = Validation(f"ReQA {label} split, training questions",
+    validation = Validation(f"ReQA {label} split, {choose_on} questions",
                             tuple(q.text for q in train),
                             _reqa_metric(gold, validation_metric), validation_metric)
     meta = {"source": reqa.source, "num_questions": len(reqa.questions),

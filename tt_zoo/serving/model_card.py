@@ -205,11 +205,13 @@ class TaskRecord(_Record):
 class MultiTaskRun(_Record):
     """``multi_task``: a multi-task training run (tt-zoo multitask; Maillard et al. 2021,
     Sec. 3-4; `tt_zoo.training.multi_task`): its tasks, the task-marker words ({class: word},
-    null without markers), how batches were drawn, and the model that re-mined the
-    confounders (Sec. 4.4), if one did."""
+    null without markers), how batches were drawn, the query towers (Sec. 4.3: "shared", or
+    "per-class": one per task class, picked by its marker word), and the model that re-mined
+    the confounders (Sec. 4.4), if one did."""
     tasks: Optional[List[TaskRecord]] = None
     markers: Optional[Dict[str, str]] = None
     batching: Optional[str] = None  # "mixed" or "homogeneous"
+    query_towers: Optional[str] = None  # `tt_zoo.data.tasks.QUERY_TOWERS`; absent: shared
     negatives_borrowed: Optional[int] = None  # examples without a confounder of their own
     remined_with: Optional[Origin] = None
 
@@ -773,11 +775,32 @@ def multi_task_lines(card: ModelCard) -> list:
     markers = ", ".join(f"`{word}` ({task_class})"
                         for task_class, word in (run.markers or {}).items())
     lines += ["", f"Task markers: {markers or 'none'}; batches: {_or(run.batching, '?')}."]
+    lines += query_tower_lines(card)
     if run.remined_with is not None:
         origin = run.remined_with
         lines.append(f"Confounders re-mined with {_or(origin.source or origin.name, '?')} "
                      "(Maillard et al. 2021, Sec. 4.4).")
     return lines
+
+
+def query_tower_lines(card: ModelCard) -> list:
+    """The Tasks section's line on the query towers (``multi_task.query_towers``, Maillard et
+    al. 2021, Sec. 4.3): one shared tower, or which tower each task class uses; [] when the
+    card does not record them."""
+    run = card.training.multi_task
+    if run.query_towers is None:
+        return []
+    if run.query_towers != "per-class":
+        return [f"Query towers: {run.query_towers} (one query tower for every task)."]
+    default = card.architecture.default_task_class
+    uses = []
+    for task_class, word in (run.markers or {}).items():
+        tasks = ", ".join(_or(t.name, "?") for t in run.tasks if t.task_class == task_class)
+        uses.append(f"`{word}` → the {task_class} tower ({tasks or 'no task'})")
+    return [f"Query towers: per-class (Maillard et al. 2021, Sec. 4.3): one per task class, "
+            f"each started from the same query tower, picked in the graph by the query's marker "
+            f"word: {'; '.join(uses)}; a query without a marker → the "
+            f"{_or(default, 'default class')} tower. One document tower for every task."]
 
 
 def table_rows(table) -> Optional[dict]:

@@ -72,6 +72,13 @@ class TrainResult:
     final_loss: Optional[float]          # None when no step ran (the run was already complete)
     global_batch: int = 0
     step_seconds: List[float] = dataclasses.field(default_factory=list)
+    earlier_wall_time_s: float = 0.0     # the segments before this one (`TRAIN_TIME_FILE`)
+
+    @property
+    def total_wall_time_s(self) -> float:
+        """Training wall time of the whole run, every resumed segment included: what a card
+        records (a run resumed at its last step would otherwise say 0 s)."""
+        return self.earlier_wall_time_s + self.wall_time_s
 
     def pairs_per_s_over(self, first: bool, window: int = 100) -> Optional[float]:
         """pairs/s from the median step time of the first (or last) `window` steps of this run."""
@@ -80,6 +87,25 @@ class TrainResult:
 
 
 SETTINGS_FILE = "run_settings.json"
+# Beside the checkpoints: {"step": n, "seconds": s}, the training wall time of all segments up
+# to the checkpoint of step n, rewritten (atomically) after each checkpoint.
+TRAIN_TIME_FILE = "train_time.json"
+
+
+def read_train_time(checkpoint_dir: str, step: int, log=print) -> float:
+    """The training seconds recorded up to the checkpoint of `step` (0 for a fresh run); a
+    record of another step (a kill between a checkpoint and its record) is used as it is, and
+    said."""
+    path = os.path.join(checkpoint_dir, TRAIN_TIME_FILE)
+    if step == 0 or not tf.io.gfile.exists(path):
+        return 0.0
+    with tf.io.gfile.GFile(path) as f:
+        record = json.load(f)
+    if record.get("step") != step:
+        log(f"{path} records the training time up to step {record.get('step')}, not the "
+            f"checkpoint's step {step}: the run's total wall time counts {record['seconds']:.0f} s "
+            "for the steps before this run")
+    return float(record["seconds"])
 
 
 class SettingsMismatchError(TtZooError):
@@ -169,14 +195,23 @@ class _ProgressAndScalars(tf.keras.callbacks.Callback):
 class _Checkpointer(tf.keras.callbacks.Callback):
     """Saves the checkpoint every `every` optimizer steps, inside the one `fit` call."""
 
-    def __init__(self, manager: tf.train.CheckpointManager, optimizer, every: int, writer):
+    def __init__(self, manager: tf.train.CheckpointManager, optimizer, every: int, writer,
+                 earlier_seconds: float = 0.0):
         super().__init__()
         self.manager, self.optimizer, self.every, self.writer = manager, optimizer, every, writer
+        self.earlier_seconds, self.start = earlier_seconds, time.perf_counter()
+
+    def save(self, step: int) -> None:
+        """The checkpoint of `step`, then the run's training time up to it (`TRAIN_TIME_FILE`)."""
+        self.manager.save(checkpoint_number=step)
+        seconds = self.earlier_seconds + time.perf_counter() - self.start
+        write_text(os.path.join(self.manager.directory, TRAIN_TIME_FILE),
+                   json.dumps({"step": step, "seconds": round(seconds, 3)}))
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.optimizer.iterations.numpy())
         if step % self.every == 0:
-            self.manager.save(checkpoint_number=step)
+            self.save(step)
             if self.writer is not None:
                 self.writer.flush()
 
@@ -253,14 +288,13 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
         bar = tqdm(total=steps, initial=resumed_from, unit="step", desc="pretrain")
     monitor = _ProgressAndScalars(bar, writer, global_batch, optimizer, log_every,
                                   log=None if progress else log)
+    earlier = read_train_time(checkpoint_dir, resumed_from, log=log)
+    saver = _Checkpointer(manager, optimizer, checkpoint_every, writer, earlier)
     start = time.perf_counter()
     try:
         if resumed_from < steps:
             model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
-                      verbose=0, callbacks=[monitor, *data_callbacks,
-                                            _Checkpointer(manager, optimizer, checkpoint_every,
-                                                          writer),
-                                            *callbacks])
+                      verbose=0, callbacks=[monitor, *data_callbacks, saver, *callbacks])
     finally:
         for callback in data_callbacks:
             if hasattr(callback, "close"):
@@ -269,15 +303,19 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
             bar.close()
     done = int(optimizer.iterations.numpy())
     if done > resumed_from and done % checkpoint_every:
-        manager.save(checkpoint_number=done)
+        saver.save(done)
     if writer is not None:
         writer.flush()
     wall = time.perf_counter() - start
     trained = done - resumed_from
+    if trained:
+        pairs_per_s = trained * global_batch / wall
+    else:  # nothing left to train: the rate of the segments before
+        pairs_per_s = done * global_batch / earlier if earlier else 0.0
     return TrainResult(steps_done=done, resumed_from=resumed_from, wall_time_s=wall,
-                       pairs_per_s=trained * global_batch / wall if trained else 0.0,
-                       final_loss=monitor.last_loss, global_batch=global_batch,
-                       step_seconds=monitor.step_seconds)
+                       pairs_per_s=pairs_per_s, final_loss=monitor.last_loss,
+                       global_batch=global_batch, step_seconds=monitor.step_seconds,
+                       earlier_wall_time_s=earlier)
 
 
 class ZeroShotReqaCurve(tf.keras.callbacks.Callback):

@@ -25,6 +25,10 @@ accidental-hit masking). This module does that with the package's resumable loop
   vocabulary, growing both towers' token embeddings by new rows (the old rows are kept), and
   the queries of each task are trained with their marker. The vocabulary travels in the model's
   config, so the export tokenizes a marked query the same way; the card records the markers.
+* **Task-specific query towers** (Sec. 4.3: one query encoder per task type, the passage encoder
+  shared): `with_task_query_towers` gives the marker-grown model one copy of its query tower per
+  task class, in a `tt_zoo.modeling.routed_tower.TaskRoutedTower` that sends each query to its
+  marker's tower, in the graph: the export needs nothing but the marked text.
 
 Example:
 
@@ -45,7 +49,7 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.data import features as F
-from tt_zoo.data.tasks import BATCHING, Task, marker_token, with_marker
+from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS, Task, marker_token, with_marker
 
 
 
@@ -94,6 +98,137 @@ def add_task_markers(model, task_classes: Sequence[str]):
         values.append(value)
     grown.set_weights(values)
     return grown, markers
+
+
+def with_task_query_towers(model, markers: Dict[str, str], default_class: str):
+    """A new model with one query tower per task class (Maillard et al. 2021, Sec. 4.3).
+
+    Maillard et al.'s task-specific variant: a query encoder per task type, the passage encoder
+    shared by all. The new model's query tower is a
+    `tt_zoo.modeling.routed_tower.TaskRoutedTower` of K copies of `model`'s query tower (one per
+    class of `markers`, in sorted order, each named ``<query tower>_<class>`` and initialised
+    with its weights), routed by the marker word each query carries; an unmarked query goes to
+    `default_class`'s tower. The document tower is `model`'s (its config and weights). If
+    `model` shared one tower for queries and documents, that tower's weights become the
+    document side's own tower, no longer shared with any query tower: from here on the sides
+    train apart. Right after the split the model's query embeddings (marked or not) and
+    document embeddings are `model`'s. `model` itself is left as it was.
+
+    Args:
+      model: a `TwoTowerModel` whose vocabulary holds the markers (`add_task_markers`' result).
+      markers: {task class: marker word}, at least two classes (one is the shared tower).
+      default_class: the class an unmarked query is encoded as (the card's
+        ``default_task_class``).
+
+    Returns:
+      the new model; `model` itself when its query tower already routes these markers with
+      this default class (a rerun, or training a per-class export further).
+
+    Raises:
+      ValueError: a late-interaction (ColBERT) model (its one tower encodes both sides token
+        by token), fewer than two classes, a marker missing from the vocabulary, a default
+        class without a marker, or a model already routed otherwise.
+    """
+    from tt_zoo.modeling.late_interaction_model import LateInteractionModel  # noqa: PLC0415
+    from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: PLC0415
+
+    if isinstance(model, LateInteractionModel):
+        raise ValueError("with_task_query_towers: a late-interaction (ColBERT) model has one "
+                         "token tower for queries and documents; task-specific query towers "
+                         "are for single-vector two-tower models (use task markers alone).")
+    classes = sorted(markers)
+    if len(classes) < 2:
+        raise ValueError(f"with_task_query_towers: task-specific query towers need at least two "
+                         f"task classes (got {classes}); one class is the shared tower.")
+    if default_class not in markers:
+        raise ValueError(f"with_task_query_towers: default class {default_class!r} has no marker "
+                         f"(markers: {classes}).")
+    vocabulary = list(model.query_preprocessor.vocabulary)
+    missing = sorted(markers[c] for c in classes if markers[c] not in vocabulary)
+    if missing:
+        raise ValueError(f"with_task_query_towers: markers {missing} are not in the model's "
+                         "vocabulary: call add_task_markers(model, task_classes) first.")
+    marker_ids = [vocabulary.index(markers[c]) for c in classes]
+    default_index = classes.index(default_class)
+    if isinstance(model.query_tower, TaskRoutedTower):
+        tower = model.query_tower
+        if (list(tower.task_classes), list(tower.marker_ids), tower.default_index) == (
+                classes, marker_ids, default_index):
+            return model
+        raise ValueError(f"with_task_query_towers: the model's query towers already route "
+                         f"classes {list(tower.task_classes)} (default "
+                         f"{tower.task_classes[tower.default_index]!r}); asked for {classes} "
+                         f"(default {default_class!r}).")
+    model = untie_towers(model)
+    config = copy.deepcopy(model.get_config())
+    query = config["query_tower"]
+    document = config["document_tower"]
+    subs = []
+    for task_class in classes:
+        sub = copy.deepcopy(query)
+        sub["config"]["name"] = f"{query['config']['name']}_{task_class}"
+        subs.append(sub)
+    routed = TaskRoutedTower([tf.keras.layers.deserialize(s) for s in subs],
+                             marker_ids=marker_ids, task_classes=classes,
+                             default_index=default_index, name=query["config"]["name"])
+    config["query_tower"] = tf.keras.layers.serialize(routed)
+    config["document_tower"] = document
+    split = type(model).from_config(config)
+    split.build_by_calling()
+    towers = len(split.query_tower.weights) + len(split.document_tower.weights)
+    if len(split.weights) != towers:
+        raise ValueError(f"with_task_query_towers: the model holds {len(split.weights) - towers} "
+                         "weights outside its towers, which this split does not copy.")
+    query_weights = model.query_tower.get_weights()
+    for sub in split.query_tower.towers:
+        sub.set_weights(query_weights)
+    split.document_tower.set_weights(model.document_tower.get_weights())
+    return split
+
+
+def untie_towers(model):
+    """`model` with its query and document sides in towers of their own: a model that shares
+    one tower for both (``share_towers``) gets a new model whose document tower is a copy of
+    that tower (its config and weights), so the two sides train apart from here; a model with
+    two towers is returned as it is. Right after, both sides' embeddings are `model`'s.
+
+    Multi-task DPR (Maillard et al. 2021, Sec. 3) has separate query and passage encoders; the
+    zoo's CPU-scale towers share one. `with_task_query_towers` starts from this, so
+    ``--untie-towers`` alone is the comparison that separates routing from untying."""
+    from tt_zoo.modeling.late_interaction_model import LateInteractionModel  # noqa: PLC0415
+
+    if not model.share_towers:
+        return model
+    if isinstance(model, LateInteractionModel):
+        raise ValueError("untie_towers: a late-interaction (ColBERT) model encodes queries and "
+                         "documents with its one token tower (Khattab & Zaharia 2020, Sec. 3).")
+    if not model.built:
+        model.build_by_calling()
+    config = copy.deepcopy(model.get_config())
+    document = copy.deepcopy(config["query_tower"])
+    document["config"]["name"] = "document_tower"
+    config["document_tower"] = document
+    untied = type(model).from_config(config)
+    untied.build_by_calling()
+    if len(untied.weights) != 2 * len(model.weights):
+        raise ValueError(f"untie_towers: the untied model holds {len(untied.weights)} weights, "
+                         f"not twice the shared model's {len(model.weights)}: weights outside "
+                         "the tower are not copied.")
+    weights = model.query_tower.get_weights()
+    untied.query_tower.set_weights(weights)
+    untied.document_tower.set_weights(weights)
+    return untied
+
+
+def query_tower_routes(model) -> Optional[Dict[str, int]]:
+    """{task class: marker id} of a model with task-specific query towers
+    (`with_task_query_towers`); None for one shared query tower."""
+    from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: PLC0415
+
+    tower = getattr(model, "query_tower", None)
+    if not isinstance(tower, TaskRoutedTower):
+        return None
+    return dict(zip(tower.task_classes, tower.marker_ids))
 
 
 # -- the examples as arrays -----------------------------------------------------------------
@@ -243,7 +378,9 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
     `loop.enable_checkpointable_randomness(seed)` before building the model, so its dropout
     draws from generators the checkpoints hold, as `tt-zoo multitask` does). `markers`
     ({task class: word}, from
-    `add_task_markers` on this model) prepends each task's marker to its queries. `callbacks`:
+    `add_task_markers` on this model) prepends each task's marker to its queries; a model with
+    task-specific query towers (`with_task_query_towers`) needs the markers it routes by, and
+    its settings record ``query_towers: per-class``. `callbacks`:
     more Keras callbacks for the `fit` call (they run after the step's checkpoint).
 
     Returns the run's summary: settings, tasks (with weights and markers), steps, wall time,
@@ -261,6 +398,17 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
         if missing:
             raise ValueError(f"Markers {missing} are not in the model's vocabulary: call "
                              "add_task_markers(model, task_classes) first and train its result.")
+    routes = query_tower_routes(model)
+    if routes is not None:
+        vocabulary = list(model.query_preprocessor.vocabulary)
+        given = {t.task_class: None if markers is None or t.task_class not in markers
+                 else vocabulary.index(markers[t.task_class]) for t in tasks}
+        unrouted = sorted(c for c, i in given.items() if routes.get(c) != i)
+        if unrouted:
+            raise ValueError(f"The model's query towers are routed by the markers of classes "
+                             f"{sorted(routes)}; the tasks' classes {unrouted} have no such "
+                             "marker (pass the markers the towers were split with, "
+                             "with_task_query_towers).")
     start = time.perf_counter()
     tf.keras.utils.set_random_seed(seed)
     data = prepare(model, tasks, batch_size=batch_size, weights=weights, batching=batching,
@@ -270,6 +418,8 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
     settings = {"kind": "multi_task", "steps": int(steps), "batch_size": int(batch_size),
                 "learning_rate": learning_rate, "warmup_fraction": warmup_fraction,
                 "seed": int(seed), "markers": markers, **data.order.settings(),
+                # (absent for one shared query tower: the runs recorded before keep resuming)
+                **({"query_towers": QUERY_TOWERS[1]} if routes is not None else {}),
                 "tasks": [{k: t[k] for k in ("name", "task_class", "examples")}
                           for t in data.tasks],
                 "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256}
@@ -281,8 +431,8 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
         callbacks=callbacks, log=log)
     return {"settings": settings, "tasks": data.tasks, **data.counts,
             "steps_done": result.steps_done, "resumed_from": result.resumed_from,
-            "train_wall_time_s": round(result.wall_time_s, 1),
+            "train_wall_time_s": round(result.total_wall_time_s, 1),
             "pairs_per_s": round(result.pairs_per_s, 1),
-            "final_loss": result.final_loss,
+            "final_loss": None if result.final_loss is None else round(result.final_loss, 4),
             "seconds": round(time.perf_counter() - start, 1)}
 

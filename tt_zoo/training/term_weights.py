@@ -168,7 +168,7 @@ def train_term_weights(model: TermWeightModel, arrays: dict, *, steps: int, batc
     history = read_cpu_times(cpu_path)
     steps_per_s = result.pairs_per_s_over(first=False)
     return {"train_steps": result.steps_done, "resumed_from": result.resumed_from,
-            "train_wall_time_s": round(result.wall_time_s, 1),
+            "train_wall_time_s": round(result.total_wall_time_s, 1),
             "train_steps_per_s_last_100": None if steps_per_s is None
             else round(steps_per_s / batch_size, 2),
             "train_cpu_seconds": round(cpu_seconds_at(history, result.steps_done), 1),

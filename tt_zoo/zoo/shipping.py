@@ -338,11 +338,15 @@ def _percent(value: float) -> float:
 
 
 def benchmark_tables(out: dict, rows: Union[str, Callable[[str], bool]],
-                     baseline: Optional[str] = BASELINE_ROW) -> Dict[str, Dict[str, dict]]:
+                     baseline: Optional[str] = BASELINE_ROW, *, regime: str = "zero-shot",
+                     trained_on_reqa: bool = False) -> Dict[str, Dict[str, dict]]:
     """A model card's tables from a text-benchmark results JSON (`benchmarks/text_rows.py`'s
     ``run``): per benchmark and question set ("all" first), the rows whose label contains
     `rows` (or for which it is true) and the `baseline` row, R@k (%) (+ MRR for ReQA), titled
-    with the question and candidate counts. Benchmarks without such a row are left out."""
+    with the question and candidate counts. Benchmarks without such a row are left out.
+    `regime` says how the model met the questions ("zero-shot", or e.g. "after multi-task
+    training on webquestions + reqa"); `trained_on_reqa` marks ReQA's all-questions tables as
+    holding questions the model trained on (its split's test part is the one to read)."""
     mine = (lambda label: rows in label) if isinstance(rows, str) else rows
     ks = out.get("ks") or [1, 5, 10, 20, 50, 100]
     tables = {}
@@ -357,27 +361,31 @@ def benchmark_tables(out: dict, rows: Union[str, Callable[[str], bool]],
         sets = list(next(iter(chosen.values()))["sets"])
         for set_name in (["all"] if "all" in sets else []) + [s for s in sets if s != "all"]:
             first = next(iter(chosen.values()))["sets"][set_name]
-            tables[_table_title(bench, described, set_name, first)] = {
+            title = _table_title(bench, described, set_name, first, regime)
+            if trained_on_reqa and bench != "odqa" and set_name == "all":
+                title = title.replace(" (%)", ", including the questions it trained on (%)")
+            tables[title] = {
                 label: {c: _percent(row["sets"][set_name][c]) for c in columns
                         if c in row["sets"][set_name]}
                 for label, row in chosen.items()}
     return tables
 
 
-def _table_title(bench: str, described: dict, set_name: str, counts: dict) -> str:
+def _table_title(bench: str, described: dict, set_name: str, counts: dict,
+                 regime: str = "zero-shot") -> str:
     """The wording of the cards' other tables (`tt_zoo.retrieval.odqa.card_tables`, the
     reproduce stage's ReQA tables), with the question and candidate counts."""
     if bench == "odqa":
         from tt_zoo.retrieval.odqa import SET_DESCRIPTIONS
         source = pathlib.Path(str(described.get("source", ""))).name.capitalize()
-        return (f"ODQA answer recall zero-shot, {SET_DESCRIPTIONS.get(set_name, set_name)}, "
+        return (f"ODQA answer recall {regime}, {SET_DESCRIPTIONS.get(set_name, set_name)}, "
                 f"{counts['answerable']:,} answerable of {counts['num_questions']:,} questions, "
                 f"{described['num_passages']:,} {described.get('passage_words', 100)}-word "
                 f"{source} passages (%)")
     what = ("all questions" if set_name == "all"
             else f"test part of the {set_name.split()[0]} split")
     name = "ReQA-SQuAD(dev)" if bench == "reqa" else "Open-domain ReQA"
-    return (f"{name} zero-shot, {what} ({counts['num_questions']:,} questions, "
+    return (f"{name} {regime}, {what} ({counts['num_questions']:,} questions, "
             f"{described['num_candidates']:,} candidates) (%)")
 
 
@@ -400,7 +408,12 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
                          "numbers are not the benchmark's, and are not recorded.")
     _check_same_model(settings, card, where, log)
     marker = rows or ROW_MARKERS.get(card.artifact_kind) or card.name
-    tables = benchmark_tables(out, marker)
+    run = card.training.multi_task if card.training is not None else None
+    trained_on = [t.name for t in (run.tasks or [])] if run is not None else []
+    tables = benchmark_tables(
+        out, marker, regime=("after multi-task training on " + " + ".join(trained_on)
+                             if trained_on else "zero-shot"),
+        trained_on_reqa="reqa" in trained_on)
     if not tables:
         raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
                          f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")

@@ -1,0 +1,54 @@
+"""benchmarks/late_interaction.py end to end on tiny data: a tiny ColBERT export and a tiny dense
+export, the hand-made SQuAD file, three Wikispeedia articles and a few ODQA questions; the
+re-ranking row, the BM25 fusion and the three-way fusion with --fuse-with, in seconds."""
+
+import pytest
+
+from conftest import DATA_DIR, data_file
+from helpers import hand_made_squad, tiny_colbert, write_squad
+from test_fusion_benchmark import _jsonl  # also puts benchmarks/ on sys.path
+
+
+@pytest.fixture
+def colbert_export(tmp_path):
+    from tt_zoo.serving.export import export_saved_model
+
+    export_saved_model(tiny_colbert(), tmp_path / "colbert", {"name": "colbert_tiny"})
+    return tmp_path / "colbert"
+
+
+def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path, monkeypatch):
+    data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
+    import late_interaction
+    import peers_measure
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    reported = _jsonl(tmp_path / "reported.jsonl", [
+        {"question": "Who founded the Persian Empire?", "answers": ["Cyrus"]},
+        {"question": "What is the capital of Ethiopia?", "answer_regex": "Addis Ababa"}])
+    held = _jsonl(tmp_path / "held.jsonl", [
+        {"question": "Which country borders Ethiopia to the west?", "answers": ["Sudan"]},
+        {"question": "Who said Cyrus was named after the sun?", "answers": ["Ctesias"]}])
+    base = ["--colbert", str(colbert_export), "--model", str(exported.path),
+            "--benchmarks", "reqa,odqa", "--end-to-end", "",
+            "--squad", str(write_squad(tmp_path, hand_made_squad())), "--split-fraction", "0.5",
+            "--limit-articles", "3", "--odqa-questions", reported, "--odqa-validation", held,
+            "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work"),
+            "--output", str(tmp_path / "out" / "late")]
+    with pytest.raises(SystemExit):  # --fuse-with names one of --model
+        late_interaction.parse_args(base + ["--fuse-with", "bow_mlp_none_512"])
+    out = late_interaction.main(base + ["--fuse-with", str(exported.path)])
+    two = "convex(BM25, ColBERT re-ranking BM25@100)"
+    three = f"convex({two}, tiny_test)"
+    for bench in ("reqa", "odqa"):
+        rows = list(out["results"][bench])
+        assert rows == ["BM25", "tiny_test", "ColBERT re-ranking BM25@100", two, three], bench
+        chosen = out["weights"][bench]
+        assert set(chosen) == {two, three} and len(chosen[three]["grid"]) == 21
+        for row in out["results"][bench].values():
+            recalls = [v for k, v in late_interaction.text_rows.main_set(row).items()
+                       if k.startswith("R@")]
+            assert recalls == sorted(recalls) and all(0 <= v <= 1 for v in recalls)
+    # ReQA has 5 candidates: the fused lists hold them all, the gold included.
+    assert out["results"]["reqa"][three]["sets"]["all"]["R@5"] == 1.0
+    assert three in (tmp_path / "out" / "late.md").read_text()
