@@ -10,7 +10,7 @@ import pytest
 
 from helpers import tiny_colbert, tiny_vocab
 from tt_zoo import cli
-from tt_zoo.cli import multitask
+from tt_zoo.cli import multitask, multitask_tasks
 from tt_zoo.data.tasks import Document, Task, TaskExample
 from tt_zoo.serving.model_card import ModelCard, MultiTaskRun, TaskRecord
 
@@ -327,14 +327,14 @@ def test_an_export_folder_of_other_files_is_refused_before_training(task_files, 
 
 
 def test_task_specs_and_names():
-    assert multitask.parse_task_spec("reqa") == multitask.TaskSpec("reqa", "reqa", "reqa")
-    spec = multitask.parse_task_spec("pairs:runs/pairs/ict_128/:500")
+    assert multitask_tasks.parse_task_spec("reqa") == multitask_tasks.TaskSpec("reqa", "reqa", "reqa")
+    spec = multitask_tasks.parse_task_spec("pairs:runs/pairs/ict_128/:500")
     assert (spec.kind, spec.name, spec.path, spec.max_pairs, spec.task_class) == (
         "pairs", "ict_128", "runs/pairs/ict_128/", 500, "self_supervised")
-    spec = multitask.parse_task_spec("jsonl:data/fever.jsonl.gz:fact_checking")
+    spec = multitask_tasks.parse_task_spec("jsonl:data/fever.jsonl.gz:fact_checking")
     assert (spec.name, spec.path, spec.task_class) == (
         "fever", "data/fever.jsonl.gz", "fact_checking")
-    assert multitask.parse_task_spec("jsonl:x/nq.jsonl").task_class == "qa"
+    assert multitask_tasks.parse_task_spec("jsonl:x/nq.jsonl").task_class == "qa"
 
 
 def test_repeatable_flags_in_a_config_file_and_flags_replace_them(task_files, tmp_path):
@@ -367,13 +367,13 @@ def test_a_built_task_is_cached_by_its_key(tmp_path):
                     stats={"questions": 3})
 
     logs = []
-    first = multitask.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
-    again = multitask.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
+    first = multitask_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
+    again = multitask_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
     assert len(built) == 1 and again == first  # read back: examples, class, source, stats
-    other = multitask.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
+    other = multitask_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
     assert len(built) == 2 and other == first and "building it anew" in logs[-2]
     (tmp_path / "wq.jsonl").write_text("")  # a damaged file is built again
-    multitask.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
+    multitask_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
     assert len(built) == 3
 
 

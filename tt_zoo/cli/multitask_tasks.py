@@ -1,0 +1,269 @@
+"""The tasks of `tt-zoo multitask` (Maillard et al. 2021, Sec. 3-4): reading a --task value
+(`parse_task_spec`), building the named tasks from what ``$TT_ZOO_DATA`` holds (`Sources`,
+`build_named_task`: WebQuestions / CuratedTREC over Wikispeedia's 100-word passages, a ReQA
+cold-start split), reading pair sets and task files (`load_task`), caching built tasks keyed by
+their inputs (`cached_task`) and re-mining their confounders with a trained model (`remine`,
+Sec. 4.4). The command itself (flags, training, card) is `tt_zoo.cli.multitask`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import re
+import sys
+import time
+from typing import List, Optional
+
+from tt_zoo.cli.common import default_data_dir, default_squad_path
+
+COMMAND = "multitask"
+WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
+           "curatedtrec": ("curatedtrec-train", ())}  # task -> (question set, validated on)
+NAMED_TASKS = (*WIKI_QA, "reqa")
+PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
+TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
+ODQA_CACHE = os.path.join("runs", "odqa_cache")
+_TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
+SPEC_FORMS = "webquestions, curatedtrec, reqa, pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskSpec:
+    """One --task: its kind (a named task, "pairs" or "jsonl"), name and source."""
+
+    spec: str
+    kind: str
+    name: str
+    path: Optional[str] = None
+    max_pairs: Optional[int] = None
+    task_class: str = "qa"
+
+
+class SpecError(ValueError):
+    """A --task, --weight, --few-shot or --task-class value that cannot be read; the message
+    says why."""
+
+
+def task_file_name(path: str) -> str:
+    """A task file's name: its file name without .jsonl/.json and .gz/.bz2."""
+    base = os.path.basename(path.rstrip("/"))
+    return _TASK_FILE_SUFFIX.sub("", base) or base
+
+
+def parse_task_spec(spec: str) -> TaskSpec:
+    """A --task value (`SPEC_FORMS`) as a `TaskSpec`; raises `SpecError` saying what is wrong."""
+    if spec in NAMED_TASKS:
+        return TaskSpec(spec, spec, spec)
+    kind, colon, rest = spec.partition(":")
+    if not colon or kind not in ("pairs", "jsonl") or not rest:
+        raise SpecError(f"expected {SPEC_FORMS}")
+    head, colon, tail = rest.rpartition(":")
+    if kind == "pairs":
+        path, max_pairs = rest, None
+        if colon and tail.isdigit():
+            path, max_pairs = head, int(tail)
+            if max_pairs < 1:
+                raise SpecError(f"MAX must be a positive number of pairs (got {tail})")
+        elif colon and tail and not os.path.exists(rest):
+            raise SpecError(f"MAX must be a positive number of pairs (got {tail!r})")
+        return TaskSpec(spec, kind, os.path.basename(path.rstrip("/")) or path, path,
+                        max_pairs=max_pairs, task_class="self_supervised")
+    path, task_class = rest, "qa"
+    if colon and head and not os.path.exists(rest):
+        from tt_zoo.data.tasks import check_task_class  # noqa: PLC0415 (numpy only)
+        try:
+            path, task_class = head, check_task_class(tail)
+        except ValueError as e:
+            raise SpecError(f"CLASS: {e}") from None
+    return TaskSpec(spec, kind, task_file_name(path), path, task_class=task_class)
+
+
+# -- building them --------------------------------------------------------------------------------
+
+class Sources:
+    """What the named tasks are built from, each built on first use: the Wikispeedia passages
+    with the answer rows of the QA training sets (`odqa.Benchmark`, answers cached in
+    runs/odqa_cache), their BM25 index, ReQA-SQuAD(dev) and its split."""
+
+    def __init__(self, specs: List[TaskSpec], tasks, progress: bool, log=print):
+        """`tasks`: the command's `tt_zoo.cli.multitask.TaskArguments` (split seed, ReQA
+        training fraction)."""
+        self.data = default_data_dir()
+        self.wiki_sets = [WIKI_QA[s.kind][0] for s in specs if s.kind in WIKI_QA]
+        self.tasks, self.progress, self.log = tasks, progress, log
+        self._benchmark = self._bm25 = self._reqa = None
+
+    @property
+    def benchmark(self):
+        """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
+        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+        if self._benchmark is None:
+            t = time.perf_counter()
+            sets = [odqa.load_question_set(name, self.data) for name in self.wiki_sets]
+            self._benchmark = odqa.Benchmark.build(
+                self.data / "wikispeedia", sets, PASSAGE_WORDS, progress=self.progress,
+                cache_dir=ODQA_CACHE)
+            self.log(f"Wikispeedia: {len(self._benchmark.collection):,} passages of "
+                     f"{PASSAGE_WORDS} words ({time.perf_counter() - t:.0f} s)")
+        return self._benchmark
+
+    def answer_sets(self, kind: str):
+        name = WIKI_QA[kind][0]
+        return next(s for s in self.benchmark.sets if s.name == name)
+
+    @property
+    def bm25(self):
+        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+        if self._bm25 is None:
+            self._bm25 = odqa.bm25_searcher(self.benchmark.collection)
+        return self._bm25
+
+    @property
+    def reqa(self):
+        """(ReQA-SQuAD(dev), its cold-start split, the split's description)."""
+        if self._reqa is None:
+            from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415
+
+            reqa = reqa_lib.build_reqa(default_squad_path())
+            fraction, seed = self.tasks.reqa_train_fraction, self.tasks.split_seed
+            split = reqa_lib.make_splits(reqa, fraction, seed=seed)
+            self._reqa = reqa, split, f"ReQA-SQuAD(dev) {fraction:g} cold-start split, seed {seed}"
+        return self._reqa
+
+
+def _file_key(path) -> dict:
+    from tt_zoo.manifest import describe_file  # noqa: PLC0415
+
+    return {"path": str(path), **describe_file(path)}
+
+
+def _articles_key(folder: pathlib.Path) -> dict:
+    """The article source by its files' names and sizes (hashing it would take as long as
+    building a task)."""
+    return {"path": str(folder), "passage_words": PASSAGE_WORDS,
+            "files": {p.name: p.stat().st_size for p in sorted(folder.iterdir()) if p.is_file()}}
+
+
+def task_key(spec: TaskSpec, sources: Sources) -> dict:
+    """What defines a named task: its source files, settings and the code's version."""
+    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+
+    key = {"version": TASK_CACHE_VERSION, "task": spec.kind, "seed": sources.tasks.split_seed}
+    if spec.kind in WIKI_QA:
+        key.update(questions=_file_key(sources.data / "odqa" /
+                                       odqa.NAMED_SETS[WIKI_QA[spec.kind][0]]),
+                   articles=_articles_key(sources.data / "wikispeedia"))
+    else:
+        key.update(squad=_file_key(default_squad_path()),
+                   train_fraction=sources.tasks.reqa_train_fraction)
+    return key
+
+
+def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print):
+    """The task stored as ``directory/NAME.jsonl`` when ``NAME.json`` beside it records the same
+    `key` and the file's sha256; else ``build()``'s, stored there (the JSONL first, the sidecar
+    last, each written to a temp file and renamed: a cut-off write is built again)."""
+    from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+    from tt_zoo.data.tasks import read_task_jsonl, write_task_jsonl  # noqa: PLC0415
+    from tt_zoo.manifest import describe_file  # noqa: PLC0415
+
+    path, sidecar = directory / f"{name}.jsonl", directory / f"{name}.json"
+    if path.is_file() and sidecar.is_file():
+        meta = json.loads(sidecar.read_text(encoding="utf-8"))
+        if meta.get("key") == key and meta.get("file") == describe_file(path):
+            task = read_task_jsonl(path, name=meta["name"], task_class=meta["task_class"],
+                                   knowledge_source=meta["knowledge_source"],
+                                   validation=meta["validation"])
+            log(f"Task {name}: {len(task):,} examples, read from {path}")
+            return dataclasses.replace(task, stats=meta["stats"])
+        log(f"Task {name}: {path} was built from other inputs or settings; building it anew")
+    t = time.perf_counter()
+    task = build()
+    directory.mkdir(parents=True, exist_ok=True)
+    write_task_jsonl(task, path)
+    described = task.describe()
+    write_json(sidecar, {"key": key, "file": describe_file(path),
+                         **{k: described[k] for k in ("name", "task_class", "examples",
+                                                      "knowledge_source", "validation",
+                                                      "stats")}})
+    log(f"Task {name}: {len(task):,} examples built in {time.perf_counter() - t:.0f} s, "
+        f"stored in {path}")
+    return task
+
+
+def build_named_task(spec: TaskSpec, sources: Sources):
+    """A webquestions / curatedtrec / reqa task (`tt_zoo.retrieval.task_sources`)."""
+    from tt_zoo.retrieval import odqa, task_sources  # noqa: PLC0415
+
+    seed = sources.tasks.split_seed
+    if spec.kind == "reqa":
+        reqa, split, where = sources.reqa
+        return task_sources.reqa_task(spec.name, reqa, split.train, seed=seed,
+                                      validation=(f"{where}: test part",))
+    found = sources.answer_sets(spec.kind)  # the questions with an answer in the collection
+    collection = sources.benchmark.collection
+    task = task_sources.qa_task(
+        spec.name, odqa.QuestionSet(found.name, found.questions, found.skipped), collection,
+        answer_rows=found.rows, bm25=sources.bm25, seed=seed,
+        validation=WIKI_QA[spec.kind][1], progress=sources.progress)
+    return dataclasses.replace(
+        task, knowledge_source=f"Wikispeedia cut into {PASSAGE_WORDS}-word passages with "
+                               f"titles: {len(collection):,} passages",
+        stats={**task.stats, "question_set": found.name, "questions": found.num_questions})
+
+
+def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
+    """The task of one --task; a malformed task file exits naming the flag, file and line."""
+    from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
+    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+
+    if spec.kind == "jsonl":
+        try:
+            task = read_task_jsonl(spec.path, name=spec.name, task_class=spec.task_class)
+        except TaskFormatError as e:
+            sys.exit(f"tt-zoo {COMMAND}: --task {spec.spec!r}: {e}")
+        log(f"Task {spec.name}: {len(task):,} examples of class {spec.task_class} from "
+            f"{spec.path}")
+        return task
+    if spec.kind == "pairs":
+        return task_sources.pair_task(spec.name, spec.path, max_pairs=spec.max_pairs,
+                                      seed=sources.tasks.split_seed, progress=sources.progress,
+                                      log=log)
+    return cached_task(cache, spec.name, task_key(spec, sources),
+                       lambda: build_named_task(spec, sources), log)
+
+
+def remine(task, spec: TaskSpec, sources: Sources, miner, cache: pathlib.Path, key: dict,
+           log=print):
+    """`task` with its confounders re-mined by `miner` (a `ZooModel`), cached as
+    NAME.remined.jsonl in the task cache (Maillard et al. 2021, Sec. 4.4): the first passage of
+    the model's top 100 that holds no answer and is no positive."""
+    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+
+    def build():
+        collection = sources.benchmark.collection
+        found = sources.answer_sets(spec.kind)
+        rows_of = {(q.text, tuple(q.answers), q.answer_regex): rows
+                   for q, rows in zip(found.questions, found.rows)}
+        answer_rows = [rows_of[(e.query, tuple(e.answers), e.answer_regex)]
+                       for e in task.examples]
+        documents = task_sources.documents_of(collection)
+        sha = miner.metadata.get("sha256")
+        cache = (pathlib.Path(ODQA_CACHE) / f"passages-{sha[:16]}-{len(collection)}.npy"
+                 if sha else None)  # the passage embeddings of `tt-zoo odqa --model`
+        if cache is not None:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+        rank = task_sources.dense_rank(miner, documents, cache_path=cache,
+                                       progress=sources.progress)
+        excluded = task_sources.qa_excluded_rows(task, collection, answer_rows)
+        return task_sources.remine_confounders(task, rank, documents, excluded,
+                                               depth=task_sources.QA_DEPTH,
+                                               seed=sources.tasks.split_seed,
+                                               progress=sources.progress)
+
+    return cached_task(cache, f"{task.name}.remined", key, build, log)
