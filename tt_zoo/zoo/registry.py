@@ -124,8 +124,8 @@ MULTITASK_RECIPE = MultitaskRecipe()
 MULTITASK_COLBERT_PREFIX = "multitask_colbert_"
 MULTITASK_COLBERT_INIT_FROM = "colbert_{pretraining}_{dim}"
 # 500 steps of 64 (about 3.5 passes over the union) at 3e-4, the ColBERT pretraining rate: 1e-4
-# gave the same ReQA R@1 and 0.4 less ODQA top-20 re-ranking BM25
-# (`results/late_interaction_multitask.md`).
+# gave the same ReQA R@1 and 0.4 less ODQA top-20 re-ranking BM25, and 1,000 steps overfit
+# (`results/late_interaction_multitask.md`, `results/late_interaction_multitask_1000_steps.md`).
 MULTITASK_COLBERT_RECIPE = MultitaskRecipe(steps=500, batch_size=64, learning_rate=3e-4)
 
 
