@@ -136,7 +136,7 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
     fused = convex_fusion(ctx, key, ctx.bm25, rerank)
     rows[key] = text_rows.score_row(bench, key, fused, 0.0, fused.describe())
     if args.fuse_with is not None:
-        partner = _load(args.fuse_with).name  # ctx.dense is keyed by name, not path
+        partner = text_rows.model_name(ctx, args.fuse_with)
         three = f"convex({key}, {partner})"
         fused3 = convex_fusion(ctx, three, tb.ReusedSearcher(fused), ctx.dense[partner])
         rows[three] = text_rows.score_row(bench, three, fused3, 0.0, fused3.describe())
@@ -164,8 +164,7 @@ def convex_fusion(ctx: text_rows.Context, key: str, first, second):
 
 @functools.lru_cache(maxsize=None)
 def _load(name_or_path):
-    """A model by name or path, loaded once for all benchmarks (the ColBERT model is not a
-    dense row of `text_rows`)."""
+    """The ColBERT model, loaded once for all benchmarks (not a dense row of `text_rows`)."""
     import tt_zoo
 
     return tt_zoo.load(name_or_path)

@@ -190,6 +190,16 @@ def score_row(bench, label: str, searcher, build_seconds: float,
     return row
 
 
+def model_name(ctx, given: str) -> str:
+    """The name `ctx.dense` and `ctx.models` key a --model by, for the value given (a registered
+    name or an export path), from the models `run` loaded (not loaded again)."""
+    for name, model in ctx.models.items():
+        if given == name or (model.path is not None
+                             and pathlib.Path(given).resolve() == model.path.resolve()):
+            return name
+    raise KeyError(f"{given!r} is not one of the --model models ({', '.join(ctx.models)})")
+
+
 @dataclasses.dataclass
 class Context:
     """What a script's rows are built from, per benchmark.

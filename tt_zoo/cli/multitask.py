@@ -419,9 +419,11 @@ def query_towers_of(config: MultitaskConfig, model, markers, task_classes: List[
 
 
 def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, markers,
-              origin, argv):
+              origin, argv, share_towers: bool):
     """The export's card (`tt_zoo.serving.model_card.ModelCard`): the model, the run's tasks
-    (`MultiTaskRun`), markers and training; for a loaded model, its lineage."""
+    (`MultiTaskRun`), markers and training; for a loaded model, its lineage, whose
+    ``model_options`` keep the loaded model's but for `share_towers`, the trained model's (untied
+    or split from a shared tower: false)."""
     import datetime  # noqa: PLC0415
 
     from tt_zoo.serving.model_card import (ModelCard, MultiTaskRun,  # noqa: PLC0415
@@ -435,7 +437,9 @@ def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, mar
             steps=summary["steps_done"],
             finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
         card.lineage = lineage.lineage
-        card.architecture.model_options = lineage.architecture.model_options
+        options = lineage.architecture.model_options
+        card.architecture.model_options = (None if options is None
+                                           else {**options, "share_towers": share_towers})
         card.license = lineage.license
     settings = summary["settings"]
     records = [TaskRecord(name=t["name"], task_class=t["task_class"], examples=t["examples"],
@@ -453,7 +457,8 @@ def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, mar
                                   read_nulls=frozenset() if markers else frozenset({"markers"}))
     if markers:
         card.architecture.task_markers = dict(markers)
-        card.architecture.default_task_class = default_task_class_of(summary, markers)
+        card.architecture.default_task_class = default_class(
+            [t["task_class"] for t in summary["tasks"]], markers)
     run.training_data = "multi-task (Maillard et al. 2021): " + " + ".join(
         f"{t.name} ({t.examples:,} examples)" for t in records)
     run.train_steps, run.batch_size = summary["steps_done"], settings["batch_size"]
@@ -468,14 +473,9 @@ def make_card(config: MultitaskConfig, zoo_model, info: dict, summary: dict, mar
     return card
 
 
-def default_task_class_of(summary: dict, markers: Dict[str, str]) -> str:
-    """The class a query gets when none is named (the card's ``default_task_class``): the
-    first QA class ("qa"), else the first task's class."""
-    return default_class([t["task_class"] for t in summary["tasks"]], markers)
-
-
 def default_class(task_classes: List[str], markers: Dict[str, str]) -> str:
-    """`default_task_class_of` for the tasks' classes, in task order."""
+    """The class a query gets when none is named (the card's ``default_task_class``), of the
+    tasks' classes in task order: the first QA class ("qa"), else the first task's class."""
     classes = [c for c in task_classes if c in markers]
     return "qa" if "qa" in classes else classes[0]
 
@@ -557,10 +557,8 @@ def run(config: MultitaskConfig, argv: list) -> dict:
             progress=not config.output.no_progress, log=log)
     except TtZooError as e:  # a checkpoint of other settings in the workdir
         sys.exit(f"tt-zoo {COMMAND}: {e}")
-    card = make_card(config, zoo_model, info, summary, markers, origin, argv)
-    if card.architecture.model_options is not None:  # untied or split from a shared tower
-        card.architecture.model_options = {**card.architecture.model_options,
-                                           "share_towers": bool(model.share_towers)}
+    card = make_card(config, zoo_model, info, summary, markers, origin, argv,
+                     share_towers=bool(model.share_towers))
     trained = ZooModel(model, metadata=card.to_dict())  # encode_queries adds the marker
     scores = None
     if config.output.eval:
