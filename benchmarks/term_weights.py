@@ -5,8 +5,10 @@ A `TermWeightModel` export (`tt-zoo train-term-weights`) weights every document 
 (`tt_zoo.retrieval.term_weighting.weigh_corpus`, cached under runs/term_weights_cache): an ODQA
 passage as (title, passage); a ReQA candidate by its passage, each distinct passage once (the
 sentence written before it in the BM25 text is then an occurrence the weighting did not read,
-`BM25Retriever(unread=...)`). bm25s indexes the pseudo term frequencies round(N sqrt(y))
-(Dai & Callan 2020, Sec. 3.3). Rows per benchmark:
+`BM25Retriever(unread=...)`), or with --reqa-documents candidate as (sentence, passage), each
+candidate its own weights (a model trained on ReQA's questions reads the candidates so).
+bm25s indexes the pseudo term frequencies round(N sqrt(y)) (Dai & Callan 2020, Sec. 3.3). Rows
+per benchmark:
 
 * BM25 and each dense model (`text_rows`);
 * HDCT-weighted BM25 with bm25s's k1 1.5, b 0.75, unread occurrences plain;
@@ -45,6 +47,9 @@ def parse_args(argv=None):
                         "default: %(default)s)")
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
+    p.add_argument("--reqa-documents", default="passage", choices=("passage", "candidate"),
+                   help="what weighs a ReQA candidate: its passage (each distinct passage "
+                        "once) or (sentence, passage) (default: %(default)s)")
     text_rows.add_record_argument(p, "--term-model")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
@@ -53,11 +58,13 @@ def parse_args(argv=None):
 
 
 def corpus_weights(ctx, weighter):
-    """The benchmark's documents' term weights: ODQA (title, passage); ReQA's passages."""
+    """The benchmark's documents' term weights: ODQA (title, passage); ReQA's passages, or
+    its (sentence, passage) candidates."""
     from tt_zoo.retrieval.term_weighting import weigh_corpus
 
     c = ctx.bench.candidates
-    titles = c.titles if ctx.bench.name == "odqa" else None
+    with_titles = ctx.bench.name == "odqa" or ctx.args.reqa_documents == "candidate"
+    titles = c.titles if with_titles else None
     return weigh_corpus(weighter, titles, c.texts, progress=not ctx.args.no_progress,
                         cache_dir=str(ctx.args.work / "term_weights_cache"),
                         log=lambda *a: print(*a, file=sys.stderr))
@@ -146,9 +153,13 @@ def report(out: dict) -> str:
         f"The term-weight model `{s['term_model']}` (a tiny-BERT term-weight head, "
         "`tt-zoo train-term-weights`) weights each document's terms; bm25s indexes the "
         "pseudo term frequencies round(100 sqrt(y)) (Dai & Callan 2020, Sec. 3.3). "
-        "An ODQA passage is weighted as (title, passage); a ReQA candidate by its passage "
-        "(each distinct passage once), its sentence an occurrence the weighting did not "
-        "read (`unread`: plain count, or the passage's pseudo tf scaled by occurrences). "
+        "An ODQA passage is weighted as (title, passage); "
+        + (("a ReQA candidate as (sentence, passage), each candidate its own weights "
+            "(`--reqa-documents candidate`; every occurrence read, so `unread` changes "
+            "nothing). ") if s.get("reqa_documents") == "candidate" else
+           ("a ReQA candidate by its passage (each distinct passage once), its sentence an "
+            "occurrence the weighting did not read (`unread`: plain count, or the passage's "
+            "pseudo tf scaled by occurrences). ")) +
         f"k1 from {', '.join(map(str, K1_GRID))} and `unread` are chosen on questions not "
         f"reported ({text_rows.chosen_on_text(s)}), as are the "
         "convex fusion weights (w = the weighted BM25's share). Build s: weighting the "

@@ -312,3 +312,52 @@ def test_training_command_resumes_after_a_kill(exported, tmp_path, monkeypatch, 
     moved = [not np.allclose(a, b) for a, b in zip(trained.tower.encoder.get_weights(), start)]
     assert any(moved) and all(a.shape == b.shape for a, b in
                               zip(trained.tower.encoder.get_weights(), start))
+
+
+def test_task_pairs_take_first_positives_and_drop_the_titles_asked(tmp_path):
+    from tt_zoo.data.tasks import Document, Task, TaskExample
+    from tt_zoo.training.term_weights import task_pairs
+
+    sentence = Document("s1", "Fleming found penicillin.", "In 1928 Fleming found penicillin.")
+    wiki = Document("p7", "Paris", "Paris is the capital of France.")
+    reqa = Task("reqa", "qa", (TaskExample("who found penicillin?", (sentence, wiki)),))
+    web = Task("web", "qa", (TaskExample("capital of france?", (wiki,)),))
+    rows = list(task_pairs([reqa, web], untitled={"reqa"}).as_numpy_iterator())
+    assert [(r["query"], r["doc_title"], r["doc_text"]) for r in rows] == [
+        (b"who found penicillin?", b"", b"In 1928 Fleming found penicillin."),
+        (b"capital of france?", b"Paris", b"Paris is the capital of France.")]
+
+
+def test_training_on_a_labelled_task_continues_a_term_weight_export(model, tmp_path, capsys):
+    """--task jsonl:PATH with --init-from a term-weight export: the head trains on from the
+    export's weights, the card lists the task, and bad task flags exit naming them."""
+    from tt_zoo.cli import train_term_weights as command
+    from tt_zoo.data.tasks import Document, Task, TaskExample, write_task_jsonl
+    from tt_zoo.serving.term_weight_export import (export_term_weight_model,
+                                                   load_term_weight_model)
+
+    start = tmp_path / "start"
+    export_term_weight_model(model, start, {"name": "tiny_tw"})
+    docs = [Document(f"d{i}", "Paris", f"Paris is the capital of France {i}.") for i in range(6)]
+    task = Task("capitals", "qa", tuple(TaskExample(f"capital of france {i}?", (d,))
+                                        for i, d in enumerate(docs)))
+    path = write_task_jsonl(task, tmp_path / "capitals.jsonl")
+    argv = ["--task", f"jsonl:{path}", "--untitled", "capitals", "--init-from", str(start),
+            "--steps", "2", "--batch-size", "3", "--checkpoint-every", "2",
+            "--export", str(tmp_path / "export"), "--workdir", str(tmp_path / "work"),
+            "--token-cache", "", "--no-progress"]
+    assert command.main(argv) == 0
+    assert "term weights on 6 pairs" in capsys.readouterr().out
+    meta = json.loads((tmp_path / "export" / "metadata.json").read_text())
+    assert meta["init"]["copied"].startswith("the whole term-weight model")
+    assert meta["training_data"] == "the questions of capitals (6, untitled)"
+    assert [t["name"] for t in meta["multi_task"]["tasks"]] == ["capitals"]
+    trained = load_term_weight_model(tmp_path / "export")
+    moved = [not np.allclose(a, b) for a, b in zip(trained.get_weights(), model.get_weights())]
+    assert any(moved)
+    for bad, message in ((["--untitled", "nope"], "--untitled 'nope': no task of that name"),
+                         (["--task", "pairs:x"], "are read with --pairs DIR")):
+        with pytest.raises(SystemExit, match=message):
+            command.main(argv[:4] + bad + argv[4:])
+    with pytest.raises(SystemExit, match="nothing to train on"):
+        command.main(argv[4:])

@@ -217,8 +217,10 @@ def build_named_task(spec: TaskSpec, sources: Sources):
         stats={**task.stats, "question_set": found.name, "questions": found.num_questions})
 
 
-def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
-    """The task of one --task; a malformed task file exits naming the flag, file and line."""
+def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print,
+              command: str = COMMAND):
+    """The task of one --task; a malformed task file exits naming the command, flag, file and
+    line."""
     from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
     from tt_zoo.retrieval import task_sources  # noqa: PLC0415
 
@@ -226,7 +228,7 @@ def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
         try:
             task = read_task_jsonl(spec.path, name=spec.name, task_class=spec.task_class)
         except TaskFormatError as e:
-            sys.exit(f"tt-zoo {COMMAND}: --task {spec.spec!r}: {e}")
+            sys.exit(f"tt-zoo {command}: --task {spec.spec!r}: {e}")
         log(f"Task {spec.name}: {len(task):,} examples of class {spec.task_class} from "
             f"{spec.path}")
         return task

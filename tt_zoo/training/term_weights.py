@@ -1,7 +1,9 @@
-"""Training HDCT's term-weight model on pretraining pairs, resumable.
+"""Training HDCT's term-weight model on pretraining pairs and labelled tasks, resumable.
 
 Dai & Callan, WWW 2020 (HDCT), Sec. 3.4: MSE between the predicted and the target weight of
-every document term; targets from the pairs' queries (`tt_zoo.data.term_weight_targets`).
+every document term; targets from the pairs' queries (`tt_zoo.data.term_weight_targets`), or
+from the questions of labelled tasks (`task_pairs`: DeepCT's supervision by relevant queries,
+Dai & Callan 2019, Sec. 3.2).
 The documents are tokenized and their targets computed once (kept in a cache file named by
 everything they depend on), then served by step (`tt_zoo.training.step_data.step_batches`)
 through the project's resumable one-`fit` loop (`tt_zoo.training.loop.train_resumable`:
@@ -74,23 +76,67 @@ def term_weight_arrays(model: TermWeightModel, pairs, terms: TermSpace, *,
     return arrays
 
 
-def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: str, terms: TermSpace,
-                              cache_dir: Optional[str], *, max_pairs: Optional[int] = None,
-                              log=print) -> dict:
-    """`term_weight_arrays` of a pair directory, kept in `cache_dir` under a name made from the
-    pairs' manifest, `max_pairs`, the vocabulary, the length and the term space."""
+def task_pairs(tasks, untitled=frozenset()) -> tf.data.Dataset:
+    """The (query, document) pairs of labelled tasks (`tt_zoo.data.tasks.Task`, e.g. `tt-zoo
+    multitask`'s webquestions and reqa) for term-weight targets: each example's question and
+    its first positive (DPR's rule), as an unbatched `tf.data` of {QUERY, DOC_TITLE, DOC_TEXT}.
+
+    DeepCT (Dai & Callan 2019, Sec. 3.2) trains its weights on relevant queries; here the QA
+    tasks' questions play that part. The documents of the tasks named in `untitled` lose their
+    titles: a ReQA candidate is (sentence, passage), and the passage alone is what gets
+    weighted (as `benchmarks/term_weights.py` weighs ReQA), so the model trains on what it
+    reads.
+    """
+    queries, titles, texts = [], [], []
+    for task in tasks:
+        for example in task.examples:
+            doc = example.positive
+            queries.append(example.query)
+            titles.append("" if task.name in untitled else doc.title)
+            texts.append(doc.text)
+    return tf.data.Dataset.from_tensor_slices({
+        F.QUERY: tf.constant(queries, tf.string), F.DOC_TITLE: tf.constant(titles, tf.string),
+        F.DOC_TEXT: tf.constant(texts, tf.string)})
+
+
+def _text_sha256(pairs: tf.data.Dataset) -> str:
+    digest = hashlib.sha256()
+    for element in pairs.as_numpy_iterator():
+        for name in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT):
+            digest.update(element[name] + b"\x1f")
+    return digest.hexdigest()
+
+
+def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: Optional[str],
+                              terms: TermSpace, cache_dir: Optional[str], *,
+                              max_pairs: Optional[int] = None, tasks=(),
+                              untitled=frozenset(), log=print) -> dict:
+    """`term_weight_arrays` of a pair directory's pairs (its first `max_pairs`), then the
+    `task_pairs(tasks, untitled)`; kept in `cache_dir` under a name made from the pairs' manifest,
+    `max_pairs`, the tasks' texts, the vocabulary, the length and the term space."""
     from tt_zoo.data.pairs_io import manifest_sha256, read_pairs
 
-    pairs = read_pairs(pairs_dir)
-    if max_pairs:
-        pairs = pairs.take(max_pairs)
+    parts, key = [], {"kind": "term_weight_targets"}
+    if pairs_dir:
+        pairs = read_pairs(pairs_dir)
+        if max_pairs:
+            pairs = pairs.take(max_pairs)
+        fields = (F.QUERY, F.DOC_TITLE, F.DOC_TEXT)
+        parts.append(pairs.map(lambda p: {name: p[name] for name in fields}))
+        key.update(manifest=manifest_sha256(pairs_dir), max_pairs=max_pairs)
+    if tasks:
+        labelled = task_pairs(tasks, untitled)
+        parts.append(labelled)
+        key["tasks"] = _text_sha256(labelled)
+    if not parts:
+        raise ValueError("Nothing to train the term weights on: give a pair directory or tasks.")
+    pairs = parts[0] if len(parts) == 1 else parts[0].concatenate(parts[1])
     if not cache_dir:
         return term_weight_arrays(model, pairs, terms, log=log)
-    key = hashlib.sha256(json.dumps({
-        "kind": "term_weight_targets", "manifest": manifest_sha256(pairs_dir),
-        "max_pairs": max_pairs, "vocabulary": model.preprocessor.vocabulary_sha256,
-        "lower_case": model.preprocessor.lower_case, "length": model.seq_length,
-        "terms": terms.settings()}, sort_keys=True).encode("utf-8")).hexdigest()[:24]
+    key.update({"vocabulary": model.preprocessor.vocabulary_sha256,
+                "lower_case": model.preprocessor.lower_case, "length": model.seq_length,
+                "terms": terms.settings()})
+    key = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:24]
     path = os.path.join(cache_dir, f"term-targets-{key}.npz")
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path, "rb") as f, np.load(io.BytesIO(f.read())) as stored:

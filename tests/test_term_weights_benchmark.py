@@ -1,0 +1,34 @@
+"""benchmarks/term_weights.py on the hand-made SQuAD file: a tiny term-weight export weighs
+ReQA's distinct passages, or with --reqa-documents candidate each (sentence, passage)."""
+
+from conftest import DATA_DIR
+from helpers import hand_made_squad, tiny_model, write_squad
+from test_fusion_benchmark import _jsonl  # noqa: F401 (also puts benchmarks/ on sys.path)
+
+
+def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
+    import peers_measure
+    import term_weights
+
+    from tt_zoo.modeling.term_weights import TermWeightModel
+    from tt_zoo.serving.term_weight_export import export_term_weight_model
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    two_tower = tiny_model()
+    two_tower.build_by_calling()
+    export_term_weight_model(TermWeightModel.from_two_tower(two_tower), tmp_path / "tw",
+                             {"name": "tiny_tw"})
+    base = ["--term-model", str(tmp_path / "tw"), "--model", str(exported.path),
+            "--partner", "tiny_test", "--benchmarks", "reqa",
+            "--squad", str(write_squad(tmp_path, hand_made_squad())), "--split-fraction", "0.5",
+            "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work")]
+    plain = "HDCT-weighted BM25 (k1 1.5, b 0.75)"
+    # 5 candidates in 3 distinct passages (helpers.hand_made_squad).
+    for documents, distinct in (("passage", 3), ("candidate", 5)):
+        out = term_weights.main(base + ["--reqa-documents", documents,
+                                        "--output", str(tmp_path / documents / "tw")])
+        row = out["results"]["reqa"][plain]
+        assert row["settings"]["distinct_documents"] == distinct, documents
+        assert out["settings"]["reqa_documents"] == documents
+        assert "convex(HDCT-weighted BM25, tiny_test)" in out["results"]["reqa"]
+    assert "each candidate its own weights" in (tmp_path / "candidate" / "tw.md").read_text()
