@@ -17,9 +17,9 @@ training CPU time and the pseudo-tf scale N.
   tt-zoo train-term-weights --pairs runs/pairs/ict_bfs_wlp_128 \\
       --init-from saved_models/ict_bfs_wlp_512 --steps 2000 --batch-size 64 \\
       --learning-rate 5e-4 --export runs/models/hdct_ict_bfs_wlp
-  tt-zoo train-term-weights --task webquestions --task reqa \\
+  tt-zoo train-term-weights --task webquestions --task reqa --untitled reqa \\
       --init-from hdct_ict_bfs_wlp_crop_span_qgen --steps 500 --batch-size 64 \\
-      --learning-rate 1e-4 --export runs/models/hdct_qa
+      --learning-rate 2e-4 --export runs/models/hdct_qa
 
 A reqa task's documents are ReQA's candidates, (sentence, passage): the model reads them so,
 as a ReQA index that weighs each candidate does (`benchmarks/term_weights.py --reqa-documents
