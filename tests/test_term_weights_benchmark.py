@@ -3,7 +3,7 @@ ReQA's distinct passages, or with --reqa-documents candidate each (sentence, pas
 
 from conftest import DATA_DIR
 from helpers import hand_made_squad, tiny_model, write_squad
-from test_fusion_benchmark import _jsonl  # noqa: F401 (also puts benchmarks/ on sys.path)
+from test_fusion_benchmark import BENCHMARKS  # importing it puts benchmarks/ on sys.path
 
 
 def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
@@ -13,6 +13,7 @@ def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
     from tt_zoo.modeling.term_weights import TermWeightModel
     from tt_zoo.serving.term_weight_export import export_term_weight_model
 
+    assert term_weights.__file__.startswith(str(BENCHMARKS))  # the script, not a namesake
     monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
     two_tower = tiny_model()
     two_tower.build_by_calling()

@@ -61,8 +61,8 @@ from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, ch
                                check_model_export_target, check_training_flags,
                                default_data_dir, default_squad_path)
 from tt_zoo.cli.multitask_tasks import (COMMAND, ODQA_CACHE, SPEC_FORMS, WIKI_QA, Sources,
-                                        SpecError, TaskSpec, load_task, parse_task_spec, remine,
-                                        task_key)
+                                        SpecError, TaskSpec, load_task, parse_task_specs,
+                                        remine, task_key)
 from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option, recorded_command
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
 from tt_zoo.errors import TtZooError
@@ -214,17 +214,8 @@ def _count(text: str) -> int:
 def task_plan(tasks: TaskArguments):
     """(the `TaskSpec`s, {name: weight}, {name: few-shot N}) of the task flags; raises
     `SpecError` naming the flag and value of the first bad one."""
-    specs = []
-    for spec in tasks.task:
-        try:
-            specs.append(parse_task_spec(spec))
-        except SpecError as e:
-            raise SpecError(f"--task {spec!r}: {e}") from None
+    specs = parse_task_specs(tasks.task)
     names = [s.name for s in specs]
-    for s in specs:
-        if names.count(s.name) > 1:
-            raise SpecError(f"--task {s.spec!r}: another --task is also named {s.name!r}; task "
-                            "names must be unique (rename a file or directory)")
     weights = parse_assignments(tasks.weight, "--weight", names, _weight,
                                 "W, W a positive number")
     few_shot = parse_assignments(tasks.few_shot, "--few-shot", names, _count,

@@ -81,6 +81,22 @@ def parse_task_spec(spec: str) -> TaskSpec:
     return TaskSpec(spec, kind, task_file_name(path), path, task_class=task_class)
 
 
+def parse_task_specs(values) -> List[TaskSpec]:
+    """The `TaskSpec`s of the --task values; raises `SpecError` naming the flag and value of
+    the first that cannot be read, or of a second task with the same name."""
+    specs = []
+    for value in values:
+        try:
+            spec = parse_task_spec(value)
+        except SpecError as e:
+            raise SpecError(f"--task {value!r}: {e}") from None
+        if any(s.name == spec.name for s in specs):
+            raise SpecError(f"--task {value!r}: another --task is also named {spec.name!r}; "
+                            "task names must be unique (rename a file or directory)")
+        specs.append(spec)
+    return specs
+
+
 # -- building them --------------------------------------------------------------------------------
 
 class Sources:

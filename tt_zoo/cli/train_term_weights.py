@@ -166,20 +166,16 @@ def load_labelled_tasks(args: LabelledTaskArguments, workdir: str, progress: boo
     import pathlib  # noqa: PLC0415
 
     from tt_zoo.cli.multitask_tasks import (Sources, SpecError, load_task,  # noqa: PLC0415
-                                            parse_task_spec)
+                                            parse_task_specs)
 
-    specs = []
-    for value in args.task:
-        try:
-            spec = parse_task_spec(value)
-        except SpecError as e:
-            sys.exit(f"--task {value!r}: {e}")
+    try:
+        specs = parse_task_specs(args.task)
+    except SpecError as e:
+        sys.exit(str(e))
+    for spec in specs:
         if spec.kind == "pairs":
-            sys.exit(f"--task {value!r}: pretraining pairs are read with --pairs DIR "
+            sys.exit(f"--task {spec.spec!r}: pretraining pairs are read with --pairs DIR "
                      "(--max-pairs N)")
-        if spec.name in (s.name for s in specs):
-            sys.exit(f"--task {value!r}: a second task named {spec.name!r}")
-        specs.append(spec)
     names = [s.name for s in specs]
     for name in args.untitled:
         if name not in names:
