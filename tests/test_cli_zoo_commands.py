@@ -74,7 +74,7 @@ def test_list_names_every_registered_model_and_shipped_only_the_shipped(capsys):
                              f"ODQA R@20 {metrics['ODQA validation R@20']:g}")
     code, out, _ = run(capsys, "list", "ict_bfs_wlp_*", "--shipped", "--kind", "two_tower")
     assert [r.split()[0] for r in out.splitlines()[1:]] == [
-        "ict_bfs_wlp_128", "ict_bfs_wlp_256", "ict_bfs_wlp_512"]
+        "ict_bfs_wlp_128", "ict_bfs_wlp_256", "ict_bfs_wlp_512", "ict_bfs_wlp_crop_span_qgen_512"]
     code, _, err = run(capsys, "list", "nothing_like_this*")
     assert code == 1 and "no model matches 'nothing_like_this*'" in err
 
