@@ -87,24 +87,24 @@ def task_pairs(tasks, untitled=frozenset()) -> tf.data.Dataset:
     weighted (as `benchmarks/term_weights.py` weighs ReQA), so the model trains on what it
     reads.
     """
-    queries, titles, texts = [], [], []
+    return _string_dataset(_task_texts(tasks, untitled))
+
+
+def _string_dataset(texts: dict) -> tf.data.Dataset:
+    return tf.data.Dataset.from_tensor_slices(
+        {name: tf.constant(values, tf.string) for name, values in texts.items()})
+
+
+def _task_texts(tasks, untitled) -> dict:
+    """{QUERY, DOC_TITLE, DOC_TEXT: [str]} of `task_pairs`, in order."""
+    texts = {F.QUERY: [], F.DOC_TITLE: [], F.DOC_TEXT: []}
     for task in tasks:
         for example in task.examples:
             doc = example.positive
-            queries.append(example.query)
-            titles.append("" if task.name in untitled else doc.title)
-            texts.append(doc.text)
-    return tf.data.Dataset.from_tensor_slices({
-        F.QUERY: tf.constant(queries, tf.string), F.DOC_TITLE: tf.constant(titles, tf.string),
-        F.DOC_TEXT: tf.constant(texts, tf.string)})
-
-
-def _text_sha256(pairs: tf.data.Dataset) -> str:
-    digest = hashlib.sha256()
-    for element in pairs.as_numpy_iterator():
-        for name in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT):
-            digest.update(element[name] + b"\x1f")
-    return digest.hexdigest()
+            texts[F.QUERY].append(example.query)
+            texts[F.DOC_TITLE].append("" if task.name in untitled else doc.title)
+            texts[F.DOC_TEXT].append(doc.text)
+    return texts
 
 
 def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: Optional[str],
@@ -112,8 +112,8 @@ def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: Optional[str],
                               max_pairs: Optional[int] = None, tasks=(),
                               untitled=frozenset(), log=print) -> dict:
     """`term_weight_arrays` of a pair directory's pairs (its first `max_pairs`), then the
-    `task_pairs(tasks, untitled)`; kept in `cache_dir` under a name made from the pairs' manifest,
-    `max_pairs`, the tasks' texts, the vocabulary, the length and the term space."""
+    `task_pairs(tasks, untitled)`; kept in `cache_dir` under a name made from the pairs'
+    manifest, `max_pairs`, the tasks' texts, the vocabulary, the length and the term space."""
     from tt_zoo.data.pairs_io import manifest_sha256, read_pairs
 
     parts, key = [], {"kind": "term_weight_targets"}
@@ -124,10 +124,10 @@ def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: Optional[str],
         fields = (F.QUERY, F.DOC_TITLE, F.DOC_TEXT)
         parts.append(pairs.map(lambda p: {name: p[name] for name in fields}))
         key.update(manifest=manifest_sha256(pairs_dir), max_pairs=max_pairs)
-    if tasks:
-        labelled = task_pairs(tasks, untitled)
-        parts.append(labelled)
-        key["tasks"] = _text_sha256(labelled)
+    if tasks:  # `task_pairs`, its texts made once: the dataset and the key's hash
+        texts = _task_texts(tasks, untitled)
+        parts.append(_string_dataset(texts))
+        key["tasks"] = hashlib.sha256(json.dumps(texts).encode("utf-8")).hexdigest()
     if not parts:
         raise ValueError("Nothing to train the term weights on: give a pair directory or tasks.")
     pairs = parts[0] if len(parts) == 1 else parts[0].concatenate(parts[1])
