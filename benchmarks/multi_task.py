@@ -14,6 +14,10 @@ Tasks (`tt_zoo.retrieval.task_sources`):
   confounder holding no answer.
 * ``reqa``: the training part of ReQA-SQuAD(dev)'s 0.8 cold-start split (seed 0), gold
   (sentence, passage) candidates, one BM25 confounder.
+* ``lexical``: BM25 as the teacher (SPAR's lexical model, Chen et al. 2021): 100,000 word spans
+  of random Wikispeedia passages as queries, BM25's top passages as positives, a passage it ranks
+  8th-19th as the confounder (`task_sources.lexical_task`); no question set is read. Drawn at
+  LEXICAL_WEIGHT times its share by size (the "lexical" experiment).
 * ``selfsup``: the first 10,000 pairs of the six-source pair set (ICT, BFS, WLP, crop, span,
   qgen; `runs/pairs/ict_bfs_wlp_crop_span_qgen`, made by the starting model's recipe), one
   stored BM25 confounder.
@@ -30,6 +34,7 @@ missing) and trains resumably in ``runs/multi_task/work/KEY``.
   python benchmarks/multi_task.py --experiments decide --seeds 1,2   # what decides the ship
   python benchmarks/multi_task.py --experiments towers --seeds 0,1,2  # shared vs per-class
   python benchmarks/multi_task.py --experiments short --seeds 0,1,2
+  python benchmarks/multi_task.py --experiments lexical --seeds 0,1,2  # + BM25 as a teacher
   python benchmarks/multi_task.py --experiments fewshot --seeds 0
   python benchmarks/multi_task.py --report-only
 """
@@ -47,7 +52,7 @@ import sys
 import time
 import types
 
-from tt_zoo.zoo.registry import MULTITASK_RECIPE
+from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RECIPE, MULTITASK_RECIPE
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RUNS = REPO / "runs" / "multi_task"
@@ -56,6 +61,7 @@ REQA_KS = (1, 10, 20, 100)
 BOW_BEST = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
 ALL_TASKS = ("webquestions", "reqa", "selfsup")
 SHIPPED_NAME = f"multitask_{BOW_BEST}"
+LEXICAL_SHIPPED_NAME = f"multitask_lexical_{BOW_BEST}"
 # The schedule of every cell: the BoW-MLP's is the shipped name's recipe (chosen on the
 # validation questions, see the report); the tiny BERT's for the few-shot curves.
 SCHEDULE = {"bow_mlp": {"steps": MULTITASK_RECIPE.steps, "batch_size": MULTITASK_RECIPE.batch_size,
@@ -66,6 +72,10 @@ POSITIVES = 5  # the "positives" experiment: each question's first 5 positives a
 # The "towers" experiment: reqa's sentence-level questions as a class of their own, so the two QA
 # tasks get two markers and, with --query-towers per-class, two query towers.
 TOWERS_CLASSES = {"reqa": "sentence_qa"}
+# The "lexical" experiment: the lexical task (100,000 examples) at 0.3 times its share by size,
+# about 3/4 of each batch beside the 9,021 examples of the two QA tasks (0.1 and 0.3 scored alike
+# on the validation questions, as did 800 and 2,400 steps).
+LEXICAL_WEIGHT = 0.3
 # The pair set the starting model's recipe makes (`tt-zoo list` prints its command).
 PAIRS = REPO / "runs" / "pairs" / "ict_bfs_wlp_crop_span_qgen"
 # n = 0 (the starting model), 128, 1,024, all (None); the tiny BERT's cells cost ~10x more.
@@ -308,6 +318,13 @@ def experiments(names, seeds, init=BOW_BEST):
             cells.setdefault("untie", []).append(
                 make_cell("without-selfsup-untied", init, ["webquestions", "reqa"], seed=seed,
                           untie_towers=True))
+        if "lexical" in names:  # BM25 as a teacher beside the QA tasks, in two recipes
+            for name, classes, untie in (("without-selfsup-lexical", None, False),
+                                         ("qa-classes-untied-lexical", TOWERS_CLASSES, True)):
+                cells.setdefault("lexical", []).append(
+                    make_cell(name, init, ["webquestions", "reqa", "lexical"], seed=seed,
+                              markers=bool(classes), task_classes=classes, untie_towers=untie,
+                              weights={"lexical": LEXICAL_WEIGHT}))
         if "loo" in names:
             for left in ALL_TASKS:
                 cells.setdefault("leave-one-out", []).append(
@@ -341,18 +358,20 @@ def experiments(names, seeds, init=BOW_BEST):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--experiments",
-                   default="main,markers,towers,untie,positives,short,loo,remine,fewshot",
+                   default="main,markers,towers,untie,lexical,positives,short,loo,remine,"
+                           "fewshot",
                    help="comma-separated: main, markers, towers (shared vs per-class query "
-                        "towers), untie (the shipped recipe, towers untied), positives, short, "
-                        "loo, remine, "
+                        "towers), untie (the shipped recipe, towers untied), lexical (BM25 as a "
+                        "teacher), positives, short, loo, remine, "
                         "fewshot, and decide (the cells that choose what ships: "
                         "only-webquestions, multi, without-selfsup, markers, positives, remine)")
     p.add_argument("--seeds", default="0")
     p.add_argument("--report-only", action="store_true")
     p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "multi_task")
     p.add_argument("--record", action="store_true",
-                   help=f"write the shipped {SHIPPED_NAME}'s measured tables into its card and "
-                        "its ODQA top-20 into tt_zoo/zoo/shipped_models.json")
+                   help=f"write the measured tables of the shipped {SHIPPED_NAME} and "
+                        f"{LEXICAL_SHIPPED_NAME} into their cards and their ODQA top-20 into "
+                        "tt_zoo/zoo/shipped_models.json")
     args = p.parse_args(argv)
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
     log = lambda *a: print(*a, flush=True)  # noqa: E731
@@ -369,17 +388,24 @@ def main(argv=None):
                 run_cell(world, cell, log)
     write_report(args.output)
     if args.record:
-        record(done_records())
+        records = done_records()
+        for name, cell in shipped_cells().items():
+            record(records, name, cell)
     return 0
 
 
-def shipped_cell() -> dict:
-    """The cell whose export ships as `SHIPPED_NAME`: the recipe's run (`MULTITASK_RECIPE`),
-    seed 0."""
-    return make_cell("without-selfsup", BOW_BEST, list(MULTITASK_RECIPE.named_tasks), seed=0)
+def shipped_cells() -> dict:
+    """{shipped name: the cell whose export (seed 0) ships as it}: `SHIPPED_NAME`, the recipe's
+    run (`MULTITASK_RECIPE`), and `LEXICAL_SHIPPED_NAME`, the same with the lexical task
+    (`MULTITASK_LEXICAL_RECIPE`, the "lexical" experiment's shared-tower cell)."""
+    return {SHIPPED_NAME: make_cell("without-selfsup", BOW_BEST,
+                                    list(MULTITASK_RECIPE.named_tasks), seed=0),
+            LEXICAL_SHIPPED_NAME: make_cell(
+                "without-selfsup-lexical", BOW_BEST, list(MULTITASK_LEXICAL_RECIPE.named_tasks),
+                seed=0, weights=dict(MULTITASK_LEXICAL_RECIPE.weights))}
 
 
-def reqa_table() -> dict:
+def reqa_table(name: str) -> dict:
     """The shipped model's and BM25's R@k and MRR (%) on the 0.8 split's test questions, every
     metric of a card's ReQA table (`tt_zoo.retrieval.metrics.DEFAULT_KS`)."""
     import tt_zoo
@@ -387,25 +413,23 @@ def reqa_table() -> dict:
 
     reqa = reqa_lib.build_reqa(data_dir() / "squad" / "dev-v1.1.json")
     test = reqa_lib.make_splits(reqa, 0.8, seed=0).test  # the reqa task's split
-    rows = {SHIPPED_NAME: retrieval_metrics.evaluate_encoder(tt_zoo.load(SHIPPED_NAME), reqa,
-                                                             test)["exact"],
+    rows = {name: retrieval_metrics.evaluate_encoder(tt_zoo.load(name), reqa, test)["exact"],
             "BM25": bm25.evaluate_bm25(reqa, test)["exact"]}
     return {row: {k: round(100 * v, 2) for k, v in m.items()} for row, m in rows.items()}
 
 
-def record(records: dict) -> None:
-    """The shipped model's measured tables (its cell's scores, BM25 beside them) into its card,
+def record(records: dict, name: str, cell: dict) -> None:
+    """A shipped model's measured tables (its cell's scores, BM25 beside them) into its card,
     and its ODQA validation R@20 into the shipped list (the README's model table)."""
     from tt_zoo.zoo import shipping
 
-    cell = records[cell_key(shipped_cell())]
-    s, b = cell["scores"], records["bm25"]["scores"]
+    s, b = records[cell_key(cell)]["scores"], records["bm25"]["scores"]
     fused = s["fused_with_bm25"]
-    odqa = {SHIPPED_NAME: {f"R@{k}": round(100 * s["all"][f"R@{k}"], 2) for k in KS},
+    odqa = {name: {f"R@{k}": round(100 * s["all"][f"R@{k}"], 2) for k in KS},
             "BM25": {f"R@{k}": round(100 * b["all"][f"R@{k}"], 2) for k in KS},
-            f"convex(BM25 {fused['bm25_weight']:g}, {SHIPPED_NAME})": {
+            f"convex(BM25 {fused['bm25_weight']:g}, {name})": {
                 f"R@{k}": round(100 * fused[f"R@{k}"], 2) for k in KS}}
-    reqa = reqa_table()
+    reqa = reqa_table(name)
     tables = {
         "ODQA answer recall after multi-task training, validation (WebQuestions val + "
         "CuratedTREC train; CuratedTREC never trained on), 944 answerable of 1,185 questions, "
@@ -413,7 +437,7 @@ def record(records: dict) -> None:
         "devtest (%)": odqa,
         "ReQA-SQuAD(dev) after multi-task training, the 0.8 cold-start split's 2,114 test "
         "questions (its training part was a task) against all 10,255 candidates (%)": reqa}
-    shipping.record_tables(SHIPPED_NAME, tables, source="benchmarks/multi_task.py",
+    shipping.record_tables(name, tables, source="benchmarks/multi_task.py",
                            results="results/multi_task.json",
                            summary={"ODQA validation R@20": round(100 * s["all"]["R@20"], 2)})
 
@@ -484,8 +508,8 @@ def plot(records: dict, path: pathlib.Path) -> None:
 
 ROW_ORDER = ("base", "only-webquestions", "only-reqa", "only-selfsup", "multi",
              "without-selfsup", "multi-markers", "qa-classes-shared", "qa-classes-untied",
-             "qa-classes-per-class", "without-selfsup-untied",
-             f"multi-positives{POSITIVES}", "multi-remined",
+             "qa-classes-per-class", "without-selfsup-untied", "without-selfsup-lexical",
+             "qa-classes-untied-lexical", f"multi-positives{POSITIVES}", "multi-remined",
              "without-selfsup-200", "without-webquestions", "without-reqa")
 ROW_NAMES = {"base": "no fine-tuning (the starting model, zero-shot)",
              "only-webquestions": "task-specific: webquestions",
@@ -500,6 +524,12 @@ ROW_NAMES = {"base": "no fine-tuning (the starting model, zero-shot)",
                                        "tower untied from the query tower (--untie-towers)",
              "qa-classes-per-class": "the two QA tasks as two classes, task markers, one query "
                                      "tower per class (Sec. 4.3)",
+             "without-selfsup-lexical": "the two QA tasks (the shipped recipe) + lexical (BM25 "
+                                        f"as the teacher, weight {LEXICAL_WEIGHT:g}); seed 0 "
+                                        f"ships as `{LEXICAL_SHIPPED_NAME}`",
+             "qa-classes-untied-lexical": "the two QA tasks as two classes, task markers, the "
+                                          "document tower untied (--untie-towers) + lexical "
+                                          f"(BM25 as the teacher, weight {LEXICAL_WEIGHT:g})",
              f"multi-positives{POSITIVES}": f"multi-task, each question's first {POSITIVES} "
                                             "positives as examples",
              "multi-remined": "multi-task, confounders re-mined by round 1 (Sec. 4.4)",

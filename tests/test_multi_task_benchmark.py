@@ -39,12 +39,13 @@ def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path, monkeypatc
     pairs.mkdir()
     monkeypatch.setattr(bench, "PAIRS", pairs)
 
-    cells = bench.experiments(["main", "markers", "towers", "positives", "short", "loo",
-                               "remine", "fewshot", "decide"], [0])
+    cells = bench.experiments(["main", "markers", "towers", "lexical", "positives", "short",
+                               "loo", "remine", "fewshot", "decide"], [0])
     flat = list({bench.cell_key(c): c for group in cells.values() for c in group}.values())
     names = [c["name"] for c in flat]
     assert len(set(names)) == len(names)  # one cell a name and seed (decide repeats main's)
-    assert bench.cell_key(bench.shipped_cell()) in {bench.cell_key(c) for c in flat}
+    shipped = bench.shipped_cells()  # each shipped name's cell is one the experiments run
+    assert {bench.cell_key(c) for c in shipped.values()} <= {bench.cell_key(c) for c in flat}
     remined = cells["re-mined"][0]
     assert remined["remine_from"] == bench.cell_key(cells["multi-task"][0])
     for cell in flat:
@@ -68,7 +69,16 @@ def test_every_cell_is_a_multitask_command_line_that_parses(tmp_path, monkeypatc
         assert (config.tasks.query_towers, config.tasks.untie_towers) == (towers, untie)
     assert "query_towers" not in shared and per_class["query_towers"] == "per-class"
     assert "untie_towers" not in shared and untied["untie_towers"] is True
-    assert "task_classes" not in bench.shipped_cell()
+    assert "task_classes" not in shipped[bench.SHIPPED_NAME]
+    # The lexical experiment: BM25 as a teacher beside the two QA tasks, in the shipped recipe
+    # (what ships as multitask_lexical_...) and in the marked, untied one.
+    lexical, untied_lexical = cells["lexical"]
+    assert lexical == shipped[bench.LEXICAL_SHIPPED_NAME]
+    for cell in (lexical, untied_lexical):
+        config = multitask_cli.parse_args(bench.cell_argv(cell, bench.cell_key(cell)))
+        assert config.tasks.task == ("webquestions", "reqa", "lexical")
+        assert config.tasks.weight == (f"lexical={bench.LEXICAL_WEIGHT:g}",)
+    assert untied_lexical["untie_towers"] and untied_lexical["markers"]
     few = [c for c in cells["few-shot"] if c["init"] == "bow_mlp_none_512"]
     # 10 passes over n examples, at least 50 steps: 128 -> 50, 1,024 -> 80, all -> 111.
     assert [(c["few_shot"], c["steps"]) for c in few] == [(0, 50), (128, 50), (1024, 80),

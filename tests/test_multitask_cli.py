@@ -255,7 +255,7 @@ def test_a_model_without_markers_encodes_queries_as_given(exported):
 
 @pytest.mark.parametrize("flags, message", [
     (["--task", "wikipedia"], "--task 'wikipedia': expected webquestions, curatedtrec, reqa, "
-                              "pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"),
+                              "lexical[:N], pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"),
     (["--task", "csv:x.csv"], "--task 'csv:x.csv': expected webquestions"),
     (["--task", "jsonl:{a}:Fact"], "--task 'jsonl:{a}:Fact': CLASS: task class must be a "
                                    "lower-case word"),
@@ -272,6 +272,8 @@ def test_a_model_without_markers_encodes_queries_as_given(exported):
     (["--task", "jsonl:{a}", "--positives", "0"], "--positives must be at least 1 (got 0)"),
     (["--task", "jsonl:{tmp}/missing.jsonl"], "missing.jsonl does not exist"),
     (["--task", "pairs:{tmp}:x"], "MAX must be a positive number of pairs (got 'x')"),
+    (["--task", "lexical:0"], "--task 'lexical:0': lexical:N needs N, a positive number of "
+                              "queries (got '0')"),
     (["--task", "jsonl:{a}", "--remine-with", "m"],
      "--remine-with re-mines the confounders of the tasks over Wikispeedia"),
     ([], "give at least one --task SPEC"),
@@ -335,6 +337,11 @@ def test_task_specs_and_names():
     assert (spec.name, spec.path, spec.task_class) == (
         "fever", "data/fever.jsonl.gz", "fact_checking")
     assert multitask_tasks.parse_task_spec("jsonl:x/nq.jsonl").task_class == "qa"
+    assert multitask_tasks.parse_task_spec("lexical") == multitask_tasks.TaskSpec(
+        "lexical", "lexical", "lexical", num_queries=100_000)
+    spec = multitask_tasks.parse_task_spec("lexical:5000")
+    assert (spec.kind, spec.name, spec.num_queries, spec.task_class) == (
+        "lexical", "lexical", 5000, "qa")
 
 
 def test_repeatable_flags_in_a_config_file_and_flags_replace_them(task_files, tmp_path):

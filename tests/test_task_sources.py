@@ -134,6 +134,46 @@ def test_qa_task_refuses_bad_inputs():
         ts.qa_task("t", list(QUESTIONS), collection())
 
 
+def test_lexical_task_queries_are_spans_and_bm25_ranks_positives_and_confounder():
+    c = collection()
+    bm25 = odqa.bm25_searcher(c)
+    task = ts.lexical_task("lex", c, 40, bm25=bm25, seed=3, query_words=(2, 3), positives=2,
+                           negative_ranks=(2, 4))
+    stats = task.stats
+    assert stats["queries"] == 40 and stats["kept"] == len(task.examples) > 0
+    assert stats["kept"] + stats["dropped_short_rankings"] == 40
+    texts = [" ".join(text.split()) for _, _, text in PASSAGES]
+    for example in task.examples:
+        words = example.query.split()
+        assert 2 <= len(words) <= 3
+        assert any(f" {example.query} " in f" {t} " for t in texts), example.query  # a span
+        ranked, _ = bm25.top_rows([example.query], 10, matched_only=True)
+        ranking = [r for r in ranked[0].tolist() if r >= 0]
+        assert len(ranking) >= 4  # shorter rankings are dropped
+        assert rows_of(example.positives) == ranking[:2]  # BM25's top 2, best first
+        assert rows_of(example.negatives)[0] in ranking[2:4]
+    assert 0 <= stats["source_passage_first"] <= 1
+    assert task.task_class == "qa" and task.knowledge_source == "10 passages (title, text)"
+    again = ts.lexical_task("lex", c, 40, seed=3, query_words=(2, 3), positives=2,
+                            negative_ranks=(2, 4))
+    assert again.examples == task.examples  # deterministic (BM25 built here the same)
+    other = ts.lexical_task("lex", c, 40, bm25=bm25, seed=4, query_words=(2, 3), positives=2,
+                            negative_ranks=(2, 4))
+    assert other.examples != task.examples
+
+
+def test_lexical_task_refuses_bad_settings_and_a_collection_too_small():
+    c = collection()
+    with pytest.raises(ValueError, match="query_words"):
+        ts.lexical_task("lex", c, 5, query_words=(0, 3))
+    with pytest.raises(ValueError, match="positives <= negative_ranks"):
+        ts.lexical_task("lex", c, 5, positives=3, negative_ranks=(2, 4))
+    with pytest.raises(ValueError, match="num_queries"):
+        ts.lexical_task("lex", c, 0)
+    with pytest.raises(TtZooError, match="none of the 5 queries has 20 passages"):
+        ts.lexical_task("lex", c, 5)  # no toy query shares a term with 20 passages
+
+
 def test_fallback_never_takes_an_excluded_row():
     empty = lambda queries, depth: np.full((len(queries), depth), -1, np.int64)  # noqa: E731
     excluded = [frozenset(range(10)) - {7}] * 5  # one valid row of ten

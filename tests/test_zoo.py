@@ -15,7 +15,8 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.zoo.build import build_untrained
 from tt_zoo.zoo.recipe import CPU_RECIPE, PAPER_RECIPE
-from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, MULTITASK_PREFIX, MULTITASK_RECIPE,
+from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, MULTITASK_LEXICAL_RECIPE,
+                                 MULTITASK_RECIPE,
                                  PAPER, PRETRAINING_TASKS, REGISTRY, SERIES, SUCCESSOR_PREFIXES,
                                  SUCCESSOR_TASKS, TOKEN_DIMS)
 
@@ -42,8 +43,9 @@ def test_every_registered_variant_is_consistent(name):
                 f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
         assert spec.recipe_command().endswith(f"--export saved_models/{name}")
         return
-    if spec.multitask is not None:  # multitask_<encoder>_<tasks>_<dim>: from <encoder>_<...>
-        assert name == f"multitask_{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
+    if spec.multitask is not None:  # multitask_[lexical_]<encoder>_<tasks>_<dim>
+        tag = "lexical_" if spec.multitask == MULTITASK_LEXICAL_RECIPE else ""
+        assert name == f"multitask_{tag}{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
         assert spec.init_from == f"{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
         assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
         train = spec.recipe_command()
@@ -137,6 +139,23 @@ def test_multitask_recipe_command_trains_on_the_two_qa_tasks():
         "multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
 
 
+def test_the_lexical_multitask_name_adds_bm25_as_a_teacher_to_the_two_qa_tasks():
+    """multitask_lexical_bow_mlp_<tasks>_<dim> (issues 22, 24): the lexical task (SPAR) beside
+    the two QA tasks, at 0.3 times its share of the batches."""
+    assert tt_zoo.list_models("multitask_lexical_*") == [
+        "multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
+    spec = REGISTRY["multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
+    assert (spec.kind, spec.encoder, spec.embedding_dim, spec.options) == (
+        TWO_TOWER, "bow_mlp", 512, CPU_SCALE)
+    assert spec.init_from == "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
+    assert spec.multitask == MULTITASK_LEXICAL_RECIPE
+    assert spec.recipe_command() == (
+        "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --task webquestions "
+        "--task reqa --task lexical --steps 800 --batch-size 128 --learning-rate 0.0005 "
+        "--weight lexical=0.3 --export "
+        "saved_models/multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+
+
 def test_a_multitask_recipe_with_pairs_makes_them_first():
     spec = dataclasses.replace(
         REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"],
@@ -185,9 +204,10 @@ def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     config = multitask.parse_args(words[2:])
     spec = REGISTRY[name]
     assert config.model.init == f"{spec.encoder}_{pretraining}_{spec.embedding_dim}"
-    assert config.tasks.task == ("webquestions", "reqa")
-    assert not config.tasks.markers
     t, m = config.training, spec.multitask
+    assert config.tasks.task == m.named_tasks
+    assert config.tasks.markers == m.markers
+    assert config.tasks.weight == tuple(f"{k}={w:g}" for k, w in m.weights)
     assert (t.steps, t.batch_size, t.learning_rate) == (m.steps, m.batch_size, m.learning_rate)
     assert config.output.export == f"saved_models/{name}"
 

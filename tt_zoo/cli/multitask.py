@@ -16,6 +16,10 @@ selection"). The tasks (--task SPEC, repeatable):
                       validation sets: a model trained on it is not validated on it any more
   reqa                the training part of a ReQA-SQuAD(dev) cold-start split
                       (--reqa-train-fraction, --split-seed): gold candidate + BM25 confounder
+  lexical[:N]         BM25 as the teacher (SPAR's lexical model, Chen et al. 2021): N (100,000)
+                      word spans of random Wikispeedia passages as queries, BM25's top 3
+                      passages as positives, its passage at a rank in [8, 20) as confounder;
+                      no question set is read
   pairs:DIR[:MAX]     a pair directory (tt-zoo make-pairs), its first MAX pairs, with its
                       stored BM25 negative (mined and stored beside the pairs the first time)
   jsonl:PATH[:CLASS]  any task file: one {"query", "positives", "negatives"?, "answers"?} a
@@ -26,7 +30,7 @@ A task's NAME (for --weight, --few-shot and --task-class) is the spec's word, th
 directory's name, or the task file's name without .jsonl. A task's class (one marker, and with
 --query-towers per-class one query tower, per class) is qa for the named tasks,
 self_supervised for pairs, CLASS for a task file, or --task-class NAME=CLASS's. Tasks built
-from a collection (webquestions, curatedtrec, reqa, and any re-mined task) are cached in
+from a collection (webquestions, curatedtrec, reqa, lexical, and any re-mined task) are cached in
 WORKDIR/tasks/NAME.jsonl (or --task-cache), with NAME.json beside it recording what defines the
 task; a rerun reads them back. --positives N makes each of an example's first N positives an
 example of its own. Training checkpoints in WORKDIR/checkpoints: the same command resumes a
@@ -289,6 +293,8 @@ def parse_args(argv=None) -> MultitaskConfig:
             needed = [data / "odqa" / NAMED_SETS[WIKI_QA[s.kind][0]], data / "wikispeedia"]
         elif s.kind == "reqa":
             needed = [pathlib.Path(default_squad_path())]
+        elif s.kind == "lexical":
+            needed = [data / "wikispeedia"]
         for path in needed:
             if not path.exists():
                 parsing.exit_missing(p, f"--task {s.spec}: {path} does not exist (set "

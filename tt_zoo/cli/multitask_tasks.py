@@ -22,12 +22,14 @@ from tt_zoo.cli.common import default_data_dir, default_squad_path
 COMMAND = "multitask"
 WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
            "curatedtrec": ("curatedtrec-train", ())}  # task -> (question set, validated on)
-NAMED_TASKS = (*WIKI_QA, "reqa")
+NAMED_TASKS = (*WIKI_QA, "reqa", "lexical")
+LEXICAL_QUERIES = 100_000  # queries of the lexical task unless its spec says (lexical:N)
 PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
 TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
 ODQA_CACHE = os.path.join("runs", "odqa_cache")
 _TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
-SPEC_FORMS = "webquestions, curatedtrec, reqa, pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"
+SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "
+              "jsonl:PATH[:CLASS]")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,6 +42,7 @@ class TaskSpec:
     path: Optional[str] = None
     max_pairs: Optional[int] = None
     task_class: str = "qa"
+    num_queries: Optional[int] = None  # lexical[:N]
 
 
 class SpecError(ValueError):
@@ -56,8 +59,13 @@ def task_file_name(path: str) -> str:
 def parse_task_spec(spec: str) -> TaskSpec:
     """A --task value (`SPEC_FORMS`) as a `TaskSpec`; raises `SpecError` saying what is wrong."""
     if spec in NAMED_TASKS:
-        return TaskSpec(spec, spec, spec)
+        return TaskSpec(spec, spec, spec,
+                        num_queries=LEXICAL_QUERIES if spec == "lexical" else None)
     kind, colon, rest = spec.partition(":")
+    if kind == "lexical":
+        if not rest.isdigit() or int(rest) < 1:
+            raise SpecError(f"lexical:N needs N, a positive number of queries (got {rest!r})")
+        return TaskSpec(spec, kind, kind, num_queries=int(rest))
     if not colon or kind not in ("pairs", "jsonl") or not rest:
         raise SpecError(f"expected {SPEC_FORMS}")
     head, colon, tail = rest.rpartition(":")
@@ -174,6 +182,8 @@ def task_key(spec: TaskSpec, sources: Sources) -> dict:
         key.update(questions=_file_key(sources.data / "odqa" /
                                        odqa.NAMED_SETS[WIKI_QA[spec.kind][0]]),
                    articles=_articles_key(sources.data / "wikispeedia"))
+    elif spec.kind == "lexical":
+        key.update(queries=spec.num_queries, articles=_articles_key(sources.data / "wikispeedia"))
     else:
         key.update(squad=_file_key(default_squad_path()),
                    train_fraction=sources.tasks.reqa_train_fraction)
@@ -213,7 +223,7 @@ def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print)
 
 
 def build_named_task(spec: TaskSpec, sources: Sources):
-    """A webquestions / curatedtrec / reqa task (`tt_zoo.retrieval.task_sources`)."""
+    """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.retrieval.task_sources`)."""
     from tt_zoo.retrieval import odqa, task_sources  # noqa: PLC0415
 
     seed = sources.tasks.split_seed
@@ -221,6 +231,12 @@ def build_named_task(spec: TaskSpec, sources: Sources):
         reqa, split, where = sources.reqa
         return task_sources.reqa_task(spec.name, reqa, split.train, seed=seed,
                                       validation=(f"{where}: test part",))
+    if spec.kind == "lexical":
+        collection = sources.benchmark.collection
+        task = task_sources.lexical_task(spec.name, collection, spec.num_queries,
+                                         bm25=sources.bm25, seed=seed,
+                                         progress=sources.progress)
+        return dataclasses.replace(task, knowledge_source=_wikispeedia_passages(collection))
     found = sources.answer_sets(spec.kind)  # the questions with an answer in the collection
     collection = sources.benchmark.collection
     task = task_sources.qa_task(
@@ -228,9 +244,13 @@ def build_named_task(spec: TaskSpec, sources: Sources):
         answer_rows=found.rows, bm25=sources.bm25, seed=seed,
         validation=WIKI_QA[spec.kind][1], progress=sources.progress)
     return dataclasses.replace(
-        task, knowledge_source=f"Wikispeedia cut into {PASSAGE_WORDS}-word passages with "
-                               f"titles: {len(collection):,} passages",
+        task, knowledge_source=_wikispeedia_passages(collection),
         stats={**task.stats, "question_set": found.name, "questions": found.num_questions})
+
+
+def _wikispeedia_passages(collection) -> str:
+    return (f"Wikispeedia cut into {PASSAGE_WORDS}-word passages with titles: "
+            f"{len(collection):,} passages")
 
 
 def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print,

@@ -31,7 +31,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import time
-from typing import FrozenSet, List, Optional, Sequence
+from typing import FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -171,6 +171,83 @@ def reqa_task(name: str, reqa, question_ids: Sequence[str], *, seed: int = 0,
                 knowledge_source=f"ReQA {reqa.source or '(in memory)'}: "
                                  f"{len(reqa.candidates):,} (sentence, passage) candidates",
                 validation=tuple(validation), stats=stats)
+
+
+LEXICAL_QUERY_WORDS = (4, 16)  # a query's length in words, drawn uniformly (both included)
+LEXICAL_POSITIVES = 3  # BM25's top passages kept as an example's positives, best first
+LEXICAL_NEGATIVE_RANKS = (8, 20)  # the confounder: BM25's passage at a rank drawn from [8, 20)
+
+
+def lexical_task(name: str, collection: odqa.Collection, num_queries: int, *, bm25=None,
+                 seed: int = 0, query_words: Tuple[int, int] = LEXICAL_QUERY_WORDS,
+                 positives: int = LEXICAL_POSITIVES,
+                 negative_ranks: Tuple[int, int] = LEXICAL_NEGATIVE_RANKS,
+                 task_class: str = "qa", progress: bool = False) -> Task:
+    """BM25 as a teacher: the training data of SPAR's lexical model Λ (Chen et al. 2021,
+    *Salient Phrase Aware Dense Retrieval: Can a Dense Retriever Imitate a Sparse One?*,
+    Sec. 3), which trains a dense retriever to rank as BM25 ranks.
+
+    Each query is a span of words of a passage drawn at random from the collection (its
+    length uniform in `query_words`; SPAR samples sentences of Wikipedia: spans of 4-16 words
+    are closer to the length of a factoid question). Its positives are BM25's top `positives`
+    passages over the whole collection, best first (the first is trained on; the passage the
+    span was cut from is usually, not always, among them); its confounder is BM25's passage at
+    a rank drawn from `negative_ranks`, a passage BM25 ranks close below them. No label of any
+    question set is read: the task needs only the passages. A query whose BM25 ranking is
+    shorter than ``negative_ranks[1]`` (few shared terms) is dropped and counted.
+
+    Returns:
+      A `Task` whose stats hold the queries drawn and kept, the share whose source passage is
+      BM25's first, the settings and seconds.
+    """
+    start = time.perf_counter()
+    low, high = query_words
+    first, last = negative_ranks
+    if not 1 <= low <= high:
+        raise ValueError(f"lexical_task {name!r}: query_words must be (low, high) with "
+                         f"1 <= low <= high (got {query_words}).")
+    if not 1 <= positives <= first < last:
+        raise ValueError(f"lexical_task {name!r}: need 1 <= positives <= negative_ranks[0] < "
+                         f"negative_ranks[1] (got positives={positives}, negative_ranks="
+                         f"{negative_ranks}).")
+    if num_queries < 1:
+        raise ValueError(f"lexical_task {name!r}: num_queries must be positive "
+                         f"(got {num_queries}).")
+    retriever = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
+    if len(retriever) != len(collection):
+        raise TtZooError(f"lexical_task {name!r}: the BM25 index holds {len(retriever):,} "
+                         f"documents, the collection {len(collection):,} passages.")
+    rng = np.random.default_rng(seed)
+    sources = rng.integers(len(collection), size=num_queries)
+    queries = []
+    for row in sources:
+        words = collection.texts[row].split()
+        length = min(len(words), int(rng.integers(low, high + 1)))
+        begin = int(rng.integers(len(words) - length + 1))
+        queries.append(" ".join(words[begin:begin + length]))
+    ranked = _rank_all(hn.bm25_rank(retriever), queries, last, progress,
+                       f"{name}: BM25 top {last}")
+    picks = rng.integers(first, last, size=num_queries)
+    examples, source_first = [], 0
+    for query, source, ranking, pick in zip(queries, sources, ranked, picks):
+        if ranking.size < last or ranking[last - 1] < 0:
+            continue
+        source_first += int(ranking[0] == source)
+        examples.append(TaskExample(
+            query, tuple(_document(collection, r) for r in ranking[:positives]),
+            (_document(collection, ranking[pick]),)))
+    if not examples:
+        raise TtZooError(f"lexical_task {name!r}: none of the {num_queries:,} queries has "
+                         f"{last} passages sharing a term in BM25's ranking of the "
+                         f"{len(collection):,} passages.")
+    stats = {"queries": int(num_queries), "kept": len(examples),
+             "dropped_short_rankings": int(num_queries) - len(examples),
+             "source_passage_first": round(source_first / len(examples), 4),
+             "query_words": [low, high], "positives": f"BM25 top {positives}",
+             "negatives": f"BM25 rank drawn from [{first}, {last})", "seed": int(seed),
+             "seconds": round(time.perf_counter() - start, 2)}
+    return Task(name, task_class, tuple(examples),
+                knowledge_source=f"{len(collection):,} passages (title, text)", stats=stats)
 
 
 def pair_task(name: str, pairs_dir: str, *, max_pairs: Optional[int] = None, seed: int = 0,

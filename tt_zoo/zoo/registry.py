@@ -21,6 +21,10 @@ Knowledge-Intensive Tasks*, Sec. 3-4; `tt-zoo multitask`), warm-started from the
 ReQA-SQuAD(dev)'s 0.8 cold-start split, each example with one BM25 confounder
 (`MULTITASK_RECIPE`).
 
+``multitask_lexical_bow_mlp_{pretraining}_{dim}`` (issues 22, 24) adds BM25 as a teacher to those
+two tasks: the ``lexical`` task, SPAR's training data for its lexical model (Chen et al. 2021;
+`MULTITASK_LEXICAL_RECIPE`).
+
 ``multitask_colbert_{pretraining}_{m}`` (issues 23-24) is the shipped ColBERT model trained the
 same way on the same two QA tasks (`MULTITASK_COLBERT_RECIPE`): supervision for the
 late-interaction re-ranker, from ``colbert_{pretraining}_{m}``.
@@ -110,6 +114,7 @@ class MultitaskRecipe:
         pairs:DIR:MAX``; the pair set is the one the starting model's recipe makes).
       steps, batch_size, learning_rate: the schedule (Adam, 10% warm-up, linear decay).
       markers: one marker word per task class prepended to the queries (Sec. 4.3).
+      weights: (task, W) pairs: W times the task's share of the batches (``--weight``).
     """
 
     named_tasks: Tuple[str, ...] = ("webquestions", "reqa")
@@ -118,9 +123,22 @@ class MultitaskRecipe:
     batch_size: int = 128
     learning_rate: float = 5e-4
     markers: bool = False
+    weights: Tuple[Tuple[str, float], ...] = ()
+
+    def flags(self) -> str:
+        """The recipe's options past the schedule, as `tt-zoo multitask` flags."""
+        return "".join([*(f" --weight {task}={w:g}" for task, w in self.weights),
+                        " --markers" if self.markers else ""])
 
 
 MULTITASK_RECIPE = MultitaskRecipe()
+# ``multitask_lexical_bow_mlp_``: the two QA tasks with BM25 as a teacher beside them (the lexical
+# task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
+# over MULTITASK_RECIPE on each of three seeds (`benchmarks/multi_task.py --experiments lexical`,
+# `results/multi_task.md`).
+MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
+MULTITASK_LEXICAL_RECIPE = MultitaskRecipe(named_tasks=("webquestions", "reqa", "lexical"),
+                                           weights=(("lexical", 0.3),))
 MULTITASK_COLBERT_PREFIX = "multitask_colbert_"
 MULTITASK_COLBERT_INIT_FROM = "colbert_{pretraining}_{dim}"
 # 500 steps of 64 (about 3.5 passes over the union) at 3e-4, the ColBERT pretraining rate: 1e-4
@@ -192,6 +210,10 @@ SERIES: Dict[str, Series] = {
     MULTITASK_PREFIX: Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
                              tasks=("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen"), dims=(512,),
                              init_from=MULTITASK_INIT_FROM, multitask=MULTITASK_RECIPE),
+    MULTITASK_LEXICAL_PREFIX: Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+                                     tasks=("ict_bfs_wlp_crop_span_qgen",), dims=(512,),
+                                     init_from=MULTITASK_INIT_FROM,
+                                     multitask=MULTITASK_LEXICAL_RECIPE),
     MULTITASK_COLBERT_PREFIX: Series("colbert", "tiny", COLBERT, COLBERT_RECIPE,
                                      kind=LATE_INTERACTION, tasks=("ict_bfs_wlp_crop_span_qgen",),
                                      dims=(64,), query_length=32,
@@ -306,10 +328,9 @@ class ModelSpec:
         if m.max_pairs:
             tasks.append(f"pairs:runs/pairs/{self.pretraining}:{m.max_pairs}")
             make = f"{self._make_pairs_command()} && "
-        markers = " --markers" if m.markers else ""
         return (f"{make}tt-zoo multitask --init {self.init_from} "
                 f"{' '.join(f'--task {t}' for t in tasks)} --steps {m.steps} "
-                f"--batch-size {m.batch_size} --learning-rate {m.learning_rate:g}{markers} "
+                f"--batch-size {m.batch_size} --learning-rate {m.learning_rate:g}{m.flags()} "
                 f"--export saved_models/{self.name}")
 
 
