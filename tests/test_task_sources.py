@@ -170,6 +170,9 @@ def test_lexical_task_refuses_bad_settings_and_a_collection_too_small():
         ts.lexical_task("lex", c, 5, positives=3, negative_ranks=(2, 4))
     with pytest.raises(ValueError, match="num_queries"):
         ts.lexical_task("lex", c, 0)
+    small = odqa.bm25_searcher(odqa.Collection(["a"], ["A"], ["penicillin"]))
+    with pytest.raises(TtZooError, match="lexical_task 'lex': the BM25 index holds 1 documents"):
+        ts.lexical_task("lex", c, 5, bm25=small)
     with pytest.raises(TtZooError, match="none of the 5 queries has 20 passages"):
         ts.lexical_task("lex", c, 5)  # no toy query shares a term with 20 passages
 

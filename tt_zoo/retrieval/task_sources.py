@@ -16,6 +16,9 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
   the gold (sentence, passage) candidate, and `hard_negatives.mine_reqa_negatives`' confounder.
   Documents follow fine-tuning's convention (`tt_zoo.retrieval.reqa.training_examples`):
   id = the candidate index, title = the sentence, text = the passage.
+* `lexical_task`: BM25 as a teacher, SPAR's training data for its lexical model (Chen et al.
+  2021): word spans of random passages as queries, BM25's top passages over the collection as
+  positives, a passage it ranks a little lower as the confounder.
 * `pair_task`: a self-supervised pair directory (ICT/BFS/WLP, crop, span, qgen) with its stored
   BM25 negative (`hard_negatives.load_or_mine`, reused when stored beside the pairs).
 
@@ -54,6 +57,16 @@ def documents_of(collection: odqa.Collection) -> List[Document]:
 def _document(collection: odqa.Collection, row: int) -> Document:
     row = int(row)
     return Document(collection.ids[row], collection.titles[row], collection.texts[row])
+
+
+def _collection_bm25(what: str, collection: odqa.Collection, bm25=None):
+    """`bm25` (a `BM25Retriever` over the collection's rows), checked to hold as many documents
+    as the collection, or one built over it (`odqa.bm25_searcher`)."""
+    retriever = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
+    if len(retriever) != len(collection):
+        raise TtZooError(f"{what}: the BM25 index holds {len(retriever):,} documents, the "
+                         f"collection {len(collection):,} passages; index the collection.")
+    return retriever
 
 
 def _rank_all(rank: hn.Rank, texts: List[str], depth: int, progress: bool,
@@ -105,10 +118,7 @@ def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collecti
     elif len(answer_rows) != len(questions):
         raise TtZooError(f"qa_task {name!r}: {len(answer_rows)} answer-row sets for the "
                          f"{len(questions)} questions of {question_set.name!r}.")
-    retriever = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
-    if len(retriever) != len(collection):
-        raise TtZooError(f"qa_task {name!r}: the BM25 index holds {len(retriever):,} documents, "
-                         f"the collection {len(collection):,} passages; index the collection.")
+    retriever = _collection_bm25(f"qa_task {name!r}", collection, bm25)
     answerable = [i for i, rows in enumerate(answer_rows) if rows]
     kept, positives = [], []
     if answerable:
@@ -184,12 +194,12 @@ def lexical_task(name: str, collection: odqa.Collection, num_queries: int, *, bm
                  negative_ranks: Tuple[int, int] = LEXICAL_NEGATIVE_RANKS,
                  task_class: str = "qa", progress: bool = False) -> Task:
     """BM25 as a teacher: the training data of SPAR's lexical model Λ (Chen et al. 2021,
-    *Salient Phrase Aware Dense Retrieval: Can a Dense Retriever Imitate a Sparse One?*,
-    Sec. 3), which trains a dense retriever to rank as BM25 ranks.
+    *Salient Phrase Aware Dense Retrieval: Can a Dense Retriever Imitate a Sparse One?*),
+    which trains a dense retriever to rank as BM25 ranks.
 
     Each query is a span of words of a passage drawn at random from the collection (its
-    length uniform in `query_words`; SPAR samples sentences of Wikipedia: spans of 4-16 words
-    are closer to the length of a factoid question). Its positives are BM25's top `positives`
+    length uniform in `query_words`; SPAR draws its queries from Wikipedia text, and spans of
+    4-16 words are about as long as a factoid question). Its positives are BM25's top `positives`
     passages over the whole collection, best first (the first is trained on; the passage the
     span was cut from is usually, not always, among them); its confounder is BM25's passage at
     a rank drawn from `negative_ranks`, a passage BM25 ranks close below them. No label of any
@@ -213,10 +223,7 @@ def lexical_task(name: str, collection: odqa.Collection, num_queries: int, *, bm
     if num_queries < 1:
         raise ValueError(f"lexical_task {name!r}: num_queries must be positive "
                          f"(got {num_queries}).")
-    retriever = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
-    if len(retriever) != len(collection):
-        raise TtZooError(f"lexical_task {name!r}: the BM25 index holds {len(retriever):,} "
-                         f"documents, the collection {len(collection):,} passages.")
+    retriever = _collection_bm25(f"lexical_task {name!r}", collection, bm25)
     rng = np.random.default_rng(seed)
     sources = rng.integers(len(collection), size=num_queries)
     queries = []

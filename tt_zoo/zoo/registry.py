@@ -134,8 +134,8 @@ class MultitaskRecipe:
 MULTITASK_RECIPE = MultitaskRecipe()
 # ``multitask_lexical_bow_mlp_``: the two QA tasks with BM25 as a teacher beside them (the lexical
 # task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
-# over MULTITASK_RECIPE on each of three seeds (`benchmarks/multi_task.py --experiments lexical`,
-# `results/multi_task.md`).
+# over MULTITASK_RECIPE in the median of three seeds, every seed above every seed without it
+# (`benchmarks/multi_task.py --experiments lexical`, `results/multi_task.md`).
 MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
 MULTITASK_LEXICAL_RECIPE = MultitaskRecipe(named_tasks=("webquestions", "reqa", "lexical"),
                                            weights=(("lexical", 0.3),))
