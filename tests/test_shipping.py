@@ -282,6 +282,17 @@ def test_record_results_fills_the_card_and_the_shipped_entry(sources, zoo, tmp_p
     assert sorted(json.loads(shipped_file.read_text())[COLBERT]["metrics"]) == [
         "ODQA validation R@20, ColBERT end to end", "ReQA R@100, ColBERT end to end"]
 
+    # Rows named by the model's name: the card keeps its fusion rows, the headline numbers
+    # are its own row's only (`tt-zoo list` shows the first).
+    fused = results(COLBERT, model=str(path))
+    for bench, row in (("reqa", reqa_row(0.7, 0.99, 0.8)), ("odqa", odqa_row(0.3, 0.8))):
+        fused["results"][bench][f"RRF(BM25, {COLBERT})"] = row
+    shipping.record_results(COLBERT, fused, rows=COLBERT)
+    assert f"RRF(BM25, {COLBERT})" in json.loads((path / "metadata.json").read_text())[
+        "metrics"][REQA_ALL]
+    assert json.loads(shipped_file.read_text())[COLBERT]["metrics"] == {
+        f"ReQA R@100, {COLBERT}": 90.0, f"ODQA validation R@20, {COLBERT}": 75.0}
+
     with pytest.raises(TtZooError, match="smoke run"):
         shipping.record_results(COLBERT, results(model=str(path), smoke=True))
     with pytest.raises(TtZooError, match="measured .*hdct_ict_bfs_wlp.*not these weights"):

@@ -396,7 +396,9 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
     each benchmark's headline number of each of its rows in the shipped entry (`record_tables`).
 
     `rows`: the label text of the model's rows (default by its kind, `ROW_MARKERS`, or its name
-    for a two-tower model). A smoke run, a run of another model (by sha256, when the results
+    for a two-tower model). The card takes every row holding it (fusion rows too); the shipped
+    entry's headline numbers take every such row of a kind's marker, but only the row labelled
+    exactly with the name when the label is the model's name. A smoke run, a run of another model (by sha256, when the results
     name a folder or shipped name that resolves), or one without such rows raises
     `TtZooError`."""
     path, _ = export_path(name_or_path)
@@ -417,12 +419,15 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
     if not tables:
         raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
                          f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")
+    # The headline numbers: every row of a kind's marker (one per search setting), but of a
+    # model named by its name, its own row only (not "RRF(BM25, name)": the card keeps those).
+    own_row_only = marker == card.name
     summary = {}
     for bench, results in out["results"].items():
         short, metric = _HEADLINE.get(bench, (bench, "R@100"))
         for label, row in results.items():
             values = row["sets"].get("all", {})
-            if marker in label and metric in values:
+            if (label == marker if own_row_only else marker in label) and metric in values:
                 summary[f"{short} {metric}, {label}"] = _percent(values[metric])
     return record_tables(path, tables, source=out.get("generator", "benchmark"),
                          results=str(results_path) if results_path else None, summary=summary,
