@@ -43,8 +43,8 @@ def parse_args(argv=None):
     p.add_argument("--term-model", required=True, metavar="PATH",
                    help="a term-weight export (tt-zoo train-term-weights)")
     p.add_argument("--partner", default=PARTNER,
-                   help="the dense model fused with the weighted BM25 (one of --model; "
-                        "default: %(default)s)")
+                   help="the dense model fused with the weighted BM25 (one of --model, by "
+                        "name or path; default: %(default)s)")
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
     p.add_argument("--reqa-documents", default="passage", choices=("passage", "candidate"),
@@ -119,9 +119,10 @@ def term_weight_rows(ctx: text_rows.Context) -> dict:
     rows[label] = text_rows.score_row(bench, label, chosen, weigh_s + index_s, {
         "k1": choice["k1"], "b": 0.75, "unread": choice["unread"],
         "chosen_on": choice["chosen_on"], "weigh_seconds": weigh_s})
+    partner = text_rows.model_name(ctx, args.partner)  # a name or an export path
     partners = {"BM25": ctx.bm25}
-    if args.partner in ctx.dense:
-        partners[args.partner] = ctx.dense[args.partner]
+    if partner in ctx.dense:  # (--skip may leave it out of this benchmark)
+        partners[partner] = ctx.dense[partner]
     for name, partner in partners.items():
         key = f"convex({HDCT}, {name})"
         if bench.validation is not None:

@@ -20,13 +20,15 @@ def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
     export_term_weight_model(TermWeightModel.from_two_tower(two_tower), tmp_path / "tw",
                              {"name": "tiny_tw"})
     base = ["--term-model", str(tmp_path / "tw"), "--model", str(exported.path),
-            "--partner", "tiny_test", "--benchmarks", "reqa",
+            "--benchmarks", "reqa",
             "--squad", str(write_squad(tmp_path, hand_made_squad())), "--split-fraction", "0.5",
             "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work")]
     plain = "HDCT-weighted BM25 (k1 1.5, b 0.75)"
     # 5 candidates in 3 distinct passages (helpers.hand_made_squad).
-    for documents, distinct in (("passage", 3), ("candidate", 5)):
-        out = term_weights.main(base + ["--reqa-documents", documents,
+    for documents, distinct, partner in (("passage", 3, "tiny_test"),
+                                         ("candidate", 5, str(exported.path))):
+        # (the partner by its name, then by its export path: both are the --model's row)
+        out = term_weights.main(base + ["--partner", partner, "--reqa-documents", documents,
                                         "--output", str(tmp_path / documents / "tw")])
         row = out["results"]["reqa"][plain]
         assert row["settings"]["distinct_documents"] == distinct, documents
