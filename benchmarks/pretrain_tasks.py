@@ -19,7 +19,8 @@ passages of at most 96 words, as the shipped models'; Table 1 counted in whitesp
 WordPiece counts of 0.5M pairs cost ~10 min a set). Training CPU time is the pretraining
 process's own (all threads, evaluations excluded: `training.loop.ZeroShotReqaCurve`), so cells
 compare at equal CPU time even when other jobs share the machine. Results per cell land in
-runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}.
+runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}, where the cells of earlier
+runs keep their rows (a cell run again replaces its own).
 
   python benchmarks/pretrain_tasks.py --cell bow_mlp:ict_bfs_wlp:1150x512 --cell bow_mlp:crop:1150x512
 """
@@ -173,7 +174,19 @@ def main(argv=None):
     if not args.train_only:
         from pretrain_tasks_report import write_report  # beside this file
 
-        write_report(rows, args.output)
+        write_report(with_earlier_rows(rows, args.output.with_suffix(".json")), args.output)
+
+
+def with_earlier_rows(rows, previous: pathlib.Path):
+    """The rows of the report at `previous` (its JSON), each cell run again replaced in place
+    by its new row, then the new cells: cells run by earlier invocations stay in the report
+    (their exports and pair sets may be gone from runs/), as in `benchmarks/odqa.py`."""
+    if not previous.is_file():
+        return list(rows)
+    new = {row["name"]: row for row in rows}
+    earlier = json.loads(previous.read_text())["cells"]
+    kept = [new.pop(row["name"], row) for row in earlier]
+    return kept + [row for row in rows if row["name"] in new]
 
 
 if __name__ == "__main__":
