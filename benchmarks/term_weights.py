@@ -119,10 +119,10 @@ def term_weight_rows(ctx: text_rows.Context) -> dict:
     rows[label] = text_rows.score_row(bench, label, chosen, weigh_s + index_s, {
         "k1": choice["k1"], "b": 0.75, "unread": choice["unread"],
         "chosen_on": choice["chosen_on"], "weigh_seconds": weigh_s})
-    partner = text_rows.model_name(ctx, args.partner)  # a name or an export path
+    partner_name = text_rows.model_name(ctx, args.partner)  # a name or an export path
     partners = {"BM25": ctx.bm25}
-    if partner in ctx.dense:  # (--skip may leave it out of this benchmark)
-        partners[partner] = ctx.dense[partner]
+    if partner_name in ctx.dense:  # (--skip may leave it out of this benchmark)
+        partners[partner_name] = ctx.dense[partner_name]
     for name, partner in partners.items():
         key = f"convex({HDCT}, {name})"
         if bench.validation is not None:

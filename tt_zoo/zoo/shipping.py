@@ -398,9 +398,9 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
     `rows`: the label text of the model's rows (default by its kind, `ROW_MARKERS`, or its name
     for a two-tower model). The card takes every row holding it (fusion rows too); the shipped
     entry's headline numbers take every such row of a kind's marker, but only the row labelled
-    exactly with the name when the label is the model's name. A smoke run, a run of another model (by sha256, when the results
-    name a folder or shipped name that resolves), or one without such rows raises
-    `TtZooError`."""
+    exactly with the name when the label is the model's name. A smoke run, a run of another
+    model (by sha256, when the results name a folder or shipped name that resolves), or one
+    without such rows raises `TtZooError`."""
     path, _ = export_path(name_or_path)
     card = ModelCard.from_dict(json.loads((path / METADATA_FILE).read_text(encoding="utf-8")))
     settings = out.get("settings") or {}
