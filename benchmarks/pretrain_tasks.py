@@ -148,6 +148,8 @@ def main(argv=None):
                    help="write the report from the cells already run")
     p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "pretrain_tasks")
     args = p.parse_args(argv)
+    from pretrain_tasks_report import pair_stats_of, write_report  # beside this file
+
     cells = [Cell(c) for c in args.cell]
     bm25 = REPO / "runs" / "grid" / "bm25_reqa.json"
     if not args.train_only and not bm25.is_file():
@@ -169,11 +171,9 @@ def main(argv=None):
                      "tasks": cell.tasks, "label": cell.label, "steps": cell.steps,
                      "batch": cell.batch, "warm_start": cell.warm,
                      "train_cpu_minutes": round(points[-1]["train_cpu_seconds"] / 60, 1),
-                     "curve": points, **results})
+                     "pair_stats": pair_stats_of(cell.tasks), "curve": points, **results})
         print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     if not args.train_only:
-        from pretrain_tasks_report import write_report  # beside this file
-
         write_report(with_earlier_rows(rows, args.output.with_suffix(".json")), args.output)
 
 

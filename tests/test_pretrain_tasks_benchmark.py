@@ -1,5 +1,6 @@
 """benchmarks/pretrain_tasks.py keeps the cells of earlier runs in its report: a cell run again
-replaces its own row in place, a new cell is added after them."""
+replaces its own row in place, a new cell is added after them, and the Table-1 statistics of
+each pair set come from the rows when the pair set is gone from runs/."""
 
 import json
 
@@ -17,3 +18,15 @@ def test_earlier_cells_stay_and_a_cell_run_again_replaces_its_row(tmp_path):
     rows = [{"name": "c", "R": 5}, {"name": "a", "R": 3}]
     assert pretrain_tasks.with_earlier_rows(rows, previous) == [
         {"name": "a", "R": 3}, {"name": "b", "R": 2}, {"name": "c", "R": 5}]
+
+
+def test_the_pair_set_table_comes_from_the_rows_when_the_pair_set_is_gone():
+    import pretrain_tasks_report
+
+    stats = {"token_unit": "whitespace", "tasks": {"crop": {
+        "num_pairs": 1200, "num_tokens": 34567, "avg_query_tokens": 17.84,
+        "avg_doc_tokens": 19.8, "skipped": 3}}}
+    rows = [{"tasks": "no_such_set_here", "pair_stats": stats}, {"tasks": "nor_this_one"}]
+    table = pretrain_tasks_report.pair_statistics(rows)
+    assert "| no_such_set_here | crop | 1,200 | 34,567 | whitespace | 17.8 | 19.8 | 3 |" in table
+    assert "nor_this_one" not in table  # no recorded statistics and no stats.json: no row
