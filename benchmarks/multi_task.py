@@ -72,10 +72,10 @@ POSITIVES = 5  # the "positives" experiment: each question's first 5 positives a
 # The "towers" experiment: reqa's sentence-level questions as a class of their own, so the two QA
 # tasks get two markers and, with --query-towers per-class, two query towers.
 TOWERS_CLASSES = {"reqa": "sentence_qa"}
-# The "lexical" experiment: the lexical task (100,000 examples) at 0.3 times its share by size,
-# about 3/4 of each batch beside the 9,021 examples of the two QA tasks (0.1 and 0.3 scored alike
-# on the validation questions, as did 800 and 2,400 steps).
-LEXICAL_WEIGHT = 0.3
+# The "lexical" experiment: the lexical task (100,000 examples) at the shipped recipe's weight
+# (0.3) times its share by size, about 3/4 of each batch beside the 9,021 examples of the two QA
+# tasks (0.1 and 0.3 scored alike on the validation questions, as did 800 and 2,400 steps).
+LEXICAL_WEIGHT = dict(MULTITASK_LEXICAL_RECIPE.weights)["lexical"]
 # The pair set the starting model's recipe makes (`tt-zoo list` prints its command).
 PAIRS = REPO / "runs" / "pairs" / "ict_bfs_wlp_crop_span_qgen"
 # n = 0 (the starting model), 128, 1,024, all (None); the tiny BERT's cells cost ~10x more.
@@ -402,7 +402,7 @@ def shipped_cells() -> dict:
                                     list(MULTITASK_RECIPE.named_tasks), seed=0),
             LEXICAL_SHIPPED_NAME: make_cell(
                 "without-selfsup-lexical", BOW_BEST, list(MULTITASK_LEXICAL_RECIPE.named_tasks),
-                seed=0, weights=dict(MULTITASK_LEXICAL_RECIPE.weights))}
+                seed=0, weights={"lexical": LEXICAL_WEIGHT})}
 
 
 def reqa_table(name: str) -> dict:
