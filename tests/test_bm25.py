@@ -18,7 +18,22 @@ def test_obvious_document_ranks_first():
                               k=3)
     assert result.rows[:, 0].tolist() == [2, 0]
     assert result.ids[0][0] == "2"  # the default ids are the documents' positions
-    assert result.scores[0, 0] > result.scores[0, 1] and not result.empty.any()
+    assert not result.empty.any()
+    # Only documents sharing a term are returned: "capital" and "France" are in document 2 only
+    # ("is", "the", "of" are stop words), so the first query gets one result, not three.
+    assert result.rows[0].tolist() == [2, -1, -1] and result.ids[0] == ("2",)
+    assert result.scores[0, 0] > 0 and np.isnan(result.scores[0, 1:]).all()
+
+
+def test_only_matching_documents_ranked_equal_scores_by_row():
+    docs = ["red apple", "green apple", "red red apple pie", "blue sky", "green apple"]
+    rows, scores = bm25.BM25Retriever(docs).top_rows(["apple", "sky"], 5)
+    assert rows[1].tolist() == [3, -1, -1, -1, -1]
+    # "apple" is in documents 0, 1, 2, 4; 0, 1 and 4 tie (two words each) and come by row.
+    assert set(rows[0, :4]) == {0, 1, 2, 4} and rows[0, 4] == -1
+    tied = [r for r in rows[0] if r in (0, 1, 4)]
+    assert tied == [0, 1, 4]
+    assert scores[0, 0] >= scores[0, 1] >= scores[0, 2] >= scores[0, 3] > 0 == scores[0, 4]
 
 
 def test_stemming_matches_inflections_and_can_be_turned_off():

@@ -72,7 +72,7 @@ def assert_valid(pairs: PairTexts, rows: np.ndarray):
 def test_the_premise_bm25_ranks_the_positive_first_then_false_negatives():
     docs = [P, C, A, V, *U]
     ranked, scores = bm25.BM25Retriever([t + " " + x for t, x, _ in docs]).top_rows(
-        [QUERY], 7, matched_only=True)
+        [QUERY], 7)
     assert ranked[0].tolist() == [0, 1, 2, 3, -1, -1, -1]  # P, C, A, V; U unmatched
     assert (np.diff(scores[0, :4]) < 0).all()
 
@@ -353,7 +353,7 @@ def test_reqa_miner_skips_gold_and_answer_holding_candidates():
     assert reqa.question("q0").answers == ("Fleming", "FLEMING")
     assert reqa.candidates[7].sentence.startswith("Alexander Fleming")
     ranking, _ = bm25.BM25Retriever(bm25.candidate_texts(reqa)).top_rows(
-        ["Who discovered penicillin in 1928?"], 10, matched_only=True)
+        ["Who discovered penicillin in 1928?"], 10)
     assert ranking[0, :4].tolist() == [0, 2, 7, 3]  # gold first, the answer-holder third
     mined = hn.mine_reqa_negatives(reqa, ["q0", "q1", "q2"], 2)
     assert mined.rows[0].tolist() == [2, 3]  # without the gold and the answer-holder

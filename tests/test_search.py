@@ -83,7 +83,11 @@ def test_every_searcher_returns_the_one_result_type():
         result = searcher.search(queries, k=2)
         assert type(result) is SearchResult, name
         assert result.rows.shape == result.scores.shape == (2, 2), name
-        assert result.ids == tuple(tuple(IDS[r] for r in row) for row in result.rows), name
+        assert result.ids == tuple(tuple(IDS[r] for r in row if r >= 0)
+                                   for row in result.rows), name
+    # BM25 returns only the documents sharing a term with the query (-1 pads the rest).
+    assert searchers["bm25"][0].search(["cat", "france"], k=2).rows.tolist() == [[0, -1],
+                                                                                   [2, -1]]
     assert searchers["bm25"][0].search(["cat", "france"], k=1).ids == (("w",), ("y",))
 
 

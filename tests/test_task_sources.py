@@ -76,7 +76,7 @@ def assert_no_confounder_holds_an_answer(task):
 
 def test_the_premise_bm25_rankings_and_answer_rows():
     c = collection()
-    ranked, _ = odqa.bm25_searcher(c).top_rows([q.text for q in QUESTIONS], 10, matched_only=True)
+    ranked, _ = odqa.bm25_searcher(c).top_rows([q.text for q in QUESTIONS], 10)
     assert [[r for r in row if r >= 0] for row in ranked.tolist()] == [
         [2, 0, 1, 3], [5, 4], [7, 6, 1], [4], [9, 8], [2]]
     assert odqa.AnswerIndex(c.texts).rows_with_answers(QUESTIONS) == [
@@ -147,7 +147,7 @@ def test_lexical_task_queries_are_spans_and_bm25_ranks_positives_and_confounder(
         words = example.query.split()
         assert 2 <= len(words) <= 3
         assert any(f" {example.query} " in f" {t} " for t in texts), example.query  # a span
-        ranked, _ = bm25.top_rows([example.query], 10, matched_only=True)
+        ranked, _ = bm25.top_rows([example.query], 10)
         ranking = [r for r in ranked[0].tolist() if r >= 0]
         assert len(ranking) >= 4  # shorter rankings are dropped
         assert rows_of(example.positives) == ranking[:2]  # BM25's top 2, best first

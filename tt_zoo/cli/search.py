@@ -81,7 +81,6 @@ def read_inputs(args):
 
 
 def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
-    from tt_zoo.retrieval import search  # noqa: PLC0415
     from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415 (bm25s: after argparse)
 
     texts = [f"{title} {text}" if title else text
@@ -89,9 +88,7 @@ def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
     retriever = BM25Retriever(texts, ids=passages.ids_or_positions(),
                               show_progress=progress and len(texts) >= BM25_PROGRESS_FROM)
     # Only passages that share a term with the query: no arbitrary order of zero scores.
-    rows, scores = retriever.top_rows(list(queries), k, matched_only=True)
-    return search.SearchResult.from_rows(rows, scores, retriever.ids).hits(passages.texts,
-                                                                           passages.titles)
+    return retriever.search(list(queries), k).hits(passages.texts, passages.titles)
 
 
 def model_hits(args, passages: Texts, queries: Sequence[str]):

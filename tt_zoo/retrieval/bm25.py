@@ -157,7 +157,6 @@ class BM25Retriever:
         self.terms = TermSpace(stemmer, stopwords)
         self.stemmer = self.terms.stemmer
         self.stopwords = self.terms.stopwords
-        self.show_progress = show_progress
         self.weight_scale = weight_scale
         if unread not in UNREAD:
             raise ValueError(f"unread must be one of {UNREAD} (got {unread!r}).")
@@ -224,25 +223,25 @@ class BM25Retriever:
         return len(self.ids)
 
     def search(self, queries: Sequence[str], k: int) -> search.SearchResult:
-        """The top-k documents of each query string, best first.
-
-        A query with no indexed term (all its tokens unknown or stop words) gets no results:
-        its `rows` are all -1 (`SearchResult.empty`).
-        """
+        """The top-k documents of each query string, best first (`top_rows`): only documents
+        that share a term with the query, so a query gets fewer than k results when fewer
+        documents match, and none when it has no indexed term (all its tokens unknown or stop
+        words; `SearchResult.empty`)."""
         rows, scores = self.top_rows(queries, k)
         return search.SearchResult.from_rows(rows, scores, self.ids)
 
-    def top_rows(self, queries: Sequence[str], k: int, *, matched_only: bool = False):
+    def top_rows(self, queries: Sequence[str], k: int):
         """`search` as bare arrays, for many queries at once (e.g. mining hard negatives):
         (rows int64, scores float32) `[num_queries, min(k, len(self))]`, best first, without
-        the per-query id tuples of a `SearchResult`; -1 rows (score 0) for a query without an
-        indexed term.
+        the per-query id tuples of a `SearchResult`.
 
-        With `matched_only`, only documents that share a term with the query (score > 0) are
-        returned, -1 padding the rest, and equal scores are ordered by row (the lower first), so
-        the result is defined by the scores alone. It selects among the matched documents only:
-        bm25s's selection over all documents is slow when most scores tie at 0 (measured 1 ms
-        of `argpartition` a query over 15K documents, 2 busy CPU cores).
+        Only documents that share a term with the query (score > 0) are returned, -1 (score 0)
+        padding the rest, and equal scores are ordered by row (the lower first), so the result
+        is defined by the scores alone. The top k are selected among the matched documents
+        only: bm25s's own `retrieve` partitions all documents' scores, which is slow when most
+        tie at 0. Measured over the 130,638 ODQA passages, the 944 validation questions at
+        k = 100 (2 cores, one kept busy): 57 queries/s through `bm25s.BM25.retrieve` against
+        2,240 here, with the same scores.
         """
         if isinstance(queries, (str, bytes)):
             raise ValueError("BM25Retriever.search: queries must be a sequence of strings, "
@@ -250,20 +249,14 @@ class BM25Retriever:
         k = min(search.check_k(k), len(self))
         tokens = self.terms.tokenize(queries)
         vocab = self.retriever.vocab_dict
-        empty = np.array([not any(t in vocab for t in q) for q in tokens], dtype=bool)
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
-        keep = np.flatnonzero(~empty)
-        if keep.size and matched_only:
-            for i in keep:
-                found, top = self._top_matched([t for t in tokens[i] if t in vocab], k)
+        for i, query_tokens in enumerate(tokens):
+            known = [t for t in query_tokens if t in vocab]
+            if known:
+                found, top = self._top_matched(known, k)
                 rows[i, :found.size] = found
                 scores[i, :found.size] = top
-        elif keep.size:
-            docs, sc = self.retriever.retrieve([tokens[i] for i in keep], k=k,
-                                               show_progress=self.show_progress)
-            rows[keep] = docs
-            scores[keep] = sc
         return rows, scores
 
     def _top_matched(self, query_tokens, k: int):

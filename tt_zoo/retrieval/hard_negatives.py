@@ -10,7 +10,7 @@ the query, so the sampled softmax (Chang et al. 2020, Sec. 2) gets a harder cont
 one per DOC_ID, indexed as ``title + " " + passage`` with `tt_zoo.retrieval.bm25` (bm25s,
 English stemming and stop words); the queries are the pairs' queries. Each pair keeps the first
 H valid documents of its BM25 top ``depth`` (documents sharing a term with the query, best
-first, equal scores by corpus order; `BM25Retriever.top_rows(matched_only=True)`), skipping:
+first, equal scores by corpus order; `BM25Retriever.top_rows`), skipping:
 
 * the positive itself (the same DOC_ID: the ICT documents of one passage share it);
 * for BFS and WLP pairs, every passage of the positive's article (the same DOC_TITLE): BFS
@@ -219,9 +219,9 @@ def _fill_at_random(chosen: List[int], is_valid: Callable[[int], bool], num_docu
 
 
 def bm25_rank(retriever: bm25.BM25Retriever) -> Rank:
-    """The `Rank` of a BM25 index: `BM25Retriever.top_rows(matched_only=True)`, the documents
-    that share a term with the query, best first, equal scores by row, -1 padding the rest."""
-    return lambda queries, depth: retriever.top_rows(queries, depth, matched_only=True)[0]
+    """The `Rank` of a BM25 index: `BM25Retriever.top_rows`, the documents that share a term
+    with the query, best first, equal scores by row, -1 padding the rest."""
+    return lambda queries, depth: retriever.top_rows(queries, depth)[0]
 
 
 def _ranked_rows(rank: Rank, queries: Sequence[str], depth: int) -> np.ndarray:
