@@ -277,8 +277,8 @@ def bm25_rankings(reqa, question_ids=None, k: int = 100, stemmer="english", stop
     """Ranks ReQA candidates for each question with BM25.
 
     Returns:
-      ``[num_questions, k]`` candidate indices, best first; ``-1`` pads (a question with no
-      indexed term gets no results).
+      ``[num_questions, k]`` candidate indices, best first; ``-1`` pads (a question gets only
+      the candidates that share a term with it; none without an indexed term).
     """
     retriever = BM25Retriever(candidate_texts(reqa, field), stemmer=stemmer,
                               stopwords=stopwords, show_progress=show_progress)
