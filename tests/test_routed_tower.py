@@ -105,3 +105,15 @@ def test_bad_sub_towers_are_refused():
     with pytest.raises(ValueError, match="is itself a TaskRoutedTower"):
         TaskRoutedTower([bow(0), routed([bow(1), bow(2)])], marker_ids=[A, B],
                         task_classes=["qa", "x"])
+
+
+def test_auto_xla_for_routed_bert_sub_towers_only():
+    from tt_zoo.modeling import inference
+
+    layers = inference.EncodeOptions(jit_compile="auto", plain_inference=False)
+    big = inference.XLA_AUTO_MIN_DOCUMENTS
+    assert layers.resolve_jit_compile(big, routed([bert(0), bert(1)])).jit_compile is True
+    assert layers.resolve_jit_compile(big - 1, routed([bert(0), bert(1)])).jit_compile is False
+    assert layers.resolve_jit_compile(big, routed([bow(0), bow(1)])).jit_compile is False
+    assert inference.EncodeOptions(jit_compile="auto").resolve_jit_compile(  # plain graph
+        big, routed([bert(0), bert(1)])).jit_compile is False

@@ -94,13 +94,15 @@ class EncodeOptions:
 
     def resolve_jit_compile(self, num_texts: int, tower) -> "EncodeOptions":
         """These options with "auto" made True or False for one call: True for a BERT tower
-        (`tt_zoo.modeling.towers.BertTower`) run through its layers (not `plain_inference`)
-        embedding at least `XLA_AUTO_MIN_DOCUMENTS` texts, where XLA's compile time pays (see
-        the module docstring)."""
+        (`tt_zoo.modeling.towers.BertTower`, or a `TaskRoutedTower` of BERT sub-towers) run
+        through its layers (not `plain_inference`) embedding at least `XLA_AUTO_MIN_DOCUMENTS`
+        texts, where XLA's compile time pays (see the module docstring)."""
         if self.jit_compile != "auto":
             return self
+        from tt_zoo.modeling.routed_tower import TaskRoutedTower  # pylint: disable=import-outside-toplevel
         from tt_zoo.modeling.towers import BertTower  # pylint: disable=import-outside-toplevel
-        on = (isinstance(tower, BertTower) and not self.plain_inference
+        towers = tower.towers if isinstance(tower, TaskRoutedTower) else [tower]
+        on = (all(isinstance(t, BertTower) for t in towers) and not self.plain_inference
               and num_texts >= XLA_AUTO_MIN_DOCUMENTS)
         return dataclasses.replace(self, jit_compile=on)
 
