@@ -39,6 +39,9 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
 PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
 PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
+# Passed to every cell: recipes/pretrain.py's own default depends on running from a git clone
+# (outside one, e.g. from a copy of the code, it is the 30K BERT vocabulary of $TT_ZOO_DATA).
+SHIPPED_VOCAB = REPO / "saved_models" / "vocab" / "vocab.txt"
 
 
 class Cell:
@@ -96,21 +99,24 @@ def pairs_dir(tasks: str) -> pathlib.Path:
     return out
 
 
-def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
-    export = work / "export"
-    if (export / "metadata.json").is_file():
-        return export
+def train_command(cell: Cell, work: pathlib.Path, pairs: pathlib.Path) -> list:
+    """`recipes/pretrain.py`'s command for the cell, its vocabulary always named."""
     command = [sys.executable, "recipes/pretrain.py", "--variant", cell.variant,
-               "--pairs", pairs_dir(cell.tasks), "--steps", cell.steps,
+               "--pairs", pairs, "--steps", cell.steps,
                "--batch-size", cell.batch, "--learning-rate", LEARNING_RATE,
                "--document-length", DOCUMENT_LENGTH, "--eval-every", max(1, cell.steps // 5),
                "--eval-questions", 2000, "--checkpoint-every", max(1, cell.steps // 5),
-               "--workdir", work / "train", "--export", export, "--no-progress"]
+               "--workdir", work / "train", "--export", work / "export", "--no-progress",
+               "--vocab", cell.vocab or SHIPPED_VOCAB]
     if cell.warm:
         command += ["--init-from", REPO / "runs" / "grid" / Cell(cell.warm).name / "export"]
-    if cell.vocab:
-        command += ["--vocab", cell.vocab]
-    run(command, work / "train.log")
+    return command
+
+
+def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
+    export = work / "export"
+    if not (export / "metadata.json").is_file():
+        run(train_command(cell, work, pairs_dir(cell.tasks)), work / "train.log")
     return export
 
 

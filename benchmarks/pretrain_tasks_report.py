@@ -53,6 +53,11 @@ def format_report(rows, baselines) -> str:
              "A warm-started cell continues from the named cell's export with its own schedule "
              "(warm-up and decay again); its CPU minutes are the continuation's only, so its "
              "total is the sum with the named cell's.", "",
+             "Vocabulary: the shipped 7,964-token WordPiece vocabulary (saved_models/vocab) "
+             "unless the row names another: vocab32k, 32K tokens learned from the same text; "
+             "bert-vocab, BERT's uncased 30,522 ($TT_ZOO_DATA/bert-vocab; four cells took it "
+             "by mistake when run from a copy of the code outside the git clone, and are kept as "
+             "measured).", "",
              "| tower | pretraining | steps x batch | warm start | train CPU min | ODQA R@1 | "
              "R@5 | R@20 | R@100 | ReQA R@1 | ReQA R@100 | open-domain ReQA R@100 |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

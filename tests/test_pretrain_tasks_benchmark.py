@@ -30,3 +30,21 @@ def test_the_pair_set_table_comes_from_the_rows_when_the_pair_set_is_gone():
     table = pretrain_tasks_report.pair_statistics(rows)
     assert "| no_such_set_here | crop | 1,200 | 34,567 | whitespace | 17.8 | 19.8 | 3 |" in table
     assert "nor_this_one" not in table  # no recorded statistics and no stats.json: no row
+
+
+def test_every_cell_names_its_vocabulary(tmp_path):
+    """recipes/pretrain.py's default vocabulary depends on running from a git clone: a cell run
+    from a copy of the code once trained on the 30K BERT vocabulary instead of the shipped 8K."""
+    import pretrain_tasks
+
+    def vocab_of(text):
+        command = [str(c) for c in pretrain_tasks.train_command(
+            pretrain_tasks.Cell(text), tmp_path, tmp_path / "pairs")]
+        return command[command.index("--vocab") + 1]
+
+    assert vocab_of("bert:span:3500x128") == str(pretrain_tasks.SHIPPED_VOCAB)
+    assert pretrain_tasks.SHIPPED_VOCAB.is_file()
+    assert vocab_of("bow_mlp:crop:1150x512:vocab=/v/bert-vocab/vocab.txt") == \
+        "/v/bert-vocab/vocab.txt"
+    assert pretrain_tasks.Cell("bow_mlp:crop:1150x512:vocab=/v/bert-vocab/vocab.txt").name == \
+        "bow_mlp_crop_1150x512_vocab_bert-vocab"
