@@ -111,6 +111,7 @@ def test_rerun_of_a_finished_run_and_resume_with_other_settings(inputs, straight
     assert message is None, again.err[-3000:]
     assert f"already trained to step {STEPS}: nothing to do" in again.out
     assert "read 96 tokenized pairs" in again.out  # the token cache served the rerun
+    assert f"vocabulary: {vocab} (" in again.out  # which vocabulary, said before training
     rerun_summary = json.loads((workdir / "train_summary.json").read_text())  # valid JSON
     assert rerun_summary["final_loss"] == summary["final_loss"]
     assert rerun_summary["train_wall_time_s"] == summary["train_wall_time_s"]

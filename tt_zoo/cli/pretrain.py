@@ -628,6 +628,7 @@ def run(config: PretrainConfig, command: str) -> int:
           f"{schedule.steps} steps x batch {schedule.batch_size} on "
           f"{strategy.num_replicas_in_sync} replica(s) ({config.training.strategy})")
     model, warm_start = build_for_training(spec, config, schedule, strategy)
+    print(f"vocabulary: {config.model.vocab} ({model.query_preprocessor.vocab_size:,} tokens)")
     outcome = train(model, spec, config, schedule, strategy, workdir, mining)
     summary_path = os.path.join(workdir, "train_summary.json")
     summary = train_summary(spec, config, schedule, outcome, warm_start, command, summary_path)
