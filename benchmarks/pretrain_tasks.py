@@ -8,7 +8,7 @@ cell trained on the same tower and schedule, then scored on three benchmarks:
 * ReQA-SQuAD(dev): R@k of all 10,570 questions against all 10,255 candidates, zero-shot;
 * open-domain ReQA: the same questions against 578K candidates (ReQA's + Wikispeedia's;
   `tt_zoo.retrieval.open_domain`), for the cells named by `--open-domain` (4-5 min a BoW-MLP,
-  ~50 min a tiny BERT on 2 cores).
+  ~23 min a tiny BERT on 2 cores).
 
 A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or
 ``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule, and
@@ -127,7 +127,7 @@ def curve(work: pathlib.Path) -> list:
 
 def evaluate(cell: Cell, export: pathlib.Path, work: pathlib.Path, open_domain: bool) -> dict:
     """The benchmarks, each cached in the cell's folder; open-domain ReQA (4-5 min a BoW-MLP,
-    ~50 min a tiny BERT here) only when asked for or already measured."""
+    ~23 min a tiny BERT here) only when asked for or already measured."""
     out = {}
     for bench in ("odqa", "reqa", "open_domain_reqa"):
         path = work / f"{bench}.json"

@@ -48,7 +48,7 @@ def format_report(rows, baselines) -> str:
              "cut into 100-word passages with titles (`tt_zoo.retrieval.odqa`);",
              "- **ReQA**: ReQA-SQuAD(dev), all 10,570 questions against all 10,255 candidates;",
              "- **open-domain ReQA**: the same questions against 578K candidates (ReQA's + "
-             "Wikispeedia's), for the cells named (4-5 min a BoW-MLP, ~50 min a tiny BERT "
+             "Wikispeedia's), for the cells named (4-5 min a BoW-MLP, ~23 min a tiny BERT "
              "here; – = not measured).", "",
              "A warm-started cell continues from the named cell's export with its own schedule "
              "(warm-up and decay again); its CPU minutes are the continuation's only, so its "
