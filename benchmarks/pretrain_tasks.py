@@ -35,13 +35,16 @@ import subprocess
 import sys
 import time
 
+from tt_zoo.cli.common import PROJECT_VOCAB  # no TensorFlow
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
 PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
 PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
-# Passed to every cell: recipes/pretrain.py's own default depends on running from a git clone
-# (outside one, e.g. from a copy of the code, it is the 30K BERT vocabulary of $TT_ZOO_DATA).
-SHIPPED_VOCAB = REPO / "saved_models" / "vocab" / "vocab.txt"
+# Passed to every cell (the project's vocabulary, `tt_zoo.cli.common.PROJECT_VOCAB`):
+# recipes/pretrain.py's own default depends on running from a git clone (outside one, e.g. from
+# a copy of the code, it is the 30K BERT vocabulary of $TT_ZOO_DATA).
+SHIPPED_VOCAB = PROJECT_VOCAB
 
 
 class Cell:
