@@ -91,9 +91,14 @@ def run(command, log):
                        cwd=REPO)
 
 
+def pairs_path(tasks: str) -> pathlib.Path:
+    """Where the pair set of `tasks` lives (made or not)."""
+    return REPO / "runs" / "pairs" / f"{tasks}_{PAIRS_PER_ARTICLE}"
+
+
 def pairs_dir(tasks: str) -> pathlib.Path:
     """The cell's pair set, made once (`recipes/make_pairs.py`)."""
-    out = REPO / "runs" / "pairs" / f"{tasks}_{PAIRS_PER_ARTICLE}"
+    out = pairs_path(tasks)
     if not (out / "stats.json").is_file():
         run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
              "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
@@ -180,7 +185,8 @@ def main(argv=None):
                      "tasks": cell.tasks, "label": cell.label, "steps": cell.steps,
                      "batch": cell.batch, "warm_start": cell.warm,
                      "train_cpu_minutes": round(points[-1]["train_cpu_seconds"] / 60, 1),
-                     "pair_stats": pair_stats_of(cell.tasks), "curve": points, **results})
+                     "pair_stats": pair_stats_of(pairs_path(cell.tasks)), "curve": points,
+                     **results})
         print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     if not args.train_only:
         write_report(with_earlier_rows(rows, args.output.with_suffix(".json")), args.output)

@@ -79,11 +79,11 @@ def format_report(rows, baselines) -> str:
     return "\n".join(lines) + "\n"
 
 
-def pair_stats_of(tasks: str):
-    """Table 1's statistics of the pair set ``runs/pairs/{tasks}_128`` (its stats.json), per
-    task: pairs, tokens, average query and document tokens, skipped slots; None when the set is
-    gone. A cell's row keeps them (``pair_stats``), so the report outlives the pair set."""
-    path = REPO / "runs" / "pairs" / f"{tasks}_128" / "stats.json"
+def pair_stats_of(pairs: pathlib.Path):
+    """Table 1's statistics of the pair set in folder `pairs` (its stats.json), per task: pairs,
+    tokens, average query and document tokens, skipped slots; None when the set is gone. A
+    cell's row keeps them (``pair_stats``), so the report outlives the pair set."""
+    path = pairs / "stats.json"
     if not path.is_file():
         return None
     stats = json.loads(path.read_text())
@@ -96,8 +96,8 @@ def pair_stats_of(tasks: str):
 
 
 def pair_statistics(rows) -> str:
-    """Table 1 of Chang et al. 2020 for each pair set the cells trained on: as the cell's row
-    recorded it, else from the pair set's stats.json (`pair_stats_of`)."""
+    """Table 1 of Chang et al. 2020 for each pair set the cells trained on, as a row of a cell
+    on that set recorded it (`pair_stats_of`); a set no row recorded gets no line."""
     lines = ["", "Pair sets (Table 1's statistics; `recipes/make_pairs.py --pairs-per-article "
              "128 --max-doc-tokens 96`; tokens are whitespace words, or WordPiece tokens of the "
              "shipped 8K vocabulary where the unit says so):",
@@ -108,7 +108,7 @@ def pair_statistics(rows) -> str:
         if row.get("pair_stats") is not None:
             recorded.setdefault(row["tasks"], row["pair_stats"])
     for tasks in dict.fromkeys(r["tasks"] for r in rows):
-        stats = recorded.get(tasks) or pair_stats_of(tasks)
+        stats = recorded.get(tasks)
         if stats is None:
             continue
         for task, t in stats["tasks"].items():

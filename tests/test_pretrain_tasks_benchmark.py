@@ -32,6 +32,23 @@ def test_the_pair_set_table_comes_from_the_rows_when_the_pair_set_is_gone():
     assert "nor_this_one" not in table  # no recorded statistics and no stats.json: no row
 
 
+def test_pair_stats_are_read_from_the_cells_pair_set(tmp_path):
+    import pretrain_tasks
+    import pretrain_tasks_report
+
+    assert pretrain_tasks.pairs_path("crop").name == f"crop_{pretrain_tasks.PAIRS_PER_ARTICLE}"
+    assert pretrain_tasks_report.pair_stats_of(tmp_path) is None  # no stats.json: gone
+    (tmp_path / "stats.json").write_text(json.dumps({
+        "token_unit": "whitespace",
+        "tasks": {"span": {"num_pairs": 10, "num_tokens": 400, "avg_query_tokens": 18.0,
+                           "avg_doc_tokens": 22.0}},
+        "generator_counters": {"span_skipped_no_recurring_span": 4, "span_skipped_short": 1,
+                               "crop_skipped_short": 7}}))
+    assert pretrain_tasks_report.pair_stats_of(tmp_path) == {"token_unit": "whitespace", "tasks": {
+        "span": {"num_pairs": 10, "num_tokens": 400, "avg_query_tokens": 18.0,
+                 "avg_doc_tokens": 22.0, "skipped": 5}}}
+
+
 def test_every_cell_names_its_vocabulary(tmp_path):
     """recipes/pretrain.py's default vocabulary depends on running from a git clone: a cell run
     from a copy of the code once trained on the 30K BERT vocabulary instead of the shipped 8K."""
