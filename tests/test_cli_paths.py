@@ -42,12 +42,19 @@ def test_data_dir_is_the_variable_else_beside_the_clone(monkeypatch, tmp_path, n
     assert common.default_squad_path() == str(tmp_path / "data" / "squad" / "dev-v1.1.json")
 
 
-def test_installed_defaults_resolve_in_the_cache_never_in_site_packages(installed, tmp_path):
+def test_installed_defaults_resolve_in_the_cache_never_in_site_packages(installed, tmp_path,
+                                                                        capsys):
     assert common.clone_root() is None
     home_data = tmp_path / "home" / "data"
     assert common.default_data_dir() == home_data
     assert common.default_vocab_path() == str(home_data / "bert-vocab" / "vocab.txt")
     pretrain = cli.command_module("pretrain").parse_args(["--variant", "ict_bfs_wlp_512"])
+    assert capsys.readouterr().err == ""  # no BERT vocabulary here: the run's error says so
+    (home_data / "bert-vocab").mkdir(parents=True)
+    (home_data / "bert-vocab" / "vocab.txt").write_text("[PAD]\n")
+    cli.command_module("pretrain").parse_args(["--variant", "ict_bfs_wlp_512"])
+    assert f"default vocabulary is BERT's uncased one, {home_data}/bert-vocab/vocab.txt" in \
+        capsys.readouterr().err
     reproduce = cli.command_module("reproduce").parse_args(["--stages", "pretrain"])
     for path in (pretrain.model.vocab, reproduce.vocab, reproduce.data,
                  common.default_squad_path()):

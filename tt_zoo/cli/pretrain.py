@@ -40,7 +40,8 @@ from typing import Any, Optional
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (HardNegativeArguments, PairArguments, SequenceLengthArguments,
-                               TrainOutputArguments, default_squad_path, default_vocab_path)
+                               TrainOutputArguments, clone_root, default_squad_path,
+                               default_vocab_path)
 from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
 from tt_zoo.errors import TtZooError
 from tt_zoo.zoo import registry
@@ -189,7 +190,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_args(argv=None) -> PretrainConfig:
     parser = parsing.command_parser("pretrain", __doc__, add_arguments)
     args = PretrainConfig.parse(parser, argv)
-    args.vocab = args.vocab or default_vocab_path()
+    if not args.vocab:
+        args.vocab = default_vocab_path()
+        if clone_root() is None and os.path.isfile(args.vocab):  # grid cells once took it
+            print(f"Not in a git clone of tt_zoo: the default vocabulary is BERT's uncased one, "
+                  f"{args.vocab}; the zoo's models use the clone's saved_models/vocab/vocab.txt "
+                  f"(pass --vocab to choose).", file=sys.stderr)
     return PretrainConfig.from_namespace(args)
 
 
