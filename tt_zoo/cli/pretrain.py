@@ -39,8 +39,8 @@ from typing import Any, Optional
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import (HardNegativeArguments, PairArguments, SequenceLengthArguments,
-                               TrainOutputArguments, clone_root, default_squad_path,
+from tt_zoo.cli.common import (PROJECT_VOCAB, HardNegativeArguments, PairArguments,
+                               SequenceLengthArguments, TrainOutputArguments, default_squad_path,
                                default_vocab_path)
 from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
 from tt_zoo.errors import TtZooError
@@ -192,7 +192,7 @@ def parse_args(argv=None) -> PretrainConfig:
     args = PretrainConfig.parse(parser, argv)
     if not args.vocab:
         args.vocab = default_vocab_path()
-        if clone_root() is None and os.path.isfile(args.vocab):  # grid cells once took it
+        if args.vocab != str(PROJECT_VOCAB) and os.path.isfile(args.vocab):  # cells once took it
             print(f"Not in a git clone of tt_zoo: the default vocabulary is BERT's uncased one, "
                   f"{args.vocab}; the zoo's models use the clone's saved_models/vocab/vocab.txt "
                   f"(pass --vocab to choose).", file=sys.stderr)
