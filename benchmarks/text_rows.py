@@ -226,7 +226,9 @@ class Context:
 def run(args, name: str, add_rows: Callable[[Context], Dict[str, dict]],
         render: Callable[[dict], str]) -> dict:
     """Scores BM25, each ``args.model`` and the rows of ``add_rows(ctx)`` on every benchmark of
-    ``args.benchmarks``; writes ``args.output`` .json and .md (`render`) after each benchmark.
+    ``args.benchmarks``; writes ``args.output`` .json and .md (`render`) when all are done, and
+    ``partial_output(args.output)`` after each benchmark (removed at the end), so a run stopped
+    part of the way shows what it measured and never replaces a complete report with less.
 
     Returns ``{"generator", "machine", "settings", "ks", "benchmarks": {bench: described},
     "results": {bench: {row: scored}}, "weights": {}, "wall_s"}`` (``weights`` for scripts
@@ -266,9 +268,11 @@ def run(args, name: str, add_rows: Callable[[Context], Dict[str, dict]],
         rows.update(add_rows(ctx))
         del ctx
         out["wall_s"] = time.perf_counter() - t0
-        write(out, args.output, render)  # each benchmark lands as soon as it is done
+        write(out, partial_output(args.output), render)  # each benchmark as soon as it is done
     out["machine"] = machine_end(machine)
     write(out, args.output, render)
+    for suffix in (".json", ".md"):
+        partial_output(args.output).with_suffix(suffix).unlink(missing_ok=True)
     return out
 
 
@@ -277,6 +281,12 @@ def warmed_up(searcher):
     TensorFlow tracing the query tower (counted in the build seconds instead)."""
     searcher.search(["warm up"], 1)  # different queries: no result kept by a ReusedSearcher
     return searcher
+
+
+def partial_output(output: pathlib.Path) -> pathlib.Path:
+    """Where `run` writes the benchmarks done so far: OUTPUT_partial.json and .md."""
+    stem = output.with_suffix("")  # as `write` names OUTPUT.json: any suffix given is replaced
+    return stem.with_name(stem.name + "_partial")
 
 
 def write(out: dict, output: pathlib.Path, render: Callable[[dict], str]) -> None:

@@ -82,3 +82,39 @@ def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
         fusion.parse_args(["--benchmarks", "open_domain_reqa"])  # needs ReQA's weight
     with pytest.raises(SystemExit):
         fusion.parse_args(["--odqa-metric", "MRR"])  # answer recall has no MRR
+
+
+def test_a_stopped_run_leaves_the_last_complete_report_alone(exported, tmp_path, monkeypatch):
+    """A run stopped after its first benchmark writes what it measured beside the output
+    (OUTPUT_partial), never over the complete report; a finished run removes the partial."""
+    import fusion
+    import peers_measure
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    output = tmp_path / "out" / "fusion"
+    output.parent.mkdir()
+    for suffix, text in ((".json", '{"complete": true}'), (".md", "complete report\n")):
+        output.with_suffix(suffix).write_text(text)
+    args = fusion.parse_args([
+        "--model", str(exported.path), "--squad", str(write_squad(tmp_path, hand_made_squad())),
+        "--benchmarks", "reqa,open_domain_reqa", "--limit-articles", "2", "--split-fraction",
+        "0.5", "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work"),
+        "--output", str(output) + ".md"])  # a suffix given: replaced, as for the report
+
+    def stop_on_the_second(ctx):
+        if ctx.bench.name == "open_domain_reqa":
+            raise KeyboardInterrupt
+        return {}
+
+    with pytest.raises(KeyboardInterrupt):
+        fusion.text_rows.run(args, "fusion", stop_on_the_second, fusion.report)
+    assert output.with_suffix(".json").read_text() == '{"complete": true}'
+    assert output.with_suffix(".md").read_text() == "complete report\n"
+    partial = json.loads((tmp_path / "out" / "fusion_partial.json").read_text())
+    assert list(partial["results"]) == ["reqa"]
+    assert "| BM25 |" in (tmp_path / "out" / "fusion_partial.md").read_text()
+
+    out = fusion.text_rows.run(args, "fusion", lambda ctx: {}, fusion.report)
+    assert json.loads(output.with_suffix(".json").read_text())["results"] == out["results"]
+    assert list(out["results"]) == ["reqa", "open_domain_reqa"]
+    assert sorted(p.name for p in output.parent.iterdir()) == ["fusion.json", "fusion.md"]
