@@ -11,8 +11,10 @@ cell trained on the same tower and schedule, then scored on three benchmarks:
   ~23 min a tiny BERT on 2 cores).
 
 A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or
-``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule, and
-``:vocab=PATH`` for a vocabulary other than the shipped 8K one.
+``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule,
+``:vocab=PATH`` for a vocabulary other than the shipped 8K one, and ``:doc_words=N`` for pairs
+cut from passages of at most N words instead of 96 (e.g. Contriever's crops of 256-token
+chunks: ``bert:crop:3500x128:doc_words=256``).
 Each cell trains with `recipes/pretrain.py` in its own process (checkpointed: a rerun resumes,
 a finished cell is not retrained), on pairs made once by `recipes/make_pairs.py` (128 a page,
 passages of at most 96 words, as the shipped models'; Table 1 counted in whitespace words, as
@@ -48,7 +50,8 @@ SHIPPED_VOCAB = PROJECT_VOCAB
 
 
 class Cell:
-    """One grid cell, parsed from ``TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:warm=CELL]``."""
+    """One grid cell, parsed from
+    ``TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL]``."""
 
     def __init__(self, text: str):
         head, _, warm = text.partition(":warm=")  # the warm cell, itself with colons, is last
@@ -61,17 +64,23 @@ class Cell:
             if warm:
                 options["warm"] = warm
         except ValueError:
-            raise SystemExit(f"--cell {text!r}: expected TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:warm=CELL]")
+            raise SystemExit(f"--cell {text!r}: expected "
+                             "TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL]")
         if self.tower not in PREFIX:
             raise SystemExit(f"--cell {text!r}: TOWER must be one of {sorted(PREFIX)}")
         self.warm = options.pop("warm", None)
         self.vocab = options.pop("vocab", None)  # a vocab.txt other than saved_models/vocab's
+        doc_words = options.pop("doc_words", str(MAX_DOC_WORDS))
+        if not doc_words.isdigit() or int(doc_words) < 1:
+            raise SystemExit(f"--cell {text!r}: doc_words must be a positive integer")
+        self.doc_words = int(doc_words)
         if options:
             raise SystemExit(f"--cell {text!r}: unknown options {sorted(options)}")
         self.text = text
         self.name = f"{self.tower}_{self.tasks}_{self.steps}x{self.batch}" + (
             f"_from_{Cell(self.warm).name}" if self.warm else "") + (
-            f"_vocab_{pathlib.Path(self.vocab).parent.name}" if self.vocab else "")
+            f"_vocab_{pathlib.Path(self.vocab).parent.name}" if self.vocab else "") + (
+            f"_doc{self.doc_words}" if self.doc_words != MAX_DOC_WORDS else "")
         self.variant = f"{PREFIX[self.tower]}{self.tasks}_512"
 
     @property
@@ -80,7 +89,17 @@ class Cell:
 
         tasks = label(self.tasks)
         return tasks + (f" ({pathlib.Path(self.vocab).parent.name} vocabulary)" if self.vocab
-                        else "")
+                        else "") + self._passages_note
+
+    @property
+    def pair_set(self) -> str:
+        """The report's name of the cell's pair set."""
+        return self.tasks + self._passages_note
+
+    @property
+    def _passages_note(self) -> str:
+        return (f" (passages of ≤ {self.doc_words} words)" if self.doc_words != MAX_DOC_WORDS
+                else "")
 
 
 def run(command, log):
@@ -91,19 +110,21 @@ def run(command, log):
                        cwd=REPO)
 
 
-def pairs_path(tasks: str) -> pathlib.Path:
-    """Where the pair set of `tasks` lives (made or not)."""
-    return REPO / "runs" / "pairs" / f"{tasks}_{PAIRS_PER_ARTICLE}"
+def pairs_path(tasks: str, doc_words: int = MAX_DOC_WORDS) -> pathlib.Path:
+    """Where the pair set of `tasks` cut from passages of at most `doc_words` words lives (made
+    or not)."""
+    return REPO / "runs" / "pairs" / (f"{tasks}_{PAIRS_PER_ARTICLE}" + (
+        f"_doc{doc_words}" if doc_words != MAX_DOC_WORDS else ""))
 
 
-def pairs_dir(tasks: str) -> pathlib.Path:
+def pairs_dir(tasks: str, doc_words: int = MAX_DOC_WORDS) -> pathlib.Path:
     """The cell's pair set, made once (`recipes/make_pairs.py`)."""
-    out = pairs_path(tasks)
+    out = pairs_path(tasks, doc_words)
     if not (out / "stats.json").is_file():
         run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
              "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
-             "--max-doc-tokens", MAX_DOC_WORDS, "--output", out, "--no-progress"],
-            REPO / "runs" / "pairs" / f"{tasks}.log")
+             "--max-doc-tokens", doc_words, "--output", out, "--no-progress"],
+            out.with_suffix(".log"))
     return out
 
 
@@ -124,7 +145,7 @@ def train_command(cell: Cell, work: pathlib.Path, pairs: pathlib.Path) -> list:
 def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
     export = work / "export"
     if not (export / "metadata.json").is_file():
-        run(train_command(cell, work, pairs_dir(cell.tasks)), work / "train.log")
+        run(train_command(cell, work, pairs_dir(cell.tasks, cell.doc_words)), work / "train.log")
     return export
 
 
@@ -153,7 +174,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))
     p.add_argument("--cell", action="append", required=True,
-                   help="TOWER:TASKS:STEPSxBATCH[:warm=CELL], repeatable")
+                   help="TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL], "
+                        "repeatable")
     p.add_argument("--open-domain", action="append", default=[], metavar="CELL",
                    help="also score this cell on open-domain ReQA (repeatable; slow)")
     p.add_argument("--train-only", action="store_true",
@@ -183,9 +205,11 @@ def main(argv=None):
         results = evaluate(cell, export, work, cell.text in args.open_domain)
         rows.append({"cell": cell.text, "name": cell.name, "tower": cell.tower,
                      "tasks": cell.tasks, "label": cell.label, "steps": cell.steps,
-                     "batch": cell.batch, "warm_start": cell.warm,
+                     "batch": cell.batch, "warm_start": cell.warm, "doc_words": cell.doc_words,
+                     "pair_set": cell.pair_set,
                      "train_cpu_minutes": round(points[-1]["train_cpu_seconds"] / 60, 1),
-                     "pair_stats": pair_stats_of(pairs_path(cell.tasks)), "curve": points,
+                     "pair_stats": pair_stats_of(pairs_path(cell.tasks, cell.doc_words)),
+                     "curve": points,
                      **results})
         print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)
     if not args.train_only:

@@ -106,8 +106,8 @@ def pair_statistics(rows) -> str:
     recorded = {}
     for row in rows:
         if row.get("pair_stats") is not None:
-            recorded.setdefault(row["tasks"], row["pair_stats"])
-    for tasks in dict.fromkeys(r["tasks"] for r in rows):
+            recorded.setdefault(row.get("pair_set", row["tasks"]), row["pair_stats"])
+    for tasks in dict.fromkeys(r.get("pair_set", r["tasks"]) for r in rows):
         stats = recorded.get(tasks)
         if stats is None:
             continue

@@ -65,3 +65,35 @@ def test_every_cell_names_its_vocabulary(tmp_path):
         "/v/bert-vocab/vocab.txt"
     assert pretrain_tasks.Cell("bow_mlp:crop:1150x512:vocab=/v/bert-vocab/vocab.txt").name == \
         "bow_mlp_crop_1150x512_vocab_bert-vocab"
+
+
+def test_a_cell_can_cut_its_pairs_from_longer_passages(tmp_path):
+    """`:doc_words=N` (Contriever crops 256-token chunks; the grid's passages hold 96 words):
+    its own pair set, cell folder, label and row in the pair-set table."""
+    import pretrain_tasks
+    import pretrain_tasks_report
+
+    cell = pretrain_tasks.Cell("bert:crop:3500x128:doc_words=256")
+    assert cell.doc_words == 256 and cell.name == "bert_crop_3500x128_doc256"
+    assert cell.label.endswith("(passages of ≤ 256 words)")
+    assert pretrain_tasks.pairs_path("crop", 256).name == "crop_128_doc256"
+    default = pretrain_tasks.Cell("bert:crop:3500x128")
+    assert default.doc_words == pretrain_tasks.MAX_DOC_WORDS == 96
+    assert (default.name, default.pair_set) == ("bert_crop_3500x128", "crop")
+    assert pretrain_tasks.pairs_path("crop", 96) == pretrain_tasks.pairs_path("crop")
+    for bad in ("bert:crop:3500x128:doc_words=0", "bert:crop:3500x128:doc_words=x"):
+        try:
+            pretrain_tasks.Cell(bad)
+        except SystemExit as e:
+            assert "doc_words must be a positive integer" in str(e)
+        else:
+            raise AssertionError(f"{bad} was accepted")
+    stats = {"token_unit": "whitespace", "tasks": {"crop": {
+        "num_pairs": 5, "num_tokens": 500, "avg_query_tokens": 50.0, "avg_doc_tokens": 50.0,
+        "skipped": 0}}}
+    table = pretrain_tasks_report.pair_statistics([
+        {"tasks": "crop", "pair_set": cell.pair_set, "pair_stats": stats},
+        {"tasks": "crop", "pair_stats": {**stats, "tasks": {"crop": {
+            **stats["tasks"]["crop"], "num_pairs": 9}}}}])
+    assert "| crop (passages of ≤ 256 words) | crop | 5 |" in table
+    assert "| crop | crop | 9 |" in table
