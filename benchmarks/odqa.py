@@ -74,38 +74,54 @@ def main(argv=None):
     if previous.is_file():  # models scored by an earlier run stay in the report
         earlier = json.loads(previous.read_text())
         if earlier.get("benchmark", {}).get("num_passages") == out["benchmark"]["num_passages"]:
-            out["results"] = {**{k: v for k, v in earlier["results"].items()
-                                 if k not in out["results"]}, **out["results"]}
+            out["results"] = {**earlier["results"], **out["results"]}  # rows keep their places
             out["seconds"] = {**earlier.get("seconds", {}), **out["seconds"]}
     out["bm25"] = out["results"]["BM25"]
     write_json(previous, out)
     write_text(args.output.with_suffix(".md"), report(out))
     print(report(out))
     if args.record:
-        record(out)
+        record(out, models)
     return out
 
 
-def record(out: dict) -> None:
-    """Each scored shipped model's answer recall into its card (beside its other numbers; the
-    weights' manifest is unchanged) and its top-20 into the shipped-model list."""
+def record(out: dict, models) -> None:
+    """The answer recall of each of `models` (this run's; not rows kept from earlier runs) into
+    its card, beside its other numbers (the weights' manifest is unchanged), and its top-20
+    into the shipped-model list (the README's column).
+
+    Only what the card lacks: a table of the same title recorded by another benchmark (e.g.
+    `benchmarks/fusion.py --record`, with BM25 and fusion rows) is the same measurement and
+    stays. A model trained on ODQA questions (`tt-zoo multitask`) is not zero-shot, the
+    regime these tables name, and is left to `benchmarks/multi_task.py --record`."""
     from tt_zoo.atomic_io import write_json
+    from tt_zoo.cli.reproduce.ship import ODQA_HEADLINE
     from tt_zoo.retrieval import odqa
     from tt_zoo.serving.export import update_metadata
+    from tt_zoo.serving.model_card import ModelCard
     from tt_zoo.zoo.registry import REGISTRY, SHIPPED_FILE
 
     shipped = json.loads(SHIPPED_FILE.read_text())
-    for name, per_set in out["results"].items():
+    for name in models:
         if name not in shipped or not REGISTRY[name].artifact_path.is_dir():
+            print(f"{name}: not a shipped model here; nothing recorded")
             continue
         path = REGISTRY[name].artifact_path
         meta = json.loads((path / "metadata.json").read_text())
-        tables = {k: v for k, v in meta.get("metrics", {}).items() if not k.startswith("ODQA")}
-        tables.update(odqa.card_tables(per_set, out["benchmark"]["num_passages"]))
-        update_metadata(path, metrics=tables)
-        shipped[name].setdefault("metrics", {})["ODQA validation R@20"] = round(
-            100 * per_set["all"]["R@20"], 2)
-        print(f"recorded in {path / 'MODEL_CARD.md'}")
+        training = ModelCard.from_dict(meta).training
+        if training is not None and training.multi_task is not None:
+            print(f"{name}: trained on tasks (tt-zoo multitask), not zero-shot; its ODQA "
+                  "tables are benchmarks/multi_task.py's")
+            continue
+        per_set = out["results"][name]
+        tables = odqa.card_tables(per_set, out["benchmark"]["num_passages"])
+        missing = {t: v for t, v in tables.items() if t not in meta.get("metrics", {})}
+        if missing:
+            update_metadata(path, metrics={**meta.get("metrics", {}), **missing})
+            print(f"recorded {len(missing)} table(s) in {path / 'MODEL_CARD.md'}")
+        metrics = shipped[name].setdefault("metrics", {})
+        if not any(k.startswith(ODQA_HEADLINE) for k in metrics):  # e.g. ", NAME" (--record)
+            metrics[ODQA_HEADLINE] = round(100 * per_set["all"]["R@20"], 2)
     write_json(SHIPPED_FILE, shipped, indent=2, sort_keys=True)
 
 

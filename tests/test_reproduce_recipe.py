@@ -64,6 +64,21 @@ def test_successor_variants_are_cells_with_labels_and_odqa_in_cards(recipe):
     assert tables[odqa[0]] == {"R@1": 10.0, "R@20": 45.67}
 
 
+def test_the_readme_list_takes_odqa_top20_by_either_name(tmp_path):
+    """The README's ODQA column reads the reproduce stage's (and `benchmarks/odqa.py
+    --record`'s) "ODQA validation R@20", or `tt-zoo ship --record-from`'s ", NAME" spelling."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shipped = {"bow_mlp_ict_bfs_wlp_512": {"artifact": "a", "metrics": {
+                   "ODQA validation R@20": 44.8, "R@100 zero-shot 1%": 84.0}},
+               "ict_bfs_wlp_crop_span_qgen_512": {"artifact": "b", "metrics": {
+                   "ODQA validation R@20, ict_bfs_wlp_crop_span_qgen_512": 48.2}}}
+    table = ship.shipped_models_markdown(shipped, {"splits": ["1%"], "bm25": {}}, tmp_path)
+    rows = {line.split(" | ")[0]: line for line in table.splitlines()[2:]}
+    assert rows["| `bow_mlp_ict_bfs_wlp_512`"].endswith("| 84.0 | – | 44.8 | 0.0 |")
+    assert rows["| `ict_bfs_wlp_crop_span_qgen_512`"].endswith("| – | – | 48.2 | 0.0 |")
+
+
 def small_squad(path, articles=2, paragraphs=3):
     """The first paragraphs of the first SQuAD dev articles, as a SQuAD file."""
     squad = json.loads(data_file("squad/dev-v1.1.json").read_text())

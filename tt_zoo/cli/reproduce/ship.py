@@ -159,7 +159,7 @@ def shipped_models_markdown(shipped: dict, grid: dict, saved_models: pathlib.Pat
         zero = metrics.get(f"R@100 zero-shot {splits[-1]}")
         cells = [f"{metrics[f'R@100 fine-tuned {s}']:.1f}" if f"R@100 fine-tuned {s}" in metrics
                  else "–" for s in splits]
-        odqa = metrics.get(ODQA_HEADLINE)
+        odqa = metrics.get(ODQA_HEADLINE, metrics.get(f"{ODQA_HEADLINE}, {name}"))  # (--record)
         lines.append(f"| `{name}` | {tower}, dim {spec.embedding_dim} | {pretraining} | "
                      f"{'–' if zero is None else f'{zero:.1f}'} | " + " | ".join(cells)
                      + f" | {'–' if odqa is None else f'{odqa:.1f}'}"
