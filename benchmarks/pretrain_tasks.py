@@ -12,9 +12,10 @@ cell trained on the same tower and schedule, then scored on three benchmarks:
 
 A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or
 ``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule,
-``:vocab=PATH`` for a vocabulary other than the shipped 8K one, and ``:doc_words=N`` for pairs
-cut from passages of at most N words instead of 96 (e.g. Contriever's crops of 256-token
-chunks: ``bert:crop:3500x128:doc_words=256``).
+``:vocab=PATH`` for a vocabulary other than the shipped 8K one, and pair-set options
+(`PAIR_OPTIONS`, each its own pair set): ``:doc_words=N`` for passages of at most N words
+instead of 96, ``:crop_words=N`` for crops of N-word windows of the article instead of one
+passage (Contriever crops 256-token chunks: ``bert:crop:3500x128:crop_words=256``).
 Each cell trains with `recipes/pretrain.py` in its own process (checkpointed: a rerun resumes,
 a finished cell is not retrained), on pairs made once by `recipes/make_pairs.py` (128 a page,
 passages of at most 96 words, as the shipped models'; Table 1 counted in whitespace words, as
@@ -47,11 +48,16 @@ PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
 # recipes/pretrain.py's own default depends on running from a git clone (outside one, e.g. from
 # a copy of the code, it is the 30K BERT vocabulary of $TT_ZOO_DATA).
 SHIPPED_VOCAB = PROJECT_VOCAB
+# A cell's pair-set options: name -> (recipes/make_pairs.py flag, the grid's value, the tag of
+# the pair set's folder and the cell's, the label's words).
+PAIR_OPTIONS = {"doc_words": ("--max-doc-tokens", MAX_DOC_WORDS, "doc", "passages of ≤ {} words"),
+                "crop_words": ("--crop-source-words", 0, "cropwin", "crops of {}-word windows")}
 
 
 class Cell:
     """One grid cell, parsed from
-    ``TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL]``."""
+    ``TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:OPTION=N...][:warm=CELL]`` (OPTION of
+    `PAIR_OPTIONS`)."""
 
     def __init__(self, text: str):
         head, _, warm = text.partition(":warm=")  # the warm cell, itself with colons, is last
@@ -65,22 +71,25 @@ class Cell:
                 options["warm"] = warm
         except ValueError:
             raise SystemExit(f"--cell {text!r}: expected "
-                             "TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL]")
+                             "TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:OPTION=N...][:warm=CELL]")
         if self.tower not in PREFIX:
             raise SystemExit(f"--cell {text!r}: TOWER must be one of {sorted(PREFIX)}")
         self.warm = options.pop("warm", None)
         self.vocab = options.pop("vocab", None)  # a vocab.txt other than saved_models/vocab's
-        doc_words = options.pop("doc_words", str(MAX_DOC_WORDS))
-        if not doc_words.isdigit() or int(doc_words) < 1:
-            raise SystemExit(f"--cell {text!r}: doc_words must be a positive integer")
-        self.doc_words = int(doc_words)
+        self.pair_options = {}  # the options that differ from the grid's pair sets
+        for name in [n for n in PAIR_OPTIONS if n in options]:
+            value = options.pop(name)
+            if not value.isdigit() or int(value) < 1:
+                raise SystemExit(f"--cell {text!r}: {name} must be a positive integer")
+            if int(value) != PAIR_OPTIONS[name][1]:
+                self.pair_options[name] = int(value)
         if options:
             raise SystemExit(f"--cell {text!r}: unknown options {sorted(options)}")
         self.text = text
         self.name = f"{self.tower}_{self.tasks}_{self.steps}x{self.batch}" + (
             f"_from_{Cell(self.warm).name}" if self.warm else "") + (
             f"_vocab_{pathlib.Path(self.vocab).parent.name}" if self.vocab else "") + (
-            f"_doc{self.doc_words}" if self.doc_words != MAX_DOC_WORDS else "")
+            pair_options_tag(self.pair_options))
         self.variant = f"{PREFIX[self.tower]}{self.tasks}_512"
 
     @property
@@ -89,17 +98,17 @@ class Cell:
 
         tasks = label(self.tasks)
         return tasks + (f" ({pathlib.Path(self.vocab).parent.name} vocabulary)" if self.vocab
-                        else "") + self._passages_note
+                        else "") + self._pair_options_note
 
     @property
     def pair_set(self) -> str:
         """The report's name of the cell's pair set."""
-        return self.tasks + self._passages_note
+        return self.tasks + self._pair_options_note
 
     @property
-    def _passages_note(self) -> str:
-        return (f" (passages of ≤ {self.doc_words} words)" if self.doc_words != MAX_DOC_WORDS
-                else "")
+    def _pair_options_note(self) -> str:
+        notes = [PAIR_OPTIONS[n][3].format(v) for n, v in self.pair_options.items()]
+        return f" ({', '.join(notes)})" if notes else ""
 
 
 def run(command, log):
@@ -110,21 +119,27 @@ def run(command, log):
                        cwd=REPO)
 
 
-def pairs_path(tasks: str, doc_words: int = MAX_DOC_WORDS) -> pathlib.Path:
-    """Where the pair set of `tasks` cut from passages of at most `doc_words` words lives (made
-    or not)."""
-    return REPO / "runs" / "pairs" / (f"{tasks}_{PAIRS_PER_ARTICLE}" + (
-        f"_doc{doc_words}" if doc_words != MAX_DOC_WORDS else ""))
+def pair_options_tag(options: dict) -> str:
+    """The folder-name tag of pair-set options that differ from the grid's ("_doc256")."""
+    return "".join(f"_{PAIR_OPTIONS[n][2]}{v}" for n, v in sorted(options.items()))
 
 
-def pairs_dir(tasks: str, doc_words: int = MAX_DOC_WORDS) -> pathlib.Path:
+def pairs_path(tasks: str, options: dict = None) -> pathlib.Path:
+    """Where the pair set of `tasks` with the pair-set `options` lives (made or not)."""
+    return REPO / "runs" / "pairs" / (f"{tasks}_{PAIRS_PER_ARTICLE}"
+                                      + pair_options_tag(options or {}))
+
+
+def pairs_dir(tasks: str, options: dict = None) -> pathlib.Path:
     """The cell's pair set, made once (`recipes/make_pairs.py`)."""
-    out = pairs_path(tasks, doc_words)
+    out = pairs_path(tasks, options)
     if not (out / "stats.json").is_file():
+        values = {n: default for n, (_, default, _, _) in PAIR_OPTIONS.items()}
+        values.update(options or {})
+        flags = [x for n, v in values.items() for x in (PAIR_OPTIONS[n][0], v)]
         run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
              "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
-             "--max-doc-tokens", doc_words, "--output", out, "--no-progress"],
-            out.with_suffix(".log"))
+             *flags, "--output", out, "--no-progress"], out.with_suffix(".log"))
     return out
 
 
@@ -145,7 +160,8 @@ def train_command(cell: Cell, work: pathlib.Path, pairs: pathlib.Path) -> list:
 def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
     export = work / "export"
     if not (export / "metadata.json").is_file():
-        run(train_command(cell, work, pairs_dir(cell.tasks, cell.doc_words)), work / "train.log")
+        run(train_command(cell, work, pairs_dir(cell.tasks, cell.pair_options)),
+            work / "train.log")
     return export
 
 
@@ -174,8 +190,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))
     p.add_argument("--cell", action="append", required=True,
-                   help="TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:doc_words=N][:warm=CELL], "
-                        "repeatable")
+                   help="TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:OPTION=N...][:warm=CELL] "
+                        f"(OPTION: {', '.join(PAIR_OPTIONS)}), repeatable")
     p.add_argument("--open-domain", action="append", default=[], metavar="CELL",
                    help="also score this cell on open-domain ReQA (repeatable; slow)")
     p.add_argument("--train-only", action="store_true",
@@ -205,10 +221,10 @@ def main(argv=None):
         results = evaluate(cell, export, work, cell.text in args.open_domain)
         rows.append({"cell": cell.text, "name": cell.name, "tower": cell.tower,
                      "tasks": cell.tasks, "label": cell.label, "steps": cell.steps,
-                     "batch": cell.batch, "warm_start": cell.warm, "doc_words": cell.doc_words,
-                     "pair_set": cell.pair_set,
+                     "batch": cell.batch, "warm_start": cell.warm,
+                     "pair_options": cell.pair_options, "pair_set": cell.pair_set,
                      "train_cpu_minutes": round(points[-1]["train_cpu_seconds"] / 60, 1),
-                     "pair_stats": pair_stats_of(pairs_path(cell.tasks, cell.doc_words)),
+                     "pair_stats": pair_stats_of(pairs_path(cell.tasks, cell.pair_options)),
                      "curve": points,
                      **results})
         print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)

@@ -97,6 +97,35 @@ def test_crop_pair_takes_two_crops_of_one_passage():
             assert any(words[s:s + len(crop)] == crop for s in range(len(words)))
 
 
+def test_crop_pair_of_a_window_crosses_passages_and_names_the_starting_one():
+    """--crop-source-words N: both crops come from one window of N contiguous words of the
+    article, across passage boundaries; the pair's passage is the one the window starts in."""
+    passages = [Passage("Counting", 0, i, " ".join(f"w{10 * i + j}" for j in range(10)))
+                for i in range(5)]  # w0 ... w49 in page order, ten words a passage
+    crossing = 0
+    for seed in range(50):
+        query, doc, doc_text = ppt.crop_pair(passages, random.Random(seed), min_words=5,
+                                             min_ratio=0.5, max_ratio=0.5, deletion_prob=0.0,
+                                             source_words=30)
+        crops = [[int(w[1:]) for w in c.split()] for c in (query, doc_text)]
+        for crop in crops:  # 15 contiguous words (half the window)
+            assert crop == list(range(crop[0], crop[0] + 15))
+        low, high = min(c[0] for c in crops), max(c[-1] for c in crops)
+        assert high - low < 30  # both inside one 30-word window
+        assert doc.index * 10 <= low  # the window starts in doc (at or before both crops)
+        crossing += any(c[0] // 10 != c[-1] // 10 for c in crops)
+    assert crossing > 25  # 15-word crops of 10-word passages: most cross a boundary
+    # An article shorter than the window is the window; shorter than min_words is skipped.
+    short = passages[:1]
+    query, doc, _ = ppt.crop_pair(short, random.Random(0), min_words=5, min_ratio=1.0,
+                                  max_ratio=1.0, deletion_prob=0.0, source_words=256)
+    assert query == short[0].text and doc is short[0]
+    assert ppt.crop_pair(short, random.Random(0), min_words=11, min_ratio=0.1, max_ratio=0.5,
+                         deletion_prob=0.0, source_words=256) == "short_passage"
+    with pytest.raises(ValueError, match="crop_source_words must be >= 0"):
+        pt.TaskConfig(tasks=("crop",), crop_source_words=-1)
+
+
 def test_crop_deletion_drops_about_the_given_fraction():
     words = [f"w{i}" for i in range(1000)]
     rng = random.Random(0)

@@ -67,27 +67,41 @@ def test_every_cell_names_its_vocabulary(tmp_path):
         "bow_mlp_crop_1150x512_vocab_bert-vocab"
 
 
-def test_a_cell_can_cut_its_pairs_from_longer_passages(tmp_path):
-    """`:doc_words=N` (Contriever crops 256-token chunks; the grid's passages hold 96 words):
-    its own pair set, cell folder, label and row in the pair-set table."""
+def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
+    """Pair-set options (`:doc_words=N`: passages of at most N words, the grid's 96;
+    `:crop_words=N`: crops of N-word windows, Contriever's 256-token chunks): each its own pair
+    set made with the matching make-pairs flags, cell folder, label and pair-set table row."""
     import pretrain_tasks
     import pretrain_tasks_report
 
     cell = pretrain_tasks.Cell("bert:crop:3500x128:doc_words=256")
-    assert cell.doc_words == 256 and cell.name == "bert_crop_3500x128_doc256"
+    assert cell.pair_options == {"doc_words": 256} and cell.name == "bert_crop_3500x128_doc256"
     assert cell.label.endswith("(passages of ≤ 256 words)")
-    assert pretrain_tasks.pairs_path("crop", 256).name == "crop_128_doc256"
-    default = pretrain_tasks.Cell("bert:crop:3500x128")
-    assert default.doc_words == pretrain_tasks.MAX_DOC_WORDS == 96
-    assert (default.name, default.pair_set) == ("bert_crop_3500x128", "crop")
-    assert pretrain_tasks.pairs_path("crop", 96) == pretrain_tasks.pairs_path("crop")
-    for bad in ("bert:crop:3500x128:doc_words=0", "bert:crop:3500x128:doc_words=x"):
+    both = pretrain_tasks.Cell("bert:crop:3500x128:crop_words=256:doc_words=300")
+    assert both.name == "bert_crop_3500x128_cropwin256_doc300"
+    assert both.pair_set == "crop (passages of ≤ 300 words, crops of 256-word windows)"
+    assert pretrain_tasks.pairs_path("crop", both.pair_options).name == \
+        "crop_128_cropwin256_doc300"
+    default = pretrain_tasks.Cell("bert:crop:3500x128:doc_words=96")  # the grid's own value
+    assert default.pair_options == {} and default.name == "bert_crop_3500x128"
+    assert default.pair_set == "crop" and pretrain_tasks.pairs_path("crop").name == "crop_128"
+    for bad in ("bert:crop:3500x128:doc_words=0", "bert:crop:3500x128:crop_words=x"):
         try:
             pretrain_tasks.Cell(bad)
         except SystemExit as e:
-            assert "doc_words must be a positive integer" in str(e)
+            assert "must be a positive integer" in str(e)
         else:
             raise AssertionError(f"{bad} was accepted")
+
+    commands = []
+    monkeypatch.setattr(pretrain_tasks, "REPO", tmp_path)
+    monkeypatch.setattr(pretrain_tasks, "run", lambda command, log: commands.append(command))
+    pretrain_tasks.pairs_dir("crop", {"crop_words": 256})
+    flags = [str(c) for c in commands[0]]
+    assert flags[flags.index("--max-doc-tokens") + 1] == "96"
+    assert flags[flags.index("--crop-source-words") + 1] == "256"
+    assert flags[flags.index("--output") + 1] == str(tmp_path / "runs/pairs/crop_128_cropwin256")
+
     stats = {"token_unit": "whitespace", "tasks": {"crop": {
         "num_pairs": 5, "num_tokens": 500, "avg_query_tokens": 50.0, "avg_doc_tokens": 50.0,
         "skipped": 0}}}

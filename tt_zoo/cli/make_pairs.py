@@ -54,6 +54,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     defaults = pretraining_tasks.TaskConfig()
     parser.add_argument("--crop-deletion-prob", type=float, default=defaults.crop_deletion_prob,
                         help="crop: probability of deleting each word of a crop (Contriever)")
+    parser.add_argument("--crop-source-words", type=int, default=defaults.crop_source_words,
+                        help="crop: 0 crops one passage; N > 0 crops a window of N contiguous "
+                             "words of the article (Contriever crops 256-token chunks)")
     parser.add_argument("--span-keep-prob", type=float, default=defaults.span_keep_prob,
                         help="span: probability that the recurring span stays in the query "
                              "(Spider)")
@@ -194,7 +197,8 @@ def make(args) -> int:
         config = pretraining_tasks.TaskConfig(
             tasks=args.tasks, pairs_per_article=args.pairs_per_article,
             max_doc_tokens=args.max_doc_tokens, seed=args.seed,
-            crop_deletion_prob=args.crop_deletion_prob, span_keep_prob=args.span_keep_prob,
+            crop_deletion_prob=args.crop_deletion_prob,
+            crop_source_words=args.crop_source_words, span_keep_prob=args.span_keep_prob,
             span_query_words=args.span_query_words, question_generator=args.question_generator)
     except ValueError as e:
         sys.exit(f"make-pairs: {e}")

@@ -12,6 +12,9 @@ give the same pairs. Each returns ``(query, document passage, document text)`` o
   ratio of the passage length drawn uniformly in [0.1, 0.5], and each word is then deleted with
   probability 0.1 (the paper's token deletion). The query is the first crop, the document the
   second under the page title (our document tower reads "title [SEP] text", as users' passages).
+  Contriever crops chunks of 256 tokens; with ``source_words`` N the crops come from a window of
+  N contiguous words of the article (across its passages, in page order) instead of from one
+  passage, whose paragraph-bounded length is often far shorter.
 * ``span`` (Ram et al. 2022, *Learning to Retrieve Passages without Supervision*, Sec. 3):
   a *recurring span* is a word n-gram (2 to 10 words, not only stop words) that occurs in two or
   more passages of the article; one such span is drawn (maximal ones only, see
@@ -67,9 +70,16 @@ def random_crop(words: Sequence[str], rng: random.Random, min_ratio: float, max_
 
 
 def crop_pair(passages: Sequence[Passage], rng: random.Random, *, min_words: int,
-              min_ratio: float, max_ratio: float, deletion_prob: float) -> Drawn:
+              min_ratio: float, max_ratio: float, deletion_prob: float,
+              source_words: int = 0) -> Drawn:
     """A ``crop`` pair: two independent crops of one random passage of at least ``min_words``
-    words (Izacard et al. 2021, Sec. 3.2)."""
+    words (Izacard et al. 2021, Sec. 3.2), or with ``source_words`` > 0 of one window of that
+    many contiguous words of the article (all of it when shorter), its passage the one the
+    window starts in."""
+    if source_words > 0:
+        return _crop_pair_of_window(passages, rng, source_words, min_words=min_words,
+                                    min_ratio=min_ratio, max_ratio=max_ratio,
+                                    deletion_prob=deletion_prob)
     pool = [p for p in passages if len(p.text.split()) >= min_words]
     if not pool:
         return "short_passage"
@@ -78,6 +88,23 @@ def crop_pair(passages: Sequence[Passage], rng: random.Random, *, min_words: int
     query = random_crop(words, rng, min_ratio, max_ratio, deletion_prob)
     document = random_crop(words, rng, min_ratio, max_ratio, deletion_prob)
     return " ".join(query), passage, " ".join(document)
+
+
+def _crop_pair_of_window(passages: Sequence[Passage], rng: random.Random, source_words: int,
+                         *, min_words: int, **crop) -> Drawn:
+    words, owner = [], []  # the article's words in page order, and each word's passage
+    for passage in passages:
+        passage_words = passage.text.split()
+        words += passage_words
+        owner += [passage] * len(passage_words)
+    if len(words) < min_words:
+        return "short_passage"
+    length = min(source_words, len(words))
+    start = rng.randrange(len(words) - length + 1)
+    window = words[start:start + length]
+    query = random_crop(window, rng, **crop)
+    document = random_crop(window, rng, **crop)
+    return " ".join(query), owner[start], " ".join(document)
 
 
 # ----------------------------------------------------------------------------- span

@@ -101,6 +101,8 @@ class TaskConfig:
         this range (Contriever: 0.1, 0.5).
       crop_deletion_prob: each word of a crop is deleted with this probability (Contriever: 0.1).
       crop_min_words: a passage needs this many words to be cropped.
+      crop_source_words: 0 to crop one passage; N > 0 to crop a window of N contiguous words
+        of the article instead (Contriever crops 256-token chunks).
       span_min_words, span_max_words: a recurring span's length in words (Spider: up to 10).
       span_query_words: the query's window of words around the span.
       span_keep_prob: probability that the span stays in the query (Spider: 0.5).
@@ -118,6 +120,7 @@ class TaskConfig:
     crop_max_ratio: float = 0.5
     crop_deletion_prob: float = 0.1
     crop_min_words: int = 10
+    crop_source_words: int = 0
     span_min_words: int = 2
     span_max_words: int = 10
     span_query_words: int = 30
@@ -144,6 +147,8 @@ class TaskConfig:
                              f"(got {self.span_min_words}, {self.span_max_words}).")
         if "qgen" in tasks:
             question_generator(self)  # an unknown generator name fails here, naming the choices
+        if self.crop_source_words < 0:
+            raise ValueError(f"crop_source_words must be >= 0 (got {self.crop_source_words}).")
         if self.span_query_words < 1 or self.crop_min_words < 1:
             raise ValueError(f"span_query_words and crop_min_words must be >= 1 (got "
                              f"{self.span_query_words}, {self.crop_min_words}).")
@@ -266,7 +271,8 @@ def _successor_pair(task: str, passages, rng: random.Random, config: TaskConfig,
     if task == "crop":
         return passage_pair_tasks.crop_pair(
             passages, rng, min_words=config.crop_min_words, min_ratio=config.crop_min_ratio,
-            max_ratio=config.crop_max_ratio, deletion_prob=config.crop_deletion_prob)
+            max_ratio=config.crop_max_ratio, deletion_prob=config.crop_deletion_prob,
+            source_words=config.crop_source_words)
     if task == "span":
         return passage_pair_tasks.span_pair(
             passages, rng, min_words=config.span_min_words, max_words=config.span_max_words,
