@@ -28,6 +28,7 @@ give the same pairs. Each returns ``(query, document passage, document text)`` o
 
 from __future__ import annotations
 
+import bisect
 import functools
 import random
 import re
@@ -92,11 +93,10 @@ def crop_pair(passages: Sequence[Passage], rng: random.Random, *, min_words: int
 
 def _crop_pair_of_window(passages: Sequence[Passage], rng: random.Random, source_words: int,
                          *, min_words: int, **crop) -> Drawn:
-    words, owner = [], []  # the article's words in page order, and each word's passage
+    words, starts = [], []  # the article's words in page order; where each passage starts
     for passage in passages:
-        passage_words = passage.text.split()
-        words += passage_words
-        owner += [passage] * len(passage_words)
+        starts.append(len(words))
+        words += passage.text.split()
     if len(words) < min_words:
         return "short_passage"
     length = min(source_words, len(words))
@@ -104,7 +104,7 @@ def _crop_pair_of_window(passages: Sequence[Passage], rng: random.Random, source
     window = words[start:start + length]
     query = random_crop(window, rng, **crop)
     document = random_crop(window, rng, **crop)
-    return " ".join(query), owner[start], " ".join(document)
+    return " ".join(query), passages[bisect.bisect_right(starts, start) - 1], " ".join(document)
 
 
 # ----------------------------------------------------------------------------- span
