@@ -72,13 +72,16 @@ def random_crop(words: Sequence[str], rng: random.Random, min_ratio: float, max_
 
 def crop_pair(passages: Sequence[Passage], rng: random.Random, *, min_words: int,
               min_ratio: float, max_ratio: float, deletion_prob: float,
-              source_words: int = 0) -> Drawn:
+              source_words: int = 0,
+              article: Optional[Tuple[List[str], List[int]]] = None) -> Drawn:
     """A ``crop`` pair: two independent crops of one random passage of at least ``min_words``
     words (Izacard et al. 2021, Sec. 3.2), or with ``source_words`` > 0 of one window of that
     many contiguous words of the article (all of it when shorter), its passage the one the
-    window starts in."""
+    window starts in. ``article``: `article_words(passages)`, when the caller made it once for
+    all of an article's slots."""
     if source_words > 0:
-        return _crop_pair_of_window(passages, rng, source_words, min_words=min_words,
+        return _crop_pair_of_window(passages, article or article_words(passages), rng,
+                                    source_words, min_words=min_words,
                                     min_ratio=min_ratio, max_ratio=max_ratio,
                                     deletion_prob=deletion_prob)
     pool = [p for p in passages if len(p.text.split()) >= min_words]
@@ -91,12 +94,19 @@ def crop_pair(passages: Sequence[Passage], rng: random.Random, *, min_words: int
     return " ".join(query), passage, " ".join(document)
 
 
-def _crop_pair_of_window(passages: Sequence[Passage], rng: random.Random, source_words: int,
-                         *, min_words: int, **crop) -> Drawn:
-    words, starts = [], []  # the article's words in page order; where each passage starts
+def article_words(passages: Sequence[Passage]) -> Tuple[List[str], List[int]]:
+    """The article's words in page order, and the offset where each passage starts."""
+    words, starts = [], []
     for passage in passages:
         starts.append(len(words))
         words += passage.text.split()
+    return words, starts
+
+
+def _crop_pair_of_window(passages: Sequence[Passage], article: Tuple[List[str], List[int]],
+                         rng: random.Random, source_words: int, *, min_words: int,
+                         **crop) -> Drawn:
+    words, starts = article
     if len(words) < min_words:
         return "short_passage"
     length = min(source_words, len(words))

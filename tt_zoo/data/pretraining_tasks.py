@@ -212,6 +212,7 @@ def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], confi
                         key=lambda p: p.doc_id)
     pairs: List[Pair] = []
     spans = None  # the article's recurring spans, found on the first span slot
+    words = None  # the article's words for crop windows, made on the first crop slot
     for _ in range(config.pairs_per_article):
         task = rng.choice(config.tasks)
         if not passages:
@@ -221,7 +222,9 @@ def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], confi
             if task == "span" and spans is None:
                 spans = passage_pair_tasks.recurring_spans(
                     passages, min_words=config.span_min_words, max_words=config.span_max_words)
-            drawn = _successor_pair(task, passages, rng, config, spans)
+            if task == "crop" and config.crop_source_words and words is None:
+                words = passage_pair_tasks.article_words(passages)
+            drawn = _successor_pair(task, passages, rng, config, spans, words)
             if isinstance(drawn, str):
                 counters[f"{task}_skipped_{drawn}"] += 1
                 continue
@@ -266,13 +269,13 @@ def pairs_for_article(article: Article, wlp_candidates: Sequence[Passage], confi
     return pairs
 
 
-def _successor_pair(task: str, passages, rng: random.Random, config: TaskConfig, spans):
+def _successor_pair(task: str, passages, rng: random.Random, config: TaskConfig, spans, words):
     """One ``crop``/``span``/``qgen`` slot (``tt_zoo.data.passage_pair_tasks``)."""
     if task == "crop":
         return passage_pair_tasks.crop_pair(
             passages, rng, min_words=config.crop_min_words, min_ratio=config.crop_min_ratio,
             max_ratio=config.crop_max_ratio, deletion_prob=config.crop_deletion_prob,
-            source_words=config.crop_source_words)
+            source_words=config.crop_source_words, article=words)
     if task == "span":
         return passage_pair_tasks.span_pair(
             passages, rng, min_words=config.span_min_words, max_words=config.span_max_words,
