@@ -11,7 +11,8 @@ cell trained on the same tower and schedule, then scored on three benchmarks:
   ~23 min a tiny BERT on 2 cores).
 
 A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or
-``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule,
+``bert``), optionally ``:warm=CELL`` to continue from another cell's export with its own schedule
+(runs/grid/CELL/export, or when runs/ is gone the shipped model that cell exported, saved_models/),
 ``:vocab=PATH`` for a vocabulary other than the shipped 8K one, and pair-set options
 (`PAIR_OPTIONS`, each its own pair set): ``:doc_words=N`` for passages of at most N words
 instead of 96, ``:crop_words=N`` for crops of N-word windows of the article instead of one
@@ -153,8 +154,25 @@ def train_command(cell: Cell, work: pathlib.Path, pairs: pathlib.Path) -> list:
                "--workdir", work / "train", "--export", work / "export", "--no-progress",
                "--vocab", cell.vocab or SHIPPED_VOCAB]
     if cell.warm:
-        command += ["--init-from", REPO / "runs" / "grid" / Cell(cell.warm).name / "export"]
+        command += ["--init-from", warm_export(cell.warm)]
     return command
+
+
+def warm_export(warm: str) -> pathlib.Path:
+    """The export a warm start continues from: the grid cell's (runs/grid/CELL/export) or, when
+    runs/ no longer holds it, the shipped model whose recorded training command wrote that
+    cell's folder (saved_models/VARIANT), so a run continues from what is committed."""
+    cell = Cell(warm)
+    grid = REPO / "runs" / "grid" / cell.name / "export"
+    if (grid / "metadata.json").is_file():
+        return grid
+    shipped = REPO / "saved_models" / cell.variant
+    if (shipped / "metadata.json").is_file():
+        command = json.loads((shipped / "metadata.json").read_text()).get("command") or ""
+        if f"/grid/{cell.name}/" in (" ".join(command) if isinstance(command, list) else command):
+            return shipped
+    raise SystemExit(f"warm={warm!r}: no export in {grid.parent}, and {shipped} is not that "
+                     "cell's (its recorded training command names another folder)")
 
 
 def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:

@@ -111,3 +111,37 @@ def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
             **stats["tasks"]["crop"], "num_pairs": 9}}}}])
     assert "| crop (passages of ≤ 256 words) | crop | 5 |" in table
     assert "| crop | crop | 9 |" in table
+
+
+
+def test_a_warm_start_takes_the_cells_export_or_the_model_it_shipped_as(tmp_path, monkeypatch):
+    """`:warm=CELL` continues from runs/grid/CELL/export; when runs/ is gone, from the shipped
+    model whose recorded training command wrote that cell's folder; from nothing else."""
+    import pretrain_tasks
+
+    monkeypatch.setattr(pretrain_tasks, "REPO", tmp_path)
+    cell = pretrain_tasks.Cell("bert:crop:7000x128:warm=bert:crop:3500x128")
+    assert cell.name == "bert_crop_7000x128_from_bert_crop_3500x128"
+
+    def init_from():
+        command = [str(c) for c in pretrain_tasks.train_command(cell, tmp_path, tmp_path / "p")]
+        return command[command.index("--init-from") + 1]
+
+    def export(folder, command):
+        folder.mkdir(parents=True)
+        (folder / "metadata.json").write_text(json.dumps({"command": command}))
+        return str(folder)
+
+    shipped = export(tmp_path / "saved_models" / "crop_512",
+                     "tt-zoo pretrain --workdir /elsewhere/runs/grid/bert_crop_1750x128/train")
+    try:
+        init_from()
+    except SystemExit as e:
+        assert "bert:crop:3500x128" in str(e) and "names another folder" in str(e)
+    else:
+        raise AssertionError("a shipped model of another cell was taken")
+    (tmp_path / "saved_models" / "crop_512" / "metadata.json").write_text(json.dumps(
+        {"command": "tt-zoo pretrain --workdir /snap/runs/grid/bert_crop_3500x128/train"}))
+    assert init_from() == shipped
+    grid = export(tmp_path / "runs" / "grid" / "bert_crop_3500x128" / "export", "")
+    assert init_from() == grid  # the cell's own export first

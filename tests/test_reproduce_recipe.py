@@ -69,7 +69,10 @@ def test_the_readme_list_takes_odqa_top20_by_either_name(tmp_path):
     --record`'s) "ODQA validation R@20", or `tt-zoo ship --record-from`'s ", NAME" spelling."""
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    shipped = {"bow_mlp_ict_bfs_wlp_512": {"artifact": "a", "metrics": {
+    (tmp_path / "c").mkdir()
+    lexical = "multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
+    shipped = {lexical: {"artifact": "c", "metrics": {"ODQA validation R@20": 51.7}},
+               "bow_mlp_ict_bfs_wlp_512": {"artifact": "a", "metrics": {
                    "ODQA validation R@20": 44.8, "R@100 zero-shot 1%": 84.0}},
                "ict_bfs_wlp_crop_span_qgen_512": {"artifact": "b", "metrics": {
                    "ODQA validation R@20, ict_bfs_wlp_crop_span_qgen_512": 48.2}}}
@@ -77,6 +80,9 @@ def test_the_readme_list_takes_odqa_top20_by_either_name(tmp_path):
     rows = {line.split(" | ")[0]: line for line in table.splitlines()[2:]}
     assert rows["| `bow_mlp_ict_bfs_wlp_512`"].endswith("| 84.0 | – | 44.8 | 0.0 |")
     assert rows["| `ict_bfs_wlp_crop_span_qgen_512`"].endswith("| – | – | 48.2 | 0.0 |")
+    # a task whose name does not say what it is, explained (the lexical task: BM25 teaches)
+    assert "multi-task on webquestions + reqa + lexical (BM25 as the teacher), " in \
+        rows[f"| `{lexical}`"]
 
 
 def small_squad(path, articles=2, paragraphs=3):
