@@ -301,6 +301,40 @@ def test_record_results_fills_the_card_and_the_shipped_entry(sources, zoo, tmp_p
         shipping.record_results(COLBERT, results("BM25 again"))
 
 
+def test_a_table_two_sources_record_keeps_the_rows_of_both(zoo):
+    """Titles are shared on purpose (one wording a measurement): a source recording a table of
+    rows that another source recorded too replaces its rows of the same label and keeps the
+    rest, instead of erasing the richer table; a one-row table replaces a one-row table and
+    leaves a table of rows as it is."""
+    saved, _ = zoo
+    title, single = "ODQA validation (944 answerable) (%)", "Speed (queries/s)"
+    rich = {"BM25": {"R@20": 56.4}, COLBERT: {"R@20": 50.0},
+            f"RRF(BM25, {COLBERT})": {"R@20": 58.0}}
+    shipping.record_tables(COLBERT, {title: rich, single: {"q/s": 10.0}}, source="a")
+    shipping.record_tables(COLBERT, {title: {COLBERT: {"R@20": 51.0}, "new": {"R@20": 1.0}},
+                                     single: {"q/s": 12.0}}, source="b")
+    meta = json.loads((saved / COLBERT / "metadata.json").read_text())
+    assert meta["metrics"][title] == {"BM25": {"R@20": 56.4}, COLBERT: {"R@20": 51.0},
+                                      f"RRF(BM25, {COLBERT})": {"R@20": 58.0},
+                                      "new": {"R@20": 1.0}}
+    assert meta["metrics"][single] == {"q/s": 12.0}
+    assert meta["measured_by"]["a"]["tables"] == [title, single]  # both list what they wrote
+    # A source re-recording only some of its tables: a title no other source holds goes, a
+    # shared one stays with the rows of both.
+    shipping.record_tables(COLBERT, {"Other (%)": {"R@1": 2.0}}, source="b")
+    meta = json.loads((saved / COLBERT / "metadata.json").read_text())
+    assert meta["metrics"][title][f"RRF(BM25, {COLBERT})"] == {"R@20": 58.0}
+    assert meta["metrics"][title][COLBERT] == {"R@20": 51.0} and "Other (%)" in meta["metrics"]
+    # A one-row table (the reproduce stage's, `odqa.card_tables`) over the table of rows: kept.
+    said = []
+    shipping.record_tables(COLBERT, {title: {"R@20": 49.0}}, source="c", log=said.append)
+    meta = json.loads((saved / COLBERT / "metadata.json").read_text())
+    assert meta["metrics"][title][f"RRF(BM25, {COLBERT})"] == {"R@20": 58.0}
+    assert any("kept the table of rows" in line for line in said)
+    assert shipping.merged_table({"a": 1}, {"a": 2}) == {"a": 2}  # one row over one row
+    assert shipping.merged_table(None, {"x": {"a": 1}}) == {"x": {"a": 1}}
+
+
 def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, zoo, tmp_path,
                                                                        capsys):
     from tt_zoo.cli import ship as ship_cli

@@ -41,7 +41,7 @@ from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
 from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
                                    verify_export)
-from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport
+from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
 from tt_zoo.zoo import download, registry
 from tt_zoo.zoo.recipe import Recipe
 
@@ -281,7 +281,11 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
       tables: title -> table: ``{column: value}`` (one row) or ``{row label: {column: value}}``
         (`tt_zoo.serving.model_card.table_rows`); the card prints each under "## Measured quality".
       source: what measured them (e.g. "benchmarks/late_interaction.py"): the tables it recorded
-        before are replaced, others stay; ``metadata["measured_by"][source]`` lists them.
+        before are replaced, others stay; ``metadata["measured_by"][source]`` lists them. A
+        table of rows whose title another source recorded too (titles are shared on purpose:
+        one wording a measurement) takes the new rows over its rows of the same label and keeps
+        the others, and a one-row table leaves it as it is (`merged_table`): a benchmark with
+        fewer rows never erases a richer table.
       results: the results file they come from, named in the card.
       summary: headline numbers for the shipped entry's ``metrics`` (replacing the ones this
         source recorded before).
@@ -298,9 +302,15 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     metrics = dict(evaluation.metrics or {})
     measured_by = dict(evaluation.measured_by or {})
     before = measured_by.get(source) or Measurement()
+    shared = {title for other, m in measured_by.items() if other != source
+              for title in (m.tables or [])}
     for title in before.tables or []:
-        metrics.pop(title, None)
-    metrics.update({title: dict(table) for title, table in tables.items()})
+        if title not in shared:
+            metrics.pop(title, None)
+    for title, table in tables.items():
+        metrics[title] = merged_table(metrics.get(title) if title in shared else None, table)
+        if "" in table_rows(table) and metrics[title] != dict(table):
+            log(f"{title!r}: kept the table of rows another source recorded under this title")
     measured_by[source] = Measurement(
         tables=list(tables), recorded=datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"), summary=sorted(summary or {}),
@@ -322,6 +332,18 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
         entry["metrics"] = entry_metrics
         _write_shipped(shipped_file, shipped, spec.name)
     return meta
+
+
+def merged_table(earlier, table: Mapping) -> dict:
+    """`table` over `earlier`, a same-title table another source recorded. Two tables of rows
+    (`tt_zoo.serving.model_card.table_rows`): earlier's rows with the new rows replacing those
+    of the same label, in earlier's order, new labels last. A one-row table over a table of rows:
+    the rows stay (the same title is the same measurement, and the rows hold the model's own
+    row beside BM25's and the fusions'). Otherwise `table`."""
+    before, rows = table_rows(earlier), table_rows(table)
+    if before is None or "" in before:  # nothing, or one row: the new table replaces it
+        return dict(table)
+    return {**before, **rows} if "" not in rows else dict(before)
 
 
 def _repo_relative(path) -> str:
