@@ -140,7 +140,8 @@ def plot(rows, path: pathlib.Path) -> None:
     axes[0].set_title("learning curves")
     axes[0].legend(fontsize=7)
     names = [f"{'BoW' if r['tower'] == 'bow_mlp' else 'BERT'} {r['label']}\n"
-             f"{r['steps']}x{r['batch']}" for r in rows]
+             f"{r['steps']}x{r['batch']}" + (" more (warm start)" if r["warm_start"] else "")
+             for r in rows]
     values = [100 * _odqa(r.get("odqa")).get("R@20", 0) for r in rows]
     axes[1].barh(range(len(rows)), values)
     axes[1].set_yticks(range(len(rows)), names, fontsize=7)
