@@ -168,8 +168,8 @@ def warm_export(warm: str) -> pathlib.Path:
         return grid
     shipped = REPO / "saved_models" / cell.variant
     if (shipped / "metadata.json").is_file():
-        command = json.loads((shipped / "metadata.json").read_text()).get("command") or ""
-        if f"/grid/{cell.name}/" in (" ".join(command) if isinstance(command, list) else command):
+        command = str(json.loads((shipped / "metadata.json").read_text()).get("command"))
+        if f"/grid/{cell.name}/" in command:
             return shipped
     raise SystemExit(f"warm={warm!r}: no export in {grid.parent}, and {shipped} is not that "
                      "cell's (its recorded training command names another folder)")

@@ -113,7 +113,6 @@ def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
     assert "| crop | crop | 9 |" in table
 
 
-
 def test_a_warm_start_takes_the_cells_export_or_the_model_it_shipped_as(tmp_path, monkeypatch):
     """`:warm=CELL` continues from runs/grid/CELL/export; when runs/ is gone, from the shipped
     model whose recorded training command wrote that cell's folder; from nothing else."""

@@ -307,9 +307,9 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     for title in before.tables or []:
         if title not in shared:
             metrics.pop(title, None)
-    for title, table in tables.items():
+    for title, table in ((t, dict(v)) for t, v in tables.items()):
         metrics[title] = merged_table(metrics.get(title) if title in shared else None, table)
-        if "" in table_rows(table) and metrics[title] != dict(table):
+        if "" in table_rows(table) and metrics[title] != table:
             log(f"{title!r}: kept the table of rows another source recorded under this title")
     measured_by[source] = Measurement(
         tables=list(tables), recorded=datetime.datetime.now(datetime.timezone.utc).isoformat(
