@@ -40,6 +40,7 @@ import sys
 import time
 
 from tt_zoo.cli.common import PROJECT_VOCAB  # no TensorFlow
+from tt_zoo.zoo.registry import SAVED_MODELS_DIR  # the clone's saved_models/; no TensorFlow
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
@@ -166,7 +167,7 @@ def warm_export(warm: str) -> pathlib.Path:
     grid = REPO / "runs" / "grid" / cell.name / "export"
     if (grid / "metadata.json").is_file():
         return grid
-    shipped = REPO / "saved_models" / cell.variant
+    shipped = SAVED_MODELS_DIR / cell.variant
     if (shipped / "metadata.json").is_file():
         command = str(json.loads((shipped / "metadata.json").read_text()).get("command"))
         if f"/grid/{cell.name}/" in command:

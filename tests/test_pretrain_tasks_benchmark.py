@@ -119,6 +119,7 @@ def test_a_warm_start_takes_the_cells_export_or_the_model_it_shipped_as(tmp_path
     import pretrain_tasks
 
     monkeypatch.setattr(pretrain_tasks, "REPO", tmp_path)
+    monkeypatch.setattr(pretrain_tasks, "SAVED_MODELS_DIR", tmp_path / "saved_models")
     cell = pretrain_tasks.Cell("bert:crop:7000x128:warm=bert:crop:3500x128")
     assert cell.name == "bert_crop_7000x128_from_bert_crop_3500x128"
 
