@@ -341,9 +341,8 @@ def chosen_on_text(s: dict) -> str:
             f"{s['reqa_metric']}; ODQA: {pathlib.Path(str(s['odqa_validation'])).name}, by "
             f"{s['odqa_metric']}; open-domain ReQA takes ReQA's")
     if part == "validation":
-        text += (f"; a model trained on the split's training questions is read on its "
-                 f"{100 * s['split_fraction']:g}% test questions: \"All questions\" holds "
-                 "the questions it trained on")
+        text += ("; a model trained on the split's training questions is read on the "
+                 "split's test questions: \"All questions\" holds the questions it trained on")
     return text
 
 
@@ -398,7 +397,7 @@ def _set_title(bench: str, set_name: str) -> str:
                 else "All validation questions (WebQuestions val + CuratedTREC train), answerable")
     if bench == "odqa":
         return f"{set_name}, answerable"
-    return f"The {set_name} questions of the cold-start split"
+    return f"The test questions of the {set_name.removesuffix(' test')} cold-start split"
 
 
 def _about(name: str, d: dict) -> str:

@@ -65,6 +65,8 @@ def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_pa
     report = (tmp_path / "out" / "fusion.md").read_text()
     assert "**Smoke run**" in report and f"| convex(BM25, {name}) |" in report
     assert "## The chosen weights" in report and "Machine: " in report
+    # The split's test part is named as one: not "the 50% test questions".
+    assert "The test questions of the 50% cold-start split (3 questions):" in report
     # The dense embeddings are cached, named as `tt-zoo odqa` names its passages'.
     assert list((tmp_path / "work" / "odqa_cache").glob("passages-*-98.npy"))
 
