@@ -397,7 +397,9 @@ def _set_title(bench: str, set_name: str) -> str:
                 else "All validation questions (WebQuestions val + CuratedTREC train), answerable")
     if bench == "odqa":
         return f"{set_name}, answerable"
-    return f"The test questions of the {set_name.removesuffix(' test')} cold-start split"
+    from tt_zoo.retrieval.text_benchmarks import split_label
+
+    return f"The test questions of the {split_label(set_name)} cold-start split"
 
 
 def _about(name: str, d: dict) -> str:

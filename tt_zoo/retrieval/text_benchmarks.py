@@ -224,6 +224,12 @@ def reqa_candidates(reqa: reqa_lib.ReQA) -> odqa.Collection:
 
 
 REQA_CHOOSE_ON = ("train", "validation")
+TEST_SUBSET = " test"  # "<p>% test": the subset of the <p>% cold-start split's test questions
+
+
+def split_label(set_name: str) -> str:
+    """The split a ReQA subset's name holds ("5%" of "5% test"), for its title."""
+    return set_name.removesuffix(TEST_SUBSET)
 
 
 def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
@@ -246,9 +252,9 @@ def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
     questions = list(reqa.questions)[:limit_questions]
     test = set(split.test)
     label = f"{100 * split_fraction:g}%"
+    in_test = [i for i, q in enumerate(questions) if q.id in test]
     subsets = {"all": np.arange(len(questions)),
-               f"{label} test": np.array([i for i, q in enumerate(questions) if q.id in test],
-                                         dtype=np.int64)}
+               f"{label}{TEST_SUBSET}": np.array(in_test, dtype=np.int64)}
     chosen_on = split.train if choose_on == "train" else split.validation
     if not chosen_on:
         raise ValueError(f"The ReQA {label} split (seed {seed}) has no {choose_on} questions "

@@ -307,7 +307,8 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     for title in before.tables or []:
         if title not in shared:
             metrics.pop(title, None)
-    for title, table in ((t, dict(v)) for t, v in tables.items()):
+    for title, table in tables.items():
+        table = dict(table)
         metrics[title] = merged_table(metrics.get(title) if title in shared else None, table)
         if "" in table_rows(table) and metrics[title] != table:
             log(f"{title!r}: kept the table of rows another source recorded under this title")
@@ -404,8 +405,10 @@ def _table_title(bench: str, described: dict, set_name: str, counts: dict,
                 f"{counts['answerable']:,} answerable of {counts['num_questions']:,} questions, "
                 f"{described['num_passages']:,} {described.get('passage_words', 100)}-word "
                 f"{source} passages (%)")
+    from tt_zoo.retrieval.text_benchmarks import split_label
+
     what = ("all questions" if set_name == "all"
-            else f"test part of the {set_name.split()[0]} split")
+            else f"test part of the {split_label(set_name)} split")
     name = "ReQA-SQuAD(dev)" if bench == "reqa" else "Open-domain ReQA"
     return (f"{name} {regime}, {what} ({counts['num_questions']:,} questions, "
             f"{described['num_candidates']:,} candidates) (%)")
