@@ -20,6 +20,13 @@ The ColBERT export's document token vectors of a benchmark's candidates are enco
   convex(convex(BM25, ColBERT re-ranking), MODEL), its weight chosen the same way: three
   retrievers, each good at its own kind of match.
 
+With --query-weights ALPHA:MASK[:BETA][,...] every ColBERT row scores with idf-weighted query
+tokens (`tt_zoo.modeling.query_token_weights`: each query token's MaxSim counted idf ** ALPHA
+times, idf over the benchmark's candidates as BM25's, and (qidf / qidf_max) ** BETA over the
+validation questions as the question log; [MASK] MASK times), the setting of the list that
+re-ranks best on the benchmark's validation questions (open-domain ReQA takes ReQA's setting and
+question log).
+
 Memory per passage (store and token index) and each row's queries/s (query encoding included)
 are recorded.
 
@@ -59,9 +66,20 @@ def parse_args(argv=None):
     p.add_argument("--fuse-with", default=None, metavar="MODEL",
                    help="one of --model: a row fusing convex(BM25, ColBERT re-ranking) with this "
                         "model's exact search (its weight chosen on the validation questions)")
+    p.add_argument("--query-weights", default=None,
+                   metavar="ALPHA:MASK[:BETA][,ALPHA:MASK[:BETA]...]",
+                   help="idf-weighted query tokens (idf ** ALPHA times the validation "
+                        "questions' qidf factor ** BETA (default 0), [MASK] tokens MASK) for "
+                        "every ColBERT row, the setting best on each benchmark's validation "
+                        "questions (default: ColBERT's unweighted MaxSim)")
     text_rows.add_record_argument(p, "--colbert")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    if args.query_weights is not None:
+        args.query_weights = parse_query_weights(p, args.query_weights)
+        if args.record:
+            p.error("--query-weights scores with weights the --colbert export does not hold: "
+                    "its card would record another model's numbers; drop --record")
     if args.fuse_with is not None and args.fuse_with not in args.model:
         p.error(f"--fuse-with {args.fuse_with}: give it as a --model too (models: "
                 f"{', '.join(args.model)})")
@@ -70,6 +88,80 @@ def parse_args(argv=None):
     text_rows.require_reqa_with_open_domain(p, args.colbert_benchmarks, "--colbert-benchmarks",
                                             "weight")
     return args
+
+
+def parse_query_weights(p, text: str) -> list:
+    """'0.5:0.25,1:0:1' -> [(0.5, 0.25, 0.0), (1.0, 0.0, 1.0)], or exits naming the flag."""
+    from tt_zoo.modeling.query_token_weights import check_weight_settings
+
+    settings = []
+    for part in text.split(","):
+        try:
+            values = tuple(float(v) for v in part.split(":"))
+            if len(values) not in (2, 3):
+                raise ValueError("two or three numbers")
+            setting = values + (0.0,) * (3 - len(values))
+            check_weight_settings(*setting)
+        except ValueError as e:
+            p.error(f"--query-weights {text!r}: {part!r} is not ALPHA:MASK[:BETA], numbers >= 0 "
+                    f"({e})")
+        settings.append(setting)
+    return settings
+
+
+def colbert_label(args) -> str:
+    return "ColBERT (idf-weighted queries)" if args.query_weights else "ColBERT"
+
+
+# A benchmark's question log (its validation questions' counts), for open-domain ReQA, which has
+# no validation questions and takes ReQA's.
+_QUESTION_LOGS: dict = {}
+
+
+def weigh_queries(ctx, colbert, store) -> None:
+    """--query-weights: sets the ColBERT model's query-token weights for this benchmark, idf
+    over its candidates and the validation questions as the question log
+    (`weigh_queries_by_idf`), the setting that re-ranks BM25's top --depth best on those
+    questions (open-domain ReQA: ReQA's setting and log); recorded in ``out["query_weights"]``.
+    """
+    import numpy as np
+
+    from tt_zoo.modeling.query_token_weights import (document_frequencies, query_frequencies,
+                                                     weigh_queries_by_idf)
+    from tt_zoo.retrieval.late_interaction import MaxSimReranker
+
+    args, bench, model = ctx.args, ctx.bench, colbert.keras_model
+    t = time.perf_counter()
+    frequencies = document_frequencies(model.document_preprocessor, bench.candidates.titles,
+                                       bench.candidates.texts)
+    corpus = f"{text_rows.TITLES[bench.name]} candidates"
+    chosen, grid = args.query_weights[0], []
+    if bench.validation is None:
+        reqa = ctx.out["query_weights"]["reqa"]
+        chosen, chosen_on = (reqa["alpha"], reqa["mask_weight"], reqa.get("beta", 0.0)), "ReQA's"
+        log_name, questions = _QUESTION_LOGS["reqa"]
+    else:
+        chosen_on = f"{bench.validation.name}, by {bench.validation.metric_name}"
+        log_name = bench.validation.name
+        questions = query_frequencies(model.query_preprocessor, bench.validation.queries)
+        _QUESTION_LOGS[bench.name] = log_name, questions
+
+    def weigh(alpha, mask, beta):
+        return weigh_queries_by_idf(model, frequencies, alpha=alpha, mask_weight=mask,
+                                    corpus=corpus, questions=questions, beta=beta,
+                                    question_log=log_name)
+
+    if bench.validation is not None and len(args.query_weights) > 1:
+        for setting in args.query_weights:
+            weigh(*setting)
+            rerank = MaxSimReranker(ctx.bm25, colbert.encode_query_tokens, store=store,
+                                    depth=args.depth)
+            rows = np.asarray(rerank.search(list(bench.validation.queries), args.depth).rows)
+            grid.append((*setting, bench.validation.metric(rows)))
+        chosen = max(grid, key=lambda g: g[-1])[:3]  # the first of the best on ties
+    ctx.out.setdefault("query_weights", {})[bench.name] = {
+        **weigh(*chosen), "chosen_on": chosen_on, "grid": grid,
+        "seconds": time.perf_counter() - t}
 
 
 def token_store(ctx, colbert):
@@ -115,24 +207,27 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
         return rows
     colbert = _load(args.colbert)
     store, store_s = tb.searcher_seconds(lambda: token_store(ctx, colbert))
+    if args.query_weights:
+        weigh_queries(ctx, colbert, store)
+    name = colbert_label(args)
     memory = ctx.out.setdefault("memory", {})[bench.name] = {
         "store_bytes_per_passage": store.bytes_per_passage,
         "tokens_per_passage": store.num_tokens / len(store), "dtype": store.dtype}
     rerank = tb.ReusedSearcher(MaxSimReranker(ctx.bm25, colbert.encode_query_tokens,
                                               store=store, depth=args.depth))
     text_rows.warmed_up(rerank)
-    label = f"ColBERT re-ranking BM25@{args.depth}"
+    label = f"{name} re-ranking BM25@{args.depth}"
     rows[label] = text_rows.score_row(bench, label, rerank, store_s + ctx.build_seconds["BM25"],
                                       {"depth": args.depth, "model": colbert.name})
     if bench.name in args.end_to_end:
         index, index_s = tb.searcher_seconds(lambda: text_rows.warmed_up(
             TokenIndex(store, colbert.encode_query_tokens, token_k=args.token_k)))
         memory.update(index.memory())
-        label = f"ColBERT end to end (token index, k' {args.token_k})"
+        label = f"{name} end to end (token index, k' {args.token_k})"
         rows[label] = text_rows.score_row(bench, label, index, store_s + index_s,
                                           {"token_k": args.token_k,
                                            "scann": vars(index.scann_config)})
-    key = f"convex(BM25, ColBERT re-ranking BM25@{args.depth})"
+    key = f"convex(BM25, {name} re-ranking BM25@{args.depth})"
     fused = convex_fusion(ctx, key, ctx.bm25, rerank)
     rows[key] = text_rows.score_row(bench, key, fused, 0.0, fused.describe())
     if args.fuse_with is not None:
@@ -186,8 +281,10 @@ def report(out: dict) -> str:
                                   "single-vector models", (
         f"ColBERT model `{s['colbert']}`: its document token vectors of every candidate "
         "in a float16 `TokenStore`; re-ranking takes BM25's top "
-        f"{s['depth']} and orders them by exact MaxSim; end to end, ScaNN over every "
-        f"document token gives each query token's {s['token_k']} nearest tokens, whose "
+        f"{s['depth']} and orders them by exact MaxSim"
+        f"{' with idf-weighted query tokens (below)' if s.get('query_weights') else ''}; end "
+        "to end, ScaNN over every document token gives"
+        f" each query token's {s['token_k']} nearest tokens, whose "
         "documents exact MaxSim ranks. The convex fusion weights (the first searcher's "
         f"share) are chosen on questions not reported ({text_rows.chosen_on_text(s)}). "
         "Queries/s: all "
@@ -204,6 +301,20 @@ def report(out: dict) -> str:
                          f"{m['store_bytes_per_passage']:,.0f} | "
                          f"{'–' if index is None else f'{index:,.0f}'} | "
                          f"{m.get('bytes_per_passage', m['store_bytes_per_passage']):,.0f} |")
+        lines.append("")
+    if out.get("query_weights"):
+        lines += ["## Query-token weights", "",
+                  "idf ** alpha over each benchmark's candidates, times (qidf / qidf_max) ** "
+                  "beta over its validation questions (the question log); [MASK] tokens weigh "
+                  "`mask`. Grid: alpha:mask:beta: the validation metric, %.", "",
+                  "| benchmark | alpha | mask | beta | documents | questions | chosen on | grid |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for bench, q in out["query_weights"].items():
+            grid = ", ".join(f"{a:g}:{m:g}:{b:g}: {100 * v:.1f}" for a, m, b, v in q["grid"])
+            lines.append(f"| {text_rows.TITLES[bench]} | {q['alpha']:g} | {q['mask_weight']:g} "
+                         f"| {q.get('beta', 0):g} | {q['documents']:,} | "
+                         f"{format(q['questions'], ',') if 'questions' in q else '–'} | "
+                         f"{q['chosen_on']} | {grid or '–'} |")
         lines.append("")
     if out["weights"]:
         lines += ["## Fusion weights chosen on validation questions", "",

@@ -52,3 +52,34 @@ def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path
     # ReQA has 5 candidates: the fused lists hold them all, the gold included.
     assert out["results"]["reqa"][three]["sets"]["all"]["R@5"] == 1.0
     assert three in (tmp_path / "out" / "late.md").read_text()
+
+
+def test_query_weights_choose_a_setting_per_benchmark(exported, colbert_export, tmp_path,
+                                                      monkeypatch):
+    import late_interaction
+    import peers_measure
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    base = ["--colbert", str(colbert_export), "--model", str(exported.path),
+            "--benchmarks", "reqa", "--end-to-end", "",
+            "--squad", str(write_squad(tmp_path, hand_made_squad())), "--split-fraction", "0.5",
+            "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work"),
+            "--output", str(tmp_path / "out" / "late")]
+    for bad in ("1", "1:-1", "a:b", "1:0:1:1", "1:0:-1"):
+        with pytest.raises(SystemExit):
+            late_interaction.parse_args(base + ["--query-weights", bad])
+    with pytest.raises(SystemExit):  # another model's numbers would go into the card
+        late_interaction.parse_args(base + ["--query-weights", "1:0", "--record"])
+    out = late_interaction.main(base + ["--query-weights", "0:1,1:0:1"])
+    label = "ColBERT (idf-weighted queries) re-ranking BM25@100"
+    assert list(out["results"]["reqa"]) == ["BM25", "tiny_test", label,
+                                            f"convex(BM25, {label})"]
+    chosen = out["query_weights"]["reqa"]
+    assert [g[:3] for g in chosen["grid"]] == [(0.0, 1.0, 0.0), (1.0, 0.0, 1.0)]
+    best = max(chosen["grid"], key=lambda g: g[3])
+    assert (chosen["alpha"], chosen["mask_weight"], chosen.get("beta", 0.0)) == best[:3]
+    assert chosen["documents"] == 5 and chosen["scheme"] == "idf"
+    # The question log of a setting with beta: the validation questions.
+    validation = out["benchmarks"]["reqa"]["validation"]
+    assert chosen.get("questions") == (validation["num_queries"] if best[2] else None)
+    assert "## Query-token weights" in (tmp_path / "out" / "late.md").read_text()

@@ -174,6 +174,32 @@ def load_model(name_or_path: str, command: str):
         sys.exit(f"tt-zoo {command}: {e}")
 
 
+def weigh_colbert_queries(command: str, keras_model, titles: Sequence[str],
+                          texts: Sequence[str], *, alpha: float, mask_weight: float,
+                          corpus: str, questions: Optional[Sequence[str]] = None,
+                          beta: float = 0.0, question_log: str = "") -> dict:
+    """--query-idf of `command`: sets a ColBERT model's query-token weights to idf ** `alpha`
+    over the (title, text) documents, times the `questions` log's factor ** `beta`, [MASK]
+    `mask_weight` (`tt_zoo.modeling.query_token_weights`), prints what it did and returns the
+    record; exits naming the flag for a single-vector model."""
+    from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
+
+    if not hasattr(keras_model, "set_query_token_weights"):
+        sys.exit(f"tt-zoo {command}: --query-idf weighs the query tokens of a late-interaction "
+                 f"(ColBERT) model; this is a {type(keras_model).__name__}")
+    frequencies = qtw.document_frequencies(keras_model.document_preprocessor, titles, texts)
+    counted = (None if not questions
+               else qtw.query_frequencies(keras_model.query_preprocessor, questions))
+    record = qtw.weigh_queries_by_idf(keras_model, frequencies, alpha=alpha,
+                                      mask_weight=mask_weight, corpus=corpus, questions=counted,
+                                      beta=beta, question_log=question_log)
+    log = (f", question factor ** {beta:g} over {record['questions']:,} questions of "
+           f"{question_log}" if "questions" in record else "")
+    print(f"Query-token weights: idf ** {alpha:g} over {record['documents']:,} documents of "
+          f"{corpus}{log}, [MASK] {mask_weight:g}")
+    return record
+
+
 def check_training_flags(p, args, counts: Sequence[str]) -> None:
     """Exits (``p.error``) naming the first of the `counts` flags given below 1 (None: its
     default), or a ``--learning-rate`` not above 0: the checks every training command makes."""

@@ -4,6 +4,15 @@ From a pretraining checkpoint (tt-zoo pretrain also calls the same export at its
   tt-zoo export --variant ict_bfs_wlp_512 --checkpoint runs/pretrain/ict_bfs_wlp_512 \\
       --document-length 128 --output saved_models/ict_bfs_wlp_512
 
+A ColBERT model whose query tokens count by their idf over the corpus it will search (each
+query token's MaxSim weighed idf ** ALPHA, the [MASK] tokens --query-mask-weight;
+`tt_zoo.modeling.query_token_weights`), the weights inside the export's signatures:
+  tt-zoo export --model multitask_colbert_ict_bfs_wlp_crop_span_qgen_64 --corpus passages.jsonl \\
+      --query-idf 0.5 --query-mask-weight 0.25 --question-log questions.txt --query-beta 1 \\
+      --output out/colbert_idf
+(--question-log: questions users ask, one a line or as tt-zoo search reads queries; the words
+most of them hold, "what", "?", weigh less: --query-beta.)
+
 An index over a corpus (ReQA-SQuAD(dev) candidates, or a .jsonl/.tsv file of passages
 {id, title, text} as tt-zoo search reads them), saved with ScaNN's own serializer (ids in a
 plain file), plus a `retrieve` SavedModel (query string -> top-k ids and scores) with the TFRS
@@ -21,7 +30,8 @@ import pathlib
 import sys
 
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import MissingDataError, default_vocab_path, load_reqa, progress_bar
+from tt_zoo.cli.common import (MissingDataError, default_vocab_path, load_reqa, progress_bar,
+                               weigh_colbert_queries)
 from tt_zoo.data.text_files import TextFileError, read_texts
 
 
@@ -47,6 +57,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(exact)")
     p.add_argument("--k", type=int, default=10,
                    help="results the retrieve SavedModel returns per query")
+    p.add_argument("--query-idf", type=float, metavar="ALPHA",
+                   help="a ColBERT model: weigh each query token's MaxSim by its idf ** ALPHA "
+                        "over --corpus, kept in the --output export")
+    p.add_argument("--query-mask-weight", type=float, default=0.0,
+                   help="with --query-idf: the weight of the query augmentation's [MASK] "
+                        "tokens (default: %(default)s; 1: ColBERT's)")
+    p.add_argument("--question-log", metavar="FILE",
+                   help="with --query-idf: a .txt/.jsonl/.tsv file of questions whose common "
+                        "words weigh less (the factor (qidf / qidf_max) ** --query-beta)")
+    p.add_argument("--query-beta", type=float, default=1.0,
+                   help="with --question-log: the exponent of its factor (default: "
+                        "%(default)s)")
     parsing.add_no_progress(p)
 
 
@@ -57,6 +79,16 @@ def parse_args(argv=None):
         p.error("--variant needs --checkpoint")
     if (args.index_output or args.retrieve_output) and not args.corpus:
         p.error("--index-output/--retrieve-output need --corpus")
+    if args.query_idf is not None:
+        from tt_zoo.modeling.query_token_weights import check_weight_settings
+        if not (args.corpus and args.output):
+            p.error("--query-idf needs --corpus (the idf's documents) and --output")
+        try:
+            check_weight_settings(args.query_idf, args.query_mask_weight, args.query_beta)
+        except ValueError as e:
+            p.error(f"--query-idf / --query-mask-weight / --query-beta: {e}")
+    if args.question_log and args.query_idf is None:
+        p.error("--question-log weighs query tokens with --query-idf: give it too")
     if not (args.output or args.index_output or args.retrieve_output):
         p.error("nothing to do: give --output, --index-output or --retrieve-output")
     if args.k < 1:
@@ -130,18 +162,31 @@ def export(args):
     from tt_zoo.serving.retrieve import export_retrieval_model
 
     corpus = load_corpus(args.corpus) if args.corpus else None  # a bad file fails at once
+    questions = None
+    if args.question_log:
+        try:
+            questions = read_texts(args.question_log, "questions").texts
+        except TextFileError as e:
+            sys.exit(f"--question-log: {e}")
     if args.variant:
         keras_model, meta = restore_from_checkpoint(args)
         model = tt_zoo.zoo.loading.ZooModel(keras_model, metadata=meta)
     else:
         model = tt_zoo.load(args.model)
         keras_model, meta = model.keras_model, dict(model.metadata)
+    if args.query_idf is not None:
+        _, titles, texts = corpus
+        weigh_colbert_queries("export", keras_model, titles, texts, alpha=args.query_idf,
+                              mask_weight=args.query_mask_weight,
+                              corpus="ReQA-SQuAD(dev) candidates" if args.corpus == "squad"
+                              else args.corpus, questions=questions, beta=args.query_beta,
+                              question_log=args.question_log or "")
     if args.output:
         meta.pop("sha256", None)
         written = export_saved_model(keras_model, args.output, meta)
         print(f"exported {args.output} (sha256 {written['sha256']}, "
               f"{written['parameters']:,} parameters)")
-    if corpus:
+    if corpus and (args.index_output or args.retrieve_output):
         ids, titles, texts = corpus
         embeddings = model.encode_documents(texts, titles=titles,
                                             show_progress_bar=progress_bar(args.no_progress))

@@ -63,7 +63,7 @@ from typing import Dict, List, Optional, Tuple
 from tt_zoo.cli import finetune, parsing
 from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, check_init_vocab,
                                check_model_export_target, check_training_flags,
-                               default_data_dir, default_squad_path)
+                               default_data_dir, default_squad_path, weigh_colbert_queries)
 from tt_zoo.cli.multitask_tasks import (COMMAND, ODQA_CACHE, SPEC_FORMS, WIKI_QA, Sources,
                                         SpecError, TaskSpec, load_task, parse_task_specs,
                                         remine, task_key)
@@ -86,6 +86,15 @@ class ModelArguments(finetune.ModelArguments):
     name: Optional[str] = option(
         None, "model name written to the export's metadata (default: the initial model's name "
               "+ _multitask; none_DIM_multitask for --init none)")
+    query_idf: Optional[float] = option(
+        None, "a ColBERT model only: weigh each query token's MaxSim by its idf ** ALPHA over "
+              "the Wikispeedia passages ($TT_ZOO_DATA), the [MASK] tokens by "
+              "--query-mask-weight (BERTScore's importance weighting, "
+              "tt_zoo.modeling.query_token_weights); trained with and kept in the export",
+        metavar="ALPHA")
+    query_mask_weight: float = option(
+        0.0, "with --query-idf: the weight of the query augmentation's [MASK] tokens (1: "
+             "ColBERT's)")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -304,6 +313,15 @@ def parse_args(argv=None) -> MultitaskConfig:
     if args.remine_with and not any(s.kind in WIKI_QA for s in specs):
         p.error(f"--remine-with re-mines the confounders of the tasks over Wikispeedia "
                 f"({', '.join(WIKI_QA)}); no --task is one of them")
+    if args.query_idf is not None:
+        from tt_zoo.modeling.query_token_weights import check_weight_settings  # noqa: PLC0415
+        try:
+            check_weight_settings(args.query_idf, args.query_mask_weight)
+        except ValueError as e:
+            p.error(f"--query-idf / --query-mask-weight: {e}")
+        if not (data / "wikispeedia").exists():
+            parsing.exit_missing(p, f"--query-idf: {data / 'wikispeedia'} does not exist (set "
+                                    "TT_ZOO_DATA to the shared data folder)")
     check_init_vocab(p, args)
     if args.export:
         check_model_export_target(p, args.export, "--export")
@@ -385,6 +403,19 @@ def model_to_train(config: MultitaskConfig):
         except (FileNotFoundError, TtZooError) as e:
             sys.exit(f"tt-zoo {COMMAND}: --init {source}: {e}")
     return zoo_model, model, info
+
+
+def weigh_query_tokens(config: MultitaskConfig, model) -> None:
+    """--query-idf: the model's query-token weights, idf ** ALPHA over the Wikispeedia passages
+    (the corpus the shipped models were pretrained on; `common.weigh_colbert_queries`)."""
+    from tt_zoo.retrieval.odqa import passage_collection  # noqa: PLC0415
+
+    corpus = default_data_dir() / "wikispeedia"
+    collection = passage_collection(corpus, progress=not config.output.no_progress)
+    weigh_colbert_queries(COMMAND, model, collection.titles, collection.texts,
+                          alpha=config.model.query_idf,
+                          mask_weight=config.model.query_mask_weight,
+                          corpus=f"{corpus} (100-word passages)")
 
 
 def query_towers_of(config: MultitaskConfig, model, markers, task_classes: List[str],
@@ -542,6 +573,8 @@ def run(config: MultitaskConfig, argv: list) -> dict:
             sys.exit(f"tt-zoo {COMMAND}: --untie-towers: {e}")
         log("Towers untied: the document side has its own copy of the shared tower")
     model = query_towers_of(config, model, markers, [t.task_class for t in tasks], log)
+    if config.model.query_idf is not None:  # on the model trained (markers change its vocabulary)
+        weigh_query_tokens(config, model)
     info = finetune.with_sizes(model, info)
     train = config.training
     try:

@@ -3,5 +3,7 @@
 `towers` (BERT and BoW-MLP over `tt_zoo.data.text`'s token ids), `losses` (the corrected
 sampled softmax) and `models` (`TwoTowerModel`, `build_two_tower_model`); late interaction
 (ColBERT, Khattab & Zaharia 2020): `late_interaction` (the token tower, query augmentation),
-`maxsim` (the score) and `late_interaction_model` (`LateInteractionModel`).
+`maxsim` (the score), `late_interaction_model` (`LateInteractionModel`) and
+`query_token_weights` (MaxSim's query tokens weighed by their idf, BERTScore's importance
+weighting).
 """

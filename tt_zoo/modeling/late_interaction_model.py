@@ -13,7 +13,9 @@ The model is a `TwoTowerModel` with one shared tower, so it tokenizes pairs, tra
 it embeds: token vectors, read with `encode_query_tokens` / `encode_document_tokens`. The
 single-vector `encode_queries` / `encode_documents` raise. GradCache refuses it
 (`tt_zoo.training.grad_cache.use_grad_cache`): its chunked passes cache one embedding per
-example.
+example. With query-token weights (`tt_zoo.modeling.query_token_weights`) each query token
+vector is scaled by its token's weight, so every MaxSim of the model counts rare query words
+more.
 """
 
 from __future__ import annotations
@@ -50,6 +52,11 @@ class LateInteractionModel(TwoTowerModel):
       tower: the `LateInteractionTower` both sides share (ColBERT has one BERT).
       loss: a `CorrectedSampledSoftmaxLoss` with ``similarity="maxsim"``; a default one (all
         corrections on, no temperature) if None.
+      query_token_weights: None (ColBERT: every query token counts once), or the record of a
+        weight per vocabulary id (`tt_zoo.modeling.query_token_weights`; e.g. ``{"scheme":
+        "idf", "alpha": 1.0, "mask_weight": 0.0, "corpus": ..., "documents": N}``): the model
+        then holds a non-trainable table of those weights (saved with its variables; set by
+        `set_query_token_weights`) and scales each query token vector by its token's weight.
       **kwargs: passed to `tfrs.Model` (e.g. ``name``).
 
     Example:
@@ -65,7 +72,8 @@ class LateInteractionModel(TwoTowerModel):
 
     def __init__(self, query_preprocessor: AugmentedQueryPreprocessor,
                  document_preprocessor: TextPreprocessor, tower: LateInteractionTower,
-                 loss: Optional[CorrectedSampledSoftmaxLoss] = None, **kwargs):
+                 loss: Optional[CorrectedSampledSoftmaxLoss] = None,
+                 query_token_weights: Optional[dict] = None, **kwargs):
         if not isinstance(query_preprocessor, AugmentedQueryPreprocessor):
             raise ValueError("A late-interaction model's query preprocessor must be an "
                              "AugmentedQueryPreprocessor (got "
@@ -82,6 +90,33 @@ class LateInteractionModel(TwoTowerModel):
                              f"similarity='maxsim' (got {loss.similarity!r}).")
         super().__init__(query_preprocessor, document_preprocessor, tower, None, loss=loss,
                          normalize_embeddings=True, **kwargs)
+        self.query_token_weights = None
+        if query_token_weights is not None:
+            self._make_weight_table(query_token_weights)
+
+    def _make_weight_table(self, record: dict) -> None:
+        if not isinstance(record, dict) or not record:
+            raise ValueError("query_token_weights must be a non-empty dict recording the "
+                             f"weights (got {record!r}).")
+        self.query_token_weights = dict(record)
+        if getattr(self, "query_token_weight_table", None) is None:
+            self.query_token_weight_table = tf.Variable(
+                tf.ones([self.query_preprocessor.vocab_size], tf.float32), trainable=False,
+                name="query_token_weights")
+            self.__dict__.pop("_tt_zoo_token_fns", None)  # traced without the table
+
+    def set_query_token_weights(self, weights, record: dict) -> None:
+        """Weighs each query token's MaxSim by ``weights[token id]`` from now on (training,
+        encoding, export): float [vocab_size], finite, >= 0 (`query_token_weights.idf_weights`);
+        `record` says how they were made and is kept in the model's config."""
+        weights = np.asarray(weights, np.float32)
+        vocab_size = self.query_preprocessor.vocab_size
+        if weights.shape != (vocab_size,) or not np.all(np.isfinite(weights)) or \
+                weights.min() < 0:
+            raise ValueError(f"Query-token weights must be {vocab_size} finite floats >= 0, one "
+                             f"per vocabulary id (got shape {weights.shape}).")
+        self._make_weight_table(record)
+        self.query_token_weight_table.assign(weights)
 
     @property
     def tower(self) -> LateInteractionTower:
@@ -90,8 +125,16 @@ class LateInteractionModel(TwoTowerModel):
     # -- token vectors (what `TwoTowerModel`'s embedding and loss methods now carry) ----------
     def embed_query_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
         """Packed query ids -> {"token_vectors": float32 [batch, length, m], "mask": int32
-        [batch, length]} (every position of an augmented query is scored)."""
-        return self.query_tower(packed, training=training)
+        [batch, length]} (every position of an augmented query is scored). With query-token
+        weights, each vector is scaled by its token's weight and a token of weight 0 is masked
+        (`tt_zoo.modeling.query_token_weights`)."""
+        out = self.query_tower(packed, training=training)
+        if self.query_token_weights is None:
+            return out
+        weights = tf.gather(self.query_token_weight_table, packed["input_word_ids"]) * \
+            tf.cast(out[MASK], tf.float32)
+        return {TOKEN_VECTORS: out[TOKEN_VECTORS] * weights[:, :, tf.newaxis],
+                MASK: tf.cast(weights > 0, tf.int32)}
 
     def embed_document_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
         """Packed document ids -> token vectors and mask as `embed_query_inputs`, padding and
@@ -116,7 +159,9 @@ class LateInteractionModel(TwoTowerModel):
         """Token vectors of query strings: one float32 [n_i, m] array per query, in the order
         given, L2-normalised rows; a single string gives its one array. With [MASK]
         augmentation n_i is the query length (32) for every query; longer queries are truncated
-        to it. `batch_size` and `show_progress_bar` as `TwoTowerModel.encode_queries`."""
+        to it. With query-token weights each row is scaled by its token's weight and rows of
+        weight 0 are left out. `batch_size` and `show_progress_bar` as
+        `TwoTowerModel.encode_queries`."""
         texts, single = as_texts(texts, "texts")
         cache = self._encode_cache  # TwoTowerModel's: the same packing functions
         with progress_bar(show_progress_bar, len(texts), batch_size,
@@ -181,7 +226,8 @@ class LateInteractionModel(TwoTowerModel):
                 "query_preprocessor": serialize(self.query_preprocessor),
                 "document_preprocessor": serialize(self.document_preprocessor),
                 "tower": serialize(self.query_tower),
-                "loss": serialize(self.retrieval_loss)}
+                "loss": serialize(self.retrieval_loss),
+                "query_token_weights": self.query_token_weights}
 
     @classmethod
     def from_config(cls, config):

@@ -268,14 +268,16 @@ def stamp_provenance(card: ModelCard, staging: pathlib.Path) -> None:
 def late_interaction_settings(model: LateInteractionModel) -> LateInteractionSettings:
     """What a late-interaction export records beside the shared fields: token size, query
     augmentation and markers, how many punctuation tokens the document side drops (their ids:
-    config.json, the tower's ``punctuation_ids``)."""
+    config.json, the tower's ``punctuation_ids``), how its query tokens are weighted (None,
+    not written: once each)."""
     query = model.query_preprocessor
     return LateInteractionSettings(
         token_dim=model.embedding_dim,
         query_augmentation="[MASK]" if query.mask_augmentation else None,  # None: not written
         query_marker=f"segment (type) id {query.marker_type_id}",
         document_marker="segment ids 0 (title) and 1 (passage)",
-        document_punctuation_tokens_masked=len(model.tower.punctuation_ids))
+        document_punctuation_tokens_masked=len(model.tower.punctuation_ids),
+        query_token_weights=model.query_token_weights)
 
 
 def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:

@@ -219,12 +219,14 @@ class MultiTaskRun(_Record):
 @dataclass
 class LateInteractionSettings(_Record):
     """``late_interaction``: a ColBERT export's token size, query augmentation and markers,
-    and how many punctuation tokens its document side drops."""
+    how many punctuation tokens its document side drops, and its query-token weights' record
+    (`tt_zoo.modeling.query_token_weights`; None: every query token counts once)."""
     token_dim: Optional[int] = None
     query_augmentation: Optional[str] = None
     query_marker: Optional[str] = None
     document_marker: Optional[str] = None
     document_punctuation_tokens_masked: Optional[int] = None
+    query_token_weights: Optional[dict] = None
 
 
 @dataclass
