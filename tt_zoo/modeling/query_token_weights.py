@@ -1,4 +1,4 @@
-"""Query-token weights for MaxSim: each query token counted by how much it tells documents apart.
+"""Query-token weights for MaxSim: each query token counted by how well it tells documents apart.
 
 ColBERT's MaxSim (Khattab & Zaharia, SIGIR 2020, Sec. 3.3) counts every query token once,
 "the" as much as "penicillin", and every [MASK] of the query augmentation as much as a word of
@@ -24,7 +24,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-# Rows packed at once while counting document frequencies.
+# Texts packed at once while counting frequencies.
 COUNT_BATCH = 1024
 
 
@@ -51,6 +51,8 @@ def query_frequencies(preprocessor, queries: Sequence[str], *,
 
 
 def _frequencies(preprocessor, batch, n: int, batch_size: int, what: str):
+    """(counts, n) of the ids `preprocessor` packs from ``batch(start, end)``'s texts (a tuple
+    of title and text lists for documents, a list for questions), each id once per text."""
     import tensorflow as tf  # noqa: PLC0415
 
     if not n:
