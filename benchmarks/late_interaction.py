@@ -109,10 +109,6 @@ def parse_query_weights(p, text: str) -> list:
     return settings
 
 
-def colbert_label(args) -> str:
-    return "ColBERT (idf-weighted queries)" if args.query_weights else "ColBERT"
-
-
 # A benchmark's question log (its validation questions' counts), for open-domain ReQA, which has
 # no validation questions and takes ReQA's.
 _QUESTION_LOGS: dict = {}
@@ -135,7 +131,13 @@ def weigh_queries(ctx, colbert, store) -> None:
     frequencies = document_frequencies(model.document_preprocessor, bench.candidates.titles,
                                        bench.candidates.texts)
     corpus = f"{text_rows.TITLES[bench.name]} candidates"
-    chosen, grid = args.query_weights[0], []
+
+    def weigh(alpha, mask, beta):
+        return weigh_queries_by_idf(model, frequencies, alpha=alpha, mask_weight=mask,
+                                    corpus=corpus, questions=questions, beta=beta,
+                                    question_log=log_name)
+
+    grid = []
     if bench.validation is None:
         reqa = ctx.out["query_weights"]["reqa"]
         chosen, chosen_on = (reqa["alpha"], reqa["mask_weight"], reqa.get("beta", 0.0)), "ReQA's"
@@ -145,20 +147,14 @@ def weigh_queries(ctx, colbert, store) -> None:
         log_name = bench.validation.name
         questions = query_frequencies(model.query_preprocessor, bench.validation.queries)
         _QUESTION_LOGS[bench.name] = log_name, questions
-
-    def weigh(alpha, mask, beta):
-        return weigh_queries_by_idf(model, frequencies, alpha=alpha, mask_weight=mask,
-                                    corpus=corpus, questions=questions, beta=beta,
-                                    question_log=log_name)
-
-    if bench.validation is not None and len(args.query_weights) > 1:
-        for setting in args.query_weights:
+        for setting in args.query_weights if len(args.query_weights) > 1 else ():
             weigh(*setting)
             rerank = MaxSimReranker(ctx.bm25, colbert.encode_query_tokens, store=store,
                                     depth=args.depth)
             rows = np.asarray(rerank.search(list(bench.validation.queries), args.depth).rows)
             grid.append((*setting, bench.validation.metric(rows)))
-        chosen = max(grid, key=lambda g: g[-1])[:3]  # the first of the best on ties
+        # The first of the best on ties; one setting is taken as given.
+        chosen = max(grid, key=lambda g: g[-1])[:3] if grid else args.query_weights[0]
     ctx.out.setdefault("query_weights", {})[bench.name] = {
         **weigh(*chosen), "chosen_on": chosen_on, "grid": grid,
         "seconds": time.perf_counter() - t}
@@ -209,7 +205,7 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
     store, store_s = tb.searcher_seconds(lambda: token_store(ctx, colbert))
     if args.query_weights:
         weigh_queries(ctx, colbert, store)
-    name = colbert_label(args)
+    name = "ColBERT (idf-weighted queries)" if args.query_weights else "ColBERT"
     memory = ctx.out.setdefault("memory", {})[bench.name] = {
         "store_bytes_per_passage": store.bytes_per_passage,
         "tokens_per_passage": store.num_tokens / len(store), "dtype": store.dtype}

@@ -9,8 +9,7 @@ import tensorflow as tf
 
 import tt_zoo
 from conftest import data_file
-from helpers import PAIRS, pair_dataset, tiny_vocab
-from test_late_interaction_model import tiny_colbert
+from helpers import PAIRS, pair_dataset, tiny_colbert, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.modeling import query_token_weights as qtw
 

@@ -174,6 +174,20 @@ def load_model(name_or_path: str, command: str):
         sys.exit(f"tt-zoo {command}: {e}")
 
 
+def check_query_weight_flags(p, args) -> None:
+    """Exits (``p.error``, naming the command's flags) when --query-idf, --query-mask-weight or
+    --query-beta (if the command has it) is not a finite number >= 0
+    (`query_token_weights.check_weight_settings`)."""
+    from tt_zoo.modeling.query_token_weights import check_weight_settings  # noqa: PLC0415
+
+    has_beta = hasattr(args, "query_beta")
+    try:
+        check_weight_settings(args.query_idf, args.query_mask_weight,
+                              args.query_beta if has_beta else 0.0)
+    except ValueError as e:
+        p.error(f"--query-idf / --query-mask-weight{' / --query-beta' if has_beta else ''}: {e}")
+
+
 def weigh_colbert_queries(command: str, keras_model, titles: Sequence[str],
                           texts: Sequence[str], *, alpha: float, mask_weight: float,
                           corpus: str, questions: Optional[Sequence[str]] = None,

@@ -30,8 +30,8 @@ import pathlib
 import sys
 
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import (MissingDataError, default_vocab_path, load_reqa, progress_bar,
-                               weigh_colbert_queries)
+from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, default_vocab_path,
+                               load_reqa, progress_bar, weigh_colbert_queries)
 from tt_zoo.data.text_files import TextFileError, read_texts
 
 
@@ -80,13 +80,9 @@ def parse_args(argv=None):
     if (args.index_output or args.retrieve_output) and not args.corpus:
         p.error("--index-output/--retrieve-output need --corpus")
     if args.query_idf is not None:
-        from tt_zoo.modeling.query_token_weights import check_weight_settings
         if not (args.corpus and args.output):
             p.error("--query-idf needs --corpus (the idf's documents) and --output")
-        try:
-            check_weight_settings(args.query_idf, args.query_mask_weight, args.query_beta)
-        except ValueError as e:
-            p.error(f"--query-idf / --query-mask-weight / --query-beta: {e}")
+        check_query_weight_flags(p, args)
     if args.question_log and args.query_idf is None:
         p.error("--question-log weighs query tokens with --query-idf: give it too")
     if not (args.output or args.index_output or args.retrieve_output):

@@ -62,8 +62,9 @@ from typing import Dict, List, Optional, Tuple
 
 from tt_zoo.cli import finetune, parsing
 from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, check_init_vocab,
-                               check_model_export_target, check_training_flags,
-                               default_data_dir, default_squad_path, weigh_colbert_queries)
+                               check_model_export_target, check_query_weight_flags,
+                               check_training_flags, default_data_dir, default_squad_path,
+                               weigh_colbert_queries)
 from tt_zoo.cli.multitask_tasks import (COMMAND, ODQA_CACHE, SPEC_FORMS, WIKI_QA, Sources,
                                         SpecError, TaskSpec, load_task, parse_task_specs,
                                         remine, task_key)
@@ -314,11 +315,7 @@ def parse_args(argv=None) -> MultitaskConfig:
         p.error(f"--remine-with re-mines the confounders of the tasks over Wikispeedia "
                 f"({', '.join(WIKI_QA)}); no --task is one of them")
     if args.query_idf is not None:
-        from tt_zoo.modeling.query_token_weights import check_weight_settings  # noqa: PLC0415
-        try:
-            check_weight_settings(args.query_idf, args.query_mask_weight)
-        except ValueError as e:
-            p.error(f"--query-idf / --query-mask-weight: {e}")
+        check_query_weight_flags(p, args)
         if not (data / "wikispeedia").exists():
             parsing.exit_missing(p, f"--query-idf: {data / 'wikispeedia'} does not exist (set "
                                     "TT_ZOO_DATA to the shared data folder)")
