@@ -6,7 +6,7 @@ import tensorflow as tf
 from official.nlp.modeling import networks
 
 from tt_zoo.modeling import bert_inference
-from tt_zoo.modeling.inference import mixed_bfloat16_copy
+from tt_zoo.modeling.inference import mixed_bfloat16_copy, sync_weights
 from tt_zoo.modeling.towers import BertTower
 
 
@@ -74,10 +74,26 @@ def test_the_tower_runs_it_at_inference_with_the_same_embeddings(pooling):
                            tower(packed, training=True).numpy())
 
 
-def test_a_mixed_precision_tower_keeps_the_layers():
-    tower = BertTower(vocab_size=50, embedding_dim=8, size=None, num_layers=1, hidden_size=16,
+def test_a_mixed_bfloat16_tower_runs_the_plain_forward_with_bfloat16_matmuls(monkeypatch):
+    """Under mixed_bfloat16 the plain forward runs (its matmuls in bfloat16, the rest float32):
+    close to the float32 forward and to the bfloat16 layers, and it is what the tower calls."""
+    tower = BertTower(vocab_size=50, embedding_dim=8, size=None, num_layers=2, hidden_size=16,
                       num_attention_heads=2, inner_dim=24, max_sequence_length=32)
     packed = _packed()
+    tower(packed, training=False)
+    _trained_looking(tower)
+    want = tower(packed, training=False).numpy()
     copy = mixed_bfloat16_copy(tower, packed)  # as encode_*(precision="bfloat16") makes it
-    # The layers' bfloat16 output: the float32 plain forward was not taken.
-    assert copy(packed, training=False).dtype == tf.bfloat16
+    sync_weights(copy, tower)
+    calls = []
+    plain = bert_inference.encode_sequence
+    monkeypatch.setattr(bert_inference, "encode_sequence",
+                        lambda encoder, inputs: calls.append(encoder.compute_dtype)
+                        or plain(encoder, inputs))
+    got = tf.cast(copy(packed, training=False), tf.float32).numpy()
+    assert calls == ["bfloat16"]
+    layers = tf.cast(copy(packed, training=False, plain_inference=False), tf.float32).numpy()
+    cosine = (got * want).sum(-1) / np.linalg.norm(got, axis=-1) / np.linalg.norm(want, axis=-1)
+    assert cosine.min() > 0.99
+    assert np.abs(got - want).max() > 1e-4  # bfloat16 rounding shows: not the float32 graph
+    np.testing.assert_allclose(got, layers, atol=0.1 * np.abs(want).max())

@@ -31,6 +31,10 @@ COMMANDS = {
     "index-corpus": ("index_corpus", "encode a large JSONL corpus on Apache Beam into embedding "
                                      "shards, a ScaNN index each"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
+    "import-checkpoint": ("import_checkpoint", "import a public BERT checkpoint (Hugging Face, "
+                                               "sentence-transformers, Google) as a model"),
+    "distill-static": ("distill_static", "distil a Transformer model into a static BoW model "
+                                         "(model2vec: PCA + SIF)"),
     "learn-vocab": ("learn_vocab", "learn a WordPiece vocabulary from articles"),
     "make-pairs": ("make_pairs", "ICT/BFS/WLP pairs or MLM examples as TFRecord shards (Sec. 3)"),
     "mine-negatives": ("mine_negatives", "BM25 hard negatives for a pair set, stored beside it"),

@@ -399,7 +399,9 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
                           dropout_rate: float = 0.1, init_checkpoint: Optional[str] = None,
                           loss: Optional[CorrectedSampledSoftmaxLoss] = None,
                           pooling: str = "cls", bow_output_activation: Optional[str] = "tanh",
-                          normalize_embeddings: bool = False,
+                          bow_mlp: bool = True,
+                          normalize_embeddings: bool = False, lower_case: bool = True,
+                          max_sequence_length: Optional[int] = None,
                           **bert_shape) -> TwoTowerModel:
     """Builds a two-tower model from a vocabulary (path or token list) and tower settings.
 
@@ -412,25 +414,31 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
       share_towers: one set of tower weights for queries and documents.
       pooling: the BERT tower's aggregator, "cls" (the paper) or "mean"; see `BertTower`.
       bow_output_activation: the BoW-MLP output layer's activation, "tanh" or None.
+      bow_mlp: False: a static BoW tower, the mean of its token vectors (see `BowMlpTower`).
       normalize_embeddings: cosine scores; see `TwoTowerModel`.
       loss: the training loss (e.g. with a `temperature`); the default one if None.
-      **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim.
+      lower_case: the tokenizer lower-cases and strips accents (BERT uncased).
+      max_sequence_length: positions a BERT tower covers (default: the longer token budget).
+      **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim, and
+        `BertTower`'s type_vocab_size / inner_activation / projection.
     """
-    query_pre = TextPreprocessor(vocabulary, seq_length=query_length, name="query_preprocessor")
+    query_pre = TextPreprocessor(vocabulary, seq_length=query_length, lower_case=lower_case,
+                                 name="query_preprocessor")
     doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
-                               name="document_preprocessor")
+                               lower_case=lower_case, name="document_preprocessor")
     vocab_size = query_pre.vocab_size
 
     def make_tower(name):
         if encoder == "bert":
             return BertTower(vocab_size, embedding_dim, size=size,
-                             max_sequence_length=max(query_length, document_length),
+                             max_sequence_length=(max_sequence_length
+                                                  or max(query_length, document_length)),
                              dropout_rate=dropout_rate, pooling=pooling,
                              init_checkpoint=init_checkpoint, name=name, **bert_shape)
         if encoder == "bow_mlp":
             return BowMlpTower(vocab_size, embedding_dim, token_embedding_dim=bow_token_embedding_dim,
                                hidden_dim=bow_hidden_dim, output_activation=bow_output_activation,
-                               name=name)
+                               mlp=bow_mlp, name=name)
         raise ValueError(f"Unknown encoder {encoder!r}; expected 'bert' or 'bow_mlp'.")
 
     query_tower = make_tower("query_tower")

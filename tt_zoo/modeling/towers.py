@@ -28,6 +28,20 @@ class BertShape:
 
 POOLINGS = ("cls", "mean")
 
+# The feed-forward activation of a BERT tower. The Model Garden's encoder defaults to GELU's tanh
+# approximation (as Google's original BERT code computed it); Hugging Face's BERT "gelu" is the
+# exact erf form, which an imported checkpoint of it needs (`tt_zoo.modeling.checkpoints`).
+def gelu_approximate(x):
+    return tf.keras.activations.gelu(x, approximate=True)
+
+
+def gelu_exact(x):
+    return tf.keras.activations.gelu(x, approximate=False)
+
+
+INNER_ACTIVATIONS = {"gelu_approximate": gelu_approximate, "gelu": gelu_exact,
+                     "relu": tf.keras.activations.relu}
+
 BERT_SIZES: Dict[str, BertShape] = {
     "tiny": BertShape(num_layers=2, hidden_size=128, num_attention_heads=2, inner_dim=512),
     "mini": BertShape(num_layers=4, hidden_size=256, num_attention_heads=4, inner_dim=1024),
@@ -85,6 +99,12 @@ class BertTower(tf.keras.layers.Layer):
       pooling: how the final hidden states become one vector: "cls" (the paper) or "mean".
       init_checkpoint: optional path of a Model Garden BERT checkpoint saved as
         `tf.train.Checkpoint(encoder=...)` to initialise the encoder from.
+      type_vocab_size: number of segment (token type) ids; 16 is the Model Garden's default,
+        a BERT checkpoint brings its own (2).
+      inner_activation: the feed-forward activation, one of `INNER_ACTIVATIONS`.
+      projection: False makes the embedding the pooled hidden state itself (no linear layer;
+        `embedding_dim` must equal the hidden size), as a sentence-transformers checkpoint
+        such as all-MiniLM-L6-v2 has it.
       **kwargs: passed to `tf.keras.layers.Layer`.
 
     Example:
@@ -100,14 +120,22 @@ class BertTower(tf.keras.layers.Layer):
                  num_layers: Optional[int] = None, hidden_size: Optional[int] = None,
                  num_attention_heads: Optional[int] = None, inner_dim: Optional[int] = None,
                  max_sequence_length: int = 512, dropout_rate: float = 0.1,
-                 pooling: str = "cls", init_checkpoint: Optional[str] = None, **kwargs):
+                 pooling: str = "cls", init_checkpoint: Optional[str] = None,
+                 type_vocab_size: int = 16, inner_activation: str = "gelu_approximate",
+                 projection: bool = True, **kwargs):
         super().__init__(**kwargs)
         if vocab_size <= 0 or embedding_dim <= 0:
             raise ValueError(f"vocab_size and embedding_dim must be positive (got {vocab_size}, "
                              f"{embedding_dim}).")
         if pooling not in POOLINGS:
             raise ValueError(f"Unknown pooling {pooling!r}; expected one of {POOLINGS}.")
+        if inner_activation not in INNER_ACTIVATIONS:
+            raise ValueError(f"Unknown inner_activation {inner_activation!r}; expected one of "
+                             f"{sorted(INNER_ACTIVATIONS)}.")
         self.pooling = pooling
+        self.type_vocab_size = int(type_vocab_size)
+        self.inner_activation = inner_activation
+        self.use_projection = bool(projection)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.size = size
@@ -120,6 +148,9 @@ class BertTower(tf.keras.layers.Layer):
         self.max_sequence_length = max_sequence_length
         self.dropout_rate = dropout_rate
         self.init_checkpoint = init_checkpoint
+        if not self.use_projection and embedding_dim != self.shape_.hidden_size:
+            raise ValueError(f"A BERT tower without a projection embeds in its hidden size "
+                             f"{self.shape_.hidden_size} (got embedding_dim {embedding_dim}).")
         self.encoder = networks.BertEncoderV2(
             vocab_size=vocab_size,
             hidden_size=self.shape_.hidden_size,
@@ -127,6 +158,8 @@ class BertTower(tf.keras.layers.Layer):
             num_attention_heads=self.shape_.num_attention_heads,
             inner_dim=self.shape_.inner_dim,
             max_sequence_length=max_sequence_length,
+            type_vocab_size=self.type_vocab_size,
+            inner_activation=INNER_ACTIVATIONS[inner_activation],
             output_dropout=dropout_rate,
             attention_dropout=dropout_rate,
             name="encoder")
@@ -136,7 +169,7 @@ class BertTower(tf.keras.layers.Layer):
         self.encoder.pooler_layer.trainable = False
         self.projection = tf.keras.layers.Dense(
             embedding_dim, kernel_initializer=tf.keras.initializers.TruncatedNormal(stddev=0.02),
-            name="cls_projection")
+            name="cls_projection") if self.use_projection else None
         if init_checkpoint:
             self.load_encoder_checkpoint(init_checkpoint)
 
@@ -167,9 +200,9 @@ class BertTower(tf.keras.layers.Layer):
         packed = {k: inputs[k] for k in ("input_word_ids", "input_mask", "input_type_ids")}
         states = bert_inference.sequence_output(self.encoder, packed, training, plain_inference)
         # states: [batch, seq_length, hidden]
-        if self.pooling == "cls":
-            return self.projection(states[:, 0, :])
-        return self.projection(masked_mean(states, inputs["input_mask"]))
+        pooled = (states[:, 0, :] if self.pooling == "cls"
+                  else masked_mean(states, inputs["input_mask"]))
+        return pooled if self.projection is None else self.projection(pooled)
 
     def get_config(self):
         config = super().get_config()
@@ -178,6 +211,8 @@ class BertTower(tf.keras.layers.Layer):
                       num_attention_heads=self.num_attention_heads, inner_dim=self.inner_dim,
                       max_sequence_length=self.max_sequence_length,
                       dropout_rate=self.dropout_rate, pooling=self.pooling,
+                      type_vocab_size=self.type_vocab_size,
+                      inner_activation=self.inner_activation, projection=self.use_projection,
                       # Weights travel with the model; the checkpoint is only an initialiser.
                       init_checkpoint=None)
         return config
@@ -212,6 +247,10 @@ class BowMlpTower(tf.keras.layers.Layer):
       token_embedding_dim: size of each unigram embedding.
       hidden_dim: width of the first dense layer.
       output_activation: "tanh" or None (linear).
+      mlp: False drops the two layers: the embedding is the average of the unigram vectors
+        itself (a *static* embedding model, model2vec's shape; `embedding_dim` must equal
+        `token_embedding_dim`): `tt_zoo.modeling.static_distillation` fills its table from a
+        Transformer.
       **kwargs: passed to `tf.keras.layers.Layer`.
 
     Example:
@@ -224,7 +263,8 @@ class BowMlpTower(tf.keras.layers.Layer):
     """
 
     def __init__(self, vocab_size: int, embedding_dim: int = 512, token_embedding_dim: int = 256,
-                 hidden_dim: int = 1024, output_activation: Optional[str] = "tanh", **kwargs):
+                 hidden_dim: int = 1024, output_activation: Optional[str] = "tanh",
+                 mlp: bool = True, **kwargs):
         super().__init__(**kwargs)
         if output_activation not in ("tanh", None):
             raise ValueError(f"output_activation must be 'tanh' or None (got "
@@ -238,11 +278,17 @@ class BowMlpTower(tf.keras.layers.Layer):
         self.token_embedding_dim = token_embedding_dim
         self.hidden_dim = hidden_dim
         self.output_activation = output_activation
+        self.mlp = bool(mlp)
+        if not self.mlp and embedding_dim != token_embedding_dim:
+            raise ValueError(f"A BoW tower without its MLP embeds in its token_embedding_dim "
+                             f"{token_embedding_dim} (got embedding_dim {embedding_dim}).")
         self.token_embeddings = tf.keras.layers.Embedding(vocab_size, token_embedding_dim,
                                                           name="unigram_embeddings")
-        self.hidden = tf.keras.layers.Dense(hidden_dim, activation="tanh", name="mlp_hidden")
-        self.output_layer = tf.keras.layers.Dense(embedding_dim, activation=output_activation,
-                                                  name="mlp_output")
+        if self.mlp:
+            self.hidden = tf.keras.layers.Dense(hidden_dim, activation="tanh", name="mlp_hidden")
+            self.output_layer = tf.keras.layers.Dense(embedding_dim,
+                                                      activation=output_activation,
+                                                      name="mlp_output")
 
     def call(self, inputs):
         """Encodes packed inputs.
@@ -254,11 +300,12 @@ class BowMlpTower(tf.keras.layers.Layer):
           embeddings: [batch, embedding_dim].
         """
         token_vectors = self.token_embeddings(inputs["input_word_ids"])
-        return self.output_layer(self.hidden(masked_mean(token_vectors, inputs["input_mask"])))
+        average = masked_mean(token_vectors, inputs["input_mask"])
+        return self.output_layer(self.hidden(average)) if self.mlp else average
 
     def get_config(self):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, embedding_dim=self.embedding_dim,
                       token_embedding_dim=self.token_embedding_dim, hidden_dim=self.hidden_dim,
-                      output_activation=self.output_activation)
+                      output_activation=self.output_activation, mlp=self.mlp)
         return config

@@ -161,6 +161,8 @@ class Origin(_Record):
     copied: Optional[str] = None  # which weights were copied
     new: Optional[List[str]] = None  # layers that start fresh
     query_marker: Optional[str] = None  # how a late-interaction query marker was initialised
+    revision: Optional[str] = None  # an imported public checkpoint's revision
+    license: Optional[str] = None  # an imported public checkpoint's licence
 
 
 @dataclass

@@ -356,6 +356,9 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
     spec = get_spec(str(name_or_path))
     if spec.kind not in kinds:
         raise TtZooError(_wrong_kind(spec.name, spec.kind))
+    if spec.imported is not None:
+        from tt_zoo.zoo import imported
+        return imported.locate(spec), spec
     if not spec.shipped:
         raise FileNotFoundError(
             f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "

@@ -52,6 +52,7 @@ import pathlib
 from typing import Dict, List, Optional, Tuple
 
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint
 from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
                                Recipe)
 
@@ -247,6 +248,8 @@ class ModelSpec:
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
       multitask: the `tt-zoo multitask` run that trains it from `init_from` (its recipe then
         makes the pair set only), None for a pretrained variant.
+      imported: the public checkpoint it is (`tt_zoo.zoo.imported`), built from its registry
+        package into the cache instead of shipping in saved_models/; None for the others.
     """
 
     name: str
@@ -266,6 +269,7 @@ class ModelSpec:
     metrics: Tuple[Tuple[str, float], ...] = ()
     kind: str = TWO_TOWER
     multitask: Optional[MultitaskRecipe] = None
+    imported: Optional[ImportedCheckpoint] = None
 
     @property
     def shipped(self) -> bool:
@@ -279,6 +283,12 @@ class ModelSpec:
 
     def recipe_command(self) -> str:
         """The commands that train and export this variant."""
+        if self.imported is not None:
+            return f"tt-zoo import-checkpoint --name {self.name} --export saved_models/{self.name}"
+        if self.pretraining == DISTILLED and self.multitask is None:
+            return (f"tt-zoo distill-static --model {self.init_from} --corpus "
+                    f"$TT_ZOO_DATA/wikispeedia --dim {self.embedding_dim} "
+                    f"--export saved_models/{self.name}")
         if self.kind == TERM_WEIGHTS:
             return self._term_weight_recipe_command()
         if self.multitask is not None:
@@ -348,9 +358,49 @@ def _build_registry() -> Dict[str, ModelSpec]:
             for prefix, series in SERIES.items() for name, task, dim in series.names(prefix)}
 
 
+# The family of a public checkpoint (`tt_zoo.zoo.imported`): the checkpoint as imported
+# (``minilm_l6_384``), trained on the two QA tasks (``multitask_``), distilled into a static BoW
+# model (``static_``, model2vec) and that trained on the two QA tasks in turn. MiniLM fine-tunes
+# at BERT's rate (Maillard et al.: 2e-5) for a quarter of a pass over the union (150 x 16: a
+# MiniLM step costs ~27 tiny-BERT steps on this machine's two cores); the static table at the
+# BoW-MLP recipe's (`MULTITASK_RECIPE`).
+MULTITASK_CHECKPOINT_RECIPE = MultitaskRecipe(steps=150, batch_size=16, learning_rate=2e-5)
+STATIC_DIM = 256
+DISTILLED = "distilled"  # the pretraining of a static model distilled from its init_from
+
+
+def _checkpoint_specs() -> Dict[str, ModelSpec]:
+    """For every public checkpoint of `tt_zoo.zoo.imported`: the imported model (a mean-pooled,
+    normalised BERT of the checkpoint's shape, found in the cache, built there from its
+    package) and the three models made from it."""
+    specs = {}
+    for name, c in CHECKPOINTS.items():
+        common = dict(query_length=c.query_length, document_length=c.document_length,
+                      options=CPU_SCALE, recipe=dataclasses.replace(
+                          CPU_RECIPE, document_length=c.document_length))
+        static = f"static_{name.rsplit('_', 1)[0]}_{STATIC_DIM}"
+        specs[name] = ModelSpec(
+            name=name, encoder="bert", tower_size=None, embedding_dim=c.embedding_dim,
+            pretraining="imported", artifact=name, imported=c, **common,
+            provenance=f"{c.base_model} (revision {c.revision[:12]}, {c.license}) from "
+                       f"{c.requirement}, as published; trained on {c.training_data}")
+        specs[f"multitask_{name}"] = ModelSpec(
+            name=f"multitask_{name}", encoder="bert", tower_size=None,
+            embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
+            multitask=MULTITASK_CHECKPOINT_RECIPE, **common)
+        specs[static] = ModelSpec(name=static, encoder="bow_mlp", tower_size=None,
+                                  embedding_dim=STATIC_DIM, pretraining=DISTILLED,
+                                  init_from=name, **common)
+        specs[f"multitask_{static}"] = ModelSpec(
+            name=f"multitask_{static}", encoder="bow_mlp", tower_size=None,
+            embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=static,
+            multitask=MULTITASK_RECIPE, **common)
+    return specs
+
+
 # What each name is before its shipped entry (if any) is applied: a shipped entry's recipe keeps
 # the fields it does not record from here.
-_REGISTERED: Dict[str, ModelSpec] = _build_registry()
+_REGISTERED: Dict[str, ModelSpec] = {**_build_registry(), **_checkpoint_specs()}
 REGISTRY: Dict[str, ModelSpec] = dict(_REGISTERED)
 
 

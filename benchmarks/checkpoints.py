@@ -1,0 +1,156 @@
+"""results/checkpoints.{md,json}: the zoo started from a public checkpoint (all-MiniLM-L6-v2),
+side by side with BM25, on ReQA-SQuAD(dev), ODQA answer recall and open-domain ReQA.
+
+Rows: BM25; every --model by exact search (MiniLM as imported, MiniLM after the tasks or
+multi-task, the static BoW distilled from it and trained on, ...); RRF and convex fusion of
+BM25 with each (`benchmarks/fusion.py`'s rows, the convex weight chosen on questions not
+reported). A second table gives each model's cost: parameters, training CPU minutes (its card)
+and documents/s encoding 100-word Wikispeedia passages with their titles (measured here, median
+of --speed-runs runs, one model after the other in this process).
+
+MiniLM's training pairs include NQ and SQuAD questions (its card): every MiniLM-derived number
+on these question sets is a *supervised start*, not zero-shot. A model trained here on the
+ReQA split's training questions (`tt-zoo multitask --task reqa`) is read on the split's test
+questions (--split-fraction 0.8 --reqa-choose-on validation).
+
+  python benchmarks/checkpoints.py --split-fraction 0.8 --reqa-choose-on validation \\
+      --model minilm_l6_384 --model runs/exports/multitask_minilm_l6_384 \\
+      --skip minilm_l6_384@open_domain_reqa --skip multitask_minilm_l6_384@open_domain_reqa
+"""
+
+from __future__ import annotations
+
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, fusion
+import fusion  # noqa: E402
+import text_rows  # noqa: E402
+
+NAME = "checkpoints"
+SPEED_PASSAGES = 512  # 100-word Wikispeedia passages encoded per speed run
+
+
+def parse_args(argv=None):
+    p = text_rows.parser(__doc__)
+    p.add_argument("--depth", type=int, default=100,
+                   help="candidates of each searcher fused per query (default: %(default)s)")
+    p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    p.add_argument("--speed-runs", type=int, default=3,
+                   help="timed encodings of the speed passages per model (default: %(default)s)")
+    p.add_argument("--record", action="store_true",
+                   help="write each registered model's tables into its card (an imported "
+                        "checkpoint's: tt_zoo/zoo/imported_measured.json; a shipped export's: "
+                        "tt_zoo.zoo.shipping.record_results)")
+    text_rows.add_arguments(p)
+    args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    if args.depth < 1 or args.speed_runs < 1:
+        p.error("--depth and --speed-runs must be at least 1")
+    text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")
+    return args
+
+
+def speed_passages(articles, n: int = SPEED_PASSAGES):
+    """The first `n` 100-word passages (titles, texts) of the article source, in order."""
+    from tt_zoo.retrieval.odqa import passage_collection
+
+    collection = passage_collection(articles, 100, limit_articles=max(1, n // 20))
+    if len(collection) < n:
+        collection = passage_collection(articles, 100)
+    return collection.titles[:n], collection.texts[:n]
+
+
+def encoding_speed(model, titles, texts, runs: int) -> dict:
+    """Documents/s of ``model.encode_documents`` on the passages: the median of `runs` timed
+    encodings after one untimed warm-up (tracing)."""
+    model.encode_documents(texts[:64], titles=titles[:64], show_progress_bar=False)
+    rates = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        model.encode_documents(texts, titles=titles, show_progress_bar=False)
+        rates.append(len(texts) / (time.perf_counter() - start))
+    return {"docs_per_s": statistics.median(rates), "runs": [round(r, 1) for r in rates],
+            "passages": len(texts)}
+
+
+def cost(model) -> dict:
+    """What a model costs: parameters, training CPU minutes of its card (this model's own run,
+    not its base's), what it was trained on."""
+    card = model.card
+    cpu = card.result.train_cpu_seconds
+    return {"parameters": card.architecture.parameters,
+            "train_cpu_minutes": None if cpu is None else round(cpu / 60, 1),
+            "pretraining": card.training.pretraining,
+            "base_model": getattr(card.lineage.base_model, "name", None)}
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    out = text_rows.run(args, NAME, fusion.fusion_rows, report)
+    import tt_zoo
+
+    titles, texts = speed_passages(args.articles)
+    out["costs"] = {}
+    for given in args.model:
+        model = tt_zoo.load(given)
+        out["costs"][model.name] = {**cost(model),
+                                    **encoding_speed(model, titles, texts, args.speed_runs)}
+        print(f"  {model.name}: {out['costs'][model.name]['docs_per_s']:,.0f} docs/s",
+              file=sys.stderr)
+    text_rows.write(out, args.output, report)
+    print(report(out))
+    if args.record and not args.smoke:
+        record(out, args.output.with_suffix(".json"))
+    return out
+
+
+def record(out: dict, results: pathlib.Path) -> None:
+    """Each model's rows (its own and its fusion rows, with BM25's) into its card: an imported
+    checkpoint's through `tt_zoo.zoo.imported.record_tables` ("supervised start"), a shipped
+    export's through `tt_zoo.zoo.shipping.record_results`; other models are not recorded."""
+    from tt_zoo.zoo import imported, registry, shipping
+
+    relative = str(results.resolve().relative_to(text_rows.REPO))
+    for name in out["costs"]:
+        spec = registry.REGISTRY.get(name)
+        if spec is not None and spec.imported is not None:
+            tables = shipping.benchmark_tables(
+                out, name, regime=f"as imported ({imported.SUPERVISED_START})")
+            imported.record_tables(name, tables, source=out["generator"], results=relative)
+        elif spec is not None and spec.shipped:
+            shipping.record_results(name, out, rows=name, results_path=relative)
+
+
+def report(out: dict) -> str:
+    s = out["settings"]
+    lines = text_rows.report_head(out, NAME, "Starting from a public checkpoint (all-MiniLM-L6-v2)", (
+        "Rows: BM25 (bm25s); each model by exact inner-product search; RRF (rrf_k "
+        f"{s['rrf_k']:g}) and convex fusion w * minmax(BM25) + (1 - w) * minmax(model) of "
+        f"each searcher's top {s['depth']}, w chosen on questions not reported ("
+        f"{text_rows.chosen_on_text(s)}). **Supervised start**: all-MiniLM-L6-v2 was trained on "
+        "about 1B sentence pairs that include NQ and SQuAD questions, so every MiniLM-derived "
+        "row (the static BoW distilled from it included) is not zero-shot on these question "
+        "sets."))
+    costs = out.get("costs") or {}
+    if costs:
+        lines += ["## Cost of each model", "",
+                  f"Documents/s: `encode_documents` on the first {next(iter(costs.values()))['passages']:,} "
+                  "100-word Wikispeedia passages with their titles, float32, median of the runs "
+                  "shown (one model after the other in one process). Training CPU minutes: the "
+                  "model's own training run (its card), not its base's.", "",
+                  "| model | parameters | pretraining | train CPU min | docs/s | runs |",
+                  "|---|---|---|---|---|---|"]
+        for name, c in costs.items():
+            train = "–" if c["train_cpu_minutes"] is None else f"{c['train_cpu_minutes']:,.1f}"
+            lines.append(f"| {name} | {c['parameters'] or 0:,} | {c['pretraining'] or '–'} | "
+                         f"{train} | {c['docs_per_s']:,.0f} | "
+                         + ", ".join(f"{r:,.0f}" for r in c["runs"]) + " |")
+        lines.append("")
+    lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)

@@ -1,0 +1,206 @@
+"""A public BERT checkpoint, read into NumPy, and its weights set into a `BertTower`.
+
+The field's strongest unsupervised retrievers start from a pretrained BERT before their pair
+tasks (Contriever, Izacard et al. 2021, Sec. 4; Spider, Ram et al. 2022, Sec. 4), and the MLM
+baseline of Chang et al. 2020 (Sec. 5.1) *is* the BERT checkpoint. A `BertCheckpoint` is what
+every reader of this package returns (`huggingface.read_huggingface_folder`,
+`google_bert.read_google_checkpoint`): the encoder's shape, its weights under Hugging Face's
+`BertModel` names (linear weights as [out, in]), the vocabulary, how the text is cased and how
+the sentence vector is pooled. `set_encoder_weights` copies those weights into the Model Garden
+`BertEncoderV2` of a tower, checking every shape, so the imported tower computes the
+checkpoint's own function (the tests compare it with an independent NumPy forward).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Dict, List, Optional
+
+import numpy as np
+
+from tt_zoo.errors import ArtifactError
+
+# What the imported model pools and whether it normalises (sentence-transformers' Pooling and
+# Normalize modules; a plain BERT checkpoint has neither: [CLS], raw inner products).
+POOLINGS = ("mean", "cls")
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """The shape of a BERT encoder, as Hugging Face's and Google's ``config.json`` give it."""
+
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    intermediate_size: int
+    max_position_embeddings: int
+    type_vocab_size: int
+    inner_activation: str  # a key of `tt_zoo.modeling.towers.INNER_ACTIVATIONS`
+    layer_norm_eps: float = 1e-12
+
+    @property
+    def head_size(self) -> int:
+        """hidden / heads: the attention scale is 1 / sqrt(head size) (all-MiniLM-L6-v2: 32)."""
+        return self.hidden_size // self.num_attention_heads
+
+
+@dataclasses.dataclass
+class BertCheckpoint:
+    """A BERT checkpoint read into memory.
+
+    Attributes:
+      config: the encoder's shape.
+      weights: Hugging Face `BertModel` names (``embeddings.word_embeddings.weight``,
+        ``encoder.layer.N.attention.self.query.weight`` as [out, in], ...) -> float32 arrays.
+      vocabulary: the WordPiece tokens in id order.
+      lower_case: the tokenizer lower-cases and strips accents (BERT uncased).
+      pooling: "mean" (over real tokens) or "cls".
+      normalize: the sentence vector is L2-normalised (cosine scores).
+      max_seq_length: the longest input the checkpoint's users feed it (sentence-transformers'
+        ``max_seq_length``; the position table may cover more).
+      source: where it was read from, for messages and the card.
+      files: {file name: sha256} of the weight files read.
+    """
+
+    config: BertConfig
+    weights: Dict[str, np.ndarray]
+    vocabulary: List[str]
+    lower_case: bool
+    pooling: str
+    normalize: bool
+    max_seq_length: int
+    source: str
+    files: Dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.pooling not in POOLINGS:
+            raise ArtifactError(f"{self.source}: pooling {self.pooling!r} is not supported "
+                                f"(expected one of {POOLINGS}).")
+        if len(self.vocabulary) != self.config.vocab_size:
+            raise ArtifactError(
+                f"{self.source}: the vocabulary has {len(self.vocabulary):,} tokens but the "
+                f"embedding table has {self.config.vocab_size:,} rows (expected the same).")
+        check_weight_shapes(self)
+
+
+def expected_shapes(config: BertConfig) -> Dict[str, tuple]:
+    """{Hugging Face weight name: shape} of a BERT encoder of `config` (pooler excluded)."""
+    h, i = config.hidden_size, config.intermediate_size
+    shapes = {"embeddings.word_embeddings.weight": (config.vocab_size, h),
+              "embeddings.position_embeddings.weight": (config.max_position_embeddings, h),
+              "embeddings.token_type_embeddings.weight": (config.type_vocab_size, h),
+              "embeddings.LayerNorm.weight": (h,), "embeddings.LayerNorm.bias": (h,)}
+    for n in range(config.num_layers):
+        p = f"encoder.layer.{n}."
+        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
+                     "attention.output.dense"):
+            shapes[f"{p}{part}.weight"], shapes[f"{p}{part}.bias"] = (h, h), (h,)
+        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
+            shapes[f"{p}{norm}.weight"], shapes[f"{p}{norm}.bias"] = (h,), (h,)
+        shapes[f"{p}intermediate.dense.weight"], shapes[f"{p}intermediate.dense.bias"] = (i, h), (i,)
+        shapes[f"{p}output.dense.weight"], shapes[f"{p}output.dense.bias"] = (h, i), (h,)
+    return shapes
+
+
+def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
+    """Raises `ArtifactError` naming the source and the tensor when a weight the config calls
+    for is missing or of another shape."""
+    for name, shape in expected_shapes(checkpoint.config).items():
+        if name not in checkpoint.weights:
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a BERT of "
+                                f"{checkpoint.config.num_layers} layers needs it).")
+        got = tuple(checkpoint.weights[name].shape)
+        if got != shape:
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} has shape {got}, "
+                                f"expected {shape} from the config.")
+
+
+_LEGACY_NORM = re.compile(r"LayerNorm\.(gamma|beta)$")
+
+
+def canonical_weight_names(weights: Dict[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """Hugging Face names without a task model's ``bert.`` prefix, old ``LayerNorm.gamma/beta``
+    as ``.weight/.bias``, float32; buffers (``position_ids``) dropped."""
+    out = {}
+    for name, value in weights.items():
+        if name.endswith("position_ids"):
+            continue
+        name = name[len("bert."):] if name.startswith("bert.") else name
+        name = _LEGACY_NORM.sub(lambda m: "LayerNorm." + ("weight" if m.group(1) == "gamma"
+                                                          else "bias"), name)
+        out[name] = np.asarray(value, dtype=np.float32)
+    return out
+
+
+def set_encoder_weights(encoder, checkpoint: BertCheckpoint) -> None:
+    """Copies `checkpoint`'s weights into a built Model Garden `BertEncoderV2` of its shape.
+
+    The query, key and value projections ([out, in] = [hidden, hidden]) become the encoder's
+    [hidden, heads, head size] kernels, the attention output's [heads, head size, hidden]; the
+    pooler (unused by the towers) is set too when the checkpoint has one.
+    """
+    # pylint: disable=protected-access
+    w = checkpoint.weights
+    c = checkpoint.config
+    heads, head = c.num_attention_heads, c.head_size
+
+    def assign(variable, value, name):
+        value = np.asarray(value, np.float32)
+        if tuple(variable.shape) != value.shape:
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} of shape {value.shape} "
+                                f"does not fit the encoder's {tuple(variable.shape)}.")
+        variable.assign(value)
+
+    def linear(dense, name, kernel_shape):
+        assign(dense.kernel, w[name + ".weight"].T.reshape(kernel_shape), name + ".weight")
+        assign(dense.bias, w[name + ".bias"].reshape(dense.bias.shape), name + ".bias")
+
+    def norm(layer, name):
+        assign(layer.gamma, w[name + ".weight"], name + ".weight")
+        assign(layer.beta, w[name + ".bias"], name + ".bias")
+
+    assign(encoder._embedding_layer.embeddings, w["embeddings.word_embeddings.weight"],
+           "embeddings.word_embeddings.weight")
+    assign(encoder._position_embedding_layer._position_embeddings,
+           w["embeddings.position_embeddings.weight"], "embeddings.position_embeddings.weight")
+    assign(encoder._type_embedding_layer.embeddings, w["embeddings.token_type_embeddings.weight"],
+           "embeddings.token_type_embeddings.weight")
+    norm(encoder._embedding_norm_layer, "embeddings.LayerNorm")
+    for n, block in enumerate(encoder._transformer_layers):
+        p = f"encoder.layer.{n}."
+        attention = block._attention_layer
+        for part, dense in (("query", attention._query_dense), ("key", attention._key_dense),
+                            ("value", attention._value_dense)):
+            linear(dense, f"{p}attention.self.{part}", (c.hidden_size, heads, head))
+        linear(attention._output_dense, f"{p}attention.output.dense",
+               (heads, head, c.hidden_size))
+        norm(block._attention_layer_norm, f"{p}attention.output.LayerNorm")
+        linear(block._intermediate_dense, f"{p}intermediate.dense",
+               (c.hidden_size, c.intermediate_size))
+        linear(block._output_dense, f"{p}output.dense", (c.intermediate_size, c.hidden_size))
+        norm(block._output_layer_norm, f"{p}output.LayerNorm")
+    if "pooler.dense.weight" in w:
+        linear(encoder.pooler_layer, "pooler.dense", (c.hidden_size, c.hidden_size))
+
+
+def hidden_activation(name: str, source: str, *, tanh_gelu: bool = False) -> str:
+    """The tower activation (`tt_zoo.modeling.towers.INNER_ACTIVATIONS`) of a config's
+    ``hidden_act``. `tanh_gelu`: the checkpoint's "gelu" was the tanh approximation (Google's
+    original BERT code computed it so); Hugging Face's "gelu" is the exact erf form."""
+    known = {"gelu": "gelu_approximate" if tanh_gelu else "gelu", "gelu_new": "gelu_approximate",
+             "gelu_pytorch_tanh": "gelu_approximate", "gelu_fast": "gelu_approximate",
+             "relu": "relu"}
+    if name not in known:
+        raise ArtifactError(f"{source}: hidden_act {name!r} is not supported (expected one of "
+                            f"{sorted(known)}).")
+    return known[name]
+
+
+def as_int(config: dict, key: str, source: str, default: Optional[int] = None) -> int:
+    """``config[key]`` as a positive int, or `ArtifactError` naming the file and the key."""
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ArtifactError(f"{source}: {key!r} must be a positive integer (got {value!r}).")
+    return value

@@ -1,0 +1,165 @@
+"""A Hugging Face / sentence-transformers BERT folder, read without PyTorch or transformers.
+
+The folder holds ``config.json`` (a ``BertModel``: ``model_type`` "bert"), ``model.safetensors``
+(read into NumPy by the `safetensors` library), the vocabulary as ``vocab.txt`` or inside
+``tokenizer.json`` (a WordPiece model), and, for a sentence-transformers model, the pooling
+config (``1_Pooling/config.json``), ``modules.json`` (a ``Normalize`` module means cosine
+scores) and ``sentence_bert_config.json`` (``max_seq_length``). A plain BERT folder pools
+[CLS] and does not normalise, as BERT's own classifier input does.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Optional
+
+from tt_zoo.errors import ArtifactError
+from tt_zoo.manifest import describe_file
+from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
+                                                         canonical_weight_names,
+                                                         hidden_activation)
+
+WEIGHTS_FILE = "model.safetensors"
+SUPPORTED_TYPES = ("bert",)
+
+
+def is_huggingface_folder(path: pathlib.Path) -> bool:
+    return (path / "config.json").is_file() and not (path / "bert_config.json").is_file()
+
+
+def read_json(path: pathlib.Path, what: str) -> dict:
+    """A JSON object file, or `ArtifactError` naming it and what it should hold."""
+    if not path.is_file():
+        raise ArtifactError(f"{path} is missing ({what}).")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{path} is not valid JSON ({e}); expected {what}.") from e
+    if not isinstance(value, dict):
+        raise ArtifactError(f"{path} must hold a JSON object ({what}).")
+    return value
+
+
+def read_config(folder: pathlib.Path) -> BertConfig:
+    path = folder / "config.json"
+    config = read_json(path, "the model's Hugging Face config")
+    model_type = config.get("model_type")
+    if model_type not in SUPPORTED_TYPES:
+        raise ArtifactError(
+            f"{path}: model_type {model_type!r} is not supported; tt_zoo imports BERT "
+            f"checkpoints (model_type {SUPPORTED_TYPES}), not RoBERTa, ALBERT or others.")
+    src = str(path)
+    hidden = as_int(config, "hidden_size", src)
+    heads = as_int(config, "num_attention_heads", src)
+    if hidden % heads:
+        raise ArtifactError(f"{path}: hidden_size {hidden} is not divisible by "
+                            f"num_attention_heads {heads}.")
+    if config.get("position_embedding_type", "absolute") != "absolute":
+        raise ArtifactError(f"{path}: position_embedding_type "
+                            f"{config['position_embedding_type']!r} is not supported "
+                            "(expected 'absolute').")
+    return BertConfig(vocab_size=as_int(config, "vocab_size", src), hidden_size=hidden,
+                      num_layers=as_int(config, "num_hidden_layers", src),
+                      num_attention_heads=heads,
+                      intermediate_size=as_int(config, "intermediate_size", src),
+                      max_position_embeddings=as_int(config, "max_position_embeddings", src),
+                      type_vocab_size=as_int(config, "type_vocab_size", src, 2),
+                      inner_activation=hidden_activation(config.get("hidden_act", "gelu"), src),
+                      layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)))
+
+
+def read_vocabulary(folder: pathlib.Path) -> list:
+    """``vocab.txt`` if present, else the WordPiece vocabulary of ``tokenizer.json``."""
+    from tt_zoo.data.text import load_vocab, validate_vocab
+    if (folder / "vocab.txt").is_file():
+        return load_vocab(folder / "vocab.txt")
+    path = folder / "tokenizer.json"
+    tokenizer = read_json(path, "a vocab.txt or a tokenizer.json with a WordPiece model")
+    model = tokenizer.get("model") or {}
+    if model.get("type") != "WordPiece" or not isinstance(model.get("vocab"), dict):
+        raise ArtifactError(f"{path}: expected a WordPiece model with a vocab (got model type "
+                            f"{model.get('type')!r}).")
+    by_id = sorted(model["vocab"].items(), key=lambda item: item[1])
+    if [i for _, i in by_id] != list(range(len(by_id))):
+        raise ArtifactError(f"{path}: the WordPiece ids are not 0..{len(by_id) - 1}.")
+    return validate_vocab([token for token, _ in by_id], source=str(path))
+
+
+def read_lower_case(folder: pathlib.Path) -> bool:
+    """The tokenizer's casing: tokenizer_config.json's ``do_lower_case``, else the
+    normaliser of tokenizer.json, else True (BERT uncased)."""
+    config_path = folder / "tokenizer_config.json"
+    if config_path.is_file():
+        config = read_json(config_path, "the tokenizer config")
+        if "do_lower_case" in config:
+            return bool(config["do_lower_case"])
+    if (folder / "tokenizer.json").is_file():
+        normalizer = read_json(folder / "tokenizer.json", "the tokenizer").get("normalizer") or {}
+        if "lowercase" in normalizer:
+            return bool(normalizer["lowercase"])
+    return True
+
+
+def read_sentence_transformers(folder: pathlib.Path, config: BertConfig):
+    """(pooling, normalize, max_seq_length) of a sentence-transformers folder; a plain BERT
+    folder gives ("cls", False, its position table's length)."""
+    modules_path = folder / "modules.json"
+    if not modules_path.is_file():
+        return "cls", False, config.max_position_embeddings
+    modules = json.loads(modules_path.read_text(encoding="utf-8"))
+    kinds = [str(m.get("type", "")) for m in modules]
+    normalize = any(k.endswith("Normalize") for k in kinds)
+    pooling_dirs = [m.get("path", "") for m in modules if str(m.get("type", "")).endswith("Pooling")]
+    pooling = "cls"
+    if pooling_dirs:
+        path = folder / pooling_dirs[0] / "config.json"
+        p = read_json(path, "sentence-transformers' pooling config")
+        modes = [k for k, v in p.items() if k.startswith("pooling_mode_") and v]
+        known = {"pooling_mode_mean_tokens": "mean", "pooling_mode_cls_token": "cls"}
+        if len(modes) != 1 or modes[0] not in known:
+            raise ArtifactError(f"{path}: pooling {modes} is not supported (expected one of "
+                                "pooling_mode_mean_tokens, pooling_mode_cls_token).")
+        pooling = known[modes[0]]
+    max_len = config.max_position_embeddings
+    st_config = folder / "sentence_bert_config.json"
+    if st_config.is_file():
+        max_len = as_int(read_json(st_config, "sentence-transformers' config"), "max_seq_length",
+                         str(st_config), max_len)
+    return pooling, normalize, min(max_len, config.max_position_embeddings)
+
+
+def read_huggingface_folder(folder, expected_sha256: Optional[str] = None) -> BertCheckpoint:
+    """Reads a Hugging Face / sentence-transformers BERT folder.
+
+    Args:
+      folder: the folder (config.json, model.safetensors, vocab.txt or tokenizer.json).
+      expected_sha256: the sha256 ``model.safetensors`` must have (a published checkpoint's).
+
+    Raises:
+      ArtifactError: naming the file, for a missing or unreadable file, a sha256 or shape
+        mismatch, a vocabulary whose size differs from the embedding table, or an architecture
+        other than BERT.
+    """
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    folder = pathlib.Path(folder)
+    config = read_config(folder)
+    weights_path = folder / WEIGHTS_FILE
+    if not weights_path.is_file():
+        raise ArtifactError(f"{weights_path} is missing (the checkpoint's weights; tt_zoo reads "
+                            "safetensors, not PyTorch pickles).")
+    digest = describe_file(weights_path)["sha256"]
+    if expected_sha256 is not None and digest != expected_sha256:
+        raise ArtifactError(f"{weights_path}: sha256 {digest} does not match the published "
+                            f"{expected_sha256} (a damaged or different file).")
+    try:
+        weights = load_file(str(weights_path))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise ArtifactError(f"{weights_path} is not a readable safetensors file ({e}).") from e
+    pooling, normalize, max_len = read_sentence_transformers(folder, config)
+    return BertCheckpoint(config=config, weights=canonical_weight_names(weights),
+                          vocabulary=read_vocabulary(folder), lower_case=read_lower_case(folder),
+                          pooling=pooling, normalize=normalize, max_seq_length=max_len,
+                          source=str(folder), files={WEIGHTS_FILE: digest})
