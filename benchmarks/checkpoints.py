@@ -79,9 +79,10 @@ def cost(model) -> dict:
     """What a model costs: parameters, training CPU minutes of its card (this model's own run,
     not its base's), what it was trained on."""
     card = model.card
-    cpu = card.result.train_cpu_seconds
+    cpu, wall = card.result.train_cpu_seconds, card.result.train_wall_time_s
     return {"parameters": card.architecture.parameters,
             "train_cpu_minutes": None if cpu is None else round(cpu / 60, 1),
+            "train_wall_minutes": None if wall is None else round(wall / 60, 1),
             "pretraining": card.training.pretraining,
             "base_model": getattr(card.lineage.base_model, "name", None)}
 
@@ -118,7 +119,9 @@ def record(out: dict, results: pathlib.Path) -> None:
         if spec is not None and spec.imported is not None:
             tables = shipping.benchmark_tables(
                 out, name, regime=f"as imported ({imported.SUPERVISED_START})")
-            imported.record_tables(name, tables, source=out["generator"], results=relative)
+            imported.record_tables(name, tables, source=out["generator"], results=relative,
+                                   summary=shipping.headline_numbers(out, name,
+                                                                     own_row_only=True))
         elif spec is not None and spec.shipped:
             shipping.record_results(name, out, rows=name, results_path=relative)
 
@@ -138,14 +141,17 @@ def report(out: dict) -> str:
         lines += ["## Cost of each model", "",
                   f"Documents/s: `encode_documents` on the first {next(iter(costs.values()))['passages']:,} "
                   "100-word Wikispeedia passages with their titles, float32, median of the runs "
-                  "shown (one model after the other in one process). Training CPU minutes: the "
-                  "model's own training run (its card), not its base's.", "",
-                  "| model | parameters | pretraining | train CPU min | docs/s | runs |",
-                  "|---|---|---|---|---|---|"]
+                  "shown (one model after the other in one process). Training minutes: the "
+                  "model's own training run (its card), not its base's: CPU minutes where the "
+                  "card records them, else wall minutes on this 2-core machine (shared with "
+                  "other jobs while they ran).", "",
+                  "| model | parameters | pretraining | train CPU min | train wall min | docs/s "
+                  "| runs |", "|---|---|---|---|---|---|---|"]
         for name, c in costs.items():
-            train = "–" if c["train_cpu_minutes"] is None else f"{c['train_cpu_minutes']:,.1f}"
+            cpu, wall = c["train_cpu_minutes"], c.get("train_wall_minutes")
             lines.append(f"| {name} | {c['parameters'] or 0:,} | {c['pretraining'] or '–'} | "
-                         f"{train} | {c['docs_per_s']:,.0f} | "
+                         f"{'–' if cpu is None else f'{cpu:,.1f}'} | "
+                         f"{'–' if wall is None else f'{wall:,.1f}'} | {c['docs_per_s']:,.0f} | "
                          + ", ".join(f"{r:,.0f}" for r in c["runs"]) + " |")
         lines.append("")
     lines += text_rows.tables(out["benchmarks"], out["results"], out["ks"])

@@ -155,3 +155,19 @@ def test_measured_tables_reach_the_cached_card(tmp_path, monkeypatch, exported):
     card = ModelCard.from_dict(verify_export(cached))
     assert sorted(card.evaluation.metrics) == ["ReQA new (%)", "ReQA other (%)"]
     assert "## Measured quality" in (cached / "MODEL_CARD.md").read_text()
+
+
+def test_pretrain_builds_the_imported_variant_and_warm_starts_from_it():
+    """`tt-zoo pretrain --variant minilm_l6_384 --init-from minilm_l6_384`: the variant is the
+    checkpoint's own architecture and vocabulary (not --vocab's), and the warm start fits."""
+    _installed()
+    from tt_zoo.cli.pretrain import init_from
+    from tt_zoo.zoo.build import build_untrained
+    from tt_zoo.zoo.registry import get_spec
+
+    model = build_untrained(get_spec("minilm_l6_384"), ["[PAD]", "[UNK]"], query_length=16,
+                            document_length=32)
+    assert model.query_preprocessor.vocab_size == 30522
+    assert (model.query_preprocessor.seq_length, model.document_preprocessor.seq_length) == (16, 32)
+    record = init_from(model, "minilm_l6_384")
+    assert record.source == "minilm_l6_384"

@@ -114,14 +114,15 @@ def test_weighted_bm25_puts_the_matching_passage_first(term_weighter):
 
 def test_every_grid_variant_is_shipped_within_the_size_budget():
     """The reproduce grid's ten variants (Tables 3 and 5) are all shipped, and saved_models/
-    holds at most 200 MiB: issue 22 allows raising the budget from 150 MiB to 200 MiB, to ship
-    a late-interaction (ColBERT) and a term-weight (HDCT) model beside the two-tower ones."""
+    holds at most 350 MiB: the budget rose from 150 to 200 MiB for a late-interaction (ColBERT)
+    and a term-weight (HDCT) model beside the two-tower ones, then to 350 MiB for models made
+    from a public checkpoint (at most two MiniLM-sized exports beside a static one)."""
     from helpers import load_recipe
     cells = load_recipe("reproduce").CELLS
     assert len(cells) == 10 and set(cells) <= set(SHIPPED), sorted(set(cells) - set(SHIPPED))
     saved_models = pathlib.Path(tt_zoo.__file__).resolve().parents[1] / "saved_models"
     size = sum(f.stat().st_size for f in saved_models.rglob("*") if f.is_file())
-    assert size <= 200 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 200)"
+    assert size <= 350 * 2**20, f"saved_models/ holds {size / 2**20:.1f} MiB (budget 350)"
 
 
 # ------------------------------------------------------------------ serving (no model loaded)

@@ -16,7 +16,10 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
                     document_length: Optional[int] = None, dropout_rate: float = 0.1,
                     tower_shape: Optional[dict] = None, options=None):
     """A freshly initialised `TwoTowerModel` of a registered variant (the "none" pretraining);
-    a `LateInteractionModel` for a ``colbert_`` variant.
+    a `LateInteractionModel` for a ``colbert_`` variant. An imported checkpoint's variant
+    (``minilm_l6_384``) is the checkpoint itself, with its own vocabulary (`vocabulary` is not
+    read): its architecture cannot be had without its weights, and what trains it further
+    starts from them (``tt-zoo pretrain --variant minilm_l6_384 --init-from minilm_l6_384``).
 
     Args:
       spec: the variant.
@@ -28,7 +31,10 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
       options: a `tt_zoo.zoo.registry.ModelOptions` overriding the spec's.
     """
     from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-    from tt_zoo.modeling.models import build_two_tower_model
+    from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
+    if spec.imported is not None:
+        from tt_zoo.zoo.loading import load
+        return with_sequence_lengths(load(spec.name).keras_model, query_length, document_length)
     options = options or spec.options
     shape = dict(size=spec.tower_size, **(tower_shape or {}))
     if "hidden_size" in shape:

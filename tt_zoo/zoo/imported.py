@@ -21,6 +21,7 @@ import pathlib
 import sys
 import tempfile
 import zipfile
+from typing import Optional
 
 from tt_zoo.errors import ArtifactError, TtZooError
 
@@ -77,16 +78,28 @@ MEASURED_FILE = pathlib.Path(__file__).resolve().parent / "imported_measured.jso
 
 
 def measured(name: str) -> dict:
-    """``{"metrics": {title: table}, "measured_by": {source: ...}}`` recorded for `name`."""
+    """``{"metrics": {title: table}, "measured_by": {source: ...}}`` recorded for `name`: what
+    its card holds."""
+    return {k: v for k, v in _recorded(name).items() if k != "summary"}
+
+
+def headline(name: str) -> dict:
+    """The headline numbers recorded for `name` (the registry's ``metrics``)."""
+    return _recorded(name).get("summary", {})
+
+
+def _recorded(name: str) -> dict:
     if not MEASURED_FILE.is_file():
         return {}
     return json.loads(MEASURED_FILE.read_text(encoding="utf-8")).get(name, {})
 
 
-def record_tables(name: str, tables: dict, *, source: str, results: str) -> None:
+def record_tables(name: str, tables: dict, *, source: str, results: str,
+                  summary: Optional[dict] = None) -> None:
     """Records `tables` (title -> table) measured on the imported `name` by `source` (the
-    benchmark script) from `results`, replacing what `source` recorded before; the cached
-    export's card takes them at its next `locate`."""
+    benchmark script) from `results`, replacing what `source` recorded before, and the
+    headline numbers `summary` (`tt-zoo list --shipped` shows them); the cached export's card
+    takes the tables at its next `locate`."""
     from tt_zoo.atomic_io import write_json
 
     everything = (json.loads(MEASURED_FILE.read_text(encoding="utf-8"))
@@ -95,6 +108,7 @@ def record_tables(name: str, tables: dict, *, source: str, results: str) -> None
     for title in entry["measured_by"].get(source, {}).get("tables", []):
         entry["metrics"].pop(title, None)
     entry["metrics"].update(tables)
+    entry.setdefault("summary", {}).update(summary or {})
     entry["measured_by"][source] = {
         "tables": list(tables), "results": results,
         "recorded": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}

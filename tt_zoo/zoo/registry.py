@@ -52,7 +52,7 @@ import pathlib
 from typing import Dict, List, Optional, Tuple
 
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint
+from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
 from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
                                Recipe)
 
@@ -382,6 +382,7 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
         specs[name] = ModelSpec(
             name=name, encoder="bert", tower_size=None, embedding_dim=c.embedding_dim,
             pretraining="imported", artifact=name, imported=c, **common,
+            metrics=tuple(sorted(headline(name).items())),
             provenance=f"{c.base_model} (revision {c.revision[:12]}, {c.license}) from "
                        f"{c.requirement}, as published; trained on {c.training_data}")
         specs[f"multitask_{name}"] = ModelSpec(

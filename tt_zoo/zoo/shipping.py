@@ -444,9 +444,17 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
     if not tables:
         raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
                          f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")
-    # The headline numbers: every row of a kind's marker (one per search setting), but of a
-    # model named by its name, its own row only (not "RRF(BM25, name)": the card keeps those).
-    own_row_only = marker == card.name
+    return record_tables(path, tables, source=out.get("generator", "benchmark"),
+                         results=str(results_path) if results_path else None,
+                         summary=headline_numbers(out, marker, own_row_only=marker == card.name),
+                         shipped_file=shipped_file, log=log)
+
+
+def headline_numbers(out: dict, marker: str, *, own_row_only: bool) -> Dict[str, float]:
+    """A shipped entry's headline numbers from a text-benchmark run: each benchmark's
+    headline metric on all questions of every row whose label holds `marker` (one per search
+    setting), or with `own_row_only` (a model named by its name) of the row labelled `marker`
+    only (not "RRF(BM25, name)": the card keeps those)."""
     summary = {}
     for bench, results in out["results"].items():
         short, metric = _HEADLINE.get(bench, (bench, "R@100"))
@@ -454,9 +462,7 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
             values = row["sets"].get("all", {})
             if (label == marker if own_row_only else marker in label) and metric in values:
                 summary[f"{short} {metric}, {label}"] = _percent(values[metric])
-    return record_tables(path, tables, source=out.get("generator", "benchmark"),
-                         results=str(results_path) if results_path else None, summary=summary,
-                         shipped_file=shipped_file, log=log)
+    return summary
 
 
 def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
