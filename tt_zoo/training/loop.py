@@ -166,7 +166,7 @@ def checkpoint_damage(prefix: str) -> Optional[str]:
     a truncated or corrupted ``.data-*`` file (an Adam slot included, which a restore would read
     only later, at the first step) is found here, before training starts."""
     try:
-        reader = tf.train.load_checkpoint(prefix)
+        reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix, on any filesystem
     except Exception as e:  # noqa: BLE001 (any failure to open it is damage)
         return f"{prefix}.index cannot be read ({_first_line(e)})"
     for name in sorted(reader.get_variable_to_shape_map()):
