@@ -66,7 +66,8 @@ def test_recipe_argument_errors(recipe, capsys):
     for argv, message in ((["--squad", "x.json"], "nothing to evaluate"),
                           (["--bm25", "--split-file", "s.json", "--train-fraction", "0.1"],
                            "either --split-file or --train-fraction"),
-                          (["--bm25", "--limit-questions", "0"], "at least 1")):
+                          (["--bm25", "--limit-questions", "0"],
+                           "argument --limit-questions: must be a whole number from 1")):
         with pytest.raises(SystemExit) as info:
             recipe.main(argv)
         assert info.value.code == 2 and message in capsys.readouterr().err

@@ -233,7 +233,7 @@ def test_recipe_bad_inputs_give_clear_errors(tmp_path):
     proc = run_recipe("--init", "none", "--squad", missing, "--train-fraction", 0.01, timeout=60)
     assert proc.returncode == 2 and f"SQuAD file {missing} does not exist" in proc.stderr
     proc = run_recipe("--init", "none", "--train-fraction", 1.5, timeout=60)
-    assert proc.returncode == 2 and "--train-fraction must be between 0 and 1" in proc.stderr
+    assert proc.returncode == 2 and "argument --train-fraction: must be a finite number in (0, 1)" in proc.stderr
     assert "1.5" in proc.stderr
     proc = run_recipe("--train-fraction", 0.01, timeout=60)
     assert proc.returncode == 2 and "--model" in proc.stderr and "--init" in proc.stderr

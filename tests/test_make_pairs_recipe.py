@@ -66,7 +66,7 @@ def test_recipe_main_in_process(tmp_path, bert_vocab_file, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--tasks", "ict,foo"], "--tasks must be a subset of ict,bfs,wlp,crop,span,qgen or 'mlm'"),
     (["--tasks", "mlm"], "--tasks mlm needs --vocab"),
-    (["--num-shards", "0"], "--num-shards must be >= 1"),
+    (["--num-shards", "0"], "argument --num-shards: must be a whole number from 1"),
 ])
 def test_bad_arguments_are_named(argv, message, capsys):
     recipe = load_recipe("make_pairs")

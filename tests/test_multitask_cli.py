@@ -269,7 +269,7 @@ def test_a_model_without_markers_encodes_queries_as_given(exported):
     (["--task", "jsonl:{a}", "--few-shot", "a=0"],
      "--few-shot 'a=0': expected NAME=N, N a positive number of examples"),
     (["--task", "jsonl:{a}", "--few-shot", "b=5"], "--few-shot 'b=5': no task named 'b'"),
-    (["--task", "jsonl:{a}", "--positives", "0"], "--positives must be at least 1 (got 0)"),
+    (["--task", "jsonl:{a}", "--positives", "0"], "argument --positives: must be a whole number from 1 to 2147483647 (got '0')"),
     (["--task", "jsonl:{tmp}/missing.jsonl"], "missing.jsonl does not exist"),
     (["--task", "pairs:{tmp}:x"], "MAX must be a positive number of pairs (got 'x')"),
     (["--task", "lexical:0"], "--task 'lexical:0': lexical:N needs N, a positive number of "

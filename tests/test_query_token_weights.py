@@ -211,8 +211,9 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--query-idf", "-1"], "--query-idf / --query-mask-weight: alpha must be a finite number"),
-    (["--query-idf", "1", "--query-mask-weight", "-0.5"], "mask_weight must be a finite"),
+    (["--query-idf", "-1"], "argument --query-idf: must be a finite number in [0, 100]"),
+    (["--query-idf", "1", "--query-mask-weight", "-0.5"],
+     "argument --query-mask-weight: must be a finite number in [0, 100] (got '-0.5')"),
 ])
 def test_bad_cli_weights_are_named(flags, message, tmp_path, capsys):
     data_file("wikispeedia")
@@ -259,7 +260,7 @@ def test_export_weighs_a_colbert_export_over_its_corpus(tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, message", [
     (["--query-idf", "1"], "--query-idf needs --corpus (the idf's documents) and --output"),
-    (["--query-idf", "-1", "--corpus", "squad"], "alpha must be a finite number"),
+    (["--query-idf", "-1", "--corpus", "squad"], "argument --query-idf: must be a finite number"),
     (["--question-log", "q.txt", "--corpus", "squad"], "--question-log weighs query tokens with "
                                                        "--query-idf: give it too"),
 ])

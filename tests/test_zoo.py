@@ -385,11 +385,13 @@ def test_a_saved_text_index_records_its_format_version(exported, tmp_path):
     loaded.index(PAIRS[F.DOC_TEXT], backend="brute_force").save(tmp_path / "idx")
     manifest_path = tmp_path / "idx" / TEXT_INDEX_FILE
     manifest = json.loads(manifest_path.read_text())
-    assert manifest["format_version"] == TEXT_INDEX_FORMAT_VERSION == 1
-    del manifest["format_version"]  # saved before versions were recorded: format 1
-    manifest_path.write_text(json.dumps(manifest))
+    assert manifest["format_version"] == TEXT_INDEX_FORMAT_VERSION == 2
     assert len(loaded.load_index(tmp_path / "idx")) == len(PAIRS[F.DOC_TEXT])
-    manifest["format_version"] = 2
+    del manifest["format_version"]  # saved before versions were recorded: format 1, which
+    manifest_path.write_text(json.dumps(manifest))  # records no model: it cannot be checked
+    with pytest.raises(ArtifactError, match="saved by an older tt_zoo .* build it again"):
+        loaded.load_index(tmp_path / "idx")
+    manifest["format_version"] = 3
     manifest_path.write_text(json.dumps(manifest))
-    with pytest.raises(ArtifactError, match="format 2; this tt_zoo .* reads up to format 1"):
+    with pytest.raises(ArtifactError, match="format 3; this tt_zoo .* reads up to format 2"):
         loaded.load_index(tmp_path / "idx")

@@ -5,6 +5,12 @@ TPUs read and write) go through `tf.io.gfile`: a file is uploaded to a temp name
 folder is built locally and uploaded with its completeness marker (``last``) at the end, and
 readers verify the artifact's sha256 manifest, so a cut upload is refused, never taken as
 complete (object stores have no atomic folder rename).
+
+A local folder is replaced in two renames (the old version aside, the new one in), which one
+lock on the parent folder serializes: two writers to one path both finish, the last to rename
+wins, and a reader or writer that comes after a kill between the two renames puts the old
+version back (`recover_replaced`). Temp folders carry their writer's process id, so cleaning
+the debris of killed writes (`remove_debris`) never touches a live writer's folder.
 """
 
 from __future__ import annotations
@@ -14,10 +20,16 @@ import io
 import json
 import os
 import pathlib
+import re
 import shutil
 import tempfile
 import uuid
 from typing import Callable, Optional, Sequence
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no lock (one writer at a time is then the caller's care)
+    fcntl = None
 
 
 def is_remote(path) -> bool:
@@ -85,25 +97,120 @@ def write_text(path, text: str):
     return str(path) if is_remote(path) else pathlib.Path(path)
 
 
-def write_json(path, obj, *, indent: int = 1, sort_keys: bool = False):
-    """Writes `obj` as JSON (with a final newline) through `write_text`."""
-    return write_text(path, json.dumps(obj, indent=indent, sort_keys=sort_keys) + "\n")
+def json_text(obj, *, where, indent: Optional[int] = 1, sort_keys: bool = False) -> str:
+    """`obj` as strict JSON: NaN and infinity are refused (`allow_nan=False`; Python would
+    write ``NaN``, which no JSON reader takes) with a ValueError naming `where` (the file)."""
+    try:
+        return json.dumps(obj, indent=indent, sort_keys=sort_keys, allow_nan=False)
+    except ValueError as e:
+        raise ValueError(f"{where}: refusing to write a NaN or infinite number as JSON "
+                         f"({e}).") from e
+
+
+def write_json(path, obj, *, indent: Optional[int] = 1, sort_keys: bool = False):
+    """Writes `obj` as strict JSON (`json_text`, with a final newline) through `write_text`."""
+    return write_text(path, json_text(obj, where=path, indent=indent, sort_keys=sort_keys)
+                      + "\n")
+
+
+# -- temp folders, their owners, and the lock of a folder replace -----------------------------
+
+def _temp_prefix(path: pathlib.Path, kind: str) -> str:
+    """``.NAME.tmp-PID-`` / ``.NAME.old-PID-``: a temp folder named by its writer's process."""
+    return f".{path.name}.{kind}-{os.getpid()}-"
+
+
+def _owner_alive(folder: pathlib.Path, path: pathlib.Path) -> bool:
+    """Whether the process that named temp folder `folder` (`_temp_prefix`) still runs on this
+    machine. A folder of an older tt_zoo (no process id in its name) has no live owner."""
+    found = re.fullmatch(rf"\.{re.escape(path.name)}\.(?:tmp|old)-(\d+)-.*", folder.name)
+    if not found:
+        return False
+    pid = int(found.group(1))
+    if pid == os.getpid():
+        return True  # this process: another thread may be writing
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process: alive
+    return True
+
+
+@contextlib.contextmanager
+def folder_lock(folder):
+    """Holds an exclusive lock (`flock`) on directory `folder` for the block: what serializes
+    the renames of `write_directory` and `recover_replaced` on one parent folder, across
+    processes and threads. A no-op where there is no `fcntl`, or the folder cannot be opened."""
+    try:
+        fd = os.open(folder, os.O_RDONLY) if fcntl is not None else None
+    except OSError:
+        fd = None
+    try:
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+
+def _replaced_copies(path: pathlib.Path) -> list:
+    """The versions of `path` set aside by replaces (``.NAME.old-*/NAME``), newest first."""
+    copies = [old / path.name for old in path.parent.glob(f".{path.name}.old-*")
+              if (old / path.name).is_dir()]
+    return sorted(copies, key=lambda p: p.stat().st_mtime, reverse=True)
+
+
+def _recover_replaced(path: pathlib.Path) -> Optional[pathlib.Path]:
+    """`recover_replaced` without the lock (its caller holds it)."""
+    if path.exists() or not path.parent.is_dir():
+        return None
+    for copy in _replaced_copies(path):
+        if not _owner_alive(copy.parent, path):
+            try:
+                os.rename(copy, path)
+            except OSError:
+                return None  # a read-only folder: the copy stays where it is
+            shutil.rmtree(copy.parent, ignore_errors=True)
+            return path
+    return None
+
+
+def recover_replaced(path) -> Optional[pathlib.Path]:
+    """Puts back the version of `path` that a replace killed between its two renames set aside
+    (`write_directory`: ``.NAME.old-*/NAME``, left with nothing at `path`). Loaders and writers
+    call it first, so such a kill costs nothing: the old version is found at its path. Returns
+    `path` when it recovered it, else None (`path` exists, or nothing to recover; a URL)."""
+    if is_remote(path):
+        return None
+    path = pathlib.Path(path)
+    if path.exists() or not path.parent.is_dir():
+        return None
+    with folder_lock(path.parent):
+        return _recover_replaced(path)
 
 
 def remove_debris(path) -> list:
     """Removes what a killed `write_directory(path, ...)` left beside `path`: the hidden
     ``.NAME.tmp-*`` (an unfinished new version) and ``.NAME.old-*`` (a replaced one not yet
-    deleted) folders. They are ours by name; nothing else is touched. Returns what it removed."""
+    deleted) folders whose writer no longer runs (a live writer's are its own: two writers to
+    one path never remove each other's). They are ours by name; nothing else is touched. A
+    set-aside version with nothing at `path` is put back first (`recover_replaced`). Returns
+    what it removed."""
     if is_remote(path):
         return []  # remote folders are uploaded in place (`write_directory`): no temp folders
     path = pathlib.Path(path)
     removed = []
     if path.parent.is_dir():
-        for pattern in (f".{path.name}.tmp-*", f".{path.name}.old-*"):
-            for debris in path.parent.glob(pattern):
-                if debris.is_dir():
-                    shutil.rmtree(debris, ignore_errors=True)
-                    removed.append(debris)
+        with folder_lock(path.parent):
+            _recover_replaced(path)
+            for pattern in (f".{path.name}.tmp-*", f".{path.name}.old-*"):
+                for debris in path.parent.glob(pattern):
+                    if debris.is_dir() and not _owner_alive(debris, path):
+                        shutil.rmtree(debris, ignore_errors=True)
+                        removed.append(debris)
     return removed
 
 
@@ -144,10 +251,13 @@ def write_directory(path, build: Callable[[pathlib.Path], None], *, overwrite: b
 
     A user's folder is never lost: an existing `path` is replaced only when it is empty, when
     `is_replaceable(path)` says it already holds this kind of artifact, or when `overwrite` is
-    True; otherwise FileExistsError names it, before anything is built. The replacement is
-    atomic: the old version goes only after `build` succeeded; on any error the temp directory
-    is removed and `path` is left as it was. Debris of an earlier killed write is cleaned first
-    (`remove_debris`).
+    True; otherwise FileExistsError names it, before anything is built (and again before the
+    rename: a folder that appeared meanwhile is refused too). The replacement is atomic: the
+    old version goes only after `build` succeeded; on any error the temp directory is removed
+    and `path` is left as it was. The two renames of a replace hold the parent folder's lock
+    (`folder_lock`): of two writers to one path, both finish and the last to rename wins; a
+    kill between them is repaired by the next load or write (`recover_replaced`). Debris of
+    an earlier killed write is cleaned first (`remove_debris`; never a live writer's).
 
     Args:
       path: the directory to write.
@@ -158,26 +268,36 @@ def write_directory(path, build: Callable[[pathlib.Path], None], *, overwrite: b
       last: for a URL `path`: the top-level files uploaded last, after everything else (the
         artifact's completeness marker, e.g. its metadata.json or manifest).
     """
-    check_replaceable(path, overwrite=overwrite, is_replaceable=is_replaceable, what=what)
     if is_remote(path):
+        check_replaceable(path, overwrite=overwrite, is_replaceable=is_replaceable, what=what)
         return _upload_directory(str(path), build, last)
     path = pathlib.Path(path)
+    if path.parent.is_dir():
+        recover_replaced(path)  # a replace killed midway: its old version is what is there
+    check_replaceable(path, overwrite=overwrite, is_replaceable=is_replaceable, what=what)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_debris(path)
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.tmp-", dir=path.parent))
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix=_temp_prefix(path, "tmp"), dir=path.parent))
+    old = None
     try:
         build(tmp)
         os.chmod(tmp, 0o755)  # mkdtemp creates 0700
-        if path.exists():
-            old = pathlib.Path(tempfile.mkdtemp(prefix=f".{path.name}.old-", dir=path.parent))
-            os.rename(path, old / path.name)
-            os.rename(tmp, path)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
+        with folder_lock(path.parent):
+            check_replaceable(path, overwrite=overwrite, is_replaceable=is_replaceable,
+                              what=what)
+            if path.exists():
+                old = pathlib.Path(tempfile.mkdtemp(prefix=_temp_prefix(path, "old"),
+                                                    dir=path.parent))
+                os.rename(path, old / path.name)
             os.rename(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not path.exists() and (old / path.name).is_dir():
+            os.rename(old / path.name, path)  # the second rename failed: the old one goes back
+            shutil.rmtree(old, ignore_errors=True)
         raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
     return path
 
 

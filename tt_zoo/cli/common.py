@@ -19,6 +19,7 @@ import sys
 import urllib.parse
 from typing import Mapping, Optional, Sequence
 
+from tt_zoo.cli import numbers
 from tt_zoo.cli.parsing import NO_PROGRESS_HELP, exit_missing
 from tt_zoo.cli.run_config import option
 from tt_zoo.errors import TtZooError
@@ -214,17 +215,6 @@ def weigh_colbert_queries(command: str, keras_model, titles: Sequence[str],
     return record
 
 
-def check_training_flags(p, args, counts: Sequence[str]) -> None:
-    """Exits (``p.error``) naming the first of the `counts` flags given below 1 (None: its
-    default), or a ``--learning-rate`` not above 0: the checks every training command makes."""
-    for name in counts:
-        value = getattr(args, name)
-        if value is not None and value < 1:
-            p.error(f"--{name.replace('_', '-')} must be at least 1 (got {value})")
-    if not args.learning_rate > 0:
-        p.error(f"--learning-rate must be positive (got {args.learning_rate})")
-
-
 def check_init_vocab(p, args) -> None:
     """``--init none`` builds towers over ``--vocab`` (default: `default_vocab_path`), which
     must exist; a loaded model carries its vocabulary, so ``--vocab`` is refused beside it."""
@@ -278,10 +268,11 @@ class HardNegativeArguments:
 
     hard_negatives: int = option(
         0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
-           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H")
+           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H",
+        number=numbers.count(low=0, high=1000))
     hard_negatives_depth: Optional[int] = option(
         None, "BM25 results searched per query when mining (default "
-              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)")
+              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,10 +281,10 @@ class SequenceLengthArguments:
 
     query_length: Optional[int] = option(
         None, "query token budget (default: the model's own: the registry's for a variant, an "
-              "export's for a loaded model; paper: 64)")
+              "export's for a loaded model; paper: 64)", number=numbers.TOKEN_BUDGET)
     document_length: Optional[int] = option(
         None, "document token budget (default: the model's own: the registry's for a variant, "
-              "an export's for a loaded model; paper: 288)")
+              "an export's for a loaded model; paper: 288)", number=numbers.TOKEN_BUDGET)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -301,7 +292,8 @@ class PairArguments:
     """Training pairs written by tt-zoo make-pairs, tokenized once and cached."""
 
     pairs: Optional[str] = option(None, "a pair directory written by tt-zoo make-pairs")
-    max_pairs: Optional[int] = option(None, "train on the first N pairs of --pairs only")
+    max_pairs: Optional[int] = option(None, "train on the first N pairs of --pairs only",
+                                      number=numbers.count())
     token_cache: str = option(
         os.path.join("runs", "token_cache"),
         "where the pairs, tokenized once (train-term-weights: the documents and their targets), "
@@ -317,5 +309,6 @@ class TrainOutputArguments:
         None, "checkpoints, logs and train_summary.json (default: runs/pretrain/VARIANT; "
               "train-term-weights: runs/term_weights/NAME)")
     checkpoint_every: int = option(
-        100, "steps between checkpoints (a killed run resumes from the last)")
+        100, "steps between checkpoints (a killed run resumes from the last)",
+        number=numbers.count())
     no_progress: bool = option(False, NO_PROGRESS_HELP)

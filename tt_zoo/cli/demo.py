@@ -18,7 +18,7 @@ import random
 import sys
 import time
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_model, load_reqa,
                                progress_bar)
 
@@ -30,8 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                    "dev-v1.1.json, else SQuAD validation from Hugging Face)")
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
                    help="the index: ScaNN (approximate, fast) or brute force (exact)")
-    p.add_argument("--questions", type=int, default=3, help="questions to show with their hits")
-    p.add_argument("--seed", type=int, default=1, help="seed of the questions shown")
+    p.add_argument("--questions", type=numbers.count(low=0, high=10_000), default=3, help="questions to show with their hits")
+    p.add_argument("--seed", type=numbers.SEED, default=1, help="seed of the questions shown")
     parsing.add_no_progress(p)
 
 
@@ -40,8 +40,6 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.squad and not pathlib.Path(args.squad).is_file():
         p.error(f"--squad: {args.squad} does not exist")
-    if args.questions < 0:
-        p.error(f"--questions must be >= 0 (got {args.questions})")
     return args
 
 

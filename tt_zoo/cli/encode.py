@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import check_new_file, load_model, progress_bar
 from tt_zoo.data.text_files import TextFileError, read_texts
 
@@ -30,7 +30,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", action="store_true",
                    help="encode the texts as queries (query tower, no titles) instead of as "
                         "documents")
-    p.add_argument("--batch-size", type=int, default=256, help="texts a forward pass")
+    p.add_argument("--batch-size", type=numbers.count(), default=256, help="texts a forward pass")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
     parsing.add_no_progress(p)
 
@@ -43,8 +43,6 @@ def parse_args(argv=None):
     problem = check_new_file(args.output, args.overwrite)
     if problem:
         p.error(problem)
-    if args.batch_size < 1:
-        p.error(f"--batch-size must be at least 1 (got {args.batch_size})")
     return args
 
 

@@ -17,7 +17,7 @@ import pathlib
 import sys
 import time
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import COLUMNS, MissingDataError, format_table, load_reqa
 
 BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
@@ -41,11 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scann", action="store_true",
                    help="also search each model's candidates through a ScaNN index")
     p.add_argument("--split-file", help="a split written by tt_zoo.retrieval.reqa.save_split")
-    p.add_argument("--train-fraction", type=float,
+    p.add_argument("--train-fraction", type=numbers.SPLIT_FRACTION,
                    help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the split made here")
+    p.add_argument("--seed", type=numbers.SEED, default=0, help="seed of the split made here")
     p.add_argument("--split-out", help="save the split made here (JSON)")
-    p.add_argument("--limit-questions", type=int,
+    p.add_argument("--limit-questions", type=numbers.count(),
                    help="evaluate only the first N evaluation questions (smoke tests)")
     p.add_argument("--json-out", help="write the table and settings as JSON here")
     p.add_argument("--record-card", action="store_true",
@@ -62,8 +62,6 @@ def parse_args(argv=None):
         p.error("nothing to evaluate: give --model NAME_OR_PATH and/or --bm25")
     if args.record_card and not all(pathlib.Path(m).is_dir() for m in args.model):
         p.error("--record-card writes into export directories: give each --model as a path")
-    if args.limit_questions is not None and args.limit_questions < 1:
-        p.error(f"--limit-questions must be at least 1 (got {args.limit_questions})")
     if args.squad and not pathlib.Path(args.squad).is_file():
         p.error(f"--squad: {args.squad} does not exist")
     return args

@@ -29,7 +29,7 @@ import os
 import pathlib
 import sys
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, default_vocab_path,
                                load_reqa, progress_bar, weigh_colbert_queries)
 from tt_zoo.data.text_files import TextFileError, read_texts
@@ -43,9 +43,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--vocab", help="vocab.txt of a --variant's model (default: the project's "
                                    "saved_models/vocab/vocab.txt in a git clone, else "
                                    "$TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    p.add_argument("--query-length", type=int,
+    p.add_argument("--query-length", type=numbers.TOKEN_BUDGET,
                    help="query token budget of a --variant's model (default: the registry's)")
-    p.add_argument("--document-length", type=int,
+    p.add_argument("--document-length", type=numbers.TOKEN_BUDGET,
                    help="document token budget of a --variant's model (default: the registry's)")
     p.add_argument("--output", help="export directory for the model's SavedModel")
     p.add_argument("--corpus", help="'squad' (ReQA-SQuAD(dev) candidates) or a .jsonl/.tsv "
@@ -55,18 +55,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
                    help="the index and retrieve model: ScaNN (approximate) or brute force "
                         "(exact)")
-    p.add_argument("--k", type=int, default=10,
+    p.add_argument("--k", type=numbers.count(high=100_000), default=10,
                    help="results the retrieve SavedModel returns per query")
-    p.add_argument("--query-idf", type=float, metavar="ALPHA",
+    p.add_argument("--query-idf", type=numbers.QUERY_WEIGHT, metavar="ALPHA",
                    help="a ColBERT model: weigh each query token's MaxSim by its idf ** ALPHA "
                         "over --corpus, kept in the --output export")
-    p.add_argument("--query-mask-weight", type=float, default=0.0,
+    p.add_argument("--query-mask-weight", type=numbers.QUERY_WEIGHT, default=0.0,
                    help="with --query-idf: the weight of the query augmentation's [MASK] "
                         "tokens (default: %(default)s; 1: ColBERT's)")
     p.add_argument("--question-log", metavar="FILE",
                    help="with --query-idf: a .txt/.jsonl/.tsv file of questions whose common "
                         "words weigh less (the factor (qidf / qidf_max) ** --query-beta)")
-    p.add_argument("--query-beta", type=float, default=1.0,
+    p.add_argument("--query-beta", type=numbers.QUERY_WEIGHT, default=1.0,
                    help="with --question-log: the exponent of its factor (default: "
                         "%(default)s)")
     parsing.add_no_progress(p)
@@ -87,8 +87,6 @@ def parse_args(argv=None):
         p.error("--question-log weighs query tokens with --query-idf: give it too")
     if not (args.output or args.index_output or args.retrieve_output):
         p.error("nothing to do: give --output, --index-output or --retrieve-output")
-    if args.k < 1:
-        p.error(f"--k must be at least 1 (got {args.k})")
     if args.variant:
         args.vocab = args.vocab or default_vocab_path()
         if not pathlib.Path(args.vocab).is_file():

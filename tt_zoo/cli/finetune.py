@@ -27,10 +27,10 @@ import sys
 import time
 from typing import Optional
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import (COLUMNS, HardNegativeArguments, SequenceLengthArguments,
                                check_init_vocab, check_model_export_target,
-                               check_training_flags, default_squad_path, format_table)
+                               default_squad_path, format_table)
 from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option
 
 
@@ -47,12 +47,16 @@ class ModelArguments:
     encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
                           choices=("bert", "bow_mlp"))
     size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
-    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)")
-    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)")
+    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)",
+                                       number=numbers.count(high=48))
+    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)",
+                                        number=numbers.count(high=8192))
     num_attention_heads: Optional[int] = option(
-        None, "explicit BERT attention heads (overrides --size)")
-    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)")
-    embedding_dim: int = option(512, "output dimension of both towers of --init none")
+        None, "explicit BERT attention heads (overrides --size)", number=numbers.count(high=128))
+    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)",
+                                      number=numbers.count(high=32768))
+    embedding_dim: int = option(512, "output dimension of both towers of --init none",
+                                number=numbers.count(high=8192))
     vocab: Optional[str] = option(
         None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
               "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
@@ -67,26 +71,33 @@ class DataArguments:
     squad: Optional[str] = option(
         None, "SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
     train_fraction: Optional[float] = option(
-        None, "make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
-    seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init")
+        None, "make a cold-start split with this training fraction (0.01, 0.05, 0.8)",
+        number=numbers.SPLIT_FRACTION)
+    seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init",
+                       number=numbers.SEED)
     split_file: Optional[str] = option(
         None, "load a split written by tt_zoo.retrieval.reqa.save_split")
     split_out: Optional[str] = option(None, "save the split made here (JSON)")
     limit_questions: Optional[int] = option(
-        None, "keep a random, seeded subset of N questions (all candidates stay)")
+        None, "keep a random, seeded subset of N questions (all candidates stay)",
+        number=numbers.count())
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainingArguments:
     """Fine-tuning with early stopping (paper: 2,000 steps, batch 512, Adam lr 5e-5)."""
 
-    steps: int = option(2000, "optimizer steps at most")
-    batch_size: int = option(512, "training questions a step (clamped to the training part)")
-    learning_rate: float = option(5e-5, "Adam learning rate")
-    eval_every: Optional[int] = option(None, "steps between validation checks")
-    patience: int = option(5, "validation checks without improvement before stopping")
+    steps: int = option(2000, "optimizer steps at most", number=numbers.count())
+    batch_size: int = option(512, "training questions a step (clamped to the training part)",
+                             number=numbers.count())
+    learning_rate: float = option(5e-5, "Adam learning rate", number=numbers.LEARNING_RATE)
+    eval_every: Optional[int] = option(None, "steps between validation checks",
+                                       number=numbers.count())
+    patience: int = option(5, "validation checks without improvement before stopping",
+                           number=numbers.count())
     min_delta: float = option(
-        0.0, "smallest change of the validation value that counts as improvement")
+        0.0, "smallest change of the validation value that counts as improvement",
+        number=numbers.non_negative(1e6))
     validation_metric: str = option(
         "loss", "what early stopping watches on the validation part",
         choices=("loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
@@ -135,9 +146,6 @@ def parse_args(argv=None) -> FinetuneConfig:
         p.error("give either --split-file or --train-fraction, not both")
     if not args.split_file and args.train_fraction is None:
         p.error("give --train-fraction (0.01, 0.05, 0.8) or --split-file")
-    if args.train_fraction is not None and not 0.0 < args.train_fraction < 1.0:
-        p.error(f"--train-fraction must be between 0 and 1, exclusive, e.g. 0.01, 0.05 or 0.8 "
-                f"(got {args.train_fraction})")
     if args.split_file and args.limit_questions:
         p.error("--limit-questions makes a new question set; it cannot reuse --split-file")
     if not pathlib.Path(args.squad).is_file():
@@ -145,10 +153,6 @@ def parse_args(argv=None) -> FinetuneConfig:
                                 "TT_ZOO_DATA or pass --squad PATH)")
     if args.split_file and not pathlib.Path(args.split_file).is_file():
         p.error(f"--split-file: {args.split_file} does not exist")
-    check_training_flags(p, args, ("steps", "batch_size", "limit_questions", "eval_every",
-                                   "query_length", "document_length", "embedding_dim"))
-    if args.hard_negatives < 0:
-        p.error(f"--hard-negatives must be >= 0 (got {args.hard_negatives})")
     if args.hard_negatives and args.hard_negatives_depth is not None and (
             args.hard_negatives_depth < args.hard_negatives):
         p.error(f"--hard-negatives-depth must be at least --hard-negatives (got "

@@ -24,7 +24,7 @@ import argparse
 import sys
 from typing import Optional, Tuple
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 
 # Repeated from tt_zoo.retrieval.embedding_storage (DTYPES, SCALES) and
 # tt_zoo.serving.corpus_index (DEFAULT_BATCH_SIZE) so that --help imports no Beam or TensorFlow
@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", required=True,
                    help="the output folder: new, or an earlier run's with the same settings "
                         "(resumed)")
-    p.add_argument("--num-shards", type=int, default=1,
+    p.add_argument("--num-shards", type=numbers.count(high=1_000_000), default=1,
                    help="how many shards (one index each); each shard's embeddings pass "
                         "through one worker's memory, so keep shards to ~1M passages")
     p.add_argument("--dtype", choices=DTYPES, default="float32",
@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --dtype int8: one scale a passage (row) or one a dimension")
     p.add_argument("--backend", choices=BACKENDS, default="scann",
                    help="each shard's index: ScaNN sized for the shard, or brute force")
-    p.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE,
+    p.add_argument("--batch-size", type=numbers.count(), default=DEFAULT_BATCH_SIZE,
                    help="passages a call of the encode_document signature")
     p.add_argument("--runner", default="DirectRunner",
                    help="the Beam runner: DirectRunner, DataflowRunner, FlinkRunner, "
@@ -70,10 +70,6 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if args.beam_args and "--" not in argv:
         p.error(f"Beam options go after \"--\" (got {' '.join(args.beam_args)!r} before it)")
-    if args.num_shards < 1:
-        p.error(f"--num-shards must be at least 1 (got {args.num_shards})")
-    if args.batch_size < 1:
-        p.error(f"--batch-size must be at least 1 (got {args.batch_size})")
     if args.dtype != "int8" and "--int8-scale" in argv[:argv.index("--") if "--" in argv
                                                          else len(argv)]:
         p.error("--int8-scale goes with --dtype int8")

@@ -11,28 +11,24 @@ import random
 import sys
 import time
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--input", required=True,
                    help="any article source tt_zoo reads (Wikispeedia folder, XML dump, JSONL "
                         "of articles, HF dataset)")
-    p.add_argument("--vocab-size", type=int, default=8192,
+    p.add_argument("--vocab-size", type=numbers.count(low=16, high=1_000_000), default=8192,
                    help="target number of WordPiece tokens (the result may be a little smaller)")
     p.add_argument("--output", required=True, help="vocab.txt to write (atomically)")
-    p.add_argument("--sample", type=float, default=0.25,
+    p.add_argument("--sample", type=numbers.fraction(low_open=True), default=0.25,
                    help="fraction of paragraphs to learn from (seeded)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the paragraph sample")
+    p.add_argument("--seed", type=numbers.SEED, default=0, help="seed of the paragraph sample")
 
 
 def parse_args(argv=None):
     p = parsing.command_parser("learn-vocab", __doc__, add_arguments)
     args = p.parse_args(argv)
-    if not 0 < args.sample <= 1:
-        p.error(f"--sample must be in (0, 1] (got {args.sample})")
-    if args.vocab_size < 1:
-        p.error(f"--vocab-size must be positive (got {args.vocab_size})")
     return args
 
 

@@ -20,7 +20,7 @@ import sys
 import time
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.data import pretraining_tasks  # numpy only; pairs_io and pair_stats (TensorFlow) later
 from tt_zoo.data.articles import ReadReport
 
@@ -45,22 +45,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "ICT/BFS/WLP; Contriever crops, Spider recurring spans, ProQA "
                              "generated questions); or 'mlm'")
     parser.add_argument("--output", required=True, help="output directory for the shards")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every random choice")
-    parser.add_argument("--pairs-per-article", type=int, default=4,
+    parser.add_argument("--seed", type=numbers.SEED, default=0, help="seed of every random choice")
+    parser.add_argument("--pairs-per-article", type=numbers.count(high=1_000_000), default=4,
                         help="pairs a task draws from each article")
-    parser.add_argument("--num-shards", type=int, default=8, help="TFRecord shards written")
-    parser.add_argument("--max-doc-tokens", type=int, default=288,
+    parser.add_argument("--num-shards", type=numbers.count(high=100_000), default=8, help="TFRecord shards written")
+    parser.add_argument("--max-doc-tokens", type=numbers.count(high=1_000_000), default=288,
                         help="passage budget in whitespace words (the paper's 288 tokens)")
     defaults = pretraining_tasks.TaskConfig()
-    parser.add_argument("--crop-deletion-prob", type=float, default=defaults.crop_deletion_prob,
+    parser.add_argument("--crop-deletion-prob", type=numbers.fraction(high_open=True), default=defaults.crop_deletion_prob,
                         help="crop: probability of deleting each word of a crop (Contriever)")
-    parser.add_argument("--crop-source-words", type=int, default=defaults.crop_source_words,
+    parser.add_argument("--crop-source-words", type=numbers.count(low=0), default=defaults.crop_source_words,
                         help="crop: 0 crops one passage; N > 0 crops a window of N contiguous "
                              "words of the article (Contriever crops 256-token chunks)")
-    parser.add_argument("--span-keep-prob", type=float, default=defaults.span_keep_prob,
+    parser.add_argument("--span-keep-prob", type=numbers.fraction(), default=defaults.span_keep_prob,
                         help="span: probability that the recurring span stays in the query "
                              "(Spider)")
-    parser.add_argument("--span-query-words", type=int, default=defaults.span_query_words,
+    parser.add_argument("--span-query-words", type=numbers.count(high=1_000_000), default=defaults.span_query_words,
                         help="span: the query's window of words around the span")
     parser.add_argument("--question-generator", default=defaults.question_generator,
                         help="qgen: the question generator's name")
@@ -73,9 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--vocab", default=None,
                         help="WordPiece vocab.txt for the token counts (and MLM); without it "
                              "the report counts whitespace words")
-    parser.add_argument("--mlm-seq-length", type=int, default=None,
+    parser.add_argument("--mlm-seq-length", type=numbers.TOKEN_BUDGET, default=None,
                         help="MLM sequence length (default: --max-doc-tokens)")
-    parser.add_argument("--limit", type=int, default=None, help="use only the first N articles")
+    parser.add_argument("--limit", type=numbers.count(), default=None, help="use only the first N articles")
     parser.add_argument("--in-memory", action="store_true",
                         help="local runner: read the corpus once and hold it in memory, instead "
                              "of streaming it twice (WLP's reverse-link index needs a first pass)")
@@ -94,10 +94,6 @@ def parse_args(argv=None):
     elif not tasks or not set(tasks) <= set(PAIR_TASKS):
         parser.error(f"--tasks must be a subset of {','.join(PAIR_TASKS)} or 'mlm' "
                      f"(got {args.tasks!r})")
-    if args.num_shards < 1:
-        parser.error(f"--num-shards must be >= 1 (got {args.num_shards})")
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be >= 1 (got {args.limit})")
     args.tasks = tasks
     return args
 

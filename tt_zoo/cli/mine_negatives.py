@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 
 # tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH, repeated so that --help imports no bm25s (a test
 # checks that they agree).
@@ -27,12 +27,12 @@ DEFAULT_DEPTH = 32
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", required=True, help="a pair directory (tt-zoo make-pairs); "
                    "only read")
-    p.add_argument("--num-negatives", type=int, default=1, help="H, negatives per pair")
-    p.add_argument("--depth", type=int, default=DEFAULT_DEPTH,
+    p.add_argument("--num-negatives", type=numbers.count(high=1000), default=1, help="H, negatives per pair")
+    p.add_argument("--depth", type=numbers.count(high=100_000), default=DEFAULT_DEPTH,
                    help="BM25 results searched per query")
-    p.add_argument("--max-pairs", type=int, default=None,
+    p.add_argument("--max-pairs", type=numbers.count(), default=None,
                    help="mine for the first N pairs only (as pretrain --max-pairs trains on)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random fallback")
+    p.add_argument("--seed", type=numbers.SEED, default=0, help="seed of the random fallback")
     p.add_argument("--output", default=None,
                    help="directory for the .npy and its sidecar (default PAIRS/hard_negatives)")
     parsing.add_no_progress(p)
@@ -41,13 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_args(argv=None):
     p = parsing.command_parser("mine-negatives", __doc__, add_arguments)
     args = p.parse_args(argv)
-    if args.num_negatives < 1:
-        p.error(f"--num-negatives must be >= 1 (got {args.num_negatives})")
     if args.depth < args.num_negatives:
         p.error(f"--depth must be at least --num-negatives (got {args.depth} < "
                 f"{args.num_negatives})")
-    if args.max_pairs is not None and args.max_pairs < 1:
-        p.error(f"--max-pairs must be >= 1 (got {args.max_pairs})")
     return args
 
 

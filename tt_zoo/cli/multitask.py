@@ -60,10 +60,10 @@ import sys
 import time
 from typing import Dict, List, Optional, Tuple
 
-from tt_zoo.cli import finetune, parsing
+from tt_zoo.cli import finetune, numbers, parsing
 from tt_zoo.cli.common import (SequenceLengthArguments, TrainOutputArguments, check_init_vocab,
                                check_model_export_target, check_query_weight_flags,
-                               check_training_flags, default_data_dir, default_squad_path,
+                               default_data_dir, default_squad_path,
                                weigh_colbert_queries)
 from tt_zoo.cli.multitask_tasks import (COMMAND, ODQA_CACHE, SPEC_FORMS, WIKI_QA, Sources,
                                         SpecError, TaskSpec, load_task, parse_task_specs,
@@ -92,10 +92,10 @@ class ModelArguments(finetune.ModelArguments):
               "the Wikispeedia passages ($TT_ZOO_DATA), the [MASK] tokens by "
               "--query-mask-weight (BERTScore's importance weighting, "
               "tt_zoo.modeling.query_token_weights); trained with and kept in the export",
-        metavar="ALPHA")
+        metavar="ALPHA", number=numbers.QUERY_WEIGHT)
     query_mask_weight: float = option(
         0.0, "with --query-idf: the weight of the query augmentation's [MASK] tokens (1: "
-             "ColBERT's)")
+             "ColBERT's)", number=numbers.QUERY_WEIGHT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,13 +133,15 @@ class TaskArguments:
               "curatedtrec) with this model: its first top passage holding no answer "
               "(Sec. 4.4)", metavar="NAME_OR_PATH")
     reqa_train_fraction: float = option(
-        0.8, "the reqa task: training fraction of the ReQA-SQuAD(dev) cold-start split")
+        0.8, "the reqa task: training fraction of the ReQA-SQuAD(dev) cold-start split",
+        number=numbers.SPLIT_FRACTION)
     split_seed: int = option(
         0, "seed of the ReQA split and of the confounders' random fallback (tasks are data: "
-           "--seed varies the training)")
+           "--seed varies the training)", number=numbers.SEED)
     positives: int = option(
         1, "each example's first N positives (answer-holding passages of a QA task) as "
-           "examples of their own (1: DPR's rule, the first only)", metavar="N")
+           "examples of their own (1: DPR's rule, the first only)", metavar="N",
+        number=numbers.count())
     task_cache: Optional[str] = option(
         None, "where built tasks are kept, keyed by their inputs, for later runs (default: "
               "WORKDIR/tasks; share one across runs to build each task once)")
@@ -150,12 +152,15 @@ class TrainingArguments:
     """Adam with warm-up and linear decay, one confounder per example (Maillard et al. 2021:
     batch 128, learning rate 2e-5)."""
 
-    steps: int = option(1000, "optimizer steps")
-    batch_size: int = option(128, "examples a step")
+    steps: int = option(1000, "optimizer steps", number=numbers.count())
+    batch_size: int = option(128, "examples a step", number=numbers.count())
     learning_rate: float = option(
-        2e-5, "Adam peak learning rate (Maillard et al.'s BERT; the BoW-MLP towers take ~5e-4)")
-    warmup_fraction: float = option(0.1, "share of the steps spent warming up")
-    seed: int = option(0, "seed of the batches, of --few-shot and of --init none's weights")
+        2e-5, "Adam peak learning rate (Maillard et al.'s BERT; the BoW-MLP towers take ~5e-4)",
+        number=numbers.LEARNING_RATE)
+    warmup_fraction: float = option(0.1, "share of the steps spent warming up",
+                                    number=numbers.fraction(high_open=True))
+    seed: int = option(0, "seed of the batches, of --few-shot and of --init none's weights",
+                       number=numbers.SEED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -288,13 +293,6 @@ def parse_args(argv=None) -> MultitaskConfig:
             p.error(f"--query-towers per-class: every task is of class {classes[0]!r}, and one "
                     "query tower for one class is the shared tower (--query-towers shared); "
                     "give tasks of two classes, e.g. --task-class reqa=sentence_qa")
-    check_training_flags(p, args, ("steps", "batch_size", "checkpoint_every", "query_length",
-                                   "document_length", "embedding_dim", "positives"))
-    if not 0.0 <= args.warmup_fraction < 1.0:
-        p.error(f"--warmup-fraction must be in [0, 1) (got {args.warmup_fraction})")
-    if not 0.0 < args.reqa_train_fraction < 1.0:
-        p.error(f"--reqa-train-fraction must be between 0 and 1, exclusive (got "
-                f"{args.reqa_train_fraction})")
     data = default_data_dir()
     for s in specs:
         needed = []

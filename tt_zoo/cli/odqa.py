@@ -19,7 +19,7 @@ import pathlib
 import sys
 import time
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import default_data_dir
 from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
 
@@ -33,14 +33,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         f"file (repeatable; default: {' + '.join(odqa.VALIDATION)})")
     p.add_argument("--articles", default=None,
                    help="any article source tt_zoo reads (default: $TT_ZOO_DATA/wikispeedia)")
-    p.add_argument("--passage-words", type=int, default=100,
+    p.add_argument("--passage-words", type=numbers.count(high=100_000), default=100,
                    help="words a passage (DPR: 100) (default: %(default)s)")
     p.add_argument("--k", default="1,5,20,100",
                    help="comma-separated cut-offs (default: %(default)s)")
     p.add_argument("--cache-dir", default="runs/odqa_cache",
                    help="answer rows and passage embeddings are kept here between runs "
                         "('' : nowhere) (default: %(default)s)")
-    p.add_argument("--limit-articles", type=int, default=None,
+    p.add_argument("--limit-articles", type=numbers.count(), default=None,
                    help="use only the first N articles (smoke runs)")
     p.add_argument("--json-out", default=None, help="write the results as JSON here")
     parsing.add_no_progress(p)

@@ -37,8 +37,8 @@ import os
 import sys
 from typing import Any, Optional
 
-from tt_zoo.atomic_io import check_replaceable, is_remote, write_text
-from tt_zoo.cli import parsing
+from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import (PROJECT_VOCAB, HardNegativeArguments, PairArguments,
                                SequenceLengthArguments, TrainOutputArguments, default_squad_path,
                                default_vocab_path)
@@ -63,7 +63,8 @@ class ModelArguments:
     tower_shape: Optional[str] = option(
         None, "explicit BERT shape LAYERS,HIDDEN,HEADS overriding the registry size (for smoke "
               "tests)")
-    dropout: float = option(0.1, "dropout rate of the towers")
+    dropout: float = option(0.1, "dropout rate of the towers",
+                            number=numbers.fraction(high_open=True))
     pooling: Optional[str] = option(
         None, "BERT aggregator: [CLS] (the paper) or mean of the final states (registry "
               "default)", choices=("cls", "mean"))
@@ -73,7 +74,8 @@ class ModelArguments:
         None, "L2-normalised embeddings, cosine scores (registry default)",
         choices=("yes", "no"))
     temperature: Optional[float] = option(
-        None, "divides the logits in the loss (registry default; 0 = none)")
+        None, "divides the logits in the loss (registry default; 0 = none)",
+        number=numbers.non_negative(100.0))
     bow_output_activation: Optional[str] = option(
         None, "BoW-MLP output layer (registry default)", choices=("tanh", "linear"))
     dtype_policy: str = option(
@@ -97,13 +99,16 @@ class TrainingArguments:
     """Schedule, optimizer and devices (Chang et al. 2020, Sec. 5.1: Adam, 10% linear warm-up
     then linear decay; None: the registry's recipe)."""
 
-    steps: Optional[int] = option(None, "optimizer steps (registry default)")
-    batch_size: Optional[int] = option(None, "global batch (registry default)")
+    steps: Optional[int] = option(None, "optimizer steps (registry default; 0: export the "
+                                        "initialised model)", number=numbers.count(low=0))
+    batch_size: Optional[int] = option(None, "global batch (registry default)",
+                                       number=numbers.count())
     learning_rate: Optional[float] = option(
-        None, "peak Adam learning rate (registry default)")
+        None, "peak Adam learning rate (registry default)", number=numbers.LEARNING_RATE)
     warmup_fraction: Optional[float] = option(
-        None, "fraction of the steps of linear warm-up (registry default)")
-    seed: int = option(0, "seed of initialisation and batches")
+        None, "fraction of the steps of linear warm-up (registry default)",
+        number=numbers.fraction(high_open=True))
+    seed: int = option(0, "seed of initialisation and batches", number=numbers.SEED)
     strategy: str = option(
         "cpu", "tf.distribute strategy: this CPU, local GPUs, several workers or a TPU",
         choices=STRATEGIES)
@@ -116,7 +121,7 @@ class TrainingArguments:
     grad_cache_chunk: int = option(
         0, "GradCache (Gao et al. 2021): embed and back-propagate N pairs at a time, with the "
            "gradients of the whole batch and the activation memory of N (0: off; the batch per "
-           "replica must be a multiple of N)")
+           "replica must be a multiple of N)", number=numbers.count(low=0))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,20 +142,23 @@ class ClusteringArguments:
     cluster_every: int = option(
         0, "clustered batches (ProQA, Xiong et al. 2020, Sec. 3.2): every N steps, embed the "
            "next N steps' documents with the current document tower, k-means them and draw "
-           "each batch from one cluster (0: off, random batches)")
+           "each batch from one cluster (0: off, random batches)",
+        number=numbers.count(low=0))
     clusters: int = option(
-        0, "clusters a round for --cluster-every (0: N // 4, about four batches a cluster)")
+        0, "clusters a round for --cluster-every (0: N // 4, about four batches a cluster)",
+        number=numbers.count(low=0))
     cluster_length: int = option(
         0, "embed only the first L tokens of each document for the clustering (0: the "
-           "document length); cheaper re-encoding")
+           "document length); cheaper re-encoding", number=numbers.count(low=0, high=8192))
     cluster_start: Optional[int] = option(
         None, "first clustered step, a multiple of --cluster-every (default: --cluster-every; "
-              "the steps before it are random batches)")
+              "the steps before it are random batches)", number=numbers.count())
     cluster_encode_batch: int = option(
-        256, "documents a forward pass when re-encoding for the clustering")
+        256, "documents a forward pass when re-encoding for the clustering",
+        number=numbers.count())
     cluster_threads: int = option(
         1, "threads of the k-means for --cluster-every (0: every core; 1 is faster when "
-           "TensorFlow and other jobs share a few cores)")
+           "TensorFlow and other jobs share a few cores)", number=numbers.count(low=0, high=1024))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,9 +167,10 @@ class EvaluationArguments:
 
     eval_every: int = option(
         0, "score ReQA-SQuAD(dev) zero-shot every N steps (0: never); the curve goes to "
-           "WORKDIR/curve.jsonl")
+           "WORKDIR/curve.jsonl", number=numbers.count(low=0))
     eval_questions: int = option(
-        2000, "questions sampled (seed 0) for --eval-every; all candidates are used")
+        2000, "questions sampled (seed 0) for --eval-every; all candidates are used",
+        number=numbers.count())
     squad: Optional[str] = option(
         None, "SQuAD v1.1 JSON for --eval-every ($TT_ZOO_DATA/squad/dev-v1.1.json)")
 
@@ -187,9 +196,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     PretrainConfig.add_arguments(p)
 
 
+def tower_shape(text: Optional[str]) -> Optional[dict]:
+    """--tower-shape LAYERS,HIDDEN,HEADS as BERT's keywords (None: not given); raises
+    ValueError saying what is wrong: three whole numbers, each in range, HIDDEN a multiple of
+    HEADS (each head gets HIDDEN / HEADS dimensions)."""
+    if text is None:
+        return None
+    parts = text.split(",")
+    names = ("num_layers", "hidden_size", "num_attention_heads")
+    ranges = (numbers.count(high=48), numbers.count(high=8192), numbers.count(high=128))
+    if len(parts) != 3:
+        raise ValueError(f"expected LAYERS,HIDDEN,HEADS, three whole numbers (got {text!r})")
+    shape = {}
+    for name, label, number, part in zip(names, ("LAYERS", "HIDDEN", "HEADS"), ranges, parts):
+        try:
+            shape[name] = number(part.strip())
+        except argparse.ArgumentTypeError as e:
+            raise ValueError(f"{label} {e}") from None
+    if shape["hidden_size"] % shape["num_attention_heads"]:
+        raise ValueError(f"HIDDEN {shape['hidden_size']} is not a multiple of HEADS "
+                         f"{shape['num_attention_heads']} (got {text!r})")
+    return shape
+
+
 def parse_args(argv=None) -> PretrainConfig:
     parser = parsing.command_parser("pretrain", __doc__, add_arguments)
     args = PretrainConfig.parse(parser, argv)
+    try:
+        tower_shape(args.tower_shape)
+    except ValueError as e:
+        parser.error(f"--tower-shape: {e}")
     if not args.vocab:
         args.vocab = default_vocab_path()
         if args.vocab != str(PROJECT_VOCAB) and os.path.isfile(args.vocab):  # cells once took it
@@ -229,12 +265,10 @@ def model_options(spec, config: PretrainConfig) -> registry.ModelOptions:
 
 def build_model(spec, config: PretrainConfig):
     from tt_zoo.zoo.build import build_untrained  # noqa: PLC0415 (TensorFlow)
-    shape = (dict(zip(("num_layers", "hidden_size", "num_attention_heads"),
-                      (int(x) for x in config.model.tower_shape.split(","))))
-             if config.model.tower_shape else None)
     return build_untrained(spec, config.model.vocab, query_length=config.lengths.query_length,
                            document_length=config.lengths.document_length,
-                           dropout_rate=config.model.dropout, tower_shape=shape,
+                           dropout_rate=config.model.dropout,
+                           tower_shape=tower_shape(config.model.tower_shape),
                            options=model_options(spec, config))
 
 
@@ -380,11 +414,10 @@ def resolve_schedule(spec, training: TrainingArguments) -> Recipe:
     if spec.pretraining == "none" and steps:
         print(f"{spec.name} has no pretraining: ignoring --steps {steps}")
         steps = 0
-    return dataclasses.replace(
-        recipe, steps=steps, batch_size=training.batch_size or recipe.batch_size,
-        learning_rate=training.learning_rate or recipe.learning_rate,
-        warmup_fraction=(recipe.warmup_fraction if training.warmup_fraction is None
-                         else training.warmup_fraction))
+    given = {name: getattr(training, name) for name in ("batch_size", "learning_rate",
+                                                        "warmup_fraction")}
+    return dataclasses.replace(recipe, steps=steps,  # a value given is taken, 0 too
+                               **{k: v for k, v in given.items() if v is not None})
 
 
 def check_settings(spec, config: PretrainConfig, steps: int):
@@ -489,7 +522,7 @@ def train(model, spec, config: PretrainConfig, schedule: Recipe, strategy, workd
                 warmup_fraction=schedule.warmup_fraction, strategy=strategy, workdir=workdir,
                 checkpoint_every=config.output.checkpoint_every, seed=config.training.seed,
                 progress=not config.output.no_progress))
-        except training.SettingsMismatchError as e:
+        except TtZooError as e:  # settings that differ; a non-finite loss
             sys.exit(str(e))
     return train_on_pairs(model, config, schedule, strategy, workdir, mining)
 
@@ -502,6 +535,7 @@ def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, wo
     from tt_zoo.training.step_data import cached_tokenize_pair_set, distribute_step_batches
     data, output, seed = config.data, config.output, config.training.seed
     steps, batch = schedule.steps, schedule.batch_size
+    check_pairs(data.pairs)
     arrays = cached_tokenize_pair_set(model, data.pairs, data.token_cache or None,
                                       max_pairs=data.max_pairs)
     mined = None
@@ -547,6 +581,18 @@ def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, wo
               f"{result.pairs_per_s_over(first=False):.1f}), final loss "
               f"{result.final_loss:.4f}")
     return TrainOutcome(result=result, order=order, clustering=clustering, mined=mined)
+
+
+def check_pairs(pairs: str) -> None:
+    """Exits naming --pairs unless it is a pair directory holding at least one pair."""
+    from tt_zoo.data.pairs_io import read_manifest  # noqa: PLC0415 (TensorFlow)
+    try:
+        count = read_manifest(pairs, verify="none")["num_records"]
+    except (TtZooError, OSError) as e:
+        sys.exit(f"--pairs: {e}")
+    if not count:
+        sys.exit(f"--pairs: {pairs} holds no pairs (its manifest counts 0): nothing to train "
+                 "on (tt-zoo make-pairs writes them)")
 
 
 def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: TrainOutcome,
@@ -638,7 +684,7 @@ def run(config: PretrainConfig, command: str) -> int:
     outcome = train(model, spec, config, schedule, strategy, workdir, mining)
     summary_path = os.path.join(workdir, "train_summary.json")
     summary = train_summary(spec, config, schedule, outcome, warm_start, command, summary_path)
-    write_text(summary_path, json.dumps(summary, indent=2))
+    write_json(summary_path, summary, indent=2)
     if export:
         meta = export_saved_model(model, export, summary)
         print(f"exported to {export} (sha256 {meta['sha256']})")

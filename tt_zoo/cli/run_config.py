@@ -11,6 +11,8 @@ choices and help; from the fields come
   ``{"group": {"field": value}}``, any subset of it. Flags given on the command line override
   the file; an unknown group or field, a value of the wrong type or outside the choices is
   refused with a message naming the file and the key;
+- the range of a number (`tt_zoo.cli.numbers.Number`, a field's ``number``), checked on the
+  flag as it is parsed and on the file's value alike;
 - `RunConfig.to_dict`: the whole config, which the command records in its artifact's metadata
   under `RUN_CONFIG_KEY` and which ``--config`` reads back.
 
@@ -37,6 +39,7 @@ import typing
 from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
 
 from tt_zoo.cli import parsing
+from tt_zoo.cli.numbers import Number
 from tt_zoo.errors import TtZooError
 
 # The metadata key under which a command records its whole run config (train_summary.json,
@@ -53,13 +56,14 @@ class RunConfigError(TtZooError):
 
 def option(default: Any = None, help: str = "", *,  # noqa: A002 (argparse's word)
            choices: Optional[Sequence] = None, metavar: Optional[str] = None,
-           hidden_aliases: Sequence[str] = ()):
+           hidden_aliases: Sequence[str] = (), number: Optional[Number] = None):
     """A run-config field: the flag ``--x-y`` of field ``x_y``, with its default, help and
     choices. A ``bool`` field is a switch (``store_true``); `hidden_aliases` are older spellings
-    that keep working and stay out of ``--help``."""
+    that keep working and stay out of ``--help``. An int or float field names its range,
+    `number` (`tt_zoo.cli.numbers`): a flag without one is refused when the parser is built."""
     return dataclasses.field(default=default, metadata={
         "help": help, "choices": tuple(choices) if choices else None, "metavar": metavar,
-        "hidden_aliases": tuple(hidden_aliases)})
+        "hidden_aliases": tuple(hidden_aliases), "number": number})
 
 
 def flag(name: str) -> str:
@@ -164,7 +168,7 @@ class RunConfig:
             kwargs, default = {"action": "append", "metavar": meta["metavar"]}, None
             text += " (repeatable)"
         else:
-            kwargs = {"type": None if setting.kind is str else setting.kind,
+            kwargs = {"type": None if setting.kind is str else _number(setting),
                       "choices": meta["choices"], "metavar": meta["metavar"]}
         container.add_argument(flag(field.name), dest=field.name, default=default,
                                help=text, **kwargs)
@@ -290,6 +294,16 @@ def _hint(name: str, settings, groups, known=(), key: str = "") -> str:
     return f"{guess}; the groups are {', '.join(groups)}"
 
 
+def _number(setting: _Setting) -> Number:
+    """The range of an int or float field; a field without one is a programming error."""
+    number = setting.field.metadata.get("number")
+    if number is None or number.kind is not setting.kind:
+        raise TypeError(f"run-config field {setting.field.name!r} ({setting.kind.__name__}) "
+                        f"needs option(number=tt_zoo.cli.numbers.Number({setting.kind.__name__}"
+                        ", ...)): every numeric flag is range-checked when parsed")
+    return number
+
+
 def _checked(value, setting: _Setting, where: str):
     """`value` if it fits the field (a float field takes an int, as float), else
     `RunConfigError`."""
@@ -304,10 +318,10 @@ def _checked(value, setting: _Setting, where: str):
     elif kind is float and isinstance(value, (int, float)) and not isinstance(value, bool):
         value = float(value)
         if not choices or value in choices:
-            return value
+            return _in_range(value, setting, where)
     elif isinstance(value, kind) and not (kind is int and isinstance(value, bool)):
         if not choices or value in choices:
-            return value
+            return _in_range(value, setting, where)
     expected = {bool: "true or false", int: "an integer", float: "a number",
                 str: "a string"}[kind]
     if choices:
@@ -315,3 +329,12 @@ def _checked(value, setting: _Setting, where: str):
     if setting.optional:
         expected += " or null"
     raise RunConfigError(f"{where} must be {expected} (got {json.dumps(value)})")
+
+
+def _in_range(value, setting: _Setting, where: str):
+    """`value` if the field's range (`_number`) takes it, else `RunConfigError`."""
+    if setting.kind in (int, float):
+        problem = _number(setting).problem(value)
+        if problem:
+            raise RunConfigError(f"{where} {problem}")
+    return value

@@ -20,7 +20,7 @@ import json
 import sys
 from typing import List, Sequence
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import FLAGSHIP, check_new_file, load_model, progress_bar
 from tt_zoo.data.text_files import TextFileError, Texts, read_texts
 
@@ -39,11 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a query (repeatable)")
     p.add_argument("--queries", metavar="FILE",
                    help="a .txt, .jsonl or .tsv file of queries (their text), after any --query")
-    p.add_argument("-k", "--k", type=int, default=10, help="hits a query")
+    p.add_argument("-k", "--k", type=numbers.count(high=100_000), default=10, help="hits a query")
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
                    help="a model's index: ScaNN (approximate on large sets) or brute force "
                         "(exact)")
-    p.add_argument("--batch-size", type=int, default=256, help="texts a forward pass")
+    p.add_argument("--batch-size", type=numbers.count(), default=256, help="texts a forward pass")
     p.add_argument("-o", "--output", help="write the hits as JSON Lines here (.jsonl) instead "
                                           "of printing them")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
@@ -132,7 +132,8 @@ def write_hits(path: str, queries: Sequence[str], hits: Sequence[Sequence]) -> N
         for query, found in zip(queries, hits):
             f.write(json.dumps({"query": query, "hits": [
                 {"rank": rank, "id": h.id, "score": round(float(h.score), 6), "title": h.title,
-                 "text": h.text} for rank, h in enumerate(found, 1)]}, ensure_ascii=False)
+                 "text": h.text} for rank, h in enumerate(found, 1)]}, ensure_ascii=False,
+                allow_nan=False)
                 + "\n")
 
 

@@ -39,7 +39,7 @@ import sys
 from typing import Optional, Tuple
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 from tt_zoo.cli.common import PairArguments, TrainOutputArguments
 from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
 
@@ -69,8 +69,10 @@ class LabelledTaskArguments:
         (), "a task (by name) whose documents are read without their titles (reqa: the "
             "passage without the candidate's sentence)", metavar="NAME")
     reqa_train_fraction: float = option(
-        0.8, "the reqa task's share of the ReQA-SQuAD(dev) cold-start split (its training part)")
-    split_seed: int = option(0, "seed of the ReQA split and of the tasks' confounders")
+        0.8, "the reqa task's share of the ReQA-SQuAD(dev) cold-start split (its training part)",
+        number=numbers.SPLIT_FRACTION)
+    split_seed: int = option(0, "seed of the ReQA split and of the tasks' confounders",
+                             number=numbers.SEED)
     task_cache: Optional[str] = option(
         None, "where the built tasks are kept (default: WORKDIR/tasks; tt-zoo multitask's "
               "cache may be shared)")
@@ -81,12 +83,14 @@ class TrainingArguments:
     """MSE against the query-term targets (HDCT, Dai & Callan 2020), Adam with a linear
     warm-up, then a linear decay to 0."""
 
-    steps: Optional[int] = option(None, "optimizer steps")
-    batch_size: int = option(64, "documents per step")
+    steps: Optional[int] = option(None, "optimizer steps", number=numbers.count())
+    batch_size: int = option(64, "documents per step", number=numbers.count())
     learning_rate: float = option(
-        5e-4, "peak Adam learning rate (linear warm-up, then linear decay to 0)")
-    warmup_fraction: float = option(0.1, "fraction of the steps of linear warm-up")
-    seed: int = option(0, "seed of initialisation and batches")
+        5e-4, "peak Adam learning rate (linear warm-up, then linear decay to 0)",
+        number=numbers.LEARNING_RATE)
+    warmup_fraction: float = option(0.1, "fraction of the steps of linear warm-up",
+                                    number=numbers.fraction(high_open=True))
+    seed: int = option(0, "seed of initialisation and batches", number=numbers.SEED)
 
 
 @dataclasses.dataclass(frozen=True)

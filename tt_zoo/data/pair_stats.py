@@ -31,7 +31,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo.data import features
-from tt_zoo.atomic_io import write_text
+from tt_zoo.atomic_io import json_text, write_text
 from tt_zoo.data.text import TextPreprocessor
 
 ALL = "all"
@@ -109,7 +109,7 @@ class PairStats:
 
     def save(self, path: str) -> None:
         """Writes the JSON form to ``path`` via a temporary file and a rename (`write_text`)."""
-        write_text(path, json.dumps(self.to_json(), indent=2, sort_keys=True))
+        write_text(path, json_text(self.to_json(), where=path, indent=2, sort_keys=True))
 
 
 class TokenCounter:

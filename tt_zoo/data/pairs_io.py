@@ -38,7 +38,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo.data import features
-from tt_zoo.atomic_io import replacing, write_text
+from tt_zoo.atomic_io import json_text, replacing, write_text
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import CHECKS, describe_file, verify_file
 from tt_zoo.data.sampling import sampling_probabilities
@@ -173,7 +173,8 @@ def write_manifest(output_dir: str, prefix: str, kind: str, shard_names: Sequenc
         "tensorflow_version": tf.__version__,
     }
     manifest.update(extra or {})
-    write_text(os.path.join(output_dir, MANIFEST), json.dumps(manifest, indent=2, sort_keys=True))
+    path = os.path.join(output_dir, MANIFEST)
+    write_text(path, json_text(manifest, where=path, indent=2, sort_keys=True))
     return manifest
 
 

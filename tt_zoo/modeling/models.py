@@ -360,6 +360,9 @@ def as_string_list(values, name: str) -> list:
     item raises TypeError naming `name`. Every API that takes texts checks them here."""
     if isinstance(values, (str, bytes)):
         raise TypeError(f"{name} must be a sequence of strings, not a single string ({values!r}).")
+    if values is None or isinstance(values, (dict, set)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a string or a sequence of strings (got "
+                        f"{type(values).__name__}: {values!r:.80}).")
     values = list(values)
     for i, v in enumerate(values):
         if not isinstance(v, (str, bytes)):

@@ -27,7 +27,8 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from tt_zoo.atomic_io import write_directory, write_json
+from tt_zoo.arguments import as_path
+from tt_zoo.atomic_io import recover_replaced, write_directory, write_json
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_files, verify_files
 from tt_zoo.retrieval.search import (ExactSearcher, SearchResult, check_embeddings, check_ids,
@@ -436,7 +437,8 @@ class EmbeddingIndex:
     @classmethod
     def load(cls, path) -> "EmbeddingIndex":
         """Loads a directory written by `save`, checking every file against its sha256."""
-        root = pathlib.Path(path)
+        root = as_path(path, "path")
+        recover_replaced(root)  # a replace killed between its renames: the old version is back
         if not root.is_dir():
             raise IndexFileError(f"{root} is not a directory holding a saved tt_zoo index.")
         config_file = root / INDEX_CONFIG_FILE

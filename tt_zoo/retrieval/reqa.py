@@ -26,7 +26,7 @@ from typing import Dict, Iterable, List, Sequence, Tuple
 import numpy as np
 
 from tt_zoo.data import features
-from tt_zoo.atomic_io import write_text
+from tt_zoo.atomic_io import write_json
 from tt_zoo.errors import TtZooError
 from tt_zoo.data.passages import sentence_spans
 
@@ -387,7 +387,7 @@ def save_split(split: Split, path) -> None:
     """Writes the split as JSON (to a temp file, then renamed)."""
     obj = {"format_version": SPLIT_FORMAT_VERSION, "meta": split.meta, "train": split.train,
            "validation": split.validation, "test": split.test}
-    write_text(path, json.dumps(obj, indent=1) + "\n")
+    write_json(path, obj, indent=1)
 
 
 def load_split(path) -> Split:

@@ -30,6 +30,12 @@ Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.loa
 trainable model from the SavedModel's own variables), ``metadata.json`` (with the file manifest
 and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` compares) and
 ``MODEL_CARD.md``, both written and read through `tt_zoo.serving.model_card.ModelCard`.
+
+metadata.json holds the manifest, so it is not in it; what of it changes what the model
+computes is pinned by files that are: the keys only the card records (task markers,
+`BEHAVIOUR_KEYS`) are copied into ``behaviour.json`` and must agree with it, and the facts the
+weights determine (dimension, token budgets, vocabulary size, kind) must agree with the model
+config.json rebuilds (`check_card_matches_model`). An edited card is refused, not obeyed.
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo._version import __version__
-from tt_zoo.atomic_io import write_directory, write_text
+from tt_zoo.atomic_io import (json_text, recover_replaced, write_directory, write_json,
+                              write_text)
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
@@ -55,6 +62,11 @@ from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
 VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
+# The keys of metadata.json that change what a loaded model computes and that nothing else in
+# the export records: copied into BEHAVIOUR_FILE, which the file manifest covers, and checked
+# against it on load (`check_behaviour`). An export without the file records none of them.
+BEHAVIOUR_KEYS = ("task_markers", "default_task_class")
+BEHAVIOUR_FILE = "behaviour.json"
 DOCUMENT_SIGNATURE = "encode_document"
 SIGNATURES = ("encode_query", DOCUMENT_SIGNATURE, "query_encoder", "response_encoder")
 # A late-interaction model's signatures (token vectors and their mask).
@@ -226,7 +238,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         with _without_keras_traces():
             tf.saved_model.save(module, str(staging), signatures=signatures)
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
-            json.dump(serving_model.artifact_config(), f)
+            json.dump(serving_model.artifact_config(), f, allow_nan=False)
         # The vocabulary as a plain asset too (the graph carries its own copy), for users and
         # for tools that tokenize outside TensorFlow.
         (staging / "assets").mkdir(exist_ok=True)
@@ -243,6 +255,7 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
         if isinstance(serving_model, LateInteractionModel):
             arch.scoring = MAXSIM
             arch.late_interaction = late_interaction_settings(serving_model)
+        write_behaviour(card, staging)
         stamp_provenance(card, staging)
         meta.update(card.to_dict())
         write_metadata_and_card(staging, meta)
@@ -250,6 +263,71 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
     write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
                     what="tt_zoo model export", last=(METADATA_FILE,))
     return meta
+
+
+def behaviour_of(metadata: dict) -> dict:
+    """The `BEHAVIOUR_KEYS` a card's metadata sets (None counts as not set)."""
+    return {key: metadata[key] for key in BEHAVIOUR_KEYS if metadata.get(key) is not None}
+
+
+def write_behaviour(card: ModelCard, staging: pathlib.Path) -> None:
+    """Writes `BEHAVIOUR_FILE` into an export being built, when its card sets a behaviour key
+    (before the manifest is taken, so the manifest covers it)."""
+    values = behaviour_of(card.to_dict())
+    if values:
+        write_json(staging / BEHAVIOUR_FILE, values, indent=2, sort_keys=True)
+
+
+def check_behaviour(path: pathlib.Path, metadata: dict, files: dict) -> None:
+    """Raises `ArtifactError` unless metadata.json's `BEHAVIOUR_KEYS` are what `BEHAVIOUR_FILE`
+    (in the file manifest `files`, already verified) records, and are well formed: markers a
+    {task class: one word} mapping, the default class one of its classes."""
+    meta_path = path / METADATA_FILE
+    pinned = {}
+    if BEHAVIOUR_FILE in files:
+        try:
+            pinned = json.loads((path / BEHAVIOUR_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ArtifactError(f"{path / BEHAVIOUR_FILE} cannot be read ({e}).") from e
+    recorded = behaviour_of(metadata)
+    if recorded != pinned:
+        keys = sorted(set(recorded) | set(pinned))
+        raise ArtifactError(
+            f"{meta_path}: {', '.join(keys)} {recorded or 'absent'} differ from what the export "
+            f"was written with ({BEHAVIOUR_FILE}, covered by the file manifest: "
+            f"{pinned or 'none'}); metadata.json was edited after the export, and these keys "
+            "change the model's embeddings. Restore metadata.json, or export the model again.")
+    markers, default = recorded.get("task_markers"), recorded.get("default_task_class")
+    if markers is not None and (not markers or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() and len(v.split()) == 1
+            for k, v in markers.items())):
+        raise ArtifactError(f"{meta_path}: task_markers must map each task class to one marker "
+                            f"word (got {markers!r}).")
+    if (markers is None) != (default is None) or (markers and default not in markers):
+        raise ArtifactError(f"{meta_path}: default_task_class {default!r} must be one of the "
+                            f"classes of task_markers ({sorted(markers or {})}).")
+
+
+def check_card_matches_model(path, metadata: dict, model) -> None:
+    """Raises `ArtifactError` naming metadata.json when a fact the card states about the weights
+    (embedding dimension, token budgets, vocabulary size, two-tower or late interaction)
+    differs from the model config.json rebuilt (`load_keras_model`): the card was edited."""
+    card = ModelCard.from_dict(metadata)
+    arch = card.architecture
+    actual = {"embedding_dim": model.embedding_dim,
+              "query_length": model.query_preprocessor.seq_length,
+              "document_length": model.document_preprocessor.seq_length,
+              "vocab_size": model.query_preprocessor.vocab_size}
+    differ = [f"{key} {getattr(arch, key)} (the model: {value})" for key, value in actual.items()
+              if getattr(arch, key) is not None and getattr(arch, key) != value]
+    late = isinstance(model, LateInteractionModel)
+    if (card.architecture.scoring == MAXSIM) != late:
+        differ.append(f"scoring {card.architecture.scoring!r} (the model: "
+                      f"{'late interaction' if late else 'one vector a text'})")
+    if differ:
+        raise ArtifactError(f"{pathlib.Path(path) / METADATA_FILE} says {'; '.join(differ)} "
+                            f"as rebuilt from {CONFIG_FILE}: the card was edited after the "
+                            "export. Restore metadata.json, or export the model again.")
 
 
 def stamp_provenance(card: ModelCard, staging: pathlib.Path) -> None:
@@ -299,6 +377,11 @@ def update_metadata(path, **fields) -> dict:
     (neither file is in it). A field of the wrong type raises `TtZooError` before anything is
     written."""
     path = pathlib.Path(path)
+    pinned = sorted(set(fields) & set(BEHAVIOUR_KEYS))
+    if pinned:
+        raise TtZooError(f"update_metadata cannot change {', '.join(pinned)} of {path}: they "
+                         "change the model's embeddings and are fixed at export; export the "
+                         "model again with them.")
     meta = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
     card = ModelCard.from_dict({**meta, **fields})
     return write_metadata_and_card(path, card.to_dict())
@@ -309,7 +392,7 @@ def write_metadata_and_card(directory, meta: dict) -> dict:
     file's contents as a reader gets them back (so a card re-rendered from metadata.json later
     is the same to the byte); returns the metadata as written."""
     directory = pathlib.Path(directory)
-    text = json.dumps(meta, indent=2, sort_keys=True)
+    text = json_text(meta, where=directory / METADATA_FILE, indent=2, sort_keys=True)
     written = json.loads(text)
     write_text(directory / METADATA_FILE, text)
     write_text(directory / MODEL_CARD_FILE, ModelCard.from_dict(written).render())
@@ -330,6 +413,7 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
     Raises `ArtifactError` naming what is missing or differs.
     """
     path = pathlib.Path(path)
+    recover_replaced(path)  # a replace killed between its renames: the old version is back
     if not path.is_dir():
         raise not_an_export_directory(path)
     meta_path = path / METADATA_FILE
@@ -361,6 +445,7 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
             f"{actual[:16]}… but {'the registry' if expected_sha256 else 'metadata.json'} "
             f"records {expected[:16]}…. Re-train it or restore the directory from git.")
     verify_files(path, files, listed_in=meta_path)
+    check_behaviour(path, metadata, files)
     return metadata
 
 
@@ -420,7 +505,12 @@ def load_keras_model(path) -> TwoTowerModel:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ArtifactError(f"{config_path} is not valid JSON ({e}).") from e
-    model = tf.keras.layers.deserialize(config)
+    try:  # Keras' safe mode refuses code in a config (a Lambda layer): name the file
+        model = tf.keras.layers.deserialize(config)
+    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        raise ArtifactError(f"{config_path} does not rebuild a tt_zoo model "
+                            f"({type(e).__name__}: {first}).") from e
     if not model.built:
         model.build_by_calling()
     try:

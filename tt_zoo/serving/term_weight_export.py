@@ -93,7 +93,7 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
             tf.saved_model.save(module, str(staging),
                                 signatures={DEFAULT_SIGNATURE: module.term_weights,
                                             TERM_WEIGHT_SIGNATURE: module.term_weights})
-        (staging / CONFIG_FILE).write_text(json.dumps(serving_model.artifact_config()),
+        (staging / CONFIG_FILE).write_text(json.dumps(serving_model.artifact_config(), allow_nan=False),
                                            encoding="utf-8")
         (staging / "assets").mkdir(exist_ok=True)
         (staging / "assets" / VOCAB_ASSET).write_text(

@@ -20,7 +20,7 @@ import numpy as np
 import tensorflow as tf
 from official.modeling.optimization import lr_schedule
 
-from tt_zoo.atomic_io import write_text
+from tt_zoo.atomic_io import json_text, write_json, write_text
 from tt_zoo.errors import TtZooError
 
 STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
@@ -112,6 +112,15 @@ class SettingsMismatchError(TtZooError):
     """A checkpoint was trained with settings other than the ones a resumed run asks for."""
 
 
+class NonFiniteLossError(TtZooError):
+    """The training loss became NaN or infinite: the run stopped before checkpointing or
+    exporting those weights."""
+
+
+class DamagedCheckpointError(TtZooError):
+    """No checkpoint of a run can be read back whole; the message names the damaged files."""
+
+
 def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: bool) -> None:
     """Records a fresh run's settings beside its checkpoints; refuses to resume with other ones.
 
@@ -136,7 +145,7 @@ def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: 
                              "new run with another --workdir.")
         return
     tf.io.gfile.makedirs(checkpoint_dir)
-    write_text(path, json.dumps(settings, indent=2, sort_keys=True))
+    write_json(path, settings, indent=2, sort_keys=True)
 
 
 def remove_checkpoint_debris(checkpoint_dir: str) -> List[str]:
@@ -149,6 +158,71 @@ def remove_checkpoint_debris(checkpoint_dir: str) -> List[str]:
                 tf.io.gfile.rmtree(path)
                 removed.append(path)
     return removed
+
+
+def checkpoint_damage(prefix: str) -> Optional[str]:
+    """Why checkpoint `prefix` (``DIR/ckpt-N``) cannot be read back whole, naming its file, or
+    None. Every tensor is read: TensorFlow checks each against the crc32c its index records, so
+    a truncated or corrupted ``.data-*`` file (an Adam slot included, which a restore would read
+    only later, at the first step) is found here, before training starts."""
+    try:
+        reader = tf.compat.v1.train.NewCheckpointReader(prefix)  # a prefix, on any filesystem
+    except Exception as e:  # noqa: BLE001 (any failure to open it is damage)
+        return f"{prefix}.index cannot be read ({_first_line(e)})"
+    for name in sorted(reader.get_variable_to_shape_map()):
+        try:
+            reader.get_tensor(name)
+        except Exception as e:  # noqa: BLE001 (truncation: IndexError; checksums: DataLoss)
+            files = ", ".join(sorted(tf.io.gfile.glob(f"{prefix}.data-*"))) or f"{prefix}.data-*"
+            return f"{files} is damaged: {name} cannot be read ({_first_line(e)})"
+    return None
+
+
+def _first_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0][:200]}"
+
+
+def newest_good_checkpoint(manager: tf.train.CheckpointManager, log=print) -> Optional[str]:
+    """The newest of `manager`'s checkpoints that reads back whole (`checkpoint_damage`), saying
+    which damaged ones it passed over; None when there are none. Raises
+    `DamagedCheckpointError` naming the files when every one is damaged (Keras and Orbit keep
+    several checkpoints for this: `train_resumable` keeps two)."""
+    damaged = []
+    for prefix in reversed(manager.checkpoints):
+        why = checkpoint_damage(prefix)
+        if why is None:
+            if damaged:
+                log(f"checkpoint {damaged[0][0]} is damaged ({damaged[0][1]}); resuming from "
+                    f"the previous one, {prefix}")
+            return prefix
+        damaged.append((prefix, why))
+    if damaged:
+        raise DamagedCheckpointError(
+            f"Every checkpoint in {manager.directory} is damaged: "
+            + "; ".join(f"{prefix}: {why}" for prefix, why in damaged)
+            + ". Restore them from a copy, or start a new run with another --workdir.")
+    return None
+
+
+class _StopOnNonFiniteLoss(tf.keras.callbacks.Callback):
+    """Raises `NonFiniteLossError` at the first step whose loss is NaN or infinite, before any
+    later callback checkpoints those weights (it runs first)."""
+
+    def __init__(self, optimizer, checkpoint_dir: str):
+        super().__init__()
+        self.optimizer, self.checkpoint_dir = optimizer, checkpoint_dir
+
+    def on_train_batch_end(self, batch, logs=None):
+        loss = (logs or {}).get("loss")
+        if loss is not None and not math.isfinite(float(loss)):
+            step = int(self.optimizer.iterations.numpy())
+            lr = self.optimizer.learning_rate
+            lr = float(lr(self.optimizer.iterations) if callable(lr) else lr)
+            raise NonFiniteLossError(
+                f"The training loss became {float(loss)} at step {step} (learning rate then "
+                f"{lr:.3g}): training stopped; these weights are neither checkpointed nor "
+                f"exported (the checkpoints in {self.checkpoint_dir} are from before). Lower "
+                "the learning rate or check the training data.")
 
 
 class _ProgressAndScalars(tf.keras.callbacks.Callback):
@@ -205,8 +279,8 @@ class _Checkpointer(tf.keras.callbacks.Callback):
         """The checkpoint of `step`, then the run's training time up to it (`TRAIN_TIME_FILE`)."""
         self.manager.save(checkpoint_number=step)
         seconds = self.earlier_seconds + time.perf_counter() - self.start
-        write_text(os.path.join(self.manager.directory, TRAIN_TIME_FILE),
-                   json.dumps({"step": step, "seconds": round(seconds, 3)}))
+        write_json(os.path.join(self.manager.directory, TRAIN_TIME_FILE),
+                   {"step": step, "seconds": round(seconds, 3)}, indent=None)
 
     def on_train_batch_end(self, batch, logs=None):
         step = int(self.optimizer.iterations.numpy())
@@ -258,18 +332,18 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
         log(f"removed {debris}, a checkpoint write cut off by an earlier kill")
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
-    if manager.latest_checkpoint:
+    latest = newest_good_checkpoint(manager, log)
+    if latest:
         check_run_settings(checkpoint_dir, settings, resuming=True)
         try:
-            checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+            checkpoint.restore(latest).assert_existing_objects_matched()
         except (AssertionError, ValueError, tf.errors.OpError) as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             raise SettingsMismatchError(
-                f"The checkpoint {manager.latest_checkpoint} does not fit this model ({first}). "
+                f"The checkpoint {latest} does not fit this model ({first}). "
                 "Resume with the model it was trained with, or start a new run with another "
                 "--workdir.") from None
-        log(f"resuming from {manager.latest_checkpoint} at step "
-            f"{int(optimizer.iterations.numpy())}")
+        log(f"resuming from {latest} at step {int(optimizer.iterations.numpy())}")
     else:
         if not tf.io.gfile.isdir(checkpoint_dir) or not tf.io.gfile.listdir(checkpoint_dir):
             log(f"no checkpoint in {checkpoint_dir}: starting fresh")
@@ -294,7 +368,8 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     try:
         if resumed_from < steps:
             model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
-                      verbose=0, callbacks=[monitor, *data_callbacks, saver, *callbacks])
+                      verbose=0, callbacks=[_StopOnNonFiniteLoss(optimizer, checkpoint_dir),
+                                            monitor, *data_callbacks, saver, *callbacks])
     finally:
         for callback in data_callbacks:
             if hasattr(callback, "close"):
@@ -374,7 +449,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
         if tf.io.gfile.exists(self.output):
             with tf.io.gfile.GFile(self.output) as f:
                 earlier = f.read()
-        write_text(self.output, earlier + json.dumps(point) + "\n")
+        write_text(self.output, earlier + json_text(point, where=self.output, indent=None) + "\n")
         self._eval_seconds += time.perf_counter() - t
         self._eval_cpu_seconds += time.process_time() - cpu
         self.log(f"step {step}: zero-shot ReQA " + " ".join(

@@ -43,6 +43,7 @@ BASE_URL_ENV = "TT_ZOO_BASE_URL"
 # release is published yet and the host is not chosen (RFC 2606's `.invalid` never resolves).
 # The ship stage of recipes/reproduce.py records `<RELEASE_BASE_URL>/<artifact>` per model.
 RELEASE_BASE_URL = "https://tt-zoo-releases.invalid/v0.1.0/saved_models"
+URL_SCHEMES = ("https", "http", "file")  # what $TT_ZOO_BASE_URL may name
 TIMEOUT_S = 60  # per connection attempt and per read
 _CHUNK = 1 << 20
 _MAX_METADATA_BYTES = 16 << 20
@@ -73,6 +74,12 @@ def artifact_url(spec) -> str:
     else its registry entry's ``url``, else `release_url`."""
     base = os.environ.get(BASE_URL_ENV)
     if base:
+        if urllib.parse.urlsplit(base.strip()).scheme.lower() not in URL_SCHEMES:
+            raise DownloadError(f"{BASE_URL_ENV}={base!r} is not a URL tt_zoo can download "
+                                f"from: expected {', '.join(f'{s}://' for s in URL_SCHEMES)} "
+                                "and a folder laid out like saved_models/ (e.g. "
+                                "https://host/tt_zoo/saved_models or file:///data/saved_models); "
+                                f"unset {BASE_URL_ENV} to use the registry's URL.")
         return f"{base.rstrip('/')}/{spec.artifact}"
     return (spec.url or release_url(spec.artifact)).rstrip("/")
 
@@ -113,8 +120,8 @@ def _offline_message(spec, url: str, reason, dest: pathlib.Path) -> str:
 
 
 def _open(spec, url: str, dest: pathlib.Path):
-    request = urllib.request.Request(url, headers={"User-Agent": "tt_zoo"})
     try:
+        request = urllib.request.Request(url, headers={"User-Agent": "tt_zoo"})
         return urllib.request.urlopen(request, timeout=TIMEOUT_S)
     except urllib.error.HTTPError as e:
         raise DownloadError(_offline_message(spec, url, f"HTTP {e.code} {e.reason}", dest)) from e

@@ -10,6 +10,7 @@ its index over passages.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -21,10 +22,11 @@ from tt_zoo import _keras_env
 
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
-from tt_zoo.atomic_io import write_directory, write_json  # noqa: E402
+from tt_zoo.arguments import as_path  # noqa: E402
+from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER  # noqa: E402
-from tt_zoo.modeling.models import as_documents  # noqa: E402
+from tt_zoo.modeling.models import as_documents, as_texts  # noqa: E402
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.serving.model_card import ModelCard  # noqa: E402
@@ -32,9 +34,48 @@ from tt_zoo.zoo import download, registry  # noqa: E402
 from tt_zoo.zoo.registry import ModelSpec, get_spec  # noqa: E402
 
 PASSAGES_FILE = "passages.jsonl"
-TEXT_INDEX_FILE = "text_index.json"  # format and sha256 of the files beside embeddings/
+TEXT_INDEX_FILE = "text_index.json"  # format, the model, and the manifest of every other file
 TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
-TEXT_INDEX_FORMAT_VERSION = 1  # none recorded: 1 (`tt_zoo.manifest.check_format_version`)
+# 2: the manifest covers embeddings/ too, and "model" records the model that made them;
+# 1 (none recorded: `tt_zoo.manifest.check_format_version`): passages.jsonl only.
+TEXT_INDEX_FORMAT_VERSION = 2
+
+
+def weights_sha256(keras_model) -> str:
+    """The sha256 of a model's weights (each array's shape, dtype and bytes, in order): what
+    an index records of the model that made its embeddings, and checks at load."""
+    digest = hashlib.sha256()
+    for array in keras_model.get_weights():
+        array = np.ascontiguousarray(array)
+        digest.update(f"{array.dtype.str}{array.shape};".encode("ascii"))
+        digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def model_identity(model: "ZooModel") -> dict:
+    """What a saved index records of the model that made its embeddings: its name, the sha256
+    of its weights (`weights_sha256`: fine-tuning changes it) and its embedding dimension."""
+    return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model),
+            "embedding_dim": int(model.keras_model.embedding_dim)}
+
+
+def check_model_identity(recorded, model: "ZooModel", listed_in) -> None:
+    """Raises `ArtifactError` naming both models unless `model` is the one `recorded`
+    (`model_identity`) says made the index's embeddings."""
+    if not isinstance(recorded, dict) or not {"name", "weights_sha256",
+                                              "embedding_dim"} <= set(recorded):
+        raise ArtifactError(f"{listed_in} does not record the model that made the index's "
+                            "embeddings (name, weights_sha256, embedding_dim).")
+    ours = model_identity(model)
+    if (recorded["weights_sha256"], recorded["embedding_dim"]) != (
+            ours["weights_sha256"], ours["embedding_dim"]):
+        raise ArtifactError(
+            f"{listed_in}: this index's embeddings were made by {recorded['name']!r} (weights "
+            f"sha256 {str(recorded['weights_sha256'])[:16]}…, dim {recorded['embedding_dim']}), "
+            f"not by the model loading it, {ours['name']!r} (weights sha256 "
+            f"{ours['weights_sha256'][:16]}…, dim {ours['embedding_dim']}): its queries would "
+            "be searched against another model's embeddings. Load it with the model that built "
+            "it, or build the index again with this one (model.index(passages).save(path)).")
 
 
 def _is_text_index(path: pathlib.Path) -> bool:
@@ -65,7 +106,7 @@ class TextIndex:
         `tt_zoo.retrieval.search.SearchResult` of `embedding_index` (a `Searcher`) for the
         encoded queries, seen as `Hit`s. A single string gives its one list of hits.
         `encode_options` go to `ZooModel.encode_queries` (`batch_size`, `show_progress_bar`)."""
-        single = isinstance(queries, (str, bytes))
+        single = as_texts(queries, "queries")[1]
         embeddings = self.model.encode_queries([queries] if single else queries,
                                                **encode_options)
         hits = self.embedding_index.search(embeddings, k).hits(self.texts, self.titles)
@@ -79,39 +120,58 @@ class TextIndex:
         """
         from tt_zoo.manifest import describe_files
 
+        path = as_path(path, "path")
+        model = model_identity(self.model)
+
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
-            with open(staging / PASSAGES_FILE, "w", encoding="utf-8") as f:
+            passages = staging / PASSAGES_FILE
+            with open(passages, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
-                    f.write(json.dumps({"id": cid, "title": title, "text": text}) + "\n")
+                    f.write(json_text({"id": cid, "title": title, "text": text}, where=passages,
+                                      indent=None) + "\n")
             write_json(staging / TEXT_INDEX_FILE, {
                 "format": TEXT_INDEX_FORMAT, "format_version": TEXT_INDEX_FORMAT_VERSION,
-                "files": describe_files(staging, [PASSAGES_FILE])})
+                "model": model, "files": describe_files(staging)})
 
         return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
                                what="saved tt_zoo TextIndex")
 
     @classmethod
     def load(cls, path, model: "ZooModel") -> "TextIndex":
-        """Loads a directory written by `save`, checking every file against its sha256."""
+        """Loads a directory written by `save`, checking every file against its sha256 and
+        `model` against the one that made the embeddings (`check_model_identity`)."""
         from tt_zoo.retrieval.index import EmbeddingIndex, read_json
         from tt_zoo.manifest import check_format_version, verify_files
-        path = pathlib.Path(path)
+        path = as_path(path, "path")
+        recover_replaced(path)
         manifest_path = path / TEXT_INDEX_FILE
         if not manifest_path.is_file():
             raise ArtifactError(f"{path} is not a saved TextIndex (or was saved by a tt_zoo "
                                 f"without {TEXT_INDEX_FILE}; save it again): "
                                 f"{manifest_path} is missing.")
         manifest = read_json(manifest_path)
-        check_format_version(manifest.get("format_version"), TEXT_INDEX_FORMAT_VERSION,
-                             listed_in=manifest_path, what=TEXT_INDEX_FORMAT)
+        version = check_format_version(manifest.get("format_version"),
+                                       TEXT_INDEX_FORMAT_VERSION, listed_in=manifest_path,
+                                       what=TEXT_INDEX_FORMAT)
+        if version < 2:
+            raise ArtifactError(f"{manifest_path} was saved by an older tt_zoo that recorded "
+                                "neither the model that made the embeddings nor their sha256, "
+                                "so this index cannot be checked: build it again "
+                                f"(model.index(passages).save(path); its passages are in "
+                                f"{path / PASSAGES_FILE}).")
         files = manifest.get("files")
         if manifest.get("format") != TEXT_INDEX_FORMAT or not isinstance(files, dict) or (
                 PASSAGES_FILE not in files):
             raise ArtifactError(f"{manifest_path} is not a {TEXT_INDEX_FORMAT} manifest listing "
                                 f"{PASSAGES_FILE}.")
         verify_files(path, files, listed_in=manifest_path)
+        check_model_identity(manifest.get("model"), model, manifest_path)
         embedding_index = EmbeddingIndex.load(path / "embeddings")
+        if embedding_index.dim != model.keras_model.embedding_dim:
+            raise ArtifactError(f"{path / 'embeddings'} holds {embedding_index.dim}-d "
+                                f"embeddings; {model.name} makes "
+                                f"{model.keras_model.embedding_dim}-d ones.")
         rows = []
         passages_path = path / PASSAGES_FILE
         with open(passages_path, encoding="utf-8") as f:
@@ -196,6 +256,7 @@ class ZooModel:
           ValueError: `task_class` names a class the model has no marker for (the message
             lists those it has).
         """
+        as_texts(texts, "texts")
         texts = self._with_task_marker(texts, task_class)
         return self.keras_model.encode_queries(texts, batch_size=batch_size,
                                                show_progress_bar=show_progress_bar, **options)
@@ -294,9 +355,18 @@ class ZooModel:
         if embeddings is None:
             embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size,
                                                show_progress_bar=show_progress_bar)
+        else:
+            shape = (len(passages), int(self.keras_model.embedding_dim))
+            given = getattr(embeddings, "shape", None)
+            if given is None or tuple(given) != shape:
+                raise ValueError(f"embeddings must be float [{shape[0]}, {shape[1]}]: one "
+                                 f"{shape[1]}-d embedding of {self.name} per passage (got "
+                                 f"{type(embeddings).__name__} of shape {given}).")
         return TextIndex(self, EmbeddingIndex(embeddings, ids, backend=backend), passages, titles)
 
     def load_index(self, path) -> TextIndex:
+        """The `TextIndex` saved at `path`, which this model must have built (its weights'
+        sha256 and dimension are checked: `check_model_identity`)."""
         return TextIndex.load(path, self)
 
     # Keras conveniences: the loaded object fine-tunes like the Keras model it wraps.
@@ -326,8 +396,11 @@ class ZooModel:
                 base_path=str(self.path) if self.path else None, steps=steps,
                 finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds"))
+        if metadata is not None and not isinstance(metadata, dict):
+            raise TypeError(f"metadata must be a dict or None (got {type(metadata).__name__}).")
         meta = {**card.to_dict(), **(metadata or {})}
-        return export_lib.export_saved_model(self.keras_model, path, meta, overwrite=overwrite)
+        return export_lib.export_saved_model(self.keras_model, as_path(path, "path"), meta,
+                                             overwrite=overwrite)
 
 
 def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
@@ -346,7 +419,8 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
         command that trains it).
       ArtifactError: a path that is not a directory (a file is named as one) or does not exist.
     """
-    path = pathlib.Path(os.fspath(name_or_path))
+    path = as_path(name_or_path, "name_or_path")
+    recover_replaced(path)  # a replace killed between its renames: the old version is back
     if path.is_dir():
         return path, None
     given = str(name_or_path)
@@ -400,6 +474,7 @@ def load(name_or_path) -> ZooModel:
     if ModelCard.from_dict(metadata).artifact_kind == TERM_WEIGHTS:
         raise TtZooError(_wrong_kind(str(path), TERM_WEIGHTS))
     keras_model = export_lib.load_keras_model(path)
+    export_lib.check_card_matches_model(path, metadata, keras_model)
     return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
 
 
