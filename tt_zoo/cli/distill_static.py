@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -22,9 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", required=True,
                    help="articles whose token frequencies weigh the table (any source "
                         "tt-zoo make-pairs reads), cut into --passage-words passages")
-    p.add_argument("--passage-words", type=parsing.positive_int, default=100,
+    p.add_argument("--passage-words", type=numbers.count(high=10_000), default=100,
                    help="words per passage of the corpus")
-    p.add_argument("--dim", type=parsing.positive_int, default=256,
+    p.add_argument("--dim", type=numbers.count(high=8192), default=256,
                    help="PCA dimension of the table (the embedding size)")
     p.add_argument("--name", default=None,
                    help="the exported model's name (default: static_<model without its size>_"

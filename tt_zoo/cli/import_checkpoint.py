@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import parsing
+from tt_zoo.cli import numbers, parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -24,12 +24,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a zoo name of a packaged checkpoint (tt-zoo list: minilm_l6_384) to "
                         "build into tt_zoo's cache (or into --export)")
     p.add_argument("--export", default=None, help="the export folder to write (atomically)")
-    p.add_argument("--embedding-dim", type=parsing.positive_int, default=None,
+    p.add_argument("--embedding-dim", type=numbers.count(high=8192), default=None,
                    help="add a new, randomly initialised projection to this size (default: "
                         "the hidden size, no new layer)")
-    p.add_argument("--query-length", type=parsing.positive_int, default=64,
+    p.add_argument("--query-length", type=numbers.TOKEN_BUDGET, default=64,
                    help="query token budget")
-    p.add_argument("--document-length", type=parsing.positive_int, default=None,
+    p.add_argument("--document-length", type=numbers.TOKEN_BUDGET, default=None,
                    help="document token budget (default: the checkpoint's max_seq_length)")
     p.add_argument("--sha256", default=None,
                    help="the sha256 model.safetensors must have (a published checkpoint's)")

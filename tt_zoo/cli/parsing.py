@@ -61,13 +61,3 @@ def exit_missing(parser: argparse.ArgumentParser, message: str):
     (the flag, or $TT_ZOO_DATA), not the command's syntax. Exits with status 2."""
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
-
-def positive_int(text: str) -> int:
-    """An argparse type: an integer > 0 (argparse's usage error names the flag otherwise)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
