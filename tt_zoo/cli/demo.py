@@ -1,10 +1,12 @@
-"""The README's main command: load the flagship, index ReQA-SQuAD(dev), answer, and score.
+"""The README's main command: load shipped models, index ReQA-SQuAD(dev), answer, and score.
 
-Loads a shipped model (ict_bfs_wlp_512 unless --model says otherwise), builds a ScaNN index
-over every (sentence, passage) candidate of ReQA-SQuAD(dev), prints the top hits for a few
-questions, then R@1/10/100 over all questions next to BM25 on the same questions. SQuAD dev is
-read from --squad, else $TT_ZOO_DATA/squad/dev-v1.1.json, else through Hugging Face `datasets`
-(squad, validation) when it can be reached.
+Loads shipped models (by default the best fast one, a static model distilled from
+all-MiniLM-L6-v2 and trained on the two QA tasks, and the paper's flagship ict_bfs_wlp_512),
+builds a ScaNN index of each over every (sentence, passage) candidate of ReQA-SQuAD(dev), prints
+the first model's top hits for a few questions, then R@1/10/100 of each over all questions next
+to BM25 on the same questions. SQuAD dev is read from --squad, else
+$TT_ZOO_DATA/squad/dev-v1.1.json, else through Hugging Face `datasets` (squad, validation) when
+it can be reached.
 
   tt-zoo demo
   tt-zoo demo --model bow_mlp_ict_bfs_wlp_512 --backend brute_force --questions 5
@@ -23,9 +25,14 @@ from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_m
                                progress_bar)
 
 
+# The best shipped retriever that encodes ReQA's candidates in seconds, and the paper's flagship.
+DEMO_MODELS = ("multitask_static_minilm_l6_256", FLAGSHIP)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=FLAGSHIP, metavar="NAME_OR_PATH",
-                   help="a registered model name (tt-zoo list --shipped) or an export directory")
+    p.add_argument("--model", action="append", default=None, metavar="NAME_OR_PATH",
+                   help="a registered model name (tt-zoo list --shipped) or an export directory "
+                        f"(repeatable; default: {' and '.join(DEMO_MODELS)})")
     p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
                                    "dev-v1.1.json, else SQuAD validation from Hugging Face)")
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
@@ -38,6 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_args(argv=None):
     p = parsing.command_parser("demo", __doc__, add_arguments)
     args = p.parse_args(argv)
+    args.model = args.model or list(DEMO_MODELS)
     if args.squad and not pathlib.Path(args.squad).is_file():
         p.error(f"--squad: {args.squad} does not exist")
     return args
@@ -52,39 +60,39 @@ def main(argv=None):
         reqa = load_reqa(args.squad)
     except MissingDataError as e:
         sys.exit(f"tt-zoo demo: {e}")
-    model = load_model(args.model, "demo")
-    print(f"loaded {model}")
     print(f"ReQA-SQuAD(dev): {len(reqa.questions):,} questions, "
           f"{len(reqa.candidates):,} (sentence, passage) candidates")
+    queries = [q.text for q in reqa.questions]
+    gold = [q.gold_index for q in reqa.questions]
+    scores = {}
+    for n, name in enumerate(args.model):
+        model = load_model(name, "demo")
+        print(f"\nloaded {model}")
+        t = time.perf_counter()
+        index = model.index([c.passage for c in reqa.candidates],
+                            titles=[c.sentence for c in reqa.candidates], backend=args.backend,
+                            show_progress_bar=progress_bar(args.no_progress))
+        print(f"encoded and indexed the candidates with {args.backend} in "
+              f"{time.perf_counter() - t:.0f} s")
+        if n == 0:
+            show_hits(index, reqa, random.Random(args.seed).sample(
+                reqa.questions, min(args.questions, len(reqa.questions))))
+        scores[f"{name} ({args.backend})"] = retrieval_metrics.evaluate(
+            index.embedding_index, model.encode_queries(queries), gold)["exact"]
+    scores["BM25"] = bm25.evaluate_bm25(reqa)["exact"]
+    print(f"\nAll {len(queries):,} questions (* = the gold (sentence, passage) pair):")
+    print(format_scores(scores, ("R@1", "R@10", "R@100")))
+    print(f"\ndone in {time.perf_counter() - start:.0f} s")
 
-    t = time.perf_counter()
-    index = model.index([c.passage for c in reqa.candidates],
-                        titles=[c.sentence for c in reqa.candidates], backend=args.backend,
-                        show_progress_bar=progress_bar(args.no_progress))
-    print(f"encoded and indexed the candidates with {args.backend} in "
-          f"{time.perf_counter() - t:.0f} s")
 
-    shown = random.Random(args.seed).sample(reqa.questions, min(args.questions,
-                                                                len(reqa.questions)))
-    for question in shown:
+def show_hits(index, reqa, questions) -> None:
+    """Each question's top 3 (sentence, passage) hits, the gold one starred."""
+    for question in questions:
         print(f"\nQ: {question.text}")
         for rank, hit in enumerate(index.search([question.text], k=3)[0], 1):
             mark = "*" if int(hit.id) == question.gold_index else " "
             print(f"  {rank}.{mark} [{hit.score:6.2f}] {hit.title[:110]}")
         print(f"  gold: {reqa.candidates[question.gold_index].sentence[:110]}")
-
-    t = time.perf_counter()
-    queries = [q.text for q in reqa.questions]
-    gold = [q.gold_index for q in reqa.questions]
-    model_metrics = retrieval_metrics.evaluate(index.embedding_index,
-                                               model.encode_queries(queries), gold)["exact"]
-    search_s = time.perf_counter() - t
-    bm25_metrics = bm25.evaluate_bm25(reqa)["exact"]
-    print(f"\nAll {len(queries):,} questions (model search {search_s:.0f} s; "
-          "* = the gold (sentence, passage) pair):")
-    print(format_scores({f"{args.model} ({args.backend})": model_metrics, "BM25": bm25_metrics},
-                        ("R@1", "R@10", "R@100")))
-    print(f"\ndone in {time.perf_counter() - start:.0f} s")
 
 
 if __name__ == "__main__":

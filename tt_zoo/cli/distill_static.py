@@ -33,8 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     parsing.add_no_progress(p)
 
 
+def parse_args(argv=None):
+    return parsing.command_parser("distill-static", __doc__, add_arguments).parse_args(argv)
+
+
 def main(argv=None):
-    args = parsing.command_parser("distill-static", __doc__, add_arguments).parse_args(argv)
+    args = parse_args(argv)
     import tt_zoo  # noqa: PLC0415
     from tt_zoo.errors import TtZooError  # noqa: PLC0415
     from tt_zoo.modeling.static_distillation import (corpus_token_counts,  # noqa: PLC0415
