@@ -14,14 +14,14 @@ def test_the_family_is_registered_with_its_recipes():
 
     family = list_models("*minilm*")
     assert family == ["minilm_l6_384", "multitask_minilm_l6_384",
-                      "multitask_static_minilm_l6_256", "static_minilm_l6_256"]
+                      "multitask_static_minilm_l6_384", "static_minilm_l6_384"]
     assert "minilm_l6_384" in list_models(shipped_only=True)
     assert get_spec("minilm_l6_384").recipe_command() == (
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")
-    assert get_spec("static_minilm_l6_256").recipe_command().startswith(
+    assert get_spec("static_minilm_l6_384").recipe_command().startswith(
         "tt-zoo distill-static --model minilm_l6_384 ")
-    assert "--init static_minilm_l6_256" in get_spec(
-        "multitask_static_minilm_l6_256").recipe_command()
+    assert "--init static_minilm_l6_384" in get_spec(
+        "multitask_static_minilm_l6_384").recipe_command()
 
 
 def _installed():

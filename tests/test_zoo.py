@@ -34,7 +34,21 @@ def test_registry_names_read_like_the_paper():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_registered_variant_is_consistent(name):
+    from tt_zoo.zoo.registry import CHECKPOINT_FAMILY, DISTILLED
     spec = REGISTRY[name]
+    if name in CHECKPOINT_FAMILY:  # a public checkpoint (imported) and what is made from it
+        train = spec.recipe_command()
+        if spec.imported is not None:
+            assert spec.shipped and spec.artifact == name and spec.sha256 is None
+            assert train == f"tt-zoo import-checkpoint --name {name} --export saved_models/{name}"
+        elif spec.multitask is not None:
+            assert name == f"multitask_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
+            assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
+        else:
+            assert spec.pretraining == DISTILLED and spec.encoder == "bow_mlp"
+            assert train.startswith(f"tt-zoo distill-static --model {spec.init_from} ")
+        assert train.endswith(f"--export saved_models/{name}")
+        return
     if spec.shipped:
         assert spec.artifact_path.is_dir() and spec.sha256
     if spec.kind == TERM_WEIGHTS:  # hdct_<tasks>: trained on pairs' query terms
@@ -79,7 +93,11 @@ def test_an_unshipped_names_recipe_is_the_one_of_its_options():
     assert "--mlm-seq-length 128 " in command and "--document-length 128 " in command
     # The rule for every name: its series' options and recipe, together; shipped names keep
     # what their runs recorded.
+    from tt_zoo.zoo.registry import CHECKPOINT_FAMILY
     for name, spec in REGISTRY.items():
+        if name in CHECKPOINT_FAMILY:  # no series: test_every_registered_variant_is_consistent
+            assert spec.options == CPU_SCALE, name
+            continue
         prefix = max((p for p in SERIES if name.startswith(p)), key=len)
         series = SERIES[prefix]
         assert spec.options == series.options, name
@@ -197,13 +215,12 @@ def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     from tt_zoo.cli import multitask
     for needed in ("odqa/webquestions/trainmodel.json", "wikispeedia", "squad/dev-v1.1.json"):
         data_file(needed)
-    pretraining = REGISTRY[name].pretraining
     monkeypatch.chdir(tmp_path)
     words = shlex.split(REGISTRY[name].recipe_command())
     assert words[:2] == ["tt-zoo", "multitask"]
     config = multitask.parse_args(words[2:])
     spec = REGISTRY[name]
-    assert config.model.init == f"{spec.encoder}_{pretraining}_{spec.embedding_dim}"
+    assert config.model.init == spec.init_from
     t, m = config.training, spec.multitask
     assert config.tasks.task == m.named_tasks
     assert config.tasks.markers == m.markers
@@ -304,7 +321,8 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     from tt_zoo.zoo import registry
 
     shipped = registry.read_shipped()
-    assert set(shipped) == set(tt_zoo.list_models(shipped_only=True))
+    imported = {n for n, spec in registry.REGISTRY.items() if spec.imported is not None}
+    assert set(shipped) | imported == set(tt_zoo.list_models(shipped_only=True))
     entry = {"artifact": "x", "sha256": "0" * 64, "recipe": {"steps": 10}, "metrics": {"R@1": 0.5}}
     path = tmp_path / "shipped.json"
     path.write_text(json.dumps({"ict_512": entry}))

@@ -26,7 +26,7 @@ from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_m
 
 
 # The best shipped retriever that encodes ReQA's candidates in seconds, and the paper's flagship.
-DEMO_MODELS = ("multitask_static_minilm_l6_256", FLAGSHIP)
+DEMO_MODELS = ("multitask_static_minilm_l6_384", FLAGSHIP)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

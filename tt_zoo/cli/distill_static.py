@@ -6,7 +6,7 @@ a text is the mean of its tokens' vectors (`tt_zoo.modeling.static_distillation`
 hundreds of times faster than the Transformer's; `tt-zoo multitask --init` trains it further.
 
   tt-zoo distill-static --model minilm_l6_384 --corpus $TT_ZOO_DATA/wikispeedia \\
-      --dim 256 --export runs/models/static_minilm_256
+      --dim 384 --export runs/models/static_minilm_l6_384
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="PCA dimension of the table (the embedding size)")
     p.add_argument("--name", default=None,
                    help="the exported model's name (default: static_<model without its size>_"
-                        "<dim>, e.g. static_minilm_l6_256, the registry's name)")
+                        "<dim>, e.g. static_minilm_l6_384 for --dim 384, the registry's name)")
     p.add_argument("--export", required=True, help="the export folder to write (atomically)")
     parsing.add_no_progress(p)
 
