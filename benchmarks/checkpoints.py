@@ -117,8 +117,10 @@ def record(out: dict, results: pathlib.Path) -> None:
     for name in out["costs"]:
         spec = registry.REGISTRY.get(name)
         if spec is not None and spec.imported is not None:
+            # Its own rows and its fusions only ("static_minilm_l6_384" holds the name too).
             tables = shipping.benchmark_tables(
-                out, name, regime=f"as imported ({imported.SUPERVISED_START})")
+                out, lambda label: label == name or label.endswith(f", {name})"),
+                regime=f"as imported ({imported.SUPERVISED_START})")
             imported.record_tables(name, tables, source=out["generator"], results=relative,
                                    summary=shipping.headline_numbers(out, name,
                                                                      own_row_only=True))

@@ -446,22 +446,36 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
                          f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")
     return record_tables(path, tables, source=out.get("generator", "benchmark"),
                          results=str(results_path) if results_path else None,
-                         summary=headline_numbers(out, marker, own_row_only=marker == card.name),
+                         summary=headline_numbers(out, marker, own_row_only=marker == card.name,
+                                                  trained_on_reqa="reqa" in trained_on),
                          shipped_file=shipped_file, log=log)
 
 
-def headline_numbers(out: dict, marker: str, *, own_row_only: bool) -> Dict[str, float]:
+def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
+                     trained_on_reqa: bool = False) -> Dict[str, float]:
     """A shipped entry's headline numbers from a text-benchmark run: each benchmark's
-    headline metric on all questions of every row whose label holds `marker` (one per search
-    setting), or with `own_row_only` (a model named by its name) of the row labelled `marker`
-    only (not "RRF(BM25, name)": the card keeps those)."""
+    headline metric of every row whose label holds `marker` (one per search setting), or with
+    `own_row_only` (a model named by its name) of the row labelled `marker` only (not
+    "RRF(BM25, name)": the card keeps those). On all questions, but for a model trained on the
+    ReQA split's training questions (`trained_on_reqa`) ReQA's and open-domain ReQA's come
+    from the split's test questions, and their key says so."""
+    from tt_zoo.retrieval.text_benchmarks import split_label
+
     summary = {}
     for bench, results in out["results"].items():
         short, metric = _HEADLINE.get(bench, (bench, "R@100"))
         for label, row in results.items():
-            values = row["sets"].get("all", {})
-            if (label == marker if own_row_only else marker in label) and metric in values:
-                summary[f"{short} {metric}, {label}"] = _percent(values[metric])
+            if not (label == marker if own_row_only else marker in label):
+                continue
+            set_name, key = "all", short
+            if trained_on_reqa and bench != "odqa":
+                set_name = next((s for s in row["sets"] if s != "all"), None)
+                if set_name is None:  # no split: nothing measured on unseen questions
+                    continue
+                key = f"{short} (test part of the {split_label(set_name)} split)"
+            values = row["sets"][set_name]
+            if metric in values:
+                summary[f"{key} {metric}, {label}"] = _percent(values[metric])
     return summary
 
 
