@@ -64,7 +64,7 @@ def main(argv=None):
           f"{len(reqa.candidates):,} (sentence, passage) candidates")
     queries = [q.text for q in reqa.questions]
     gold = [q.gold_index for q in reqa.questions]
-    scores = {}
+    scores, trained_on_reqa = {}, False
     for n, name in enumerate(args.model):
         model = load_model(name, "demo")
         print(f"\nloaded {model}")
@@ -77,12 +77,23 @@ def main(argv=None):
         if n == 0:
             show_hits(index, reqa, random.Random(args.seed).sample(
                 reqa.questions, min(args.questions, len(reqa.questions))))
-        scores[f"{name} ({args.backend})"] = retrieval_metrics.evaluate(
+        seen = "reqa" in trained_tasks(model)
+        trained_on_reqa = trained_on_reqa or seen
+        scores[f"{name} ({args.backend}){' †' if seen else ''}"] = retrieval_metrics.evaluate(
             index.embedding_index, model.encode_queries(queries), gold)["exact"]
     scores["BM25"] = bm25.evaluate_bm25(reqa)["exact"]
     print(f"\nAll {len(queries):,} questions (* = the gold (sentence, passage) pair):")
     print(format_scores(scores, ("R@1", "R@10", "R@100")))
+    if trained_on_reqa:
+        print("† trained on the 80% cold-start split's training questions, which these include: "
+              "its held-out numbers are in results/checkpoints.md")
     print(f"\ndone in {time.perf_counter() - start:.0f} s")
+
+
+def trained_tasks(model) -> list:
+    """The names of the tasks a model's card says it trained on (multi-task runs)."""
+    run = model.card.training.multi_task
+    return [t.name for t in (run.tasks or [])] if run is not None else []
 
 
 def show_hits(index, reqa, questions) -> None:
