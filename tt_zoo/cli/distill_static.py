@@ -55,8 +55,10 @@ def main(argv=None):
             else teacher.name
         name = args.name or f"static_{stem}_{args.dim}"
         from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        from tt_zoo.serving.model_card import WEIGHTS_LICENSE  # noqa: PLC0415
         export_saved_model(static, args.export, {
             "name": name, "encoder": "bow_mlp", "pretraining": "distilled",
+            "license": WEIGHTS_LICENSE, "model_options": static_options(static),
             "training_data": f"none: distilled from {teacher.name} (model2vec: each token's "
                              f"embedding alone, PCA to {args.dim}, SIF weights over "
                              f"{documents:,} passages of {args.corpus})",
@@ -69,6 +71,17 @@ def main(argv=None):
         sys.exit(f"tt-zoo distill-static: {e}")
     print(f"distilled {teacher.name} into {args.export} ({stats})")
     return 0
+
+
+def static_options(static) -> dict:
+    """The card's ``model_options`` of a static model (`tt_zoo.zoo.registry.ModelOptions`):
+    mean of its token rows, one shared tower, cosine scores at its loss's temperature."""
+    import dataclasses  # noqa: PLC0415
+
+    from tt_zoo.zoo.registry import ModelOptions  # noqa: PLC0415
+    return dataclasses.asdict(ModelOptions(
+        pooling="mean", share_towers=True, normalize_embeddings=True,
+        temperature=static.retrieval_loss.temperature, bow_output_activation=None))
 
 
 if __name__ == "__main__":

@@ -602,11 +602,12 @@ def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: Train
     what cost, and the whole config under `RUN_CONFIG_KEY`. A rerun of a finished run trains
     nothing: the first run's costs stay the record."""
     import tensorflow as tf  # noqa: PLC0415
-    from tt_zoo.serving.model_card import (Architecture, Lineage, ModelCard,  # noqa: PLC0415
-                                           PairSet, Training, TrainingResult)
+    from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
+                                           Lineage, ModelCard, PairSet, Training,
+                                           TrainingResult)
     steps, batch, pairs = schedule.steps, schedule.batch_size, config.data.pairs
     card = ModelCard(
-        name=spec.name, license="Apache-2.0 (weights trained on CC BY-SA text)",
+        name=spec.name, license=WEIGHTS_LICENSE,
         architecture=Architecture(encoder=spec.encoder, tower_size=spec.tower_size,
                                   model_options=dataclasses.asdict(model_options(spec, config))),
         training=Training(pretraining=spec.pretraining, train_steps=steps,

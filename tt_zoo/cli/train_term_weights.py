@@ -199,12 +199,13 @@ def term_weight_metadata(config: TermWeightConfig, name: str, init, trained: dic
     `load_labelled_tasks`'. A rerun of a finished run keeps the first run's final loss."""
     from tt_zoo.data.pairs_io import read_manifest  # noqa: PLC0415
     from tt_zoo.retrieval.term_weighting import COMBINE  # noqa: PLC0415
-    from tt_zoo.serving.model_card import (Lineage, ModelCard, MultiTaskRun,  # noqa: PLC0415
-                                           PairSet, TaskRecord, TermWeighting)
+    from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Lineage,  # noqa: PLC0415
+                                           ModelCard, MultiTaskRun, PairSet, TaskRecord,
+                                           TermWeighting)
 
     data, training = config.data, config.training
     card = ModelCard.from_dict(trained)  # the steps, and what training measured
-    card.name, card.license = name, "Apache-2.0 (weights trained on CC BY-SA text)"
+    card.name, card.license = name, WEIGHTS_LICENSE
     card.lineage = Lineage(init=init)
     run = card.training
     sources = []

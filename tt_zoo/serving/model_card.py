@@ -362,6 +362,10 @@ _GROUPS = {"architecture": Architecture, "training": Training, "result": Trainin
            "provenance": Provenance}
 
 
+# The licence line of weights tt_zoo trains: the package's own licence, and what the text was.
+WEIGHTS_LICENSE = "Apache-2.0 (weights trained on CC BY-SA text)"
+
+
 @dataclass
 class ModelCard(_Read):
     """An export's metadata, typed: every key of metadata.json, by group.

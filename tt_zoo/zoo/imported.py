@@ -185,17 +185,16 @@ def build(name: str, dest: pathlib.Path) -> pathlib.Path:
 
 def locate(spec) -> pathlib.Path:
     """The export of an imported name in tt_zoo's cache, built from its package first when
-    absent (`build`); a card whose measured tables are older than the package's
-    (`MEASURED_FILE`) takes the package's (metadata only: the weights are not touched)."""
+    absent (`build`); a card older than this package's (its fields, its measured tables:
+    `MEASURED_FILE`) is brought up to date (metadata only: the weights are not touched)."""
     from tt_zoo.serving.export import METADATA_FILE, update_metadata
     from tt_zoo.zoo.download import cache_path
 
     cached = cache_path(spec.artifact)
     if not (cached.is_dir() and any(cached.iterdir())):
         return build(spec.name, cached)
-    recorded = measured(spec.name)
-    if recorded:
-        meta = json.loads((cached / METADATA_FILE).read_text(encoding="utf-8"))
-        if any(meta.get(key) != value for key, value in recorded.items()):
-            update_metadata(cached, **recorded)
+    meta = json.loads((cached / METADATA_FILE).read_text(encoding="utf-8"))
+    expected = card_metadata(spec.name, CHECKPOINTS[spec.name], meta.get("base_model") or {})
+    if any(meta.get(key) != value for key, value in expected.items()):
+        update_metadata(cached, **expected)
     return cached
