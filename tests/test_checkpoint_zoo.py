@@ -33,6 +33,7 @@ def _installed():
         pytest.skip(f"the checkpoint package is not installed ({e})")
 
 
+@pytest.mark.slow  # (the make test budget; tests/test_shipped_models loads it by name)
 def test_load_by_name_searches_and_says_supervised_start():
     """`make setup` built it in the cache (else this builds it, ~30 s)."""
     _installed()
@@ -77,6 +78,7 @@ def test_a_missing_package_says_how_to_install_it(monkeypatch):
         imported.package_member(imported.MINILM_L6)
 
 
+@pytest.mark.slow  # (the make test budget)
 def test_import_and_distill_commands(tmp_path, capsys):
     import tt_zoo
     from tt_zoo.cli import main
@@ -157,6 +159,7 @@ def test_measured_tables_reach_the_cached_card(tmp_path, monkeypatch, exported):
     assert "## Measured quality" in (cached / "MODEL_CARD.md").read_text()
 
 
+@pytest.mark.slow  # (the make test budget)
 def test_pretrain_builds_the_imported_variant_and_warm_starts_from_it():
     """`tt-zoo pretrain --variant minilm_l6_384 --init-from minilm_l6_384`: the variant is the
     checkpoint's own architecture and vocabulary (not --vocab's), and the warm start fits."""

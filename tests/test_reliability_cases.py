@@ -192,7 +192,8 @@ def _compiled_tiny_model():
     return model
 
 
-@pytest.mark.parametrize("damage", ["truncated", "flipped"])
+@pytest.mark.parametrize("damage", [
+    "truncated", pytest.param("flipped", marks=pytest.mark.slow)])  # (the make test budget)
 def test_5_a_damaged_checkpoint_falls_back_to_the_previous_one(tmp_path, damage):
     """5. A truncated or corrupted newest checkpoint (its Adam slots included) is found before
     training, named, and the previous one resumed; all damaged is one clear error."""
