@@ -128,3 +128,18 @@ def check_format_version(recorded, supported: int, *, listed_in, what: str) -> i
                             f"({__version__}) reads up to format {supported}: upgrade tt_zoo "
                             "to load it.")
     return version
+
+
+def read_json_object(path, what: str, error=ArtifactError) -> dict:
+    """The JSON object in the file `path`, or `error` naming the file and `what` it should hold
+    (missing, not UTF-8 JSON, or not an object)."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise error(f"{path} is missing ({what}).")
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise error(f"{path} is not valid JSON ({e}); expected {what}.") from e
+    if not isinstance(value, dict):
+        raise error(f"{path} must hold a JSON object ({what}; got {type(value).__name__}).")
+    return value

@@ -30,7 +30,7 @@ import numpy as np
 from tt_zoo.arguments import as_path
 from tt_zoo.atomic_io import recover_replaced, write_directory, write_json
 from tt_zoo.errors import ArtifactError
-from tt_zoo.manifest import describe_files, verify_files
+from tt_zoo.manifest import describe_files, read_json_object, verify_files
 from tt_zoo.retrieval.search import (ExactSearcher, SearchResult, check_embeddings, check_ids,
                                      check_k, check_queries)
 
@@ -221,15 +221,7 @@ def check_backend(backend: str) -> None:
 # -- files ------------------------------------------------------------------------------------
 
 def read_json(path: pathlib.Path) -> dict:
-    if not path.is_file():
-        raise IndexFileError(f"{path} is missing; is {path.parent} a saved tt_zoo index?")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IndexFileError(f"{path} is not valid JSON: {e}") from e
-    if not isinstance(config, dict):
-        raise IndexFileError(f"{path} must hold a JSON object (got {type(config).__name__}).")
-    return config
+    return read_json_object(path, f"is {path.parent} a saved tt_zoo index?", IndexFileError)
 
 
 # -- ScaNN ------------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
                                                          canonical_weight_names,
                                                          hidden_activation)
-from tt_zoo.modeling.checkpoints.huggingface import read_json
+from tt_zoo.manifest import read_json_object as read_json
 
 CONFIG_FILE = "bert_config.json"
 CHECKPOINT_PREFIX = "bert_model.ckpt"

@@ -15,7 +15,7 @@ import pathlib
 from typing import Optional
 
 from tt_zoo.errors import ArtifactError
-from tt_zoo.manifest import describe_file
+from tt_zoo.manifest import describe_file, read_json_object as read_json
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
                                                          canonical_weight_names,
                                                          hidden_activation)
@@ -26,19 +26,6 @@ SUPPORTED_TYPES = ("bert",)
 
 def is_huggingface_folder(path: pathlib.Path) -> bool:
     return (path / "config.json").is_file() and not (path / "bert_config.json").is_file()
-
-
-def read_json(path: pathlib.Path, what: str) -> dict:
-    """A JSON object file, or `ArtifactError` naming it and what it should hold."""
-    if not path.is_file():
-        raise ArtifactError(f"{path} is missing ({what}).")
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ArtifactError(f"{path} is not valid JSON ({e}); expected {what}.") from e
-    if not isinstance(value, dict):
-        raise ArtifactError(f"{path} must hold a JSON object ({what}).")
-    return value
 
 
 def read_config(folder: pathlib.Path) -> BertConfig:
