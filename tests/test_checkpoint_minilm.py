@@ -50,6 +50,22 @@ def test_same_tokens_and_vectors_as_sentence_transformers(minilm):
     assert origin["new"] == []
 
 
+def test_documents_as_title_passage_pairs_match_sentence_transformers(minilm):
+    """A document is packed as the pair (title, passage), as sentence-transformers tokenizes a
+    tuple; the texts hold characters BERT's lower-casing keeps and NFKC folding would change
+    ("km²", "…", "λόγος"): the ids must still be the checkpoint's own."""
+    model, _ = minilm
+    golden = json.loads(GOLDEN.read_text(encoding="utf-8"))
+    titles, passages = zip(*golden["pairs"])
+    packed = model.document_preprocessor((np.array(titles), np.array(passages)))
+    for pair, want, ids, mask in zip(golden["pairs"], golden["pair_input_ids"],
+                                     packed["input_word_ids"].numpy(),
+                                     packed["input_mask"].numpy()):
+        assert ids[mask == 1].tolist() == want, pair
+    got = model.encode_documents(list(passages), titles=list(titles))
+    np.testing.assert_allclose(got, np.asarray(golden["pair_vectors"], np.float32), atol=1e-4)
+
+
 def test_the_published_quickstart_similarities(minilm):
     """sentence-transformers' quickstart: 0.6660 (1-2), 0.1046 (1-3), 0.1411 (2-3)."""
     model, _ = minilm

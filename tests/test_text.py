@@ -118,6 +118,29 @@ def test_lower_case_strips_accents_and_splits_wordpieces(pre16, bert_ids):
     assert pre16.count_wordpieces(["Hello World!", "unaffable", ""]) == [3, 3, 0]
 
 
+def test_case_folding_unicode_lower_keeps_what_bert_keeps(bert_vocab):
+    """NFKC case folding (the default) also folds compatibility characters; BERT's reference
+    tokenizer and Hugging Face's lower-case only (accents stripped), one character at a time:
+    "km²" stays one token of the vocabulary, a final capital sigma becomes "σ", not "ς"."""
+    folded = text.TextPreprocessor(bert_vocab, seq_length=16)
+    lowered = text.TextPreprocessor(bert_vocab, seq_length=16, case_folding="unicode_lower")
+
+    def pieces(pre, s):
+        return [pre.vocabulary[i] for i in pre.tokenize(tf.constant([s])).to_list()[0]]
+
+    assert pieces(folded, "KM²") == ["km", "##2"]
+    assert pieces(lowered, "KM²") == ["km²"]
+    assert pieces(folded, "…") == [".", ".", "."] and pieces(lowered, "…") == ["…"]
+    assert pieces(lowered, "ΟΣ") == ["ο", "##σ"] and pieces(lowered, "ος") == ["ο", "##ς"]
+    assert pieces(lowered, "Héllo WÖRLD") == pieces(folded, "Héllo WÖRLD") == ["hello", "world"]
+    assert "case_folding" not in folded.get_config()  # configs saved before it are unchanged
+    assert_layer_round_trip(lowered, tf.constant(["KM² … ΟΣ"]))
+    assert lowered.tokenizer_settings() == {**folded.tokenizer_settings(),
+                                            "case_folding": "unicode_lower"}
+    with pytest.raises(ValueError, match="case_folding must be one of"):
+        text.TextPreprocessor(bert_vocab, case_folding="upper")
+
+
 def test_pair_packing(pre16, bert_ids):
     out = _np(pre16((tf.constant(["Hello World!"]), tf.constant(["the world"]))))
     # [CLS] hello world ! [SEP] the world [SEP]

@@ -37,6 +37,9 @@ SEP = "[SEP]"
 MASK = "[MASK]"
 REQUIRED_SPECIAL_TOKENS = (PAD, UNK, CLS, SEP)
 DEFAULT_RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+# How an uncased tokenizer lower-cases: see `TextPreprocessor`'s ``case_folding``.
+CASE_FOLDINGS = ("nfkc_casefold", "unicode_lower")
+DEFAULT_CASE_FOLDING = "nfkc_casefold"
 
 # BERT's text cleaning drops U+FFFD (the replacement character); we use it to mark invalid bytes.
 _REPLACEMENT_CHAR = 0xFFFD
@@ -211,6 +214,17 @@ def _sanitize_utf8(strings: tf.Tensor) -> tf.Tensor:
     return tf.strings.regex_replace(strings, "\uFFFD", "")
 
 
+def _strip_accents_then_lower(strings: tf.Tensor) -> tf.Tensor:
+    """BERT uncased's normalisation as its reference tokenizer and Hugging Face's
+    ``BertNormalizer`` do it: NFD, drop the non-spacing marks (accents), then Unicode
+    lower-casing of each character; compatibility characters ("²", "…") are left alone."""
+    strings = tf_text.normalize_utf8(strings, "NFD")
+    strings = tf.strings.regex_replace(strings, r"\p{Mn}", "")
+    # One character at a time, as they do: ICU's word-final rule would make a final "Σ" "ς".
+    strings = tf.strings.regex_replace(strings, "Σ", "σ")
+    return tf.strings.lower(strings, encoding="utf-8")
+
+
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
 class TextPreprocessor(tf.keras.layers.Layer):
     """Turns raw strings or string pairs into BERT inputs of a fixed length, in-graph.
@@ -242,6 +256,13 @@ class TextPreprocessor(tf.keras.layers.Layer):
         seq_length: int >= 3, the length of every output row.
         lower_case: lower-case and strip accents (BERT uncased). Use the same value the
             vocabulary was built with.
+        case_folding: how `lower_case` lower-cases (ignored without it). ``"nfkc_casefold"``
+            (the default, tensorflow-text's fused kernel): Unicode NFKC case folding, which also
+            folds compatibility characters ("km²" -> "km2", "…" -> "...", final "ς" -> "σ").
+            ``"unicode_lower"``: BERT's reference tokenizer and Hugging Face's
+            ``BertNormalizer``: accents stripped after NFD, then plain Unicode lower-casing,
+            nothing else folded. A checkpoint imported from either keeps its own rule
+            (`tt_zoo.modeling.checkpoints`), so its token ids match the original's.
         **kwargs: passed to ``tf.keras.layers.Layer`` (``name``, ...).
 
     Example:
@@ -260,7 +281,8 @@ class TextPreprocessor(tf.keras.layers.Layer):
         Sec. 3 (WordPiece, [CLS]/[SEP] packing, segment ids).
     """
 
-    def __init__(self, vocabulary, seq_length=64, lower_case=True, **kwargs):
+    def __init__(self, vocabulary, seq_length=64, lower_case=True,
+                 case_folding=DEFAULT_CASE_FOLDING, **kwargs):
         super().__init__(**kwargs)
         if isinstance(vocabulary, (str, os.PathLike)):
             tokens = load_vocab(vocabulary)
@@ -279,6 +301,9 @@ class TextPreprocessor(tf.keras.layers.Layer):
         self._vocabulary = tuple(tokens)
         self.seq_length = seq_length
         self.lower_case = bool(lower_case)
+        if case_folding not in CASE_FOLDINGS:
+            raise ValueError(f"case_folding must be one of {CASE_FOLDINGS}, got {case_folding!r}.")
+        self.case_folding = case_folding
 
         ids = {token: i for i, token in enumerate(tokens)}
         self.vocab_size = len(tokens)
@@ -293,7 +318,20 @@ class TextPreprocessor(tf.keras.layers.Layer):
         # BertTokenizer's ids (tests/test_text.py pins them) about 10x faster.
         self._tokenizer = tf_text.FastBertTokenizer(
             list(tokens), token_out_type=tf.int32, unknown_token=UNK,
-            lower_case_nfd_strip_accents=self.lower_case)
+            lower_case_nfd_strip_accents=self.lower_case and not self._unicode_lower)
+
+    @property
+    def _unicode_lower(self) -> bool:
+        return self.lower_case and self.case_folding == "unicode_lower"
+
+    def tokenizer_settings(self) -> dict:
+        """What decides the token ids besides the texts: the vocabulary's sha256 and the casing
+        (``case_folding`` only when it is not the default, so keys made before it stay valid).
+        Caches of tokenized data key on it."""
+        settings = {"vocabulary": self.vocabulary_sha256, "lower_case": self.lower_case}
+        if self.case_folding != DEFAULT_CASE_FOLDING:
+            settings["case_folding"] = self.case_folding
+        return settings
 
     @property
     def vocabulary_sha256(self) -> str:
@@ -329,7 +367,10 @@ class TextPreprocessor(tf.keras.layers.Layer):
             ``[batch, (num_wordpieces)]`` int32 ``tf.RaggedTensor``.
         """
         strings = self._check_strings(strings, "TextPreprocessor.tokenize input")
-        return self._tokenizer.tokenize(_sanitize_utf8(strings))  # [batch, (wordpieces)]
+        strings = _sanitize_utf8(strings)
+        if self._unicode_lower:
+            strings = _strip_accents_then_lower(strings)
+        return self._tokenizer.tokenize(strings)  # [batch, (wordpieces)]
 
     def call(self, inputs):
         """Packs one or two segments.
@@ -402,4 +443,6 @@ class TextPreprocessor(tf.keras.layers.Layer):
             "seq_length": self.seq_length,
             "lower_case": self.lower_case,
         })
+        if self.case_folding != DEFAULT_CASE_FOLDING:  # configs saved before it stay identical
+            config["case_folding"] = self.case_folding
         return config

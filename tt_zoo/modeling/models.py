@@ -17,7 +17,7 @@ from tt_zoo.data import features as F
 from tt_zoo.modeling.inference import (PACKED_KEYS, EncodeCache, EncodeOptions,
                                        cut_to_longest, encode_in_buckets, progress_bar)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-from tt_zoo.data.text import TextPreprocessor
+from tt_zoo.data.text import DEFAULT_CASE_FOLDING, TextPreprocessor
 from tt_zoo.modeling.towers import BertTower, BowMlpTower
 # Registered for deserialization: a model's query tower may route per task class.
 from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: F401
@@ -404,6 +404,7 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
                           pooling: str = "cls", bow_output_activation: Optional[str] = "tanh",
                           bow_mlp: bool = True,
                           normalize_embeddings: bool = False, lower_case: bool = True,
+                          case_folding: str = DEFAULT_CASE_FOLDING,
                           max_sequence_length: Optional[int] = None,
                           **bert_shape) -> TwoTowerModel:
     """Builds a two-tower model from a vocabulary (path or token list) and tower settings.
@@ -421,14 +422,16 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
       normalize_embeddings: cosine scores; see `TwoTowerModel`.
       loss: the training loss (e.g. with a `temperature`); the default one if None.
       lower_case: the tokenizer lower-cases and strips accents (BERT uncased).
+      case_folding: how it lower-cases; see `TextPreprocessor`.
       max_sequence_length: positions a BERT tower covers (default: the longer token budget).
       **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim, and
         `BertTower`'s type_vocab_size / inner_activation / projection.
     """
     query_pre = TextPreprocessor(vocabulary, seq_length=query_length, lower_case=lower_case,
-                                 name="query_preprocessor")
+                                 case_folding=case_folding, name="query_preprocessor")
     doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
-                               lower_case=lower_case, name="document_preprocessor")
+                               lower_case=lower_case, case_folding=case_folding,
+                               name="document_preprocessor")
     vocab_size = query_pre.vocab_size
 
     def make_tower(name):

@@ -93,6 +93,7 @@ def distill_static_model(model, counts: np.ndarray, *, dim: int = 256,
         document_length=document_length or model.document_preprocessor.seq_length,
         share_towers=True, bow_token_embedding_dim=dim, bow_mlp=False,
         normalize_embeddings=True, lower_case=model.query_preprocessor.lower_case,
+        case_folding=model.query_preprocessor.case_folding,
         loss=CorrectedSampledSoftmaxLoss(temperature=model.retrieval_loss.temperature))
     static.build_by_calling()
     static.query_tower.token_embeddings.set_weights([table])

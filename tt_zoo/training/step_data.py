@@ -147,8 +147,7 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
         return tokenize_pair_set(model, pairs, log=log)
     key = hashlib.sha256(json.dumps({
         "manifest": manifest_sha256(pairs_dir), "max_pairs": max_pairs,
-        "vocabulary": model.query_preprocessor.vocabulary_sha256,
-        "lower_case": model.query_preprocessor.lower_case,
+        **model.query_preprocessor.tokenizer_settings(),
         "query_length": model.query_preprocessor.seq_length,
         "document_length": model.document_preprocessor.seq_length,
         **_query_packing(model)}, sort_keys=True)
@@ -169,7 +168,8 @@ def _query_packing(model) -> dict:
     """The query preprocessor's settings beyond a plain `TextPreprocessor`'s (e.g. ColBERT's
     [MASK] augmentation and query marker: `tt_zoo.modeling.late_interaction`), which change the
     ids; {} for a plain one, so the cache names of single-vector models stay as they were."""
-    plain = {"name", "trainable", "dtype", "vocabulary", "seq_length", "lower_case"}
+    plain = {"name", "trainable", "dtype", "vocabulary", "seq_length", "lower_case",
+             "case_folding"}
     extra = {k: v for k, v in model.query_preprocessor.get_config().items() if k not in plain}
     return {"query_packing": extra} if extra else {}
 

@@ -133,8 +133,7 @@ def cached_term_weight_arrays(model: TermWeightModel, pairs_dir: Optional[str],
     pairs = parts[0] if len(parts) == 1 else parts[0].concatenate(parts[1])
     if not cache_dir:
         return term_weight_arrays(model, pairs, terms, log=log)
-    key.update({"vocabulary": model.preprocessor.vocabulary_sha256,
-                "lower_case": model.preprocessor.lower_case, "length": model.seq_length,
+    key.update({**model.preprocessor.tokenizer_settings(), "length": model.seq_length,
                 "terms": terms.settings()})
     key = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8")).hexdigest()[:24]
     path = os.path.join(cache_dir, f"term-targets-{key}.npz")

@@ -72,6 +72,10 @@ MINILM_L6 = ImportedCheckpoint(
     embedding_dim=384)
 
 CHECKPOINTS = {"minilm_l6_384": MINILM_L6}
+# Raised when the import itself changes what it builds (not only the card): a cached export made
+# by an older importer is rebuilt on `locate`. 2: the checkpoint's own lower-casing rule
+# (`tt_zoo.modeling.checkpoints.CHECKPOINT_CASE_FOLDING`), token ids identical to the original's.
+IMPORTER_VERSION = 2
 # The tables measured on each imported name (package data: an imported export is built on the
 # user's machine, so its card's "Measured quality" comes from here; `record_tables` writes it).
 MEASURED_FILE = pathlib.Path(__file__).resolve().parent / "imported_measured.json"
@@ -153,7 +157,7 @@ def card_metadata(name: str, checkpoint: ImportedCheckpoint, origin: dict) -> di
             "notes": f"{checkpoint.base_model} (revision {checkpoint.revision[:12]}) imported "
                      "as it was published: its own weights, pooling and normalisation, no "
                      f"training by tt_zoo. Trained on {checkpoint.training_data}.",
-            "encoder": "bert", "pretraining": "imported",
+            "encoder": "bert", "pretraining": "imported", "importer_version": IMPORTER_VERSION,
             "training_data": checkpoint.training_data, "base_model": base}
 
 
@@ -185,8 +189,9 @@ def build(name: str, dest: pathlib.Path) -> pathlib.Path:
 
 def locate(spec) -> pathlib.Path:
     """The export of an imported name in tt_zoo's cache, built from its package first when
-    absent (`build`); a card older than this package's (its fields, its measured tables:
-    `MEASURED_FILE`) is brought up to date (metadata only: the weights are not touched)."""
+    absent or made by an older importer (`build`, `IMPORTER_VERSION`); a card older than this
+    package's (its fields, its measured tables: `MEASURED_FILE`) is brought up to date (metadata
+    only: the weights are not touched)."""
     from tt_zoo.serving.export import METADATA_FILE, update_metadata
     from tt_zoo.zoo.download import cache_path
 
@@ -194,6 +199,8 @@ def locate(spec) -> pathlib.Path:
     if not (cached.is_dir() and any(cached.iterdir())):
         return build(spec.name, cached)
     meta = json.loads((cached / METADATA_FILE).read_text(encoding="utf-8"))
+    if meta.get("importer_version") != IMPORTER_VERSION:
+        return build(spec.name, cached)
     expected = card_metadata(spec.name, CHECKPOINTS[spec.name], meta.get("base_model") or {})
     if any(meta.get(key) != value for key, value in expected.items()):
         update_metadata(cached, **expected)

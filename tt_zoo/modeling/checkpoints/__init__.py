@@ -38,6 +38,10 @@ from tt_zoo.modeling.checkpoints.huggingface import (is_huggingface_folder,
 __all__ = ["BertCheckpoint", "BertConfig", "read_checkpoint", "import_checkpoint",
            "build_model", "NEW_PROJECTION"]
 
+# Both formats' tokenizers (BERT's reference `tokenization.py`, Hugging Face's BertNormalizer)
+# strip accents and lower-case without NFKC folding: the imported preprocessor does the same, so
+# its token ids are the checkpoint's ("km²" stays one token; see `TextPreprocessor`).
+CHECKPOINT_CASE_FOLDING = "unicode_lower"
 NEW_PROJECTION = "cls_projection"  # the layer an `embedding_dim` other than the hidden size adds
 DEFAULT_QUERY_LENGTH = 64  # the paper's query budget (Sec. 5.1)
 DEFAULT_TEMPERATURE = 0.05  # cosine / 0.05: sentence-transformers' MultipleNegativesRankingLoss scale 20
@@ -92,7 +96,7 @@ def build_model(checkpoint: BertCheckpoint, *, embedding_dim: Optional[int] = No
         dropout_rate=dropout_rate, pooling=checkpoint.pooling,
         normalize_embeddings=checkpoint.normalize,
         loss=CorrectedSampledSoftmaxLoss(temperature=temperature),
-        lower_case=checkpoint.lower_case, num_layers=c.num_layers, hidden_size=c.hidden_size,
+        lower_case=checkpoint.lower_case, case_folding=CHECKPOINT_CASE_FOLDING, num_layers=c.num_layers, hidden_size=c.hidden_size,
         num_attention_heads=c.num_attention_heads, inner_dim=c.intermediate_size,
         max_sequence_length=c.max_position_embeddings, type_vocab_size=c.type_vocab_size,
         inner_activation=c.inner_activation, projection=dim != c.hidden_size)
