@@ -24,9 +24,19 @@ METRICS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 RECALLS = ("R@1", "R@5", "R@10", "R@20", "R@50", "R@100")
 
 
-@pytest.fixture(scope="module", params=MODELS)
-def shipped(request):
+@pytest.fixture(scope="module", params=SHIPPED)
+def any_shipped(request):
+    """Every shipped name, of every kind, loaded once by `tt_zoo.load`."""
     return request.param, tt_zoo.load(request.param)
+
+
+@pytest.fixture(scope="module")
+def shipped(any_shipped):
+    """The shipped models that encode text (two-tower and ColBERT), loaded by `tt_zoo.load`."""
+    name, model = any_shipped
+    if name not in MODELS:
+        pytest.skip(f"{name} is a {tt_zoo.get_spec(name).kind} model: it encodes no text")
+    return name, model
 
 
 @pytest.fixture(scope="module", params=TERM_MODELS)
@@ -98,6 +108,33 @@ def test_pretrained_models_put_the_matching_passage_first(shipped):
     golden = json.loads((GOLDEN / f"{name}.json").read_text())
     scores = np.array(golden["scores"])
     assert (scores.argmax(axis=1) == np.arange(len(scores))).all(), scores
+
+
+SEARCH_TITLES = ["Penicillin", "Paris", "Seine", "Water"]
+SEARCH_PASSAGES = ["Alexander Fleming discovered penicillin in 1928.",
+                   "Paris is the capital of France.", "The Seine flows through Paris.",
+                   "Water boils at 100 degrees Celsius."]
+
+
+def test_every_shipped_model_indexes_passages_and_searches_them_with_text(any_shipped):
+    """Issue 47: `tt_zoo.load(name).index(passages, titles=...).search(text)` for every kind:
+    two-tower (embeddings), ColBERT (its card's best mode: re-ranking BM25), HDCT (weighted
+    BM25), each giving the one hit type, best first, the penicillin passage on top."""
+    from tt_zoo.retrieval.search import Hit, TextSearcher
+    name, model = any_shipped
+    index = model.index(SEARCH_PASSAGES, titles=SEARCH_TITLES, ids=["p", "q", "r", "s"])
+    assert isinstance(index, TextSearcher) and len(index) == 4
+    hits = index.search("who discovered penicillin?", k=3)
+    assert hits and all(type(h) is Hit for h in hits), hits
+    assert {h.id for h in hits} <= {"p", "q", "r", "s"} and len({h.id for h in hits}) == len(hits)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True) and np.isfinite(scores).all(), hits
+    # Even the untrained models put it first here (it shares the query's rare word).
+    assert (hits[0].id, hits[0].title) == ("p", "Penicillin"), hits
+    batch = index.search_batch(["who discovered penicillin?", "what river flows through paris?"],
+                               k=2)
+    assert len(batch) == 2 and [h.id for h in batch[0]] == [h.id for h in hits[:2]]
+    np.testing.assert_allclose([h.score for h in batch[0]], scores[:2], rtol=1e-4, atol=1e-5)
 
 
 def test_weighted_bm25_puts_the_matching_passage_first(term_weighter):

@@ -8,8 +8,15 @@ ICLR 2020.
     index = model.index(passages)
     hits = index.search(["who discovered penicillin?"], k=10)
 
-`load` gives two-tower and late-interaction (ColBERT) models; `load_term_weighter` gives the
-document weighter of a term-weight (HDCT) model, by registered name or export path:
+`load` gives every kind: two-tower, late-interaction (ColBERT) and term-weight (HDCT) models,
+and each one's `index(passages, titles=...)` searches query text into the same `Hit`s
+(`tt_zoo.retrieval.search.TextSearcher`); `bm25_index` is BM25's, `fuse` fuses two:
+
+    colbert = tt_zoo.load("colbert_ict_bfs_wlp_crop_span_qgen_64").index(passages, titles=titles)
+    fused = tt_zoo.fuse(tt_zoo.bm25_index(passages, titles=titles), colbert, weight=0.7)
+    hits = fused.search("who discovered penicillin?", k=10)
+
+`load_term_weighter` gives a term-weight model's document weighter alone:
 
     weighter = tt_zoo.load_term_weighter("hdct_ict_bfs_wlp_crop_span_qgen")
     weights = weighter.weigh(titles, passages)   # one TermWeights per document, for BM25
@@ -26,8 +33,8 @@ from tt_zoo._version import __version__  # noqa: E402
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
 from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "load_term_weighter", "list_models", "get_spec", "ArtifactError",
-           "DownloadError", "TtZooError", "__version__"]
+__all__ = ["load", "load_term_weighter", "bm25_index", "fuse", "list_models", "get_spec",
+           "ArtifactError", "DownloadError", "TtZooError", "__version__"]
 
 
 def __getattr__(name):
@@ -36,4 +43,8 @@ def __getattr__(name):
         _keras_env.check_legacy_keras()
         from tt_zoo.zoo import loading
         return getattr(loading, name)
+    if name in ("bm25_index", "fuse"):
+        _keras_env.check_legacy_keras()
+        from tt_zoo.retrieval import passage_index
+        return getattr(passage_index, name)
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")

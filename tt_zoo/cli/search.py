@@ -2,15 +2,18 @@
 
 The passages are a .jsonl ({"text", "title"?, "id"?} a line), a .tsv with a header line
 naming its columns (text, title, id) or a .txt (one passage a line); a passage's id is its
-position when the file gives none. A model encodes each (title, text) and indexes it
-(`ZooModel.index`: ScaNN, exact below 1,000 passages, or --backend brute_force);
---bm25 indexes "title text" with BM25 instead (`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s,
-English stemming and stop words). Queries come from --query (repeatable) and/or a --queries
+position when the file gives none. A model of any kind indexes each (title, text) with its
+``index``: a two-tower model its embeddings (ScaNN, exact below 20,000 passages, or --backend
+brute_force), a late-interaction (ColBERT) model its token vectors, searched in the mode its
+card measured best (re-ranking BM25's top 100 by MaxSim) or --mode, a term-weight (HDCT) model
+its weighted BM25. --bm25 indexes "title text" with BM25 instead
+(`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s, English stemming and stop words). Queries come from --query (repeatable) and/or a --queries
 file (.txt, .jsonl or .tsv: their text). The hits print as a table a query, or go to --output
 as JSON Lines, one line a query: {"query", "hits": [{"rank", "id", "score", "title", "text"}]}.
 
   tt-zoo search passages.jsonl --query "who discovered penicillin?"
   tt-zoo search passages.tsv --bm25 --queries questions.txt -k 5 --output hits.jsonl
+  tt-zoo search passages.jsonl --model colbert_ict_bfs_wlp_crop_span_qgen_64 --query "..."
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
                    help="a model's index: ScaNN (approximate on large sets) or brute force "
                         "(exact)")
+    p.add_argument("--mode", choices=("rerank", "token_index"),
+                   help="a late-interaction (ColBERT) model's search: re-rank BM25's top 100 by "
+                        "MaxSim, or its token index (default: the mode its card measured best)")
     p.add_argument("--batch-size", type=numbers.count(), default=256, help="texts a forward pass")
     p.add_argument("-o", "--output", help="write the hits as JSON Lines here (.jsonl) instead "
                                           "of printing them")
@@ -92,15 +98,23 @@ def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
 
 
 def model_hits(args, passages: Texts, queries: Sequence[str]):
+    """(what searched, hits) of any kind of model: its ``index`` (a two-tower model's
+    embeddings, a ColBERT model's token vectors in its card's best mode or --mode, an HDCT
+    model's weighted BM25) searched with the queries' text."""
+    from tt_zoo.zoo.kind_models import LateInteractionZooModel, TermWeightZooModel  # noqa: PLC0415
+
     model = load_model(args.model, "search")
-    if hasattr(model.keras_model, "encode_query_tokens"):
-        sys.exit(f"tt-zoo search: {model.name} is a late-interaction model (token vectors); "
-                 "search it in Python with tt_zoo.retrieval.late_interaction.")
+    options = {"show_progress_bar": progress_bar(args.no_progress)}
+    if isinstance(model, LateInteractionZooModel):
+        options.update(mode=args.mode, batch_size=args.batch_size)
+    elif not isinstance(model, TermWeightZooModel):
+        options.update(backend=args.backend, batch_size=args.batch_size)
+    if args.mode is not None and not isinstance(model, LateInteractionZooModel):
+        sys.exit(f"tt-zoo search: --mode is for late-interaction (ColBERT) models; "
+                 f"{model.name} is not one.")
     index = model.index(passages.texts, titles=passages.titles,
-                        ids=passages.ids_or_positions(), backend=args.backend,
-                        batch_size=args.batch_size,
-                        show_progress_bar=progress_bar(args.no_progress))
-    return model.name, index.search(list(queries), k=args.k)
+                        ids=passages.ids_or_positions(), **options)
+    return index.description, index.search_batch(list(queries), k=args.k)
 
 
 def format_hits(queries: Sequence[str], hits: Sequence[Sequence], searcher: str) -> str:

@@ -120,6 +120,31 @@ class Searcher(Protocol):
         """The top-k candidates of each query (embeddings or strings, as the searcher takes)."""
 
 
+@runtime_checkable
+class TextSearcher(Protocol):
+    """Passages searched with query text, answering `Hit`s: what every ``index`` of a zoo model
+    returns (`tt_zoo.zoo.loading.TextIndex` for a two-tower model;
+    `tt_zoo.retrieval.passage_index.PassageIndex` for BM25, ColBERT re-ranking or its token
+    index, HDCT's weighted BM25 and a fusion of any two), as pyserini's searchers all take text.
+
+    Under it is one `Searcher` of query strings, `searcher` (rows and scores of the passages in
+    their order: what `tt_zoo.retrieval.metrics` evaluates and `tt_zoo.retrieval.fusion` fuses);
+    a dense one is a `QueryEncodingSearcher` over the vector index (`EmbeddingIndex`).
+    """
+
+    searcher: Searcher
+
+    def __len__(self) -> int:
+        """The number of passages."""
+
+    def search(self, query, k: int = 10):
+        """The top-k `Hit`s of one query string, best first (a sequence of strings gives one
+        list a query, as `search_batch`)."""
+
+    def search_batch(self, queries, k: int = 10) -> List[List[Hit]]:
+        """The top-k `Hit`s of each query string, best first."""
+
+
 # -- validation -------------------------------------------------------------------------------
 
 def check_embeddings(embeddings, what: str = "candidate embeddings") -> np.ndarray:

@@ -25,7 +25,7 @@ _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a c
 from tt_zoo.arguments import as_path  # noqa: E402
 from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
-from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER  # noqa: E402
+from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS  # noqa: E402
 from tt_zoo.modeling.models import as_documents, as_texts  # noqa: E402
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 from tt_zoo.serving import export as export_lib  # noqa: E402
@@ -87,7 +87,7 @@ class TextIndex:
     """An index over passages encoded by a two-tower model; search with raw query strings.
 
     Built by `ZooModel.index`; the embedding search is `tt_zoo.retrieval.index.EmbeddingIndex` (ScaNN or
-    brute force).
+    brute force). A `tt_zoo.retrieval.search.TextSearcher`, as every model's index is.
     """
 
     def __init__(self, model: "ZooModel", embedding_index, texts: Sequence[str],
@@ -99,6 +99,31 @@ class TextIndex:
 
     def __len__(self):
         return len(self.texts)
+
+    @property
+    def ids(self):
+        """The passages' ids, in order."""
+        return self.embedding_index.ids
+
+    @property
+    def description(self) -> str:
+        return self.model.name
+
+    @property
+    def searcher(self):
+        """The `tt_zoo.retrieval.search.Searcher` of query strings under this index: the model's
+        query encoder into `embedding_index` (for `tt_zoo.fuse` and evaluation)."""
+        from tt_zoo.retrieval.search import QueryEncodingSearcher
+        return QueryEncodingSearcher(self.model.encode_queries, self.embedding_index)
+
+    def search_batch(self, queries: Sequence[str], k: int = 10,
+                     **encode_options) -> List[List[Hit]]:
+        """`search` of a sequence of query strings: one list of hits a query."""
+        if isinstance(queries, (str, bytes)):
+            raise ValueError("search_batch: queries must be a sequence of strings, not one "
+                             "string (search takes one).")
+        queries = list(queries)
+        return self.search(queries, k, **encode_options) if queries else []
 
     def search(self, queries: Union[str, Sequence[str]], k: int = 10,
                **encode_options) -> Union[List[Hit], List[List[Hit]]]:
@@ -459,8 +484,10 @@ def _verified(path: pathlib.Path, spec: Optional[ModelSpec], verify) -> object:
 
 def load(name_or_path) -> ZooModel:
     """Loads a registered model by name (e.g. "ict_bfs_wlp_512") or an export directory by path:
-    a two-tower or a late-interaction (ColBERT, ``colbert_*``) model. Term-weight models
-    (``hdct_*``) load with `load_term_weighter`.
+    a two-tower model (`ZooModel`), a late-interaction one (ColBERT, ``colbert_*``:
+    `tt_zoo.zoo.kind_models.LateInteractionZooModel`) or a term-weight one (HDCT, ``hdct_*``:
+    `tt_zoo.zoo.kind_models.TermWeightZooModel`, whose ``weighter`` is `load_term_weighter`'s).
+    Each one's ``index(passages, titles=...)`` is a `tt_zoo.retrieval.search.TextSearcher`.
 
     A shipped name is found as `find_artifact` says (the clone, the cache, else a verified
     download). A registered name whose weights are not shipped raises FileNotFoundError with
@@ -469,13 +496,19 @@ def load(name_or_path) -> ZooModel:
     registry); a download that cannot reach its URL raises `DownloadError` naming the URL and
     the folder where the files may be placed by hand.
     """
-    path, spec = find_artifact(name_or_path, kinds=(TWO_TOWER, LATE_INTERACTION))
+    from tt_zoo.zoo import kind_models
+
+    path, spec = find_artifact(name_or_path)
     metadata = _verified(path, spec, export_lib.verify_export)
-    if ModelCard.from_dict(metadata).artifact_kind == TERM_WEIGHTS:
-        raise TtZooError(_wrong_kind(str(path), TERM_WEIGHTS))
+    kind = ModelCard.from_dict(metadata).artifact_kind
+    if kind == TERM_WEIGHTS:
+        from tt_zoo.serving import term_weight_export
+        weighter = _verified(path, spec, term_weight_export.load_term_weighter)
+        return kind_models.TermWeightZooModel(weighter, spec=spec, path=path, metadata=metadata)
     keras_model = export_lib.load_keras_model(path)
     export_lib.check_card_matches_model(path, metadata, keras_model)
-    return ZooModel(keras_model, spec=spec, path=path, metadata=metadata)
+    wrapper = kind_models.LateInteractionZooModel if kind == LATE_INTERACTION else ZooModel
+    return wrapper(keras_model, spec=spec, path=path, metadata=metadata)
 
 
 def load_term_weighter(name_or_path, **options):

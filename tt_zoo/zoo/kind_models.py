@@ -1,0 +1,306 @@
+"""What `tt_zoo.load` gives for the kinds beside two-tower: ColBERT and HDCT models that index text.
+
+Every loaded model's ``index(passages, titles=..., ids=...)`` returns a
+`tt_zoo.retrieval.search.TextSearcher` (``search(query, k) -> [Hit]``,
+``search_batch(queries, k) -> [[Hit]]``), so every shipped kind is searched alike:
+
+- `LateInteractionZooModel` (a `ZooModel` of a ColBERT export): its index is
+  `tt_zoo.retrieval.passage_index.late_interaction_index` in the mode its card measured best
+  (`best_late_interaction_mode`: re-ranking BM25's top 100 by MaxSim on every card shipped, e.g.
+  ReQA-SQuAD(dev) MRR 62.1 against 59.3 for the token index, ODQA R@20 54.5 against 42.3).
+- `TermWeightZooModel` (an HDCT export; its `weighter` is what `tt_zoo.load_term_weighter`
+  returns): its index is HDCT's weighted BM25 (`weighted_bm25_index`) with k1 = 10, the k1
+  its card's tables chose on held-out questions (grid 0.9, 1.5, 4, 10) on all three benchmarks.
+
+Both indexes save to a folder and load back with their model (`save_passage_index`,
+`load_passage_index`): the passages, the token vectors or term weights (the costly part), the
+settings and the model's identity, each file under a sha256 manifest; BM25 (seconds) is rebuilt
+on load.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from tt_zoo.arguments import as_path
+from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json
+from tt_zoo.errors import ArtifactError
+from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PassageIndex,
+                                            as_passages, late_interaction_index,
+                                            weighted_bm25_index)
+from tt_zoo.serving.model_card import ModelCard
+from tt_zoo.zoo.loading import PASSAGES_FILE, ZooModel, weights_sha256
+
+# HDCT-weighted BM25's k1 and its treatment of unread occurrences, as every term-weight card's
+# ODQA rows chose them on held-out questions: "HDCT-weighted BM25 (k1 10, unread plain)".
+TERM_WEIGHT_K1 = 10.0
+TERM_WEIGHT_UNREAD = "plain"
+
+PASSAGE_INDEX_FILE = "passage_index.json"
+PASSAGE_INDEX_FORMAT = "tt_zoo.PassageIndex"
+PASSAGE_INDEX_FORMAT_VERSION = 1
+TOKENS_DIR = "tokens"  # a late-interaction index's TokenStore
+TERM_WEIGHTS_FILE = "term_weights.npz"  # a term-weight index's CorpusTermWeights
+
+# The card rows of each late-interaction mode (benchmarks/late_interaction.py's labels).
+_MODE_ROWS = {"rerank": "ColBERT re-ranking", "token_index": "ColBERT end to end"}
+
+
+def best_late_interaction_mode(metrics: Optional[dict]) -> str:
+    """The search mode a late-interaction card measured best: of its tables holding both a
+    re-ranking row and an end-to-end (token index) row, the mode with the higher mean over
+    their shared metrics in more tables; "rerank" on a tie or without such tables (ColBERT's
+    Sec. 3.5 mode, the cheaper to build)."""
+    wins = {mode: 0 for mode in MODES}
+    for table in (metrics or {}).values():
+        if not isinstance(table, dict):
+            continue
+        rows = {}
+        for mode, prefix in _MODE_ROWS.items():
+            row = next((v for label, v in table.items() if str(label).startswith(prefix)
+                        and isinstance(v, dict)), None)
+            if row is not None:
+                rows[mode] = row
+        if len(rows) < 2:
+            continue
+        shared = sorted(set.intersection(*(set(r) for r in rows.values())))
+        means = {mode: np.mean([float(r[m]) for m in shared]) for mode, r in rows.items()
+                 if shared}
+        if means:
+            wins[max(means, key=means.get)] += 1
+    return "token_index" if wins["token_index"] > wins["rerank"] else "rerank"
+
+
+class LateInteractionZooModel(ZooModel):
+    """A loaded late-interaction (ColBERT) model: token encoders, MaxSim, and a text index.
+
+    `encode_queries` / `encode_documents` raise (no single vector); `encode_query_tokens`,
+    `encode_document_tokens` and `score` give token vectors and MaxSim.
+
+    Example:
+    >>> colbert = tt_zoo.load("colbert_ict_bfs_wlp_crop_span_qgen_64")
+    >>> index = colbert.index(passages, titles=titles)   # re-ranks BM25@100, the card's best
+    >>> index.search("who discovered penicillin?", k=10)  # [Hit, ...]
+    """
+
+    @property
+    def best_mode(self) -> str:
+        """The search mode its card measured best (`best_late_interaction_mode`)."""
+        return best_late_interaction_mode(self.metadata.get("metrics"))
+
+    def index(self, passages: Union[str, Sequence[str]],
+              titles: Union[None, str, Sequence[str]] = None,
+              ids: Union[None, str, Sequence[str]] = None, *, mode: Optional[str] = None,
+              depth: int = DEFAULT_RERANK_DEPTH, token_k: Optional[int] = None,
+              first_stage: Optional[PassageIndex] = None, batch_size: int = 256,
+              show_progress_bar: Optional[bool] = None) -> PassageIndex:
+        """Encodes the passages' token vectors once and indexes them
+        (`tt_zoo.retrieval.passage_index.late_interaction_index`).
+
+        Args:
+          passages, titles, ids: as `ZooModel.index`.
+          mode: "rerank" (BM25's top `depth`, or `first_stage`'s, re-ordered by MaxSim) or
+            "token_index" (ScaNN over every token, `token_k` neighbours a query token);
+            default `best_mode`, the one its card measured best.
+          batch_size, show_progress_bar: as `encode_document_tokens`.
+        """
+        mode = self.best_mode if mode is None else mode
+
+        def encode_documents(texts, titles=None):
+            return self.encode_document_tokens(texts, titles=titles, batch_size=batch_size,
+                                               show_progress_bar=show_progress_bar)
+
+        def encode_queries(texts):
+            return self.encode_query_tokens(texts, batch_size=batch_size, show_progress_bar=False)
+
+        return late_interaction_index(encode_queries, encode_documents, passages, titles, ids,
+                                      mode=mode, depth=depth, token_k=token_k,
+                                      first_stage=first_stage, name=self.name,
+                                      save=self._save_index)
+
+    def _save_index(self, index: PassageIndex, path, overwrite: bool):
+        return save_passage_index(index, self, path, overwrite=overwrite)
+
+    def load_index(self, path) -> PassageIndex:
+        """The index saved at `path` (`save_passage_index`), which this model must have built."""
+        return load_passage_index(path, self)
+
+
+class TermWeightZooModel:
+    """A loaded term-weight (HDCT) model: document term weights, and a weighted BM25 index.
+
+    Attributes:
+      weighter: its `tt_zoo.retrieval.term_weighting.TermWeighter` (what
+        `tt_zoo.load_term_weighter` returns).
+      keras_model: the `TermWeightModel`.
+      spec: the registry spec, when loaded by name; path: the export's folder.
+      metadata: the export's metadata.json (typed: `card`).
+
+    Example:
+    >>> hdct = tt_zoo.load("hdct_ict_bfs_wlp_crop_span_qgen")
+    >>> hdct.index(passages, titles=titles).search("who discovered penicillin?", k=10)
+    """
+
+    def __init__(self, weighter, spec=None, path=None, metadata: Optional[dict] = None):
+        self.weighter = weighter
+        self.keras_model = weighter.model
+        self.spec = spec
+        self.path = pathlib.Path(path) if path else None
+        self.metadata = metadata if metadata is not None else dict(
+            getattr(weighter.model, "export_metadata", {}) or {})
+
+    @property
+    def card(self) -> ModelCard:
+        return ModelCard.from_dict(self.metadata)
+
+    @property
+    def name(self) -> str:
+        name = self.spec.name if self.spec else self.card.name
+        return str(self.path) if name is None else name
+
+    def __repr__(self) -> str:
+        return f"TermWeightZooModel(name={self.name!r})"
+
+    def weigh(self, titles: Sequence[str], passages: Sequence[str]):
+        """One `tt_zoo.retrieval.bm25.TermWeights` per (title, passage) (`TermWeighter.weigh`)."""
+        return self.weighter.weigh(titles, passages)
+
+    def index(self, passages: Union[str, Sequence[str]],
+              titles: Union[None, str, Sequence[str]] = None,
+              ids: Union[None, str, Sequence[str]] = None, *, k1: float = TERM_WEIGHT_K1,
+              b: float = 0.75, unread: str = TERM_WEIGHT_UNREAD,
+              show_progress_bar: Optional[bool] = None) -> PassageIndex:
+        """HDCT's weighted BM25 over the passages: each distinct (title, passage) weighed once,
+        BM25 over "title text" with the pseudo term frequencies
+        (`tt_zoo.retrieval.passage_index.weighted_bm25_index`; k1 = 10 by default, the card's
+        choice). `show_progress_bar`: a bar over the passages weighed (default: from 1,000)."""
+        texts, titles, ids = as_passages(passages, titles, ids)
+        progress = len(texts) >= 1000 if show_progress_bar is None else bool(show_progress_bar)
+        return weighted_bm25_index(self.weighter, texts, titles, ids, k1=k1, b=b, unread=unread,
+                                   show_progress=progress, save=self._save_index)
+
+    def _save_index(self, index: PassageIndex, path, overwrite: bool):
+        return save_passage_index(index, self, path, overwrite=overwrite)
+
+    def load_index(self, path) -> PassageIndex:
+        """The index saved at `path` (`save_passage_index`), which this model must have built."""
+        return load_passage_index(path, self)
+
+
+# -- saving and loading -------------------------------------------------------------------------
+
+def model_fingerprint(model) -> dict:
+    """What a saved index records of the model that built it: its name and weights' sha256."""
+    return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model)}
+
+
+def _check_model(recorded, model, listed_in) -> None:
+    ours = model_fingerprint(model)
+    if not isinstance(recorded, dict) or recorded.get("weights_sha256") != ours["weights_sha256"]:
+        name = recorded.get("name") if isinstance(recorded, dict) else None
+        raise ArtifactError(f"{listed_in}: this index was built by {name!r}, not by the model "
+                            f"loading it, {ours['name']!r} (their weights' sha256 differ). Load "
+                            "it with the model that built it, or build it again with this one.")
+
+
+def save_passage_index(index: PassageIndex, model, path, overwrite: bool = False
+                       ) -> pathlib.Path:
+    """Writes a late-interaction or term-weight model's index to folder `path` (atomically;
+    refused if it exists and is not a saved index, unless `overwrite`): `passages.jsonl`, the
+    token store (`tokens/`) or the term weights (`term_weights.npz`), and
+    `passage_index.json` (format, settings, the model's name and weights' sha256, the sha256
+    manifest of every file). A token index's ScaNN tree is not saved: `load_passage_index`
+    builds it again from the stored tokens."""
+    from tt_zoo.manifest import describe_files  # noqa: PLC0415
+    from tt_zoo.retrieval.term_weighting import CorpusTermWeights  # noqa: PLC0415
+
+    settings = dict(index.settings)
+    kind = settings.get("kind")
+    if kind == "late_interaction":
+        if settings.get("mode") == "rerank" and settings.get("first_stage") != {"kind": "bm25"}:
+            raise TypeError("Only a late-interaction index re-ranking its own BM25 saves (this "
+                            f"one re-ranks {settings.get('first_stage')!r}).")
+        store = index.searcher.store
+    elif kind == "term_weights":
+        weights = index.searcher.term_weights
+        if not isinstance(weights, CorpusTermWeights) or not np.array_equal(
+                weights.doc_rows, np.arange(weights.num_rows)):
+            # One row a passage (a CorpusTermWeights saves its distinct rows, not doc_rows).
+            weights = CorpusTermWeights.from_term_weights(list(weights))
+    else:
+        raise TypeError(f"save_passage_index saves a late-interaction or term-weight model's "
+                        f"index (got {index.description!r}).")
+    identity = model_fingerprint(model)
+    path = as_path(path, "path")
+
+    def build(staging: pathlib.Path) -> None:
+        passages = staging / PASSAGES_FILE
+        with open(passages, "w", encoding="utf-8") as f:
+            for cid, title, text in zip(index.ids, index.titles, index.texts):
+                f.write(json_text({"id": cid, "title": title, "text": text}, where=passages,
+                                  indent=None) + "\n")
+        if kind == "late_interaction":
+            store.save(staging / TOKENS_DIR)
+        else:
+            weights.save(staging / TERM_WEIGHTS_FILE)
+        write_json(staging / PASSAGE_INDEX_FILE, {
+            "format": PASSAGE_INDEX_FORMAT, "format_version": PASSAGE_INDEX_FORMAT_VERSION,
+            "settings": settings, "model": identity, "files": describe_files(staging)})
+
+    return write_directory(path, build, overwrite=overwrite, what="saved tt_zoo PassageIndex",
+                           is_replaceable=lambda p: (p / PASSAGE_INDEX_FILE).is_file())
+
+
+def load_passage_index(path, model) -> PassageIndex:
+    """The index `save_passage_index` wrote to `path`, checking every file against its sha256
+    and `model` against the one that built it; BM25 (and a token index's ScaNN tree) is built
+    again from the saved passages and vectors or weights."""
+    from tt_zoo.manifest import check_format_version, read_json_object, verify_files  # noqa
+    from tt_zoo.retrieval.term_weighting import CorpusTermWeights  # noqa: PLC0415
+    from tt_zoo.retrieval.token_store import TokenStore  # noqa: PLC0415
+
+    path = as_path(path, "path")
+    recover_replaced(path)
+    manifest_path = path / PASSAGE_INDEX_FILE
+    manifest = read_json_object(manifest_path, "the manifest of a saved tt_zoo PassageIndex")
+    if manifest.get("format") != PASSAGE_INDEX_FORMAT:
+        raise ArtifactError(f"{manifest_path} is not a {PASSAGE_INDEX_FORMAT} manifest (format "
+                            f"{manifest.get('format')!r}).")
+    check_format_version(manifest.get("format_version"), PASSAGE_INDEX_FORMAT_VERSION,
+                         listed_in=manifest_path, what=PASSAGE_INDEX_FORMAT)
+    files, settings = manifest.get("files"), manifest.get("settings")
+    if not isinstance(files, dict) or PASSAGES_FILE not in files or not isinstance(settings,
+                                                                                   dict):
+        raise ArtifactError(f"{manifest_path} lists no {PASSAGES_FILE} or no settings.")
+    verify_files(path, files, listed_in=manifest_path)
+    _check_model(manifest.get("model"), model, manifest_path)
+    rows = []
+    with open(path / PASSAGES_FILE, encoding="utf-8") as f:
+        try:
+            for line in f:
+                row = json.loads(line)
+                rows.append((row["id"], row["title"], row["text"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise ArtifactError(f"{path / PASSAGES_FILE}: line {len(rows) + 1} is not a passage "
+                                f"record with id, title, text ({e!r}).") from e
+    ids, titles, texts = ([r[i] for r in rows] for i in range(3))
+    kind = settings.get("kind")
+    if kind == "late_interaction" and isinstance(model, LateInteractionZooModel):
+        store = TokenStore.load(path / TOKENS_DIR)
+        options = ({"token_k": settings["token_k"]} if settings.get("mode") == "token_index"
+                   else {"depth": settings["depth"]})
+        return late_interaction_index(
+            lambda q: model.encode_query_tokens(q, show_progress_bar=False), None, texts, titles,
+            ids, mode=settings["mode"], store=store, name=model.name, save=model._save_index,
+            **options)
+    if kind == "term_weights" and isinstance(model, TermWeightZooModel):
+        return weighted_bm25_index(model.weighter, texts, titles, ids, k1=settings["k1"],
+                                   b=settings["b"], unread=settings["unread"],
+                                   weights=CorpusTermWeights.load(path / TERM_WEIGHTS_FILE),
+                                   save=model._save_index)
+    raise ArtifactError(f"{manifest_path} holds a {kind!r} index, which {model.name!r} (a "
+                        f"{type(model).__name__}) does not load.")
