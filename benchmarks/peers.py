@@ -11,6 +11,10 @@ medians over rounds; `peers_measure`), and reports the peers' speed relative to 
   `encode_document` signature) against sentence-transformers' `encode` (BERT of the same shape;
   StaticEmbedding for the BoW-MLP): docs/s on 100-word Wikispeedia passages with titles and on
   ReQA candidates, each reported on its own.
+- minilm (`peers_minilm`): the imported all-MiniLM-L6-v2 (`tt_zoo.load("minilm_l6_384")`)
+  against the same checkpoint folder in sentence-transformers and a PyTorch training loop, the
+  peer in its own process (--peer-python): docs/s, queries/s, training pairs/s, identical
+  token ids and vectors.
 - search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
   anisotropic quantization and SOAR: other `ScannConfig`s) against FAISS IVF-PQ and
   HNSW and exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build
@@ -47,12 +51,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the peers_* 
 from peers_measure import (busy_cores, is_busy, machine_info, machine_line,  # noqa: E402
                            merge_section)
 
-SECTIONS = ("train", "encode", "search")
+SECTIONS = ("train", "encode", "search", "minilm")
 ENCODE_INPUTS = ("passages", "reqa")
 TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
           "encode": "Encoding: tt_zoo against sentence-transformers (documents/s)",
           "search": "Nearest-neighbour search: ScaNN (tt_zoo) against FAISS (queries/s at "
-                    "recall@10 >= target)"}
+                    "recall@10 >= target)",
+          "minilm": "A real-size tower: the imported all-MiniLM-L6-v2 against "
+                    "sentence-transformers and PyTorch on the same weights"}
 
 
 def section_module(name: str):
@@ -100,6 +106,16 @@ def parse_args(argv=None):
                         default=True, help="also time the exported SavedModel's "
                                            "encode_document signature")
     encode.add_argument("--encode-batch", type=int, default=256)
+    minilm = p.add_argument_group("minilm")
+    minilm.add_argument("--minilm-passages", type=int, default=2048,
+                        help="100-word passages with titles encoded a round")
+    minilm.add_argument("--minilm-queries", type=int, default=2048,
+                        help="ReQA-SQuAD(dev) questions encoded a round")
+    minilm.add_argument("--minilm-batches", default="16,32,64,128",
+                        help="batch sizes tried for each side; the fastest is timed")
+    minilm.add_argument("--peer-python", default=sys.executable,
+                        help="an interpreter with torch, transformers and sentence-transformers "
+                             "(the peer's own process; default: this one)")
     search = p.add_argument_group("search")
     search.add_argument("--embeddings-dir", default=str(REPO / "runs" / "open_domain"),
                         help="NAME.npy + NAME.json of benchmarks/open_domain.py (read only)")
@@ -156,8 +172,14 @@ def parse_args(argv=None):
     unknown = sorted(set(args.encode_inputs) - set(ENCODE_INPUTS))
     if unknown or not args.encode_inputs:
         p.error(f"--encode-inputs: unknown {unknown}; expected some of {', '.join(ENCODE_INPUTS)}")
+    try:
+        args.minilm_batches = [int(x) for x in args.minilm_batches.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--minilm-batches: comma-separated integers (got {args.minilm_batches!r})")
+    if not args.minilm_batches or min(args.minilm_batches) < 1:
+        p.error(f"--minilm-batches: positive integers (got {args.minilm_batches})")
     for name in ("rounds", "batch", "steps", "documents", "passages", "encode_batch",
-                 "num_queries"):
+                 "num_queries", "minilm_passages", "minilm_queries"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
     if not 0 < args.target_recall <= 1:
@@ -177,7 +199,8 @@ def parse_args(argv=None):
     needs = {"train": ["vocab"],
              "encode": ["vocab"] + (["squad"] if "reqa" in args.encode_inputs else [])
              + (["wikispeedia"] if "passages" in args.encode_inputs else []),
-             "search": [] if args.synthetic else ["squad"]}
+             "search": [] if args.synthetic else ["squad"],
+             "minilm": ["wikispeedia", "squad"]}
     for section in args.sections:
         for what in needs[section]:
             exists = os.path.isdir if what == "wikispeedia" else os.path.isfile

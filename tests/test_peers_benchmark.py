@@ -302,3 +302,36 @@ def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_syntheti
     assert "--search-embeddings-file PATH.npy" in capsys.readouterr().err
     assert peers.parse_args(["--quick", "--embeddings-dir", missing]).synthetic
     assert not peers.parse_args(["--sections", "train", "--embeddings-dir", missing]).synthetic
+
+
+def test_minilm_rows_ratios_and_report_hand_worked():
+    import peers_minilm
+
+    rows = peers_minilm.rows({"tt_zoo": [2.0, 4.0, 2.0], "sentence-transformers": [4.0]}, 100,
+                             "sentence-transformers")  # 50 docs/s (median of 50, 25, 50); 25
+    assert [r["median_per_s"] for r in rows] == [50.0, 25.0]
+    assert [r["vs_peer"] for r in rows] == [2.0, 1.0]
+    assert peers_minilm.min_cosine([[1.0, 0.0], [0.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]]) == \
+        pytest.approx(2 ** -0.5)
+    part = {"settings": {"rounds": 3, "passages": 100, "queries": 10, "train_batch": 32,
+                         "query_length": 64, "document_length": 128, "steps": 5},
+            "model": "minilm_l6_384", "batches": {"tt_zoo": 32},
+            "identity": {"documents": 100, "same_token_ids": 1.0, "min_cosine": 0.99999,
+                         "bfloat16_min_cosine_to_float32": 0.9991},
+            "documents": rows}
+    text = "\n".join(peers_minilm.render(part))
+    assert "token ids the same for 100.0%" in text and "0.999990" in text
+    assert "| 50.0 | 25.0–50.0 | x2.00 |" in text
+
+
+def test_minilm_peer_without_torch_is_named():
+    import peers_minilm
+
+    reason = peers_minilm.peer_reason(sys.executable)
+    try:
+        import sentence_transformers  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+        assert reason is None
+    except ImportError:
+        assert reason.startswith(f"--peer-python {sys.executable} cannot import torch")
