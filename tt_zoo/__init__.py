@@ -8,7 +8,9 @@ ICLR 2020.
     index = model.index(passages)
     hits = index.search(["who discovered penicillin?"], k=10)
 
-`load` gives two-tower and late-interaction (ColBERT) models; `load_term_weighter` gives the
+`list_models()` names the models that load (`list_models(include_recipes=True)`: every
+registered variant, most of them recipes to train). `load` gives two-tower and
+late-interaction (ColBERT) models; `load_term_weighter` gives the
 document weighter of a term-weight (HDCT) model, by registered name or export path:
 
     weighter = tt_zoo.load_term_weighter("hdct_ict_bfs_wlp_crop_span_qgen")
@@ -23,11 +25,12 @@ _keras_env.check_legacy_keras(import_tensorflow=False)
 
 from tt_zoo._version import __version__  # noqa: E402
 
-from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
+from tt_zoo.errors import (ArtifactError, DownloadError, TtZooError,  # noqa: E402
+                           UnknownModelError)
 from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
 __all__ = ["load", "load_term_weighter", "list_models", "get_spec", "ArtifactError",
-           "DownloadError", "TtZooError", "__version__"]
+           "DownloadError", "TtZooError", "UnknownModelError", "__version__"]
 
 
 def __getattr__(name):
@@ -37,3 +40,8 @@ def __getattr__(name):
         from tt_zoo.zoo import loading
         return getattr(loading, name)
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")
+
+
+def __dir__():
+    # The public API (the loaders included, which load lazily), not the subpackages.
+    return sorted(__all__)

@@ -3,7 +3,7 @@
 The passages are a .jsonl ({"text", "title"?, "id"?} a line), a .tsv with a header line
 naming its columns (text, title, id) or a .txt (one passage a line); a passage's id is its
 position when the file gives none. A model encodes each (title, text) and indexes it
-(`ZooModel.index`: ScaNN, exact below 1,000 passages, or --backend brute_force);
+(`ZooModel.index`: ScaNN, exact below 20,000 passages, or --backend brute_force);
 --bm25 indexes "title text" with BM25 instead (`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s,
 English stemming and stop words). Queries come from --query (repeatable) and/or a --queries
 file (.txt, .jsonl or .tsv: their text). The hits print as a table a query, or go to --output
@@ -29,9 +29,12 @@ BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tt_zoo.retrieval.index import MIN_PARTITIONED_SIZE  # noqa: PLC0415 (no TensorFlow)
+
     p.add_argument("passages", metavar="FILE", help="the passages: a .jsonl, .tsv or .txt file")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--model", default=FLAGSHIP, metavar="NAME_OR_PATH",
+                       type=parsing.model_name_or_path,
                        help="a registered model name (tt-zoo list --shipped) or an export "
                             "directory")
     which.add_argument("--bm25", action="store_true", help="search with BM25 instead of a model")
@@ -40,9 +43,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", metavar="FILE",
                    help="a .txt, .jsonl or .tsv file of queries (their text), after any --query")
     p.add_argument("-k", "--k", type=numbers.count(high=100_000), default=10, help="hits a query")
-    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
-                   help="a model's index: ScaNN (approximate on large sets) or brute force "
-                        "(exact)")
+    p.add_argument("--backend", default=None, choices=("scann", "brute_force"),
+                   help="a model's index: ScaNN (exact below "
+                        f"{MIN_PARTITIONED_SIZE:,} passages, approximate from there) or brute "
+                        "force (exact); default: scann. Not with --bm25")
     p.add_argument("--batch-size", type=numbers.count(), default=256, help="texts a forward pass")
     p.add_argument("-o", "--output", help="write the hits as JSON Lines here (.jsonl) instead "
                                           "of printing them")
@@ -57,6 +61,10 @@ def parse_args(argv=None):
         p.error("nothing to search for: give --query TEXT and/or --queries FILE")
     if args.k < 1:
         p.error(f"-k must be at least 1 (got {args.k})")
+    if args.bm25 and args.backend is not None:
+        p.error(f"--backend {args.backend} chooses a model's index; --bm25 searches with BM25 "
+                "and has no backend: drop one of them")
+    args.backend = args.backend or "scann"
     if args.batch_size < 1:
         p.error(f"--batch-size must be at least 1 (got {args.batch_size})")
     if args.output:
