@@ -12,7 +12,7 @@ from bert_reference import write_hf_folder
 def test_the_family_is_registered_with_its_recipes():
     from tt_zoo.zoo.registry import get_spec, list_models
 
-    family = list_models("*minilm*")
+    family = list_models("*minilm*", include_recipes=True)
     assert family == ["minilm_l6_384", "multitask_minilm_l6_384",
                       "multitask_static_minilm_l6_384", "static_minilm_l6_384"]
     assert "minilm_l6_384" in list_models(shipped_only=True)

@@ -60,8 +60,10 @@ def passages_jsonl(tmp_path):
 
 # ---------------------------------------------------------------------------------- list
 
-def test_list_names_every_registered_model_and_shipped_only_the_shipped(capsys):
+def test_list_names_the_models_that_load_and_with_recipes_every_registered_one(capsys):
     code, out, _ = run(capsys, "list")
+    assert code == 0 and out.split() == list_models() == list_models(shipped_only=True)
+    code, out, _ = run(capsys, "list", "--include-recipes")
     assert code == 0 and out.split() == sorted(REGISTRY)
     code, out, _ = run(capsys, "list", "--shipped")
     head, *rows = out.splitlines()
@@ -76,7 +78,11 @@ def test_list_names_every_registered_model_and_shipped_only_the_shipped(capsys):
     assert [r.split()[0] for r in out.splitlines()[1:]] == [
         "ict_bfs_wlp_128", "ict_bfs_wlp_256", "ict_bfs_wlp_512", "ict_bfs_wlp_crop_span_qgen_512"]
     code, _, err = run(capsys, "list", "nothing_like_this*")
-    assert code == 1 and "no model matches 'nothing_like_this*'" in err
+    assert code == 1 and "no model that loads matches 'nothing_like_this*'" in err
+    code, _, err = run(capsys, "list", "bert_base_*")  # recipes only: says how to see them
+    assert code == 1 and "recipe(s) without weights match" in err and "--include-recipes" in err
+    code, _, err = run(capsys, "list", "--shipped", "--include-recipes")
+    assert code == 1 and "use one of them" in err
 
 
 def test_headline_numbers_of_each_kind_of_card():
@@ -133,19 +139,22 @@ def test_encode_refuses_to_overwrite_without_the_flag(tiny, passages_jsonl, tmp_
 def test_encode_names_a_bad_line_before_loading_any_model(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "fine"}\n{"text": \n')
-    code, err = exits(capsys, "encode", "no_such_model_anywhere", bad, "-o", tmp_path / "e.npy")
+    # (A shipped name: an unknown one fails earlier still, while the arguments are parsed.)
+    code, err = exits(capsys, "encode", "ict_bfs_wlp_512", bad, "-o", tmp_path / "e.npy")
     assert code == 1 and f"tt-zoo encode: {bad}:2: not valid JSON" in err
     assert not (tmp_path / "e.npy").exists()
 
 
 def test_encode_with_an_unknown_or_unshipped_name_is_one_clear_error(passages_jsonl, tmp_path,
                                                                      capsys):
+    # Both fail while the arguments are parsed, before TensorFlow loads (exit code 2).
     code, err = exits(capsys, "encode", "ict_bfs_wlp_521", passages_jsonl, "-o",
                       tmp_path / "e.npy")
-    assert code == 1 and "not a registered tt_zoo model" in err and "ict_bfs_wlp_512" in err
+    assert code == 2 and "'ict_bfs_wlp_521' is not a tt_zoo model" in err
+    assert "Did you mean 'ict_bfs_wlp_512'" in err and "'tt-zoo list'" in err
     unshipped = next(n for n, s in REGISTRY.items() if not s.shipped and s.kind == "two_tower")
     code, err = exits(capsys, "encode", unshipped, passages_jsonl, "-o", tmp_path / "e.npy")
-    assert code == 1 and f"tt-zoo pretrain --variant {unshipped}" in err
+    assert code == 2 and f"tt-zoo pretrain --variant {unshipped}" in err
     assert "recipes/" not in err
 
 
@@ -202,7 +211,9 @@ def test_search_with_bm25_writes_jsonl(tmp_path, capsys):
 def test_search_argument_and_file_errors(passages_jsonl, tmp_path, capsys):
     code, err = exits(capsys, "search", passages_jsonl, "--bm25")
     assert code == 2 and "nothing to search for" in err
-    code, err = exits(capsys, "search", passages_jsonl, "--bm25", "--model", "x", "--query", "q")
+    # (An export path: a model name is checked first, and the flagship's name is the default.)
+    code, err = exits(capsys, "search", passages_jsonl, "--bm25", "--model", tmp_path / "m",
+                      "--query", "q")
     assert code == 2 and "not allowed with argument" in err
     out = tmp_path / "hits.jsonl"
     out.write_text("keep")

@@ -1,10 +1,15 @@
 """Quiet by default: a plain process that imports tt_zoo, loads a model, indexes with ScaNN and
 fine-tunes prints no native-library noise (TensorFlow's CUDA probe and oneDNN notes, ScaNN's absl
 lines, Keras' warning about the BERT encoder's unused pooler), while a user who sets
-TF_CPP_MIN_LOG_LEVEL gets the lines that level asks for."""
+TF_CPP_MIN_LOG_LEVEL gets the lines that level asks for. The same holds when TensorFlow is
+imported before tt_zoo, and for the command line's export with an index and retrieve model."""
+
+import json
+import re
 
 import pytest
 
+from conftest import REPO_ROOT
 from helpers import run_as_a_user
 
 # Tree-partitioned ScaNN indexes (their k-means logs; given settings, as 1,200 candidates are
@@ -68,3 +73,99 @@ def test_a_user_set_log_level_is_respected(exported):
     verbose = run(exported.path, TF_CPP_MIN_LOG_LEVEL="0")
     assert verbose.returncode == 0, verbose.stderr[-3000:]
     assert "partitioner_factory_base" in verbose.stderr
+
+
+# -- The other import order, and the command line's normal runs (issue 47) -----------------
+MARK = "-- tensorflow imported; tt_zoo next --"
+TENSORFLOW_FIRST = f"""
+import sys
+import tensorflow as tf
+sys.stderr.write({MARK!r} + "\\n"); sys.stderr.flush()
+import tt_zoo
+from tt_zoo import cli
+model = tt_zoo.load(sys.argv[1])
+model.encode_documents(["water boils at 100 degrees."] * 3, show_progress_bar=False)
+model.encode_documents(["water boils at 100 degrees."], show_progress_bar=False, jit_compile=True)
+assert cli.main(["export", "--model", sys.argv[1], "--corpus", sys.argv[2], "--index-output",
+                 sys.argv[3] + "/index", "--retrieve-output", sys.argv[3] + "/retrieve",
+                 "--backend", "scann", "-k", "2", "--no-progress"]) == 0
+print("done", tf.keras.__name__)
+"""
+# TensorFlow's C++ log line: "2026-01-01 00:00:00.000000: E path/file.cc:51] ...".
+CPP_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ")
+
+
+def corpus_file(tmp_path):
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps({"title": t, "text": x}) + "\n" for t, x in (
+        ("penicillin", "alexander fleming discovered penicillin."),
+        ("paris", "paris is the capital of france."),
+        ("seine", "the seine flows through paris."))))
+    return path
+
+
+def test_tensorflow_imported_first_then_tt_zoo_is_as_quiet(exported, tmp_path):
+    """`import tensorflow as tf; import tt_zoo` (the order most Keras code has): Keras 2 as
+    tf.keras, and after tt_zoo's import no C++ line (TensorFlow read its log level at its own
+    import, before tt_zoo could set it) and no WARNING:tensorflow line from a load, an XLA
+    encode and `tt-zoo export` with an index and a retrieve model."""
+    proc = run_as_a_user(["-c", TENSORFLOW_FIRST, str(exported.path), str(corpus_file(tmp_path)),
+                          str(tmp_path / "out")])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.splitlines()[-1].startswith("done tf_keras"), proc.stdout
+    after = proc.stderr.split(MARK + "\n", 1)[1]
+    assert after == "", after[-3000:]
+
+
+def test_the_command_line_export_with_index_and_retrieve_model_prints_no_warning(exported,
+                                                                               tmp_path):
+    """`tt-zoo export --index-output --retrieve-output` printed six to eight
+    WARNING:tensorflow lines (TFRS's top-k layers have no config; the loss layers are not
+    built) before its own lines."""
+    proc = run_as_a_user(["-m", "tt_zoo.cli", "export", "--model", str(exported.path),
+                          "--corpus", str(corpus_file(tmp_path)), "--index-output",
+                          str(tmp_path / "index"), "--retrieve-output",
+                          str(tmp_path / "retrieve"), "--backend", "brute_force", "--k", "2",
+                          "--no-progress"], cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    noisy = [line for line in proc.stderr.splitlines()
+             if "WARNING:tensorflow" in line or CPP_LOG_LINE.match(line)]
+    assert noisy == [] and proc.stderr == "", proc.stderr[-3000:]
+    assert "exported retrieve SavedModel (brute_force, k=2)" in proc.stdout
+
+
+def test_a_fifth_model_in_one_process_prints_no_retracing_warning(exported, caplog):
+    """Each loaded model traces its own encode functions once; TensorFlow counted them
+    together (one lambda's code object) and warned of "excessive retracing" at the fifth."""
+    import logging
+
+    import tensorflow as tf
+
+    from tt_zoo.modeling.inference import EncodeCache, EncodeOptions
+
+    model = exported.model
+    queries = tf.constant(["who discovered penicillin?"])
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        for _ in range(5):  # TensorFlow warns at the fifth trace of one function
+            cache = EncodeCache(model)
+            packed = cache.pack_queries(queries)
+            cache.pack_documents(queries, queries)
+            cache.tower_fn("query", EncodeOptions())(
+                {k: packed[k] for k in ("input_word_ids", "input_mask", "input_type_ids")})
+    retracing = [r.getMessage() for r in caplog.records if "retracing" in r.getMessage()]
+    assert retracing == [], retracing[:1]
+
+
+def test_a_fifth_late_interaction_model_prints_no_retracing_warning(caplog):
+    """The same for a ColBERT model's token towers (~4 s: five traces of a tiny tower)."""
+    import logging
+
+    from helpers import tiny_colbert
+
+    colbert = tiny_colbert()
+    with caplog.at_level(logging.WARNING, logger="tensorflow"):
+        for _ in range(5):
+            colbert.__dict__.pop("_tt_zoo_token_fns", None)  # as a newly loaded model has
+            colbert.encode_query_tokens(["who discovered penicillin?"])
+    retracing = [r.getMessage() for r in caplog.records if "retracing" in r.getMessage()]
+    assert retracing == [], retracing[:1]

@@ -7,6 +7,8 @@ Python block that does not run says why: ``<!-- not run: REASON -->``."""
 
 import re
 
+import pytest
+
 from conftest import DATA_DIR, REPO_ROOT
 from helpers import run_as_a_user
 
@@ -77,3 +79,20 @@ def test_docs_blocks_run_and_print_what_the_pages_show(tmp_path):
                 assert got == expected, f"{page.name} block {i + 1} printed:\n{got}\nnot:\n{expected}"
     assert next(printed) == "" and next(printed, None) is None, proc.stdout
     assert proc.stderr == "", proc.stderr[-3000:]
+
+
+@pytest.mark.slow  # the README's runs again (~1-2 min): the other import order
+def test_runnable_blocks_print_nothing_on_stderr_with_tensorflow_imported_first(tmp_path):
+    """The same blocks after ``import tensorflow as tf``: once tt_zoo is imported, stderr gets
+    nothing (no C++ line, no WARNING:tensorflow); before it, TensorFlow's own import lines are
+    TensorFlow's."""
+    mark = "-- tensorflow imported; the README next --"
+    blocks = marked_blocks(README.read_text(encoding="utf-8"))
+    script = (f"import sys\nimport tensorflow as tf\nsys.stderr.write({mark!r} + '\\n')\n"
+              "sys.stderr.flush()\n" + "".join(code + "\n" for code, _ in blocks))
+    # (PYTHONPATH: this checkout's tt_zoo, whichever one the interpreter has installed.)
+    proc = run_as_a_user(["-c", script], cwd=tmp_path, TT_ZOO_DATA=str(DATA_DIR),
+                         PYTHONPATH=str(REPO_ROOT))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = proc.stderr.split(mark + "\n", 1)[1]
+    assert after == "", after[-3000:]

@@ -107,8 +107,8 @@ def test_registry_kinds_and_term_weight_names(tmp_path):
     assert "hdct_none" not in registry.REGISTRY and "hdct_mlm" not in registry.REGISTRY
     assert registry.get_spec("colbert_ict_bfs_wlp_crop_span_qgen_64").kind == (
         LATE_INTERACTION)
-    assert set(tt_zoo.list_models("hdct_*")) == set(
-        tt_zoo.list_models(kind=TERM_WEIGHTS))
+    assert set(tt_zoo.list_models("hdct_*", include_recipes=True)) == set(
+        tt_zoo.list_models(kind=TERM_WEIGHTS, include_recipes=True))
     with pytest.raises(ValueError, match="kind must be one of"):
         tt_zoo.list_models(kind="colbert")
     # The shipped list records each entry's kind; one that is not its name's is refused.
@@ -180,7 +180,7 @@ def test_shipped_kinds_load_by_name(sources, zoo):
     assert hdct["recipe"]["steps"] == 4 and hdct["recipe"]["max_doc_tokens"] == 80
     assert hdct["provenance"] == ("ict+bfs+wlp pairs from runs/pairs/x (96 pairs, the first 64)"
                                   "; 4 steps x 8 on CPU; from tiny_test's encoder")
-    assert tt_zoo.list_models(shipped_only=True) == [COLBERT, HDCT]
+    assert tt_zoo.list_models() == tt_zoo.list_models(shipped_only=True) == [COLBERT, HDCT]
     assert tt_zoo.list_models(shipped_only=True, kind="term_weights") == [HDCT]
 
     colbert = tt_zoo.load(COLBERT)

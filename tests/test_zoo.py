@@ -27,7 +27,7 @@ def test_registry_names_read_like_the_paper():
         assert name in REGISTRY
     spec = REGISTRY["bow_mlp_ict_bfs_wlp_512"]
     assert (spec.encoder, spec.pretraining, spec.embedding_dim) == ("bow_mlp", "ict_bfs_wlp", 512)
-    assert tt_zoo.list_models("*_ict_bfs_wlp_128") == sorted(
+    assert tt_zoo.list_models("*_ict_bfs_wlp_128", include_recipes=True) == sorted(
         n for n in REGISTRY if n.endswith("_ict_bfs_wlp_128"))
     assert "ict_bfs_wlp_512" in tt_zoo.list_models("ict_bfs*")
 
@@ -128,7 +128,7 @@ MULTITASK_PRETRAINING = ("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen")
 
 def test_multitask_names_start_from_their_shipped_bow_mlp_model():
     names = [f"multitask_bow_mlp_{p}_512" for p in MULTITASK_PRETRAINING]
-    assert tt_zoo.list_models("multitask_bow_mlp_*") == names
+    assert tt_zoo.list_models("multitask_bow_mlp_*", include_recipes=True) == names
     bow_mlp = SERIES["bow_mlp_"]
     for pretraining, name in zip(MULTITASK_PRETRAINING, names):
         spec = REGISTRY[name]
@@ -160,7 +160,7 @@ def test_multitask_recipe_command_trains_on_the_two_qa_tasks():
 def test_the_lexical_multitask_name_adds_bm25_as_a_teacher_to_the_two_qa_tasks():
     """multitask_lexical_bow_mlp_<tasks>_<dim> (issues 22, 24): the lexical task (SPAR) beside
     the two QA tasks, at 0.3 times its share of the batches."""
-    assert tt_zoo.list_models("multitask_lexical_*") == [
+    assert tt_zoo.list_models("multitask_lexical_*", include_recipes=True) == [
         "multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
     spec = REGISTRY["multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
     assert (spec.kind, spec.encoder, spec.embedding_dim, spec.options) == (
@@ -191,7 +191,7 @@ def test_the_multitask_colbert_name_starts_from_the_shipped_colbert():
     tasks by tt-zoo multitask, with the tiny BERT's schedule."""
     from tt_zoo.zoo.registry import MULTITASK_COLBERT_RECIPE
 
-    assert tt_zoo.list_models("multitask_colbert_*") == [
+    assert tt_zoo.list_models("multitask_colbert_*", include_recipes=True) == [
         "multitask_colbert_ict_bfs_wlp_crop_span_qgen_64"]
     spec = REGISTRY["multitask_colbert_ict_bfs_wlp_crop_span_qgen_64"]
     colbert = REGISTRY["colbert_ict_bfs_wlp_crop_span_qgen_64"]
@@ -207,7 +207,7 @@ def test_the_multitask_colbert_name_starts_from_the_shipped_colbert():
         "--export saved_models/multitask_colbert_ict_bfs_wlp_crop_span_qgen_64")
 
 
-@pytest.mark.parametrize("name", tt_zoo.list_models("multitask_*"))
+@pytest.mark.parametrize("name", tt_zoo.list_models("multitask_*", include_recipes=True))
 def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     """`tt-zoo multitask` checks at parse time that its tasks' files exist: the shared data
     (webquestions, reqa) and the pair directory, made here where the command's cwd is. (Every

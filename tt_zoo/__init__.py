@@ -8,8 +8,10 @@ ICLR 2020.
     index = model.index(passages)
     hits = index.search(["who discovered penicillin?"], k=10)
 
-`load` gives every kind: two-tower, late-interaction (ColBERT) and term-weight (HDCT) models,
-and each one's `index(passages, titles=...)` searches query text into the same `Hit`s
+`list_models()` names the models that load (`list_models(include_recipes=True)`: every
+registered variant, most of them recipes to train). `load` gives every kind: two-tower,
+late-interaction (ColBERT) and term-weight (HDCT) models, and each one's
+`index(passages, titles=...)` searches query text into the same `Hit`s
 (`tt_zoo.retrieval.search.TextSearcher`); `bm25_index` is BM25's, `fuse` fuses two:
 
     colbert = tt_zoo.load("colbert_ict_bfs_wlp_crop_span_qgen_64").index(passages, titles=titles)
@@ -30,11 +32,12 @@ _keras_env.check_legacy_keras(import_tensorflow=False)
 
 from tt_zoo._version import __version__  # noqa: E402
 
-from tt_zoo.errors import ArtifactError, DownloadError, TtZooError  # noqa: E402
+from tt_zoo.errors import (ArtifactError, DownloadError, TtZooError,  # noqa: E402
+                           UnknownModelError)
 from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
 __all__ = ["load", "load_term_weighter", "bm25_index", "fuse", "list_models", "get_spec",
-           "ArtifactError", "DownloadError", "TtZooError", "__version__"]
+           "ArtifactError", "DownloadError", "TtZooError", "UnknownModelError", "__version__"]
 
 
 def __getattr__(name):
@@ -48,3 +51,8 @@ def __getattr__(name):
         from tt_zoo.retrieval import passage_index
         return getattr(passage_index, name)
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")
+
+
+def __dir__():
+    # The public API (the loaders included, which load lazily), not the subpackages.
+    return sorted(__all__)

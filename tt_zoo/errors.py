@@ -18,3 +18,12 @@ class DownloadError(TtZooError):
     """A shipped model's files could not be fetched (offline, unreachable host, HTTP error);
     the message names the URL that failed and the folder where the files may be placed by
     hand."""
+
+
+class UnknownModelError(TtZooError, KeyError):
+    """A model name that is not registered; the message suggests close matches. Also a
+    KeyError (what an unknown name raised before), whose message prints as written rather than
+    quoted as a KeyError's key is."""
+
+    def __str__(self):
+        return str(self.args[0]) if self.args else ""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import sys
 
 from tt_zoo._version import __version__
@@ -24,8 +25,8 @@ from tt_zoo.cli.parsing import PROG, HelpFormatter, parser_settings
 
 # command -> (module in tt_zoo.cli, what it does): using the zoo, then the pipeline in order.
 COMMANDS = {
-    "list": ("list_models", "the registered model names; --shipped: those with weights, and "
-                            "their measured numbers"),
+    "list": ("list_models", "the models that load (--include-recipes: every registered name); "
+                            "--shipped: with their measured numbers"),
     "encode": ("encode", "embed the texts of a JSONL/TSV/TXT file with a model into a .npy file"),
     "search": ("search", "index a JSONL/TSV file of passages (a model, or BM25) and query it"),
     "index-corpus": ("index_corpus", "encode a large JSONL corpus on Apache Beam into embedding "
@@ -83,9 +84,32 @@ def exit_code(result) -> int:
     return result if isinstance(result, int) else 0
 
 
+TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
+
+
 def main(argv=None) -> int:
+    """Runs ``tt-zoo ARGV``; returns the exit code. Output cut short by its reader (``tt-zoo
+    list | head -1``) ends quietly, as a Unix tool's does."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # Python flushes stdout again at exit: point it at /dev/null so that flush is silent.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
     command = argv[0] if argv and not argv[0].startswith("-") else None
+    if command is None and argv and argv[0] not in TOP_LEVEL_OPTIONS:
+        option = argv[0].split("=", 1)[0]
+        close = difflib.get_close_matches(option, TOP_LEVEL_OPTIONS, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        print(f"{PROG}: unknown option {option!r}.{hint} Before a command, {PROG} takes "
+              f"{', '.join(TOP_LEVEL_OPTIONS)}; then 'tt-zoo COMMAND ...' ('{PROG} --help' "
+              "lists the commands).", file=sys.stderr)
+        return 2
     if command is not None and command not in COMMANDS:
         close = difflib.get_close_matches(command, COMMANDS, n=3, cutoff=0.6)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""

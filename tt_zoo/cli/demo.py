@@ -31,6 +31,7 @@ DEMO_MODELS = ("multitask_static_minilm_l6_384", FLAGSHIP)
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", action="append", default=None, metavar="NAME_OR_PATH",
+                   type=parsing.model_name_or_path,
                    help="a registered model name (tt-zoo list --shipped) or an export directory "
                         f"(repeatable; default: {' and '.join(DEMO_MODELS)})")
     p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"

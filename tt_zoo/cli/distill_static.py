@@ -18,7 +18,8 @@ from tt_zoo.cli import numbers, parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="the Transformer model (a name or an export)")
+    p.add_argument("--model", required=True, type=parsing.model_name_or_path,
+                   help="the Transformer model (a name or an export)")
     p.add_argument("--corpus", required=True,
                    help="articles whose token frequencies weigh the table (any source "
                         "tt-zoo make-pairs reads), cut into --passage-words passages")

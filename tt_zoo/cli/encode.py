@@ -22,7 +22,7 @@ from tt_zoo.data.text_files import TextFileError, read_texts
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", metavar="MODEL",
+    p.add_argument("model", metavar="MODEL", type=parsing.model_name_or_path,
                    help="a registered model name (tt-zoo list --shipped) or an export directory")
     p.add_argument("input", metavar="FILE", help="the texts: a .jsonl, .tsv or .txt file")
     p.add_argument("-o", "--output", required=True,

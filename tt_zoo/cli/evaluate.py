@@ -34,6 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--squad", help="SQuAD-format JSON (default: $TT_ZOO_DATA/squad/"
                                    "dev-v1.1.json, else SQuAD validation from Hugging Face)")
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
+                   type=parsing.model_name_or_path,
                    help="a registered model name or a saved model directory (repeatable)")
     p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
     p.add_argument("--bm25-field", default="sentence+passage", choices=BM25_FIELDS,

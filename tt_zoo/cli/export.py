@@ -38,7 +38,8 @@ from tt_zoo.data.text_files import TextFileError, read_texts
 def add_arguments(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--variant", help="registered name, restored from --checkpoint")
-    src.add_argument("--model", help="a zoo name or an export directory")
+    src.add_argument("--model", type=parsing.model_name_or_path,
+                     help="a zoo name or an export directory")
     p.add_argument("--checkpoint", help="a pretrain workdir or checkpoint directory")
     p.add_argument("--vocab", help="vocab.txt of a --variant's model (default: the project's "
                                    "saved_models/vocab/vocab.txt in a git clone, else "
@@ -55,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
                    help="the index and retrieve model: ScaNN (approximate) or brute force "
                         "(exact)")
-    p.add_argument("--k", type=numbers.count(high=100_000), default=10,
+    p.add_argument("-k", "--k", type=numbers.count(high=100_000), default=10,
                    help="results the retrieve SavedModel returns per query")
     p.add_argument("--query-idf", type=numbers.QUERY_WEIGHT, metavar="ALPHA",
                    help="a ColBERT model: weigh each query token's MaxSim by its idf ** ALPHA "

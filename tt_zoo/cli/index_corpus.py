@@ -36,7 +36,7 @@ DEFAULT_BATCH_SIZE = 256
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True,
+    p.add_argument("--model", required=True, type=parsing.model_name_or_path,
                    help="a registered model name (tt-zoo list --shipped) or an export directory "
                         "(local, or gs:// for workers that cannot read the driver's disk)")
     p.add_argument("--passages", required=True,

@@ -1,12 +1,16 @@
-"""List the zoo's registered model names; with --shipped, only the ones with trained weights.
+"""List the models that load by name, as `tt_zoo.list_models()` does; --include-recipes: every
+registered name.
 
-Every name of the paper's Tables 3 and 5 (and the variants past it) is registered; only the
-shipped ones load by name (`tt_zoo.load`, or `tt_zoo.load_term_weighter` for hdct_*). With
---shipped each gets its kind, encoder, pretraining and its card's headline numbers, read from
-the shipped-model list (no TensorFlow).
+A listed name has weights (shipped, or a public checkpoint imported from its package): `tt-zoo
+search --model NAME`, `tt_zoo.load(NAME)` (`tt_zoo.load_term_weighter` for hdct_*) take it.
+Every other name of the paper's Tables 3 and 5 (and the variants past it) is a recipe, trained
+by the command `tt_zoo.get_spec(NAME).recipe_command()` gives. With --shipped each model gets
+its kind, encoder, pretraining and its card's headline numbers, read from the shipped-model
+list (no TensorFlow).
 
+  tt-zoo list
   tt-zoo list --shipped
-  tt-zoo list '*ict_bfs_wlp*'
+  tt-zoo list '*ict_bfs_wlp*' --include-recipes
 """
 
 from __future__ import annotations
@@ -30,7 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("pattern", nargs="?", default="*",
                    help="a glob pattern over the names, e.g. '*ict_bfs_wlp*' (quote it)")
     p.add_argument("--shipped", action="store_true",
-                   help="only the models with trained weights, with their measured numbers")
+                   help="a table of the models that load, with their measured numbers")
+    p.add_argument("--include-recipes", action="store_true",
+                   help="also the registered names without weights (recipes to train)")
     p.add_argument("--kind", choices=KINDS,
                    help="only the models of this kind (two-tower, late interaction, term "
                         "weights)")
@@ -69,10 +75,18 @@ def shipped_table(names) -> str:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    names = registry.list_models(args.pattern, shipped_only=args.shipped, kind=args.kind)
+    if args.shipped and args.include_recipes:
+        raise SystemExit("tt-zoo list: --shipped shows the models that load with their numbers; "
+                         "--include-recipes lists names without weights: use one of them.")
+    names = registry.list_models(args.pattern, kind=args.kind,
+                                 include_recipes=args.include_recipes)
     if not names:
-        print(f"tt-zoo list: no {'shipped ' if args.shipped else ''}model matches "
-              f"{args.pattern!r}{f' of kind {args.kind}' if args.kind else ''}.",
+        recipes = registry.list_models(args.pattern, kind=args.kind, include_recipes=True)
+        hint = (f" {len(recipes)} recipe(s) without weights match: tt-zoo list "
+                f"{args.pattern!r} --include-recipes." if recipes and not args.include_recipes
+                else "")
+        print(f"tt-zoo list: no model{'' if args.include_recipes else ' that loads'} matches "
+              f"{args.pattern!r}{f' of kind {args.kind}' if args.kind else ''}.{hint}",
               file=sys.stderr)
         return 1
     print(shipped_table(names) if args.shipped else "\n".join(names))

@@ -26,6 +26,7 @@ from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
+                   type=parsing.model_name_or_path,
                    help="a registered model name or an export directory (repeatable)")
     p.add_argument("--bm25", action="store_true", help="add the BM25 baseline row")
     p.add_argument("--questions", action="append", default=[], metavar="SET_OR_FILE",

@@ -61,3 +61,15 @@ def exit_missing(parser: argparse.ArgumentParser, message: str):
     (the flag, or $TT_ZOO_DATA), not the command's syntax. Exits with status 2."""
     parser.exit(2, f"{parser.prog}: error: {message}\n")
 
+
+
+def model_name_or_path(value: str) -> str:
+    """argparse ``type`` of a command's model option: a name `tt_zoo.load` takes, or a path (the
+    loader checks it). An unknown name, or a recipe without weights, fails here, before
+    TensorFlow loads, with close matches and a pointer to ``tt-zoo list``."""
+    from tt_zoo.zoo import registry  # pylint: disable=import-outside-toplevel (no TensorFlow)
+
+    problem = registry.model_name_problem(value, where=f"'{PROG} list'")
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return value

@@ -7,8 +7,8 @@ position when the file gives none. A model of any kind indexes each (title, text
 brute_force), a late-interaction (ColBERT) model its token vectors, searched in the mode its
 card measured best (re-ranking BM25's top 100 by MaxSim) or --mode, a term-weight (HDCT) model
 its weighted BM25. --bm25 indexes "title text" with BM25 instead
-(`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s, English stemming and stop words). Queries come from --query (repeatable) and/or a --queries
-file (.txt, .jsonl or .tsv: their text). The hits print as a table a query, or go to --output
+(`tt_zoo.retrieval.bm25.BM25Retriever`: bm25s, English stemming and stop words). Queries come
+from --query (repeatable) and/or a --queries file (.txt, .jsonl or .tsv: their text). The hits print as a table a query, or go to --output
 as JSON Lines, one line a query: {"query", "hits": [{"rank", "id", "score", "title", "text"}]}.
 
   tt-zoo search passages.jsonl --query "who discovered penicillin?"
@@ -32,9 +32,12 @@ BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's p
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from tt_zoo.retrieval.index import MIN_PARTITIONED_SIZE  # noqa: PLC0415 (no TensorFlow)
+
     p.add_argument("passages", metavar="FILE", help="the passages: a .jsonl, .tsv or .txt file")
     which = p.add_mutually_exclusive_group()
     which.add_argument("--model", default=FLAGSHIP, metavar="NAME_OR_PATH",
+                       type=parsing.model_name_or_path,
                        help="a registered model name (tt-zoo list --shipped) or an export "
                             "directory")
     which.add_argument("--bm25", action="store_true", help="search with BM25 instead of a model")
@@ -43,9 +46,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queries", metavar="FILE",
                    help="a .txt, .jsonl or .tsv file of queries (their text), after any --query")
     p.add_argument("-k", "--k", type=numbers.count(high=100_000), default=10, help="hits a query")
-    p.add_argument("--backend", default="scann", choices=("scann", "brute_force"),
-                   help="a model's index: ScaNN (approximate on large sets) or brute force "
-                        "(exact)")
+    p.add_argument("--backend", default=None, choices=("scann", "brute_force"),
+                   help="a model's index: ScaNN (exact below "
+                        f"{MIN_PARTITIONED_SIZE:,} passages, approximate from there) or brute "
+                        "force (exact); default: scann. Not with --bm25")
     p.add_argument("--mode", choices=("rerank", "token_index"),
                    help="a late-interaction (ColBERT) model's search: re-rank BM25's top 100 by "
                         "MaxSim, or its token index (default: the mode its card measured best)")
@@ -63,6 +67,13 @@ def parse_args(argv=None):
         p.error("nothing to search for: give --query TEXT and/or --queries FILE")
     if args.k < 1:
         p.error(f"-k must be at least 1 (got {args.k})")
+    if args.bm25 and args.backend is not None:
+        p.error(f"--backend {args.backend} chooses a model's index; --bm25 searches with BM25 "
+                "and has no backend: drop one of them")
+    if args.bm25 and args.mode is not None:
+        p.error(f"--mode {args.mode} chooses a ColBERT model's search; --bm25 searches with BM25: "
+                "drop one of them")
+    args.backend = args.backend or "scann"
     if args.batch_size < 1:
         p.error(f"--batch-size must be at least 1 (got {args.batch_size})")
     if args.output:

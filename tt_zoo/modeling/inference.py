@@ -45,6 +45,7 @@ bar); ``TQDM_DISABLE=1`` turns it off. True or False decide outright.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
@@ -271,12 +272,15 @@ class EncodeCache:
         self._model = model
         self._tower_fns: Dict[tuple, Callable] = {}
         self._bfloat16_towers: Dict[str, tf.keras.layers.Layer] = {}
-        # No Python control flow in these: AutoGraph (which re-reads their source) is off.
+        # No Python control flow in these: AutoGraph (which re-reads their source) is off. Each
+        # wraps a partial, not a lambda: TensorFlow counts traces per code object, so lambdas of
+        # one line, one per model loaded, would add up to its "retracing" warning at the fifth
+        # model of a process; a partial counts on its own.
         self.pack_queries = tf.function(
-            lambda queries: model.query_preprocessor(queries),
+            functools.partial(_pack_queries, model),
             input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
         self.pack_documents = tf.function(
-            lambda titles, texts: model.document_preprocessor((titles, texts)),
+            functools.partial(_pack_documents, model),
             input_signature=[tf.TensorSpec([None], tf.string)] * 2, autograph=False)
 
     def tower_fn(self, role: str, options: EncodeOptions) -> Callable:
@@ -306,9 +310,22 @@ class EncodeCache:
             call_options = ({"plain_inference": options.plain_inference}
                             if isinstance(tower, (BertTower, TaskRoutedTower)) else {})
             self._tower_fns[key] = tf.function(
-                lambda packed: model._finish(tower(packed, training=False, **call_options)),
+                functools.partial(_run_tower, model, tower, call_options),
                 input_signature=[spec], jit_compile=options.jit_compile, autograph=False)
         return self._tower_fns[key]
+
+
+def _pack_queries(model, queries):
+    return model.query_preprocessor(queries)
+
+
+def _pack_documents(model, titles, texts):
+    return model.document_preprocessor((titles, texts))
+
+
+def _run_tower(model, tower, call_options, packed):
+    # pylint: disable-next=protected-access
+    return model._finish(tower(packed, training=False, **call_options))
 
 
 def _dummy_packed() -> Dict[str, tf.Tensor]:

@@ -20,6 +20,7 @@ more.
 
 from __future__ import annotations
 
+import functools
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 import numpy as np
@@ -215,7 +216,9 @@ class LateInteractionModel(TwoTowerModel):
         if role not in fns:
             embed = self.embed_query_inputs if role == "query" else self.embed_document_inputs
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
-            fns[role] = tf.function(lambda packed: embed(packed, training=False),
+            # A partial, not a lambda: TensorFlow counts traces per code object, and one
+            # lambda's, traced once per model loaded, warned of retracing at the fifth model.
+            fns[role] = tf.function(functools.partial(_embed_for_inference, embed),
                                     input_signature=[spec])
         return fns[role]
 
@@ -383,3 +386,8 @@ def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
         table[0].assign(tf.tensor_scatter_nd_update(table[0], [[marker]], table[0][:1]))
         record["query_marker"] = f"type embedding row {marker} initialised from row 0"
     return record
+
+
+def _embed_for_inference(embed: Callable, packed):
+    """`embed(packed, training=False)`: what `LateInteractionModel._token_tower_fn` traces."""
+    return embed(packed, training=False)

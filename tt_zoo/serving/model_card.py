@@ -662,11 +662,40 @@ def _or(value, default):
     return default if value is None else value
 
 
+def _origin_text(origin: dict) -> str:
+    """A fine-tuned card's ``base_model`` for a reader: its name (a path's last part: no
+    machine path), a sha256 prefix and its steps, e.g. "ict_bfs_wlp_512 (sha256 82a998fa049e…,
+    800 steps)"; its training data is on its own card."""
+    named = origin.get("name") or origin.get("from") or origin.get("path") or "?"
+    text = posixpath.basename(str(named).replace("\\", "/").rstrip("/")) or str(named)
+    facts = [f"sha256 {origin['sha256'][:12]}…" if origin.get("sha256") else None,
+             f"{origin['train_steps']:,} steps" if origin.get("train_steps") else None]
+    facts = [f for f in facts if f]
+    return f"{text} ({', '.join(facts)})" if facts else text
+
+
+def _fine_tuning_text(fine_tuning: dict) -> str:
+    """``fine_tuning`` for a reader: "5 optimizer steps, finished 2026-01-01T00:00:00+00:00"."""
+    parts = [f"{fine_tuning['optimizer_steps']:,} optimizer steps"
+             if fine_tuning.get("optimizer_steps") is not None else None,
+             f"finished {fine_tuning['finished']}" if fine_tuning.get("finished") else None]
+    return ", ".join(p for p in parts if p) or "?"
+
+
+# Fields whose recorded object reads better as a sentence in the card's table.
+_TABLE_TEXT = {"base_model": _origin_text, "fine_tuning": _fine_tuning_text}
+
+
 def _table(card: ModelCard, keys) -> list:
-    """``| key | value |`` rows of the recorded `keys` (values as metadata.json holds them)."""
+    """``| key | value |`` rows of the recorded `keys` (values as metadata.json holds them;
+    a base model and a fine-tuning record as text: `_TABLE_TEXT`)."""
     meta = card.to_dict()
+
+    def value(key):
+        shown = meta[key]
+        return _TABLE_TEXT[key](shown) if key in _TABLE_TEXT and isinstance(shown, dict) else shown
     return ["| field | value |", "| --- | --- |"] + [
-        f"| {key} | {meta[key]} |" for key in keys if key in meta]
+        f"| {key} | {value(key)} |" for key in keys if key in meta]
 
 
 def _command_lines(card: ModelCard) -> list:

@@ -24,11 +24,30 @@ from tt_zoo.atomic_io import write_directory, write_json
 from tt_zoo.manifest import check_format_version
 from tt_zoo.retrieval.index import ScannConfig, check_backend, read_json
 from tt_zoo.retrieval.search import check_embeddings, check_ids, check_k
+from tt_zoo.serving.export import _without_keras_traces
 
 RETRIEVAL_CONFIG_FILE = "assets.extra/tt_zoo_retrieval.json"
 # The layout of a `retrieve` SavedModel and its settings file; `load_retrieval_model` refuses a
 # newer one (`tt_zoo.manifest.check_format_version`). 1: the settings as `build_retrieval_module`.
 RETRIEVE_FORMAT_VERSION = 1
+
+
+def _no_config(layer):
+    """A TFRS top-k layer's ``get_config``: it has none (its query model is an object, not a
+    setting), said the way Keras' SavedModel writer skips quietly (TFRS's own default warns
+    "non-serializable objects" once per save)."""
+    raise NotImplementedError(f"{type(layer).__name__} holds its query model: it is saved in "
+                              "a SavedModel, not as a config.")
+
+
+def _brute_force_top_k(query_encoder, k: int):
+    """TFRS `BruteForce` top-k (exact scores), quiet when saved (`_no_config`)."""
+    import tensorflow_recommenders as tfrs  # pylint: disable=import-outside-toplevel
+
+    class _BruteForce(tfrs.layers.factorized_top_k.BruteForce):
+        get_config = _no_config
+
+    return _BruteForce(query_model=query_encoder, k=k, name="brute_force_top_k")
 
 
 def _make_scann_top_k(query_encoder, k: int, config: ScannConfig):
@@ -52,6 +71,8 @@ def _make_scann_top_k(query_encoder, k: int, config: ScannConfig):
                     shared_name=f"{self.name}/{uuid.uuid4()}")
 
             self._build_searcher = build_searcher
+
+        get_config = _no_config
 
     return _ConfiguredScaNN(query_model=query_encoder, k=k, name="scann_top_k")
 
@@ -105,8 +126,6 @@ def build_retrieval_module(query_encoder, candidate_embeddings, candidate_ids: S
 
     Args: as `export_retrieval_model`, without `path` and `overwrite`.
     """
-    import tensorflow_recommenders as tfrs  # pylint: disable=import-outside-toplevel
-
     check_backend(backend)
     embeddings = check_embeddings(candidate_embeddings)
     ids = check_ids(candidate_ids, embeddings.shape[0])
@@ -123,8 +142,7 @@ def build_retrieval_module(query_encoder, candidate_embeddings, candidate_ids: S
     else:
         if scann_config is not None:
             raise ValueError("scann_config is only for backend='scann'.")
-        top_k = tfrs.layers.factorized_top_k.BruteForce(query_model=query_encoder, k=k,
-                                                        name="brute_force_top_k")
+        top_k = _brute_force_top_k(query_encoder, k)
     top_k.index(tf.constant(embeddings), tf.constant(ids, dtype=tf.string))
     settings = {
         "format": "tt_zoo.retrieve",
@@ -183,8 +201,12 @@ def save_retrieval_module(module: RetrievalModule, path, overwrite: bool = False
     def build(tmp: pathlib.Path) -> None:
         options = tf.saved_model.SaveOptions(
             namespace_whitelist=["Scann"] if needs_scann else None)
-        tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve},
-                            options=options)
+        # Only the signature and the variables, as the model export saves: without Keras'
+        # per-layer metadata, which warns about the query tower's loss layers and TFRS's
+        # layers (no config to save) and serves nothing here.
+        with _without_keras_traces():
+            tf.saved_model.save(module, str(tmp), signatures={"serving_default": module.serve},
+                                options=options)
         write_json(tmp / RETRIEVAL_CONFIG_FILE, module.settings, indent=2, sort_keys=True)
 
     return write_directory(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
-import os
 import pathlib
 from typing import List, Optional, Sequence, Union
 
@@ -99,6 +98,10 @@ class TextIndex:
 
     def __len__(self):
         return len(self.texts)
+
+    def __repr__(self):
+        return (f"TextIndex(model={self.model.name!r}, passages={len(self)}, "
+                f"backend={self.embedding_index.backend!r}, dim={self.embedding_index.dim})")
 
     @property
     def ids(self):
@@ -394,12 +397,116 @@ class ZooModel:
         sha256 and dimension are checked: `check_model_identity`)."""
         return TextIndex.load(path, self)
 
-    # Keras conveniences: the loaded object fine-tunes like the Keras model it wraps.
+    # -- what a sentence-transformers user reaches for -----------------------------------------
+    @property
+    def embedding_dim(self) -> int:
+        """Size of an embedding (a late-interaction model: of each token vector)."""
+        return int(self.keras_model.embedding_dim)
+
+    def get_sentence_embedding_dimension(self) -> int:
+        """`embedding_dim`, by sentence-transformers' name."""
+        return self.embedding_dim
+
+    @property
+    def query_length(self) -> int:
+        """Tokens of a query the query tower reads ([CLS] and [SEP] included); longer queries
+        are cut."""
+        return int(self.keras_model.query_preprocessor.seq_length)
+
+    @property
+    def document_length(self) -> int:
+        """Tokens of a (title, passage) pair the document tower reads, both [SEP]s included;
+        longer pairs are cut, the longer segment first."""
+        return int(self.keras_model.document_preprocessor.seq_length)
+
+    @property
+    def max_seq_length(self) -> int:
+        """The longest input the model reads, in tokens: `document_length` (queries:
+        `query_length`), as sentence-transformers' ``max_seq_length`` is its truncation."""
+        return max(self.query_length, self.document_length)
+
+    @property
+    def similarity_fn_name(self) -> str:
+        """How `similarity` scores: "cosine" for a model whose embeddings are L2-normalised,
+        else "dot" (the paper's inner product, Sec. 2)."""
+        return "cosine" if self.keras_model.normalize_embeddings else "dot"
+
+    def encode(self, texts: Union[str, Sequence[str]], **options) -> np.ndarray:
+        """Embeddings of queries (sentence-transformers' ``encode``): `encode_queries`.
+        Passages, with their titles, go through `encode_documents`."""
+        return self.encode_queries(texts, **options)
+
+    def similarity(self, a, b) -> np.ndarray:
+        """Scores of every row of `a` against every row of `b`, float32 [len(a), len(b)], as the
+        model scores a query and a document (sentence-transformers' ``similarity``): cosine
+        for a model with normalised embeddings, the inner product otherwise
+        (`similarity_fn_name`). A single [dim] vector counts as one row.
+
+        Example:
+          >>> q = model.encode_queries(["who discovered penicillin?"])
+          >>> d = model.encode_documents(["Fleming found it."], titles=["Penicillin"])
+          >>> model.similarity(q, d).shape
+          (1, 1)
+        """
+        if hasattr(self.keras_model, "encode_query_tokens"):
+            raise TtZooError(f"{self.name} is a late-interaction model: score texts with "
+                             "model.score(queries, documents) (MaxSim over token vectors).")
+        rows = [self._embedding_rows(x, name) for x, name in ((a, "a"), (b, "b"))]
+        if rows[0].shape[1] != rows[1].shape[1]:
+            raise ValueError(f"a and b must have the same embedding size (got {rows[0].shape} "
+                             f"and {rows[1].shape}).")
+        if self.similarity_fn_name == "cosine":
+            rows = [r / np.maximum(np.linalg.norm(r, axis=1, keepdims=True), 1e-12)
+                    for r in rows]
+        return (rows[0] @ rows[1].T).astype(np.float32)
+
+    def _embedding_rows(self, x, name: str) -> np.ndarray:
+        if isinstance(x, (str, bytes)) or (isinstance(x, (list, tuple)) and x
+                                           and isinstance(x[0], (str, bytes))):
+            raise TypeError(f"{name} must be embeddings, not texts: encode them first "
+                            "(model.encode_queries / model.encode_documents).")
+        rows = np.asarray(x, dtype=np.float32)
+        if rows.ndim == 1:
+            rows = rows[None, :]
+        if rows.ndim != 2 or rows.shape[1] == 0:
+            raise ValueError(f"{name} must be embeddings [n, dim] or one [dim] vector (got "
+                             f"shape {rows.shape}).")
+        return rows
+
+    # -- Keras: the loaded object trains, evaluates and predicts as the model it wraps -------------
     def compile(self, *args, **kwargs):
         return self.keras_model.compile(*args, **kwargs)
 
     def fit(self, *args, **kwargs):
         return self.keras_model.fit(*args, **kwargs)
+
+    def evaluate(self, pairs, batch_size: int = 32, verbose: int = 0, **kwargs) -> dict:
+        """In-batch retrieval metrics on (query, document) pairs, by Keras' ``evaluate``:
+        {"loss": the sampled-softmax loss the model trains with (each query against its
+        batch's documents, Chang et al. 2020, Sec. 2), "in_batch_top1": the share of queries
+        whose own document scores highest in their batch, ...}.
+
+        `pairs`: a batched `tf.data.Dataset` of pair dicts (as `fit` takes), a dict of string
+        lists ``{"query", "doc_text", "doc_title"?}``, or a list of (query, passage) or (query,
+        title, passage) tuples; the last two are batched by `batch_size` (the in-batch
+        numbers depend on it: larger batches are harder). A model not compiled yet is
+        compiled with Keras' defaults (its optimizer untouched by evaluation).
+        """
+        if not getattr(self.keras_model, "_is_compiled", False):
+            self.keras_model.compile()
+        return self.keras_model.evaluate(_pair_dataset(pairs, batch_size), verbose=verbose,
+                                         return_dict=True, **kwargs)
+
+    def predict(self, pairs, batch_size: int = 32, verbose: int = 0, **kwargs) -> dict:
+        """Keras' ``predict`` on pairs (as `evaluate` takes them): {"query_embeddings": [n,
+        dim], "document_embeddings": [n, dim]}. Texts alone: `encode_queries` /
+        `encode_documents`."""
+        return self.keras_model.predict(_pair_dataset(pairs, batch_size), verbose=verbose,
+                                        **kwargs)
+
+    def summary(self, *args, **kwargs):
+        """The Keras model's ``summary`` (its towers, preprocessors and parameter counts)."""
+        return self.keras_model.summary(*args, **kwargs)
 
     def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
         """Writes a serving SavedModel (see `tt_zoo.serving.export.export_saved_model`).
@@ -418,7 +525,10 @@ class ZooModel:
         else:
             card = self.card.fine_tuned(
                 name=f"{self.name}_finetuned", base_name=self.name,
-                base_path=str(self.path) if self.path else None, steps=steps,
+                # A registered name is the base model; its folder (the clone, the cache) is
+                # this machine's, so only a model loaded by path records it.
+                base_path=str(self.path) if self.path and self.spec is None else None,
+                steps=steps,
                 finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
                     timespec="seconds"))
         if metadata is not None and not isinstance(metadata, dict):
@@ -426,6 +536,39 @@ class ZooModel:
         meta = {**card.to_dict(), **(metadata or {})}
         return export_lib.export_saved_model(self.keras_model, as_path(path, "path"), meta,
                                              overwrite=overwrite)
+
+
+def _pair_dataset(pairs, batch_size: int):
+    """`ZooModel.evaluate`'s `pairs` as a batched dataset of pair dicts (see there)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    from tt_zoo.data import features as F  # pylint: disable=import-outside-toplevel
+
+    if isinstance(pairs, tf.data.Dataset):
+        return pairs
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1 (got {batch_size!r}).")
+    expected = ("pairs must be a batched tf.data.Dataset of pair dicts, a dict of string lists "
+                f"{{{F.QUERY!r}, {F.DOC_TEXT!r}, {F.DOC_TITLE!r} (optional)}}, or a list of "
+                "(query, passage) or (query, title, passage) tuples")
+    if isinstance(pairs, dict):
+        missing = [k for k in (F.QUERY, F.DOC_TEXT) if k not in pairs]
+        if missing:
+            raise ValueError(f"{expected} (got a dict without {missing}).")
+        columns = {k: as_texts(v, k)[0] for k, v in pairs.items()
+                   if k in (F.QUERY, F.DOC_TITLE, F.DOC_TEXT)}
+    elif isinstance(pairs, (list, tuple)) and pairs and all(
+            isinstance(p, (list, tuple)) and len(p) in (2, 3) for p in pairs):
+        columns = {F.QUERY: [p[0] for p in pairs], F.DOC_TEXT: [p[-1] for p in pairs],
+                   F.DOC_TITLE: [p[1] if len(p) == 3 else "" for p in pairs]}
+        columns = {k: as_texts(v, k)[0] for k, v in columns.items()}
+    else:
+        raise TypeError(f"{expected} (got {type(pairs).__name__}: {pairs!r:.80}).")
+    columns.setdefault(F.DOC_TITLE, [""] * len(columns[F.QUERY]))
+    sizes = {k: len(v) for k, v in columns.items()}
+    if len(set(sizes.values())) != 1 or not columns[F.QUERY]:
+        raise ValueError(f"pairs' columns must be non-empty and of one length (got {sizes}).")
+    return tf.data.Dataset.from_tensor_slices(columns).batch(batch_size)
 
 
 def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
@@ -439,18 +582,18 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
     (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
 
     Raises:
-      KeyError: an unknown name (listing close matches).
+      UnknownModelError: (a KeyError) an unknown or empty name (suggesting close matches).
       FileNotFoundError: a registered name whose weights are not shipped (with the recipe
         command that trains it).
       ArtifactError: a path that is not a directory (a file is named as one) or does not exist.
     """
+    if isinstance(name_or_path, str) and not name_or_path.strip():
+        raise registry.UnknownModelError(registry.unknown_model_message(name_or_path))
     path = as_path(name_or_path, "name_or_path")
     recover_replaced(path)  # a replace killed between its renames: the old version is back
     if path.is_dir():
         return path, None
-    given = str(name_or_path)
-    if (path.exists() and given not in registry.REGISTRY) or os.sep in given \
-            or given.startswith("."):
+    if registry.looks_like_path(str(name_or_path)):
         raise export_lib.not_an_export_directory(path)
     spec = get_spec(str(name_or_path))
     if spec.kind not in kinds:
@@ -491,7 +634,8 @@ def load(name_or_path) -> ZooModel:
 
     A shipped name is found as `find_artifact` says (the clone, the cache, else a verified
     download). A registered name whose weights are not shipped raises FileNotFoundError with
-    the recipe command that trains it; an unknown name raises KeyError listing close matches;
+    the recipe command that trains it; an unknown name raises `tt_zoo.UnknownModelError` (a
+    KeyError) suggesting close matches;
     a corrupted or truncated directory raises `ArtifactError` (sha256 checked against the
     registry); a download that cannot reach its URL raises `DownloadError` naming the URL and
     the folder where the files may be placed by hand.

@@ -48,9 +48,11 @@ import dataclasses
 import difflib
 import fnmatch
 import json
+import os
 import pathlib
 from typing import Dict, List, Optional, Tuple
 
+from tt_zoo.errors import UnknownModelError  # noqa: F401  (get_spec raises it)
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
 from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
@@ -408,40 +410,105 @@ _REGISTERED: Dict[str, ModelSpec] = {**_build_registry(), **_CHECKPOINT_SPECS}
 REGISTRY: Dict[str, ModelSpec] = dict(_REGISTERED)
 
 
-def list_models(pattern: str = "*", shipped_only: bool = False,
-                kind: Optional[str] = None) -> List[str]:
-    """Registered model names matching a glob pattern, sorted.
+def list_models(pattern: str = "*", shipped_only: Optional[bool] = None,
+                kind: Optional[str] = None, *, include_recipes: bool = False) -> List[str]:
+    """The model names that load, matching a glob pattern, sorted (as timm's
+    ``list_models(pretrained=True)`` and keras-hub's presets list only what loads).
 
-    Every variant of the paper's tables (and past them) is registered, but only the shipped ones
-    have trained weights and load by name; the others are recipes (`ModelSpec.recipe_command`).
+    A listed name has weights: shipped in saved_models/ (or downloaded by its URL), or a public
+    checkpoint imported from its installed package (``minilm_l6_384``). ``tt_zoo.load(name)``
+    loads it (``hdct_*`` term-weight models: `tt_zoo.load_term_weighter`). Every other variant
+    of the paper's tables (and past them) is a recipe: registered, with the command that trains
+    it (`get_spec(name).recipe_command()`), listed with ``include_recipes=True``.
 
     Args:
       pattern: a glob over the names, e.g. "*ict_bfs_wlp*".
-      shipped_only: only the names with shipped weights (`tt_zoo.load` loads them;
-        ``hdct_*`` term-weight models load with `tt_zoo.load_term_weighter`). `tt-zoo list
-        --shipped` prints them with their measured numbers.
+      shipped_only: the older spelling: True is the default (only names with weights); False
+        is ``include_recipes=True``.
       kind: only the names of one of `KINDS` ("two_tower", "late_interaction",
         "term_weights").
+      include_recipes: also the registered names without weights (the recipe catalogue).
 
     Example:
-      >>> list_models("ict_bfs_wlp_*", shipped_only=True)
+      >>> list_models("ict_bfs_wlp_[0-9]*")
       ['ict_bfs_wlp_128', 'ict_bfs_wlp_256', 'ict_bfs_wlp_512']
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r}).")
+    if not isinstance(pattern, str):
+        raise TypeError(f"pattern must be a glob string such as '*ict*' (got "
+                        f"{type(pattern).__name__} {pattern!r}).")
+    if shipped_only is not None:
+        include_recipes = include_recipes or not shipped_only
     return sorted(name for name, spec in REGISTRY.items()
-                  if fnmatch.fnmatch(name, pattern) and (spec.shipped or not shipped_only)
+                  if fnmatch.fnmatch(name, pattern) and (include_recipes or loads_by_name(spec))
                   and kind in (None, spec.kind))
 
 
+def loads_by_name(spec: "ModelSpec") -> bool:
+    """True when `tt_zoo.load` (or `load_term_weighter`) takes the name without training: it
+    records an artifact, shipped (saved_models/, the cache or its URL) or an imported public
+    checkpoint's (built from its installed package into the cache)."""
+    return spec.shipped
+
+
+def close_names(name: str, names, n: int = 3) -> List[str]:
+    """Names like `name`: the same name in another case (alone), else difflib's close matches
+    (compared in lower case)."""
+    names = list(names)
+    lowered = {candidate.lower(): candidate for candidate in names}
+    key = name.strip().lower()
+    if key in lowered:
+        return [lowered[key]]
+    return [lowered[c] for c in difflib.get_close_matches(key, lowered, n=n, cutoff=0.6)]
+
+
+def unknown_model_message(name, where: str = "tt_zoo.list_models()") -> str:
+    """'NAME' is not a tt_zoo model, with close matches and where to see the names."""
+    if not isinstance(name, str) or not name.strip():
+        return (f"A model name or an export directory is needed (got {name!r}). "
+                f"{where} lists the models that load.")
+    loadable = [n for n, s in REGISTRY.items() if loads_by_name(s)]
+    close = close_names(name, loadable) or close_names(name, REGISTRY)
+    hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+    return (f"{name!r} is not a tt_zoo model.{hint} {where} lists the {len(loadable)} models "
+            "that load.")
+
+
+def looks_like_path(name_or_path: str) -> bool:
+    """True when `name_or_path` names a directory rather than a model: it exists and is no
+    registered name, or it holds a path separator or starts with "." (`tt_zoo.load`'s rule)."""
+    return ((pathlib.Path(name_or_path).exists() and name_or_path not in REGISTRY)
+            or os.sep in name_or_path or name_or_path.startswith("."))
+
+
+def model_name_problem(name_or_path: str, where: str = "tt_zoo.list_models()") -> Optional[str]:
+    """Why `tt_zoo.load(name_or_path)` would refuse a name before reading anything, or None (a
+    name that loads, or a path, which the loader checks): checked without TensorFlow, so a
+    command line fails at once. `where` is what lists the models in the message."""
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        return unknown_model_message(name_or_path, where)
+    if looks_like_path(name_or_path):
+        return None
+    if name_or_path not in REGISTRY:
+        return unknown_model_message(name_or_path, where)
+    spec = REGISTRY[name_or_path]
+    if not loads_by_name(spec):
+        return (f"{name_or_path!r} is a recipe without weights: train it with\n  "
+                f"{spec.recipe_command()}\nand pass the export's directory. {where} lists the "
+                "models that load.")
+    return None
+
+
 def get_spec(name: str) -> ModelSpec:
-    """The spec of a registered name; an unknown name raises KeyError listing close matches."""
-    if name in REGISTRY:
+    """The spec of a registered name (with weights or a recipe).
+
+    Raises:
+      UnknownModelError: (a KeyError) an unknown name; the message suggests close matches.
+    """
+    if isinstance(name, str) and name in REGISTRY:
         return REGISTRY[name]
-    close = difflib.get_close_matches(name, REGISTRY, n=5, cutoff=0.5)
-    hint = f" Did you mean: {', '.join(close)}?" if close else ""
-    raise KeyError(f"{name!r} is not a registered tt_zoo model.{hint} "
-                   f"See tt_zoo.list_models() ({len(REGISTRY)} variants).")
+    raise UnknownModelError(unknown_model_message(name))
 
 
 def register_shipped(name: str, **fields) -> None:
