@@ -34,6 +34,8 @@ def test_plan_batches_takes_the_longest_first_and_cuts_each_batch():
                 for rows, length in plan_batches(lengths, 4, 48, bucketing=False)]
     assert unsorted == [([0, 1, 2, 3], 48), ([4, 5], 48)]
     assert plan_batches(np.zeros([0], int), 4, 48) == []
+    exact = [length for _, length in plan_batches(lengths, 2, 48, multiple=1)]
+    assert exact == [40, 17, 5]  # without XLA: each batch's longest member, exactly
 
 
 def test_padded_row_count_is_the_next_power_of_two_at_most_the_batch():
@@ -93,11 +95,11 @@ def test_bucketed_embeddings_equal_the_padded_ones_in_order(encoder, models, mon
     d = model.encode_documents(TEXTS, titles=TITLES, batch_size=3)
     np.testing.assert_allclose(q, expected_q, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(d, expected_d, rtol=1e-5, atol=1e-6)
-    # Queries (length 16) cannot be cut below one multiple of 16. Documents (length 24), by
-    # token length: 24 (the long text), 24 (the long title), 13 | 12, 5, 4 | 4; the second
-    # and third batches are cut to 16.
-    assert shapes[:3] == [(3, 16), (3, 16), (1, 16)]
-    assert shapes[3:] == [(3, 24), (3, 16), (1, 16)]
+    # Each batch is cut to its longest member (no XLA: any length). Queries (length 16), by
+    # token length: 16 (the long text), 11, 10 | 8, 3, 3 | 2 (the empty one). Documents (length
+    # 24): 24 (the long text), 24 (the long title), 13 | 12, 5, 4 | 4.
+    assert shapes[:3] == [(3, 16), (3, 8), (1, 2)]
+    assert shapes[3:] == [(3, 24), (3, 12), (1, 4)]
     # Without bucketing every batch keeps the full length, in input order; same embeddings.
     del shapes[:]
     np.testing.assert_allclose(model.encode_documents(TEXTS, titles=TITLES, batch_size=3,

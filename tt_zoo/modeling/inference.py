@@ -9,9 +9,11 @@ what a tower computes:
   (attention adds -1e9 to padded keys, mean pooling averages over ``input_mask``), so a batch
   padded only to its longest member gives the same embeddings for fewer FLOPs. Texts are sorted
   by token length (longest first, within windows of `SORT_WINDOW_BATCHES` batches), each batch is
-  cut to its longest member rounded up to a multiple of `LENGTH_MULTIPLE` (which bounds the
-  number of shapes, hence of XLA compilations), and the embeddings come back in the caller's
-  order. A BERT encoder accepts a shorter input than it was built for: its position embedding
+  cut to its longest member (the tower's function takes any length without tracing again; under
+  XLA, rounded up to a multiple of `LENGTH_MULTIPLE`, which bounds the number of shapes, hence
+  of compilations), and the embeddings come back in the caller's order. Cutting exactly rather
+  than to a multiple of 16 made all-MiniLM-L6-v2 embed ReQA questions (about 14 tokens) 1.4x
+  faster (294 against 209 queries/s, another job running). A BERT encoder accepts a shorter input than it was built for: its position embedding
   takes the first ``seq_length`` rows of its table.
 * The plain inference graph (on by default, ``plain_inference=False`` turns it off): a float32
   BERT tower runs its encoder as `tt_zoo.modeling.bert_inference.encode_sequence` (fused
@@ -115,12 +117,13 @@ def bucket_length(longest: int, seq_length: int, multiple: int = LENGTH_MULTIPLE
 
 
 def plan_batches(lengths: np.ndarray, batch_size: int, seq_length: int,
-                 bucketing: bool = True) -> List[Tuple[np.ndarray, int]]:
+                 bucketing: bool = True,
+                 multiple: int = LENGTH_MULTIPLE) -> List[Tuple[np.ndarray, int]]:
     """Batches of row indices and the length each is cut to.
 
     With `bucketing`, rows are taken longest first (ties in input order) and each batch is cut to
-    `bucket_length` of its longest member; without, rows keep their order and every batch keeps
-    the full `seq_length`.
+    `bucket_length` of its longest member (rounded up to `multiple`: 1 cuts exactly); without,
+    rows keep their order and every batch keeps the full `seq_length`.
     """
     lengths = np.asarray(lengths)
     if not bucketing:
@@ -130,7 +133,8 @@ def plan_batches(lengths: np.ndarray, batch_size: int, seq_length: int,
     batches = []
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
-        length = bucket_length(lengths[rows].max(), seq_length) if bucketing else seq_length
+        length = (bucket_length(lengths[rows].max(), seq_length, multiple) if bucketing
+                  else seq_length)
         batches.append((rows, length))
     return batches
 
@@ -209,7 +213,8 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
         end = min(start + window, n)
         packed = {k: v.numpy() for k, v in pack(start, end).items()}
         lengths = packed["input_mask"].sum(axis=1)
-        for rows, length in plan_batches(lengths, batch_size, seq_length, options.bucketing):
+        for rows, length in plan_batches(lengths, batch_size, seq_length, options.bucketing,
+                                         LENGTH_MULTIPLE if options.jit_compile else 1):
             batch = {k: packed[k][rows, :length] for k in PACKED_KEYS}
             if options.jit_compile:
                 target = padded_row_count(len(rows), batch_size)

@@ -268,7 +268,8 @@ def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
     for start in range(0, n, window):
         packed = {k: v.numpy() for k, v in pack(start, min(start + window, n)).items()}
         lengths = packed["input_mask"].sum(axis=1)
-        for rows, length in plan_batches(lengths, batch_size, seq_length, bucketing):
+        for rows, length in plan_batches(lengths, batch_size, seq_length, bucketing,
+                                         multiple=1):  # any length: no XLA here
             result = tower_fn({k: packed[k][rows, :length] for k in PACKED_KEYS})
             vectors = result[TOKEN_VECTORS].numpy()
             keep = result[MASK].numpy().astype(bool)
