@@ -2,14 +2,13 @@
 fine-tunes prints no native-library noise (TensorFlow's CUDA probe and oneDNN notes, ScaNN's absl
 lines, Keras' warning about the BERT encoder's unused pooler), while a user who sets
 TF_CPP_MIN_LOG_LEVEL gets the lines that level asks for. The same holds when TensorFlow is
-imported before tt_zoo, and for the command line's export with an index and retrieve model."""
+imported before tt_zoo (the command line's export with an index and retrieve model is checked
+quiet in tests/test_export_recipe.py)."""
 
 import json
-import re
 
 import pytest
 
-from conftest import REPO_ROOT
 from helpers import run_as_a_user
 
 # Tree-partitioned ScaNN indexes (their k-means logs; given settings, as 1,200 candidates are
@@ -91,8 +90,6 @@ assert cli.main(["export", "--model", sys.argv[1], "--corpus", sys.argv[2], "--i
                  "--backend", "scann", "-k", "2", "--no-progress"]) == 0
 print("done", tf.keras.__name__)
 """
-# TensorFlow's C++ log line: "2026-01-01 00:00:00.000000: E path/file.cc:51] ...".
-CPP_LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWEF] ")
 
 
 def corpus_file(tmp_path):
@@ -115,23 +112,6 @@ def test_tensorflow_imported_first_then_tt_zoo_is_as_quiet(exported, tmp_path):
     assert proc.stdout.splitlines()[-1].startswith("done tf_keras"), proc.stdout
     after = proc.stderr.split(MARK + "\n", 1)[1]
     assert after == "", after[-3000:]
-
-
-def test_the_command_line_export_with_index_and_retrieve_model_prints_no_warning(exported,
-                                                                               tmp_path):
-    """`tt-zoo export --index-output --retrieve-output` printed six to eight
-    WARNING:tensorflow lines (TFRS's top-k layers have no config; the loss layers are not
-    built) before its own lines."""
-    proc = run_as_a_user(["-m", "tt_zoo.cli", "export", "--model", str(exported.path),
-                          "--corpus", str(corpus_file(tmp_path)), "--index-output",
-                          str(tmp_path / "index"), "--retrieve-output",
-                          str(tmp_path / "retrieve"), "--backend", "brute_force", "--k", "2",
-                          "--no-progress"], cwd=REPO_ROOT)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    noisy = [line for line in proc.stderr.splitlines()
-             if "WARNING:tensorflow" in line or CPP_LOG_LINE.match(line)]
-    assert noisy == [] and proc.stderr == "", proc.stderr[-3000:]
-    assert "exported retrieve SavedModel (brute_force, k=2)" in proc.stdout
 
 
 def test_a_fifth_model_in_one_process_prints_no_retracing_warning(exported, caplog):
