@@ -44,6 +44,9 @@ def parse_args(argv=None):
                    help="write each registered model's tables into its card (an imported "
                         "checkpoint's: tt_zoo/zoo/imported_measured.json; a shipped export's: "
                         "tt_zoo.zoo.shipping.record_results)")
+    p.add_argument("--record-from", type=pathlib.Path, default=None, metavar="RESULTS.json",
+                   help="measure nothing: record the tables of an earlier run's results file "
+                        "(under results/) into the cards, as --record does")
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
     if args.depth < 1 or args.speed_runs < 1:
@@ -89,6 +92,12 @@ def cost(model) -> dict:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
+    if args.record_from is not None:
+        import json
+
+        out = json.loads(args.record_from.read_text(encoding="utf-8"))
+        record(out, args.record_from)
+        return out
     out = text_rows.run(args, NAME, fusion.fusion_rows, report)
     import tt_zoo
 
@@ -114,6 +123,9 @@ def record(out: dict, results: pathlib.Path) -> None:
     from tt_zoo.zoo import imported, registry, shipping
 
     relative = str(results.resolve().relative_to(text_rows.REPO))
+    # One source per results file: recording one run (e.g. the ODQA columns alone) leaves the
+    # tables another run's file gave.
+    source = f"{out['generator']}: {relative}"
     for name in out["costs"]:
         spec = registry.REGISTRY.get(name)
         if spec is not None and spec.imported is not None:
@@ -121,7 +133,7 @@ def record(out: dict, results: pathlib.Path) -> None:
             tables = shipping.benchmark_tables(
                 out, lambda label: label == name or label.endswith(f", {name})"),
                 regime=f"as imported ({imported.SUPERVISED_START})")
-            imported.record_tables(name, tables, source=out["generator"], results=relative,
+            imported.record_tables(name, tables, source=source, results=relative,
                                    summary=shipping.headline_numbers(out, name,
                                                                      own_row_only=True))
         elif spec is not None and spec.shipped:

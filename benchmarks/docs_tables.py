@@ -193,6 +193,10 @@ RESULTS = {
     "checkpoints_multitask_minilm": ("MiniLM before and after the two QA tasks (ReQA only)",
                                      "python benchmarks/checkpoints.py --output "
                                      "results/checkpoints_multitask_minilm", "checkpoints.md"),
+    "checkpoints_odqa_minilm": ("all-MiniLM-L6-v2 as imported on the ODQA validation questions, "
+                                "beside BM25, with RRF and convex fusion",
+                                "python benchmarks/checkpoints.py --benchmarks odqa --model "
+                                "minilm_l6_384", "checkpoints.md"),
     "encode_speed": ("document encoding throughput: bucketing, the plain BERT graph, XLA, "
                      "bfloat16, the export's signature",
                      "python benchmarks/encode_throughput.py --output encode_speed", "speed.md"),
