@@ -307,6 +307,10 @@ def render(part: dict) -> list:
              f"over {s['rounds']} rounds."]
     if "skipped" in part:
         lines += ["", f"Peer not measured: {part['skipped']}."]
+    if "peer" in part:
+        versions = ", ".join(f"{k} {v}" for k, v in part["peer"]["versions"].items())
+        lines += ["", f"The peer: {versions}, {part['peer']['threads']} threads, max length "
+                  f"{part['peer']['max_seq_length']} (tt_zoo's document length: the same)."]
     ident = part.get("identity", {})
     if "min_cosine" in ident:
         lines += ["", f"Identity on {ident['documents']:,} documents: token ids the same for "

@@ -235,6 +235,7 @@ def run(args):
     return subprocess.run(args, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow  # ~30 s; resuming exactly is in make test through test_pretrain_recipe
 def test_kill_and_resume_inside_a_clustered_round_matches_an_uninterrupted_run(inputs):
     root, vocab = inputs
     straight = run(command(root, vocab, root / "straight"))

@@ -17,6 +17,7 @@ def colbert_export(tmp_path):
     return tmp_path / "colbert"
 
 
+@pytest.mark.slow  # ~50 s with its ColBERT export; the fusion rules are tested fast elsewhere
 def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path, monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
     import late_interaction

@@ -211,7 +211,8 @@ def test_the_order_follows_the_weights_and_is_a_function_of_the_step():
         multi_task.task_weights([task("a", 2), task("b", 2)], [1, -1])
 
 
-@pytest.mark.parametrize("per_class", [False, True], ids=["shared", "per-class"])
+@pytest.mark.parametrize("per_class", [  # per-class towers resume as the shared one does (slow)
+    False, pytest.param(True, marks=pytest.mark.slow)], ids=["shared", "per-class"])
 def test_training_resumes_exactly(tmp_path, per_class):
     tasks = [task("a", 6), task("b", 4, "self_supervised", first=20)]
 

@@ -66,6 +66,7 @@ def test_import_load_index_fit_print_no_native_noise(plain_run):
     assert plain_run.stderr.strip() == "", plain_run.stderr[-3000:]
 
 
+@pytest.mark.slow  # ~20 s: the whole script again, at the user's log level
 def test_a_user_set_log_level_is_respected(exported):
     """TF_CPP_MIN_LOG_LEVEL=0 asks for everything: ScaNN's INFO lines show (tt_zoo sets its
     level only when the user did not)."""
