@@ -32,8 +32,7 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PassageIndex,
                                             as_passages, late_interaction_index,
                                             weighted_bm25_index)
-from tt_zoo.serving.model_card import ModelCard
-from tt_zoo.zoo.loading import PASSAGES_FILE, ZooModel, weights_sha256
+from tt_zoo.zoo.loading import PASSAGES_FILE, CardIdentity, ZooModel, weights_sha256
 
 # HDCT-weighted BM25's k1 and its treatment of unread occurrences, as every term-weight card's
 # ODQA rows chose them on held-out questions: "HDCT-weighted BM25 (k1 10, unread plain)".
@@ -130,7 +129,7 @@ class LateInteractionZooModel(ZooModel):
         return load_passage_index(path, self)
 
 
-class TermWeightZooModel:
+class TermWeightZooModel(CardIdentity):
     """A loaded term-weight (HDCT) model: document term weights, and a weighted BM25 index.
 
     Attributes:
@@ -152,15 +151,6 @@ class TermWeightZooModel:
         self.path = pathlib.Path(path) if path else None
         self.metadata = metadata if metadata is not None else dict(
             getattr(weighter.model, "export_metadata", {}) or {})
-
-    @property
-    def card(self) -> ModelCard:
-        return ModelCard.from_dict(self.metadata)
-
-    @property
-    def name(self) -> str:
-        name = self.spec.name if self.spec else self.card.name
-        return str(self.path) if name is None else name
 
     def __repr__(self) -> str:
         return f"TermWeightZooModel(name={self.name!r})"

@@ -221,7 +221,22 @@ def optimizer_steps(keras_model) -> int:
     return 0 if optimizer is None else int(optimizer.iterations.numpy())
 
 
-class ZooModel:
+class CardIdentity:
+    """What a loaded model of any kind says about itself from its `spec` (registered name or
+    None), `path` and `metadata`: its card and its name."""
+
+    @property
+    def card(self) -> ModelCard:
+        """The metadata as a `tt_zoo.serving.model_card.ModelCard`."""
+        return ModelCard.from_dict(self.metadata)
+
+    @property
+    def name(self) -> str:
+        name = self.spec.name if self.spec else self.card.name
+        return str(self.path) if name is None else name
+
+
+class ZooModel(CardIdentity):
     """A loaded two-tower model: encoders, indexing, and the Keras model for fine-tuning.
 
     Attributes:
@@ -236,16 +251,6 @@ class ZooModel:
         self.spec = spec
         self.path = pathlib.Path(path) if path else None
         self.metadata = metadata or {}
-
-    @property
-    def card(self) -> ModelCard:
-        """The metadata as a `tt_zoo.serving.model_card.ModelCard`."""
-        return ModelCard.from_dict(self.metadata)
-
-    @property
-    def name(self) -> str:
-        name = self.spec.name if self.spec else self.card.name
-        return str(self.path) if name is None else name
 
     @property
     def encoder_name(self) -> str:
