@@ -167,8 +167,10 @@ def test_every_file_goes_through_gfile(inputs, tmp_path):
     written = report["written"]
     for expected in ("ram://run/checkpoints/run_settings.json", "ram://run/checkpoints/checkpoint",
                      "ram://run/train_summary.json", "ram://export/metadata.json",
-                     "ram://export/saved_model.pb", "ram://export/assets/vocab.txt"):
+                     "ram://export/saved_model.pb", "ram://export/config.json"):
         assert expected in written, (expected, written)
+    # The vocabulary travels in config.json and the graph: no plain copy beside them.
+    assert "ram://export/assets/vocab.txt" not in written
     assert any(p.startswith("ram://run/logs/") and ".tfevents." in p for p in written)
     assert any(p.startswith("ram://cache/tokens-") and p.endswith(".npz") for p in written)
     first, second = report["printed"]

@@ -60,7 +60,6 @@ from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
                                        MODEL_CARD_FILE, LateInteractionSettings, ModelCard)
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
-VOCAB_ASSET = "vocab.txt"
 MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 # The keys of metadata.json that change what a loaded model computes and that nothing else in
 # the export records: copied into BEHAVIOUR_FILE, which the file manifest covers, and checked
@@ -76,7 +75,9 @@ TERM_WEIGHT_SIGNATURE = "term_weights"
 # The layout of an export (this module's and `tt_zoo.serving.term_weight_export`'s), recorded in
 # metadata.json as "format_version"; an export without one is format 1. Raise it when a later
 # tt_zoo changes the layout, so older readers refuse the new exports instead of misreading them.
-# 1: SavedModel, config.json, assets/vocab.txt, metadata.json with its file manifest, card.
+# 1: SavedModel, config.json, metadata.json with its file manifest, card. (Exports made before
+# 2026-11-28 also hold assets/vocab.txt, a plain copy of the vocabulary that config.json and the
+# graph already carry; no reader uses it, and the manifest covers it where it is.)
 FORMAT_VERSION = 1
 FORMAT_NAME = "tt_zoo model export"  # how the format is named in errors
 
@@ -239,11 +240,6 @@ def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = No
             tf.saved_model.save(module, str(staging), signatures=signatures)
         with open(staging / CONFIG_FILE, "w", encoding="utf-8") as f:
             json.dump(serving_model.artifact_config(), f, allow_nan=False)
-        # The vocabulary as a plain asset too (the graph carries its own copy), for users and
-        # for tools that tokenize outside TensorFlow.
-        (staging / "assets").mkdir(exist_ok=True)
-        (staging / "assets" / VOCAB_ASSET).write_text(
-            "\n".join(serving_model.query_preprocessor.vocabulary) + "\n", encoding="utf-8")
         # What these weights are (derived here) overrides anything passed in `metadata`.
         arch = card.architecture
         arch.embedding_dim = serving_model.embedding_dim

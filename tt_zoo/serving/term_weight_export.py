@@ -12,8 +12,8 @@ that step. Signature (also ``serving_default``):
 
 Tokenisation runs in the graph (tensorflow-text ops only, as the two-tower exports); merging
 pieces into words and words into BM25 terms runs in Python (`tt_zoo.data.term_weight_targets`,
-`tt_zoo.retrieval.term_weighting`). Beside the SavedModel: ``config.json`` (the Keras config),
-``assets/vocab.txt``, ``metadata.json`` (``kind: "term_weights"``, the initialisation, the
+`tt_zoo.retrieval.term_weighting`). Beside the SavedModel: ``config.json`` (the Keras config,
+vocabulary included), ``metadata.json`` (``kind: "term_weights"``, the initialisation, the
 training, the term space and the pseudo-tf scale N, the sha256 file manifest, the layout's
 ``format_version``, as the two-tower exports) and
 ``MODEL_CARD.md``; `load_term_weight_model` / `load_term_weighter` read it back, verified.
@@ -35,7 +35,7 @@ from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
 from tt_zoo.modeling.kinds import TERM_WEIGHTS
 from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
-                                   VOCAB_ASSET, _without_keras_traces, count_parameters,
+                                   _without_keras_traces, count_parameters,
                                    stamp_provenance, verify_export, write_metadata_and_card)
 from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
 
@@ -95,9 +95,6 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
                                             TERM_WEIGHT_SIGNATURE: module.term_weights})
         (staging / CONFIG_FILE).write_text(json.dumps(serving_model.artifact_config(), allow_nan=False),
                                            encoding="utf-8")
-        (staging / "assets").mkdir(exist_ok=True)
-        (staging / "assets" / VOCAB_ASSET).write_text(
-            "\n".join(serving_model.preprocessor.vocabulary) + "\n", encoding="utf-8")
         weighting = card.term_weighting
         if weighting.term_space is None:
             weighting.term_space = TermSpace().settings()
