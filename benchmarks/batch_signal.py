@@ -22,7 +22,7 @@ point logs both the wall time and the process's CPU time without the evaluations
 cores. The report compares the configurations at the end of each run (about equal CPU time) and
 at exactly equal CPU time (each curve interpolated at the shortest run's CPU time).
 
-  python benchmarks/batch_signal.py --pairs runs/pairs/ict_bfs_wlp_128 --configs bow_baseline,... \
+  python -m benchmarks.batch_signal --pairs runs/pairs/ict_bfs_wlp_128 --configs bow_baseline,... \
       --seeds 0,1,2
 """
 
@@ -36,7 +36,7 @@ import statistics
 import subprocess
 import sys
 
-import pretrain_curve  # benchmarks/ is on sys.path when this script runs
+from benchmarks import pretrain_curve
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -197,7 +197,7 @@ SUMMARY_KEYS = ("hard_negatives", "grad_cache_chunk", "clustered_batches",
 
 def machine_line() -> str:
     import platform
-    from peers_measure import cpu_model  # beside this file
+    from benchmarks.peers_measure import cpu_model
     return f"{os.cpu_count()} cores, {cpu_model()}, {platform.machine()}"
 
 

@@ -1,7 +1,7 @@
 """BM25 on ReQA-SQuAD(dev), all questions: which text field, with and without stemming.
 
 Usage:
-  python benchmarks/bm25_reqa.py [--squad PATH] [--json-out FILE]
+  python -m benchmarks.bm25_reqa [--squad PATH] [--json-out FILE]
 
 Prints one row per variant (R@1/5/10/50/100, MRR in %, wall seconds for index and search).
 The default of ``tt_zoo.retrieval.bm25`` is the first row (sentence + passage, English stemming,
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import pathlib
 import time
 
 from tt_zoo.retrieval import bm25, reqa as reqa_lib
 from tt_zoo.atomic_io import write_text
+
+from benchmarks import arguments
 
 VARIANTS = [  # (field, stemmer, stopwords)
     ("sentence+passage", "english", "en"),
@@ -30,10 +30,8 @@ VARIANTS = [  # (field, stemmer, stopwords)
 
 
 def main(argv=None):
-    default = pathlib.Path(os.environ.get("TT_ZOO_DATA", pathlib.Path(__file__).resolve()
-                                          .parents[2] / "shared" / "data")) / "squad/dev-v1.1.json"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--squad", default=str(default))
+    arguments.add_squad(parser, type=str, help=None)
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)
     t = time.perf_counter()

@@ -13,7 +13,7 @@ on these question sets is a *supervised start*, not zero-shot. A model trained h
 ReQA split's training questions (`tt-zoo multitask --task reqa`) is read on the split's test
 questions (--split-fraction 0.8 --reqa-choose-on validation).
 
-  python benchmarks/checkpoints.py --split-fraction 0.8 --reqa-choose-on validation \\
+  python -m benchmarks.checkpoints --split-fraction 0.8 --reqa-choose-on validation \\
       --model minilm_l6_384 --model runs/exports/multitask_minilm_l6_384 \\
       --skip minilm_l6_384@open_domain_reqa --skip multitask_minilm_l6_384@open_domain_reqa
 """
@@ -25,16 +25,14 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, fusion
-import fusion  # noqa: E402
-import text_rows  # noqa: E402
+from benchmarks import arguments, fusion, text_rows
 
 NAME = "checkpoints"
 SPEED_PASSAGES = 512  # 100-word Wikispeedia passages encoded per speed run
 
 
 def parse_args(argv=None):
-    p = text_rows.parser(__doc__)
+    p = arguments.parser(__doc__)
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
     p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")

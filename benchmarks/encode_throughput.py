@@ -25,7 +25,7 @@ Each row is encoded once untimed first (tracing; with XLA, every document, so ea
 compiled: `warm-up`). `--queries N` also times N ReQA questions through the query tower.
 Writes `results/<output>.json` and `.md`.
 
-  python benchmarks/encode_throughput.py --model ict_bfs_wlp_512 \
+  python -m benchmarks.encode_throughput --model ict_bfs_wlp_512 \
       --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --inputs passages,candidates \
       --configs bucketing,bucketing+xla,bucketing+bf16,signature --queries 1000 \
       --output encode_speed
@@ -42,11 +42,11 @@ import sys
 import tempfile
 import time
 
-from tt_zoo.cli.common import default_data_dir
+from benchmarks import arguments
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = arguments.REPO
 
-DATA = default_data_dir()
+DATA = arguments.data_dir()
 
 # Encode settings by name: keyword arguments of `encode_documents` / `encode_queries`.
 SETTINGS = {
@@ -77,7 +77,7 @@ def parse_configs(text: str) -> list:
 
 def cpu_description() -> str:
     """The CPU model and whether it has bfloat16 instructions (which `+bf16` needs to pay)."""
-    from peers_measure import cpu_model  # beside this file
+    from benchmarks.peers_measure import cpu_model
     try:
         info = pathlib.Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -116,7 +116,7 @@ def load_inputs(args) -> dict:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", action="append", required=True, help="name or path (repeatable)")
+    arguments.add_model(p, repeat=True, required=True, help="name or path (repeatable)")
     p.add_argument("--configs", type=parse_configs, default=["bucketing"],
                    help=f"comma list of encode settings, of {sorted(SETTINGS)}")
     p.add_argument("--inputs", default="passages",
@@ -125,9 +125,9 @@ def main(argv=None):
     p.add_argument("--queries", type=int, default=0, help="questions encoded per round (0: none)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--batch-size", type=int, default=256)
-    p.add_argument("--squad", default=str(DATA / "squad" / "dev-v1.1.json"))
+    arguments.add_squad(p, type=str, help=None)
     p.add_argument("--results", default=str(REPO / "results"))
-    p.add_argument("--output", default="encode_throughput", help="results file stem")
+    arguments.add_output(p, "encode_throughput", help="results file stem", type=str)
     args = p.parse_args(argv)
     args.inputs = [i for i in args.inputs.split(",") if i]
     if not args.inputs or set(args.inputs) - set(INPUTS):

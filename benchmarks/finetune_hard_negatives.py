@@ -8,7 +8,7 @@ reproduce grid's fine-tuning budget (100 steps of 64 pairs, Adam 2e-4, early sto
 validation loss every 20 steps) on each cold-start split and split seed, with H = 0 and H = 1,
 and reports R@k on each split's test questions against all candidates (median over the seeds).
 
-  python benchmarks/finetune_hard_negatives.py --model bow_mlp_ict_bfs_wlp_512 --seeds 0,1,2
+  python -m benchmarks.finetune_hard_negatives --model bow_mlp_ict_bfs_wlp_512 --seeds 0,1,2
 """
 
 from __future__ import annotations
@@ -21,9 +21,10 @@ import statistics
 import subprocess
 import sys
 
-from batch_signal import median_and_range  # benchmarks/ is on sys.path when this script runs
+from benchmarks.batch_signal import median_and_range
+from benchmarks import arguments
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = arguments.REPO
 METRICS = ("R@1", "R@10", "R@100", "MRR")
 
 
@@ -53,7 +54,7 @@ def run_one(args, sha: str, fraction: float, hard: int, seed: int) -> dict:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default="bow_mlp_ict_bfs_wlp_512")
+    arguments.add_model(p, "bow_mlp_ict_bfs_wlp_512")
     p.add_argument("--fractions", default="0.05,0.8")
     p.add_argument("--seeds", default="0,1,2", help="split seeds")
     p.add_argument("--workdir", default=str(REPO / "runs" / "finetune_hard_negatives"))

@@ -11,8 +11,8 @@ Candidate embeddings are cached under runs/ (resumable); BM25 and each model are
 once per question set, the fusion rows reuse those searches and report the queries/s of a fresh
 fused search (both searches plus the fusion).
 
-  python benchmarks/fusion.py                                        # the full run
-  python benchmarks/fusion.py --limit-questions 100 --limit-articles 20   # a smoke run
+  python -m benchmarks.fusion                                        # the full run
+  python -m benchmarks.fusion --limit-questions 100 --limit-articles 20   # a smoke run
 """
 
 from __future__ import annotations
@@ -21,15 +21,14 @@ import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, peers_measure
-import text_rows  # noqa: E402
+from benchmarks import arguments, text_rows
 
 NAME = "fusion"
 FLAGSHIPS = text_rows.FLAGSHIPS
 
 
 def parse_args(argv=None):
-    p = text_rows.parser(__doc__)
+    p = arguments.parser(__doc__)
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
     p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")

@@ -11,7 +11,7 @@ nothing traced), and the median wall-clock seconds of the timed steps (the first
 traces, is not timed).
 
 Usage:
-  nice -n 10 python benchmarks/grad_cache_memory.py --settings full,64,128 --steps 3 \
+  nice -n 10 python -m benchmarks.grad_cache_memory --settings full,64,128 --steps 3 \
       --output results/grad_cache_memory
 """
 
@@ -30,6 +30,8 @@ import time
 import numpy as np
 
 import tt_zoo  # noqa: F401  (first: the package sets Keras 2 as tf.keras)
+
+from benchmarks import arguments
 
 VARIANT = "ict_bfs_wlp_128"
 
@@ -150,8 +152,8 @@ def main(argv=None):
     parser.add_argument("--document-length", type=int, default=128)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per setting")
     parser.add_argument("--vocab", default=None, help="vocab.txt (the project vocabulary)")
-    parser.add_argument("--output", default=None,
-                        help="write OUTPUT.json and OUTPUT.md (e.g. results/grad_cache_memory)")
+    arguments.add_output(parser, type=str,
+                         help="write OUTPUT.json and OUTPUT.md (e.g. results/grad_cache_memory)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # one setting, in this process: print its numbers as the last line
@@ -164,11 +166,11 @@ def main(argv=None):
                      f"{args.batch}")
     results = []
     for setting in settings:
-        command = [sys.executable, os.path.abspath(__file__), "--child", setting,
+        command = [sys.executable, "-m", "benchmarks.grad_cache_memory", "--child", setting,
                    "--batch", str(args.batch), "--query-length", str(args.query_length),
                    "--document-length", str(args.document_length), "--steps", str(args.steps),
-                   *(["--vocab", args.vocab] if args.vocab else [])]
-        done = subprocess.run(command, capture_output=True, text=True)
+                   *(["--vocab", os.path.abspath(args.vocab)] if args.vocab else [])]
+        done = subprocess.run(command, capture_output=True, text=True, cwd=arguments.REPO)
         if done.returncode:
             sys.exit(f"setting {setting} failed:\n{done.stderr[-3000:]}")
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))

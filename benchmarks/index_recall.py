@@ -23,7 +23,7 @@ embeddings in float16 or int8 costs (`tt_zoo.retrieval.embedding_storage`, as
 `tt-zoo index-corpus --dtype` stores them): exact search over the stored-then-decoded
 embeddings, R@k against float32's.
 
-  python benchmarks/index_recall.py --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 \
+  python -m benchmarks.index_recall --model bow_mlp_ict_bfs_wlp_crop_span_qgen_512 \
       --sets reqa,open_domain_reqa --storage
 Writes results/index_recall.{json,md}.
 """
@@ -39,7 +39,9 @@ from typing import Optional
 
 import numpy as np
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from benchmarks import arguments
+
+REPO = arguments.REPO
 
 SETS = ("reqa", "open_domain_reqa")
 DEFAULT_SETTINGS = {
@@ -226,7 +228,7 @@ def markdown(rows) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--model", action="append", required=True, help="a zoo name (repeatable)")
+    arguments.add_model(p, repeat=True, required=True, help="a zoo name (repeatable)")
     p.add_argument("--sets", default="reqa", help=f"comma list of {SETS}")
     p.add_argument("--setting", action="append", default=None,
                    help="a ScaNN setting (repeatable); default: a sweep per set")
@@ -234,17 +236,16 @@ def main(argv=None) -> int:
                    help="measure the set's first N candidates (repeatable): a smaller corpus")
     p.add_argument("--storage", action="store_true",
                    help="also R@k over float16 / int8 stored embeddings (exact search)")
-    p.add_argument("--data-dir", type=pathlib.Path, default=None,
-                   help="holds squad/ and wikispeedia/ (default: $TT_ZOO_DATA, ../shared/data)")
+    arguments.add_data_dir(
+        p, help="holds squad/ and wikispeedia/ (default: $TT_ZOO_DATA, ../shared/data)")
     p.add_argument("--cache", type=pathlib.Path, default=REPO / "runs" / "index_recall")
-    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "index_recall")
+    arguments.add_output(p, REPO / "results" / "index_recall")
     args = p.parse_args(argv)
     sets = [s for s in args.sets.split(",") if s]
     unknown = sorted(set(sets) - set(SETS))
     if unknown:
         p.error(f"--sets: unknown {unknown}; expected a comma list of {SETS}")
-    from tt_zoo.cli.common import default_data_dir
-    data_dir = args.data_dir or default_data_dir()
+    data_dir = args.data_dir
     rows = []
     for set_name in sets:
         reqa = candidate_set(set_name, data_dir)

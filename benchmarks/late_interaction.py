@@ -30,25 +30,23 @@ question log).
 Memory per passage (store and token index) and each row's queries/s (query encoding included)
 are recorded.
 
-  python benchmarks/late_interaction.py --colbert saved_models/colbert_ict_bfs_wlp_crop_span_qgen_64
+  python -m benchmarks.late_interaction --colbert saved_models/colbert_ict_bfs_wlp_crop_span_qgen_64
 """
 
 from __future__ import annotations
 
 import functools
-import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, peers_measure
-import text_rows  # noqa: E402
+from benchmarks import arguments, text_rows
 
 NAME = "late_interaction"
 PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
 
 
 def parse_args(argv=None):
-    p = text_rows.parser(__doc__)
+    p = arguments.parser(__doc__)
     p.add_argument("--colbert", required=True, metavar="NAME_OR_PATH",
                    help="a late-interaction export (tt-zoo pretrain --variant colbert_*)")
     p.add_argument("--partner", default=PARTNER,

@@ -6,7 +6,7 @@ time and pairs/s of each (from their ``stats.json``), and checks that both wrote
 multiset of pairs: sorted (query, doc_id, task) tuples, and also the full records (title, text,
 q(d)).
 
-    python benchmarks/make_pairs.py --input $TT_ZOO_DATA/wikispeedia \
+    python -m benchmarks.make_pairs --input $TT_ZOO_DATA/wikispeedia \
         --vocab $TT_ZOO_DATA/bert-vocab/vocab.txt --workdir /tmp/make_pairs_bench
 
 Exit status 1 when the two paths disagree.

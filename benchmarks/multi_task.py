@@ -30,13 +30,13 @@ picks nothing here.
 Every cell is cached in ``runs/multi_task/cells/KEY.json`` (a rerun only trains what is
 missing) and trains resumably in ``runs/multi_task/work/KEY``.
 
-  python benchmarks/multi_task.py --experiments main,markers,positives,loo,remine --seeds 0
-  python benchmarks/multi_task.py --experiments decide --seeds 1,2   # what decides the ship
-  python benchmarks/multi_task.py --experiments towers --seeds 0,1,2  # shared vs per-class
-  python benchmarks/multi_task.py --experiments short --seeds 0,1,2
-  python benchmarks/multi_task.py --experiments lexical --seeds 0,1,2  # + BM25 as a teacher
-  python benchmarks/multi_task.py --experiments fewshot --seeds 0
-  python benchmarks/multi_task.py --report-only
+  python -m benchmarks.multi_task --experiments main,markers,positives,loo,remine --seeds 0
+  python -m benchmarks.multi_task --experiments decide --seeds 1,2   # what decides the ship
+  python -m benchmarks.multi_task --experiments towers --seeds 0,1,2  # shared vs per-class
+  python -m benchmarks.multi_task --experiments short --seeds 0,1,2
+  python -m benchmarks.multi_task --experiments lexical --seeds 0,1,2  # + BM25 as a teacher
+  python -m benchmarks.multi_task --experiments fewshot --seeds 0
+  python -m benchmarks.multi_task --report-only
 """
 
 from __future__ import annotations
@@ -54,7 +54,9 @@ import types
 
 from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RECIPE, MULTITASK_RECIPE
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from benchmarks import arguments
+
+REPO = arguments.REPO
 RUNS = REPO / "runs" / "multi_task"
 KS = (1, 5, 20, 100)
 REQA_KS = (1, 10, 20, 100)
@@ -86,10 +88,6 @@ FEW_SHOT_INITS = {"bow_mlp": ("bow_mlp_none_512", "bow_mlp_ict_bfs_wlp_512", BOW
                   "bert": ("none_512", "mlm_512", "ict_bfs_wlp_512")}
 
 
-def data_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
-
-
 # -- the shared data ----------------------------------------------------------------------------
 
 class World:
@@ -100,7 +98,7 @@ class World:
         from tt_zoo.retrieval import odqa, reqa as reqa_lib
 
         t = time.perf_counter()
-        d = data_dir()
+        d = arguments.data_dir()
         self.bench = odqa.validation_benchmark(d, cache_dir=REPO / "runs" / "odqa_cache")
         self.collection = self.bench.collection
         self.reqa = reqa_lib.build_reqa(d / "squad" / "dev-v1.1.json")
@@ -367,7 +365,7 @@ def main(argv=None):
                         "only-webquestions, multi, without-selfsup, markers, positives, remine)")
     p.add_argument("--seeds", default="0")
     p.add_argument("--report-only", action="store_true")
-    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "multi_task")
+    arguments.add_output(p, REPO / "results" / "multi_task")
     p.add_argument("--record", action="store_true",
                    help=f"write the measured tables of the shipped {SHIPPED_NAME} and "
                         f"{LEXICAL_SHIPPED_NAME} into their cards and their ODQA top-20 into "
@@ -411,7 +409,7 @@ def reqa_table(name: str) -> dict:
     import tt_zoo
     from tt_zoo.retrieval import bm25, metrics as retrieval_metrics, reqa as reqa_lib
 
-    reqa = reqa_lib.build_reqa(data_dir() / "squad" / "dev-v1.1.json")
+    reqa = reqa_lib.build_reqa(arguments.squad_path())
     test = reqa_lib.make_splits(reqa, 0.8, seed=0).test  # the reqa task's split
     rows = {name: retrieval_metrics.evaluate_encoder(tt_zoo.load(name), reqa, test)["exact"],
             "BM25": bm25.evaluate_bm25(reqa, test)["exact"]}
@@ -583,7 +581,7 @@ def _grouped(records: dict, init: str) -> dict:
 def report(records: dict) -> str:
     bm25 = records.get("bm25")
     lines = ["# Multi-task retrieval (Maillard et al. 2021) at our scale", "",
-             "Written by `python benchmarks/multi_task.py` from the cells in "
+             "Written by `python -m benchmarks.multi_task` from the cells in "
              "`runs/multi_task/cells` (each cell's JSON is in `results/multi_task.json`).", ""]
     main_rows = _grouped(records, BOW_BEST)
     if main_rows:

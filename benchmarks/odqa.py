@@ -4,8 +4,8 @@ validation questions (WebQuestions val + CuratedTREC train) over Wikispeedia's 1
 One `tt-zoo odqa` run (`tt_zoo.cli.odqa`); the report adds the settings and the question counts.
 Encoding the 130K passages takes about a minute for a BoW-MLP and ten for the tiny BERT here.
 
-  python benchmarks/odqa.py                                  # BM25 + every shipped model
-  python benchmarks/odqa.py --model bow_mlp_crop_512 --model ict_bfs_wlp_512
+  python -m benchmarks.odqa                                  # BM25 + every shipped model
+  python -m benchmarks.odqa --model bow_mlp_crop_512 --model ict_bfs_wlp_512
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ import json
 import pathlib
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from benchmarks import arguments
+
+REPO = arguments.REPO
 KS = (1, 5, 20, 100)
 
 
@@ -34,7 +36,7 @@ def report(out: dict) -> str:
              "model trained on them. Exact inner-product search. Every dense model is "
              "zero-shot on open-domain QA except the `multitask_` ones, which trained on "
              "WebQuestions trainmodel (never on its val split or on CuratedTREC). Generated "
-             "by `python benchmarks/odqa.py`.", "",
+             "by `python -m benchmarks.odqa`.", "",
              "| question set | questions | answerable | bad regex skipped |", "|---|---|---|---|"]
     for name in sets:
         s = b["sets"][name]
@@ -53,9 +55,9 @@ def report(out: dict) -> str:
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", action="append", default=None,
-                   help="models to score (default: every shipped two-tower model)")
-    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "odqa")
+    arguments.add_model(p, repeat=True,
+                        help="models to score (default: every shipped two-tower model)")
+    arguments.add_output(p, REPO / "results" / "odqa")
     p.add_argument("--record", action="store_true",
                    help="write each shipped model's numbers into its card and its top-20 into "
                         "tt_zoo/zoo/shipped_models.json (the README's model list)")

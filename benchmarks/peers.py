@@ -25,11 +25,11 @@ measures tt_zoo alone and says so. Models are built from configs with random wei
 downloaded (HF_HUB_OFFLINE=1). Each section rewrites only its own part of OUTPUT.json (and
 OUTPUT.md from all parts), so a later run can measure the remaining sections.
 
-  python benchmarks/peers.py                                  # all sections, 5 rounds
-  python benchmarks/peers.py --sections search --search-embeddings ict_bfs_wlp_512
-  python benchmarks/peers.py --sections search \
+  python -m benchmarks.peers                                  # all sections, 5 rounds
+  python -m benchmarks.peers --sections search --search-embeddings ict_bfs_wlp_512
+  python -m benchmarks.peers --sections search \
       --search-embeddings-file runs/index_recall/MODEL-open_domain_reqa-578086.npy
-  python benchmarks/peers.py --quick                          # smoke run, runs/peers_quick/
+  python -m benchmarks.peers --quick                          # smoke run, runs/peers_quick/
 """
 
 from __future__ import annotations
@@ -41,14 +41,15 @@ import pathlib
 import sys
 import time
 
+from benchmarks import arguments
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")      # models come from configs, never the hub
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings; 2 cores anyway
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # the peers_* modules beside
+REPO = arguments.REPO
 
-from peers_measure import (busy_cores, is_busy, machine_info, machine_line,  # noqa: E402
+from benchmarks.peers_measure import (busy_cores, is_busy, machine_info, machine_line,
                            merge_section)
 
 SECTIONS = ("train", "encode", "search", "minilm")
@@ -63,11 +64,11 @@ TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
 
 def section_module(name: str):
     import importlib
-    return importlib.import_module(f"peers_{name}")
+    return importlib.import_module(f"benchmarks.peers_{name}")
 
 
 def parse_args(argv=None):
-    from tt_zoo.cli.common import PROJECT_VOCAB, default_data_dir, default_squad_path
+    from tt_zoo.cli.common import PROJECT_VOCAB
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -78,10 +79,9 @@ def parse_args(argv=None):
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes for a smoke run (a couple of minutes); writes "
                         "runs/peers_quick/performance.* unless --output is given")
-    p.add_argument("--output", type=pathlib.Path, default=None,
-                   help="writes OUTPUT.md and OUTPUT.json (default results/performance)")
+    arguments.add_output(p, help="writes OUTPUT.md and OUTPUT.json (default results/performance)")
     p.add_argument("--vocab", default=str(PROJECT_VOCAB), help="the vocabulary of every model")
-    p.add_argument("--squad", default=default_squad_path(), help="SQuAD v1.1 dev JSON")
+    arguments.add_squad(p, type=str, help="SQuAD v1.1 dev JSON")
     train = p.add_argument_group("train")
     train.add_argument("--sizes", default="tiny,mini", help="BERT tower sizes")
     train.add_argument("--batch", type=int, default=128)
@@ -100,7 +100,7 @@ def parse_args(argv=None):
     encode.add_argument("--passages", type=int, default=2000,
                         help="Wikispeedia 100-word passages encoded per round")
     encode.add_argument("--wikispeedia", type=pathlib.Path,
-                        default=default_data_dir() / "wikispeedia",
+                        default=arguments.data_dir() / "wikispeedia",
                         help="the SNAP Wikispeedia release (the passages' articles)")
     encode.add_argument("--encode-signature", action=argparse.BooleanOptionalAction,
                         default=True, help="also time the exported SavedModel's "
@@ -158,7 +158,7 @@ def parse_args(argv=None):
                 "pass one source")
     if args.search_model and not args.search_embeddings_file:
         p.error("--search-model names the model of --search-embeddings-file; pass that too")
-    from peers_search import DEFAULT_SCANN_VARIANTS, parse_scann_variants
+    from benchmarks.peers_search import DEFAULT_SCANN_VARIANTS, parse_scann_variants
     try:
         if args.scann_variants is None:
             args.scann_variants = parse_scann_variants(DEFAULT_SCANN_VARIANTS)

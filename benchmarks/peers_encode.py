@@ -195,7 +195,7 @@ INPUTS = {
 
 def run(args, log) -> dict:
     import numpy as np
-    from peers_measure import interleaved_rounds, stopwatch, unavailable_reason
+    from benchmarks.peers_measure import interleaved_rounds, stopwatch, unavailable_reason
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.zoo import build, registry
 
@@ -315,7 +315,7 @@ def compare_rows(measured: dict, num_documents: int) -> list:
     """Rows of one input from {name: (row fields, round seconds)}: docs/s (median, range), the
     speed over tt_zoo's first row of the same encoder (`vs_tt_zoo`) and, for tt_zoo's rows,
     over the same architecture's sentence-transformers row (`vs_sentence_transformers`)."""
-    from peers_measure import rates
+    from benchmarks.peers_measure import rates
 
     rows = []
     for fields, secs in measured.values():
@@ -336,7 +336,7 @@ def compare_rows(measured: dict, num_documents: int) -> list:
 
 
 def _threads() -> dict:
-    from peers_train import _threads as threads
+    from benchmarks.peers_train import _threads as threads
     return threads()
 
 

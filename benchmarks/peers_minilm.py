@@ -150,8 +150,8 @@ def training_batches(arrays, s: dict, path: str):
 
 def run(args, log) -> dict:
     import tt_zoo
-    from peers_encode import passage_documents
-    from peers_train import LEARNING_RATE
+    from benchmarks.peers_encode import passage_documents
+    from benchmarks.peers_train import LEARNING_RATE
     from tt_zoo.retrieval.reqa import build_reqa
 
     s = settings(args)
@@ -189,7 +189,7 @@ def run(args, log) -> dict:
 def training_contender(args, s: dict, log):
     """`peers_train`'s tt_zoo step (``model.fit``) on the imported MiniLM at this section's
     batch and lengths: (model, token arrays, runner)."""
-    import peers_train
+    from benchmarks import peers_train
 
     peers_train.VARIANTS.setdefault("minilm", NAME)
     return peers_train._tt_zoo_contender(
@@ -207,8 +207,8 @@ def timed(work: Callable[[], object]) -> float:
 def measure(model, peer, documents, questions, run_train, s: dict, work: str, log) -> dict:
     """Batch tuning, identity, then documents/s, queries/s and training pairs/s in
     interleaved rounds."""
-    from peers_encode import signature_encoder
-    from peers_measure import interleaved_rounds
+    from benchmarks.peers_encode import signature_encoder
+    from benchmarks.peers_measure import interleaved_rounds
 
     titles, texts = documents
     tt_batch, tuning = fastest_batch(
@@ -278,7 +278,7 @@ def identity(model, peer, titles, texts, tt_batch, peer_batch) -> dict:
 
 
 def rows(seconds: Dict[str, Sequence[float]], units: int, peer: str) -> list:
-    from peers_measure import rates
+    from benchmarks.peers_measure import rates
 
     out = []
     for name, secs in seconds.items():

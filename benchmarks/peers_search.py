@@ -272,7 +272,7 @@ class Built:
 
 def build(family: str, make, searcher_of, warm_queries, description: str, log) -> Built:
     """Builds with `make()`, then one search (warm-up); times the build, measures the memory."""
-    from peers_measure import rss_bytes
+    from benchmarks.peers_measure import rss_bytes
 
     gc.collect()
     before = rss_bytes()
@@ -431,7 +431,7 @@ def sweep(built: Built, grid, queries, exact_rows, target: float, log) -> list:
     """Walks `grid` = (primary knob, values, secondary knob, values): returns every evaluated
     point [{"settings", "recall_at_10", "sweep_seconds"}] and marks the frontier (the first
     point reaching `target` for each secondary value, else the best one reached)."""
-    from peers_measure import recall_at_k, walk_knob
+    from benchmarks.peers_measure import recall_at_k, walk_knob
 
     primary, values, secondary, second_values = grid
     points = []
@@ -462,7 +462,7 @@ def sweep(built: Built, grid, queries, exact_rows, target: float, log) -> list:
 def _load_libraries(dim: int) -> None:
     """Initialises TensorFlow, ScaNN and FAISS on a toy problem, so that no index's memory
     counts a library's own start-up."""
-    from peers_measure import missing_modules
+    from benchmarks.peers_measure import missing_modules
     from tt_zoo.retrieval.search import exact_top_k
 
     toy = np.eye(2, dim, dtype=np.float32)
@@ -513,7 +513,7 @@ def scann_against_faiss(rows: List[dict]) -> Optional[dict]:
 
 def measure(candidates, queries, s: dict, log, variants=()) -> dict:
     """Every contender on one set of candidates and queries."""
-    from peers_measure import (fastest_reaching, interleaved_rounds, rates, recall_at_k,
+    from benchmarks.peers_measure import (fastest_reaching, interleaved_rounds, rates, recall_at_k,
                                stopwatch, unavailable_reason)
 
     target = s["target_recall"]
@@ -578,7 +578,7 @@ def run(args, log) -> dict:
     s = settings(args)
     results = {}
     if args.synthetic:
-        from scann_vs_brute_force import gaussian_mixture  # beside this file
+        from benchmarks.scann_vs_brute_force import gaussian_mixture
         n = s["max_candidates"] or 100_000
         candidates, queries = gaussian_mixture(n, s["num_queries"], 64, seed=0)
         results["synthetic"] = {
@@ -602,7 +602,7 @@ def run(args, log) -> dict:
                              **measure(candidates, queries, s, log, args.scann_variants)}
             del candidates
             gc.collect()
-    from peers_train import _threads
+    from benchmarks.peers_train import _threads
     threads = _threads()
     try:
         import faiss

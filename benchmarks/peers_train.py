@@ -43,7 +43,7 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "f
 
     from tt_zoo.zoo import build, registry
     from tt_zoo.training.step_data import step_batches, tokenize_pair_set
-    from train_step import StepTimer, synthetic_pairs  # beside this file
+    from benchmarks.train_step import StepTimer, synthetic_pairs
 
     tf.keras.utils.set_random_seed(0)
     spec = registry.get_spec(VARIANTS[size])
@@ -156,7 +156,7 @@ def matmul_gflops(dtype: str, size: int = 2048, reps: int = 10, rounds: int = 3)
 
 def run(args, log) -> dict:
     """Measures both steps for each tower size; returns this section's results."""
-    from peers_measure import interleaved_rounds, rates, unavailable_reason
+    from benchmarks.peers_measure import interleaved_rounds, rates, unavailable_reason
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.zoo import registry
 
@@ -194,7 +194,7 @@ def run(args, log) -> dict:
             "parameters": sum(p.numel() for p in torch_model.modules.parameters())}
 
     seconds = interleaved_rounds(runners, s["rounds"], log=lambda m: log(f"train: {m}"))
-    from train_step import train_step_flops  # beside this file
+    from benchmarks.train_step import train_step_flops
     matmul = {dtype: matmul_gflops(dtype) for dtype in ("float32", "bfloat16")}
     log(f"train: TensorFlow 2048x2048 matmul {matmul['float32']:.0f} GFLOP/s in float32, "
         f"{matmul['bfloat16']:.0f} in bfloat16")

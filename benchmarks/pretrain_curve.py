@@ -7,7 +7,7 @@ the configurations one after another, skipping any whose curve is complete, then
 against training minutes, one line per configuration) and `results/pretrain_curve.md` (the table
 at equal pairs, and at equal wall time by linear interpolation of each curve).
 
-  python benchmarks/pretrain_curve.py --pairs runs/pairs/ict_bfs_wlp_128 --steps 600 \
+  python -m benchmarks.pretrain_curve --pairs runs/pairs/ict_bfs_wlp_128 --steps 600 \
       --eval-every 200 --configs paper_cls_separate,mean_shared,mean_shared_cosine
 
 The issue behind it: towers pretrained from random initialisation on a CPU budget barely learned

@@ -26,14 +26,12 @@ compare at equal CPU time even when other jobs share the machine. Results per ce
 runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}, where the cells of earlier
 runs keep their rows (a cell run again replaces its own).
 
-  python benchmarks/pretrain_tasks.py --cell bow_mlp:ict_bfs_wlp:1150x512 --cell bow_mlp:crop:1150x512
+  python -m benchmarks.pretrain_tasks --cell bow_mlp:ict_bfs_wlp:1150x512 --cell bow_mlp:crop:1150x512
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -42,8 +40,10 @@ import time
 from tt_zoo.cli.common import PROJECT_VOCAB  # no TensorFlow
 from tt_zoo.zoo.registry import SAVED_MODELS_DIR  # the clone's saved_models/; no TensorFlow
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+from benchmarks import arguments
+
+REPO = arguments.REPO
+DATA = arguments.data_dir()
 PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
 PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
 # Passed to every cell (the project's vocabulary, `tt_zoo.cli.common.PROJECT_VOCAB`):
@@ -198,16 +198,14 @@ def evaluate(cell: Cell, export: pathlib.Path, work: pathlib.Path, open_domain: 
         if bench == "open_domain_reqa" and not open_domain and not path.is_file():
             continue
         if not path.is_file():
-            run([sys.executable, REPO / "benchmarks" / "pretrain_tasks_eval.py", bench, export,
+            run([sys.executable, "-m", "benchmarks.pretrain_tasks_eval", bench, export,
                  path], work / "eval.log")
         out[bench] = json.loads(path.read_text())
     return out
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p = arguments.parser(__doc__)
     p.add_argument("--cell", action="append", required=True,
                    help="TOWER:TASKS:STEPSxBATCH[:vocab=PATH][:OPTION=N...][:warm=CELL] "
                         f"(OPTION: {', '.join(PAIR_OPTIONS)}), repeatable")
@@ -217,14 +215,14 @@ def main(argv=None):
                    help="train the cells, evaluate nothing")
     p.add_argument("--report-only", action="store_true",
                    help="write the report from the cells already run")
-    p.add_argument("--output", type=pathlib.Path, default=REPO / "results" / "pretrain_tasks")
+    arguments.add_output(p, REPO / "results" / "pretrain_tasks")
     args = p.parse_args(argv)
-    from pretrain_tasks_report import pair_stats_of, write_report  # beside this file
+    from benchmarks.pretrain_tasks_report import pair_stats_of, write_report
 
     cells = [Cell(c) for c in args.cell]
     bm25 = REPO / "runs" / "grid" / "bm25_reqa.json"
     if not args.train_only and not bm25.is_file():
-        run([sys.executable, REPO / "benchmarks" / "pretrain_tasks_eval.py", "bm25_reqa", "-",
+        run([sys.executable, "-m", "benchmarks.pretrain_tasks_eval", "bm25_reqa", "-",
              bm25], bm25.with_suffix(".log"))
     rows = []
     for cell in cells:

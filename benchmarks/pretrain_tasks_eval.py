@@ -1,19 +1,19 @@
 """One benchmark of one exported model, as JSON: the evaluation step of
 `benchmarks/pretrain_tasks.py` (run in its own process so the grid's memory stays flat).
 
-  python benchmarks/pretrain_tasks_eval.py odqa|reqa|open_domain_reqa EXPORT OUT.json
-  python benchmarks/pretrain_tasks_eval.py bm25_reqa - OUT.json   # BM25's row of the ReQA column
+  python -m benchmarks.pretrain_tasks_eval odqa|reqa|open_domain_reqa EXPORT OUT.json
+  python -m benchmarks.pretrain_tasks_eval bm25_reqa - OUT.json   # BM25's row of the ReQA column
 """
 
 from __future__ import annotations
 
-import os
-import pathlib
 import sys
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+from benchmarks import arguments
+
+REPO = arguments.REPO
+DATA = arguments.data_dir()
 WORK = REPO / "runs" / "grid_cache"
 
 

@@ -4,22 +4,23 @@ random from Wikispeedia passages, with its yield and speed over 2,000 passages.
 The judgement at the top of the report is written by hand after reading the 20 samples; this
 script keeps it (everything above the "## Samples" line) when it rewrites the file.
 
-  python benchmarks/qgen_samples.py
+  python -m benchmarks.qgen_samples
 """
 
 from __future__ import annotations
 
-import os
-import pathlib
 import random
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-DATA = pathlib.Path(os.environ.get("TT_ZOO_DATA", REPO.parent / "shared" / "data"))
+from benchmarks import arguments
+
+REPO = arguments.REPO
+DATA = arguments.data_dir()
 OUTPUT = REPO / "results" / "qgen_samples.md"
 
 
-def main():
+def main(argv=None):
+    arguments.parser(__doc__).parse_args(argv)  # no flags: --help, and nothing else
     from tt_zoo.atomic_io import write_text
     from tt_zoo.data.article_sources import read_articles
     from tt_zoo.data.passages import make_passages

@@ -12,11 +12,11 @@ answers sub-linearly. This benchmark measures what the approximation costs and b
 Embeddings come from one of three sources:
 
     # synthetic: a seeded Gaussian mixture (50 components), N candidates of dimension DIM
-    python benchmarks/scann_vs_brute_force.py --synthetic 10000 512
+    python -m benchmarks.scann_vs_brute_force --synthetic 10000 512
     # two .npy files: candidates [n, dim] and queries [q, dim], float
-    python benchmarks/scann_vs_brute_force.py --embeddings cands.npy --queries queries.npy
+    python -m benchmarks.scann_vs_brute_force --embeddings cands.npy --queries queries.npy
     # a tt_zoo model (registered name or path) over ReQA-SQuAD(dev) (needs tt_zoo.load)
-    python benchmarks/scann_vs_brute_force.py --model ict_bfs_wlp_512
+    python -m benchmarks.scann_vs_brute_force --model ict_bfs_wlp_512
 
 `--json results.json` also writes the numbers (atomically).
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pathlib
 import platform
 import statistics
 import sys
@@ -36,6 +35,8 @@ from tqdm import tqdm
 
 from tt_zoo.atomic_io import write_json
 from tt_zoo.retrieval.index import EmbeddingIndex, ScannConfig
+
+from benchmarks import arguments
 
 
 def gaussian_mixture(num_candidates: int, num_queries: int, dim: int, components: int = 50,
@@ -151,13 +152,12 @@ def main(argv=None) -> dict:
                         help="a seeded Gaussian mixture of N candidates of dimension DIM")
     source.add_argument("--embeddings", metavar="CANDIDATES.npy",
                         help="candidate embeddings [n, dim] (needs --queries)")
-    source.add_argument("--model", metavar="NAME_OR_PATH",
-                        help="a tt_zoo model, encoding ReQA-SQuAD(dev) (see --squad)")
+    arguments.add_model(source, help="a tt_zoo model, encoding ReQA-SQuAD(dev) (see --squad)")
     parser.add_argument("--queries", metavar="QUERIES.npy", help="query embeddings [q, dim]")
     parser.add_argument("--num-queries", type=int, default=None,
                         help="synthetic: queries to draw (default 1000); model: first N "
                              "questions (default all)")
-    parser.add_argument("--squad", default=None,
+    arguments.add_squad(parser, type=str,
                         help="SQuAD JSON for --model (default $TT_ZOO_DATA/squad/dev-v1.1.json)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--k", type=int, default=10)
@@ -188,10 +188,8 @@ def main(argv=None) -> dict:
                          f"{candidates.shape[1]}.")
         source_name = f"{args.embeddings} / {args.queries}"
     else:
-        data = os.environ.get("TT_ZOO_DATA",
-                              str(pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"))
-        squad = args.squad or os.path.join(data, "squad", "dev-v1.1.json")
-        candidates, queries, source_name = _model_embeddings(args.model, squad, args.num_queries)
+        candidates, queries, source_name = _model_embeddings(args.model, args.squad,
+                                                             args.num_queries)
 
     scann_config = None
     if (args.num_leaves, args.num_leaves_to_search, args.reorder) != (None, None, None):

@@ -19,18 +19,16 @@ per benchmark:
 * convex fusions (`tt_zoo.retrieval.fusion`) of the chosen weighted BM25 with plain BM25 and
   with the --partner dense model, each weight chosen on the same validation questions.
 
-  python benchmarks/term_weights.py --term-model saved_models/hdct_ict_bfs_wlp_crop_span_qgen
-  python benchmarks/term_weights.py --term-model PATH --limit-questions 100 --limit-articles 20
+  python -m benchmarks.term_weights --term-model saved_models/hdct_ict_bfs_wlp_crop_span_qgen
+  python -m benchmarks.term_weights --term-model PATH --limit-questions 100 --limit-articles 20
 """
 
 from __future__ import annotations
 
-import pathlib
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # text_rows, peers_measure
-import text_rows  # noqa: E402
+from benchmarks import arguments, text_rows
 
 NAME = "term_weights"
 K1_GRID = (0.9, 1.5, 4.0, 10.0)
@@ -39,7 +37,7 @@ HDCT = "HDCT-weighted BM25"
 
 
 def parse_args(argv=None):
-    p = text_rows.parser(__doc__)
+    p = arguments.parser(__doc__)
     p.add_argument("--term-model", required=True, metavar="PATH",
                    help="a term-weight export (tt-zoo train-term-weights)")
     p.add_argument("--partner", default=PARTNER,

@@ -12,9 +12,9 @@ in one process and timed in interleaved rounds (A B C A B C ...); the report giv
 each configuration's speed relative to the first.
 
 Usage:
-  python benchmarks/train_step.py --size tiny --batch 128 --query-length 64 --doc-length 128 \
+  python -m benchmarks.train_step --size tiny --batch 128 --query-length 64 --doc-length 128 \
       --configs float32:strings,float32:tokens,mixed_bfloat16:tokens --rounds 5
-  python benchmarks/train_step.py --configs float32:tokens,float32:tokens:xla --rounds 5
+  python -m benchmarks.train_step --configs float32:tokens,float32:tokens:xla --rounds 5
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from tt_zoo.training.step_data import step_batches, tokenize_pair_set
 from tt_zoo.modeling.towers import resolve_bert_shape
 
 import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-order
+
+from benchmarks import arguments
 
 FLOPS_PER_CYCLE_PER_CORE = 32  # FP32: two 256-bit FMA pipes x 8 lanes x 2 FLOPs (AVX2/Zen 4).
 
@@ -146,7 +148,7 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=2, help="untimed steps (tracing)")
     parser.add_argument("--vocab", default=None,
                         help="vocab.txt (default: $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    parser.add_argument("--output", default=None, help="write the results as JSON here")
+    arguments.add_output(parser, help="write the results as JSON here", type=str)
     parser.add_argument("--intra-op", type=int, default=0,
                         help="TensorFlow intra-op threads (0: TensorFlow's default)")
     parser.add_argument("--inter-op", type=int, default=0,
@@ -155,9 +157,7 @@ def main(argv=None):
     tf.config.threading.set_intra_op_parallelism_threads(args.intra_op)
     tf.config.threading.set_inter_op_parallelism_threads(args.inter_op)
 
-    data_dir = pathlib.Path(os.environ.get("TT_ZOO_DATA", pathlib.Path(__file__).resolve()
-                                           .parents[2] / "shared" / "data"))
-    vocab_path = pathlib.Path(args.vocab or data_dir / "bert-vocab" / "vocab.txt")
+    vocab_path = pathlib.Path(args.vocab or arguments.data_dir() / "bert-vocab" / "vocab.txt")
     if not vocab_path.exists():
         sys.exit(f"vocabulary {vocab_path} not found; pass --vocab or set TT_ZOO_DATA")
     vocab = [line.rstrip("\n") for line in open(vocab_path, encoding="utf-8")]

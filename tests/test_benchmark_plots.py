@@ -1,15 +1,7 @@
 """The learning-curve plots (benchmarks/pretrain_curve.py, batch_signal.py) name each curve by a
 readable label in their legends, never by its run directory (e.g. ``paper_cls_separate``)."""
 
-import pathlib
-import sys
-
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))  # batch_signal imports pretrain_curve by name
-
-import batch_signal  # noqa: E402
-import pretrain_curve  # noqa: E402
+from benchmarks import batch_signal, pretrain_curve
 
 CURVE = [{"pairs_seen": p, "train_seconds": p / 100, "train_cpu_seconds": p / 50,
           "R@1": p / 1e5, "R@10": p / 5e4, "R@100": p / 2e4} for p in (0, 1000, 2000)]

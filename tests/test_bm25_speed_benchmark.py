@@ -1,13 +1,13 @@
 """benchmarks/bm25_speed.py on a toy corpus: both sides timed, the same scores, the report."""
 
-from test_fusion_benchmark import BENCHMARKS  # importing it puts benchmarks/ on sys.path
+from test_fusion_benchmark import BENCHMARKS
 
 TEXTS = ["red apple pie", "green apple", "blue sky over the sea", "red sky at night",
          "apple trees in spring", "the sea is blue"]
 
 
 def test_measure_times_both_sides_and_checks_their_scores():
-    import bm25_speed
+    from benchmarks import bm25_speed
 
     assert bm25_speed.__file__.startswith(str(BENCHMARKS))  # the script, not a namesake
     # "the" alone has no indexed term (a stop word): dropped from both sides.

@@ -5,13 +5,8 @@ parts (the README's shipped-models table, results/README.md) match what generate
 
 import pathlib
 import re
-import sys
 
 from conftest import REPO_ROOT
-
-BENCHMARKS = REPO_ROOT / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
 
 README = REPO_ROOT / "README.md"
 PAGES = [README, *sorted((REPO_ROOT / "docs").glob("*.md"))]
@@ -64,16 +59,16 @@ def test_every_relative_link_resolves():
 
 
 def test_the_readme_table_of_shipped_models_is_the_generated_one():
-    import docs_tables
+    from benchmarks import docs_tables
 
     text = README.read_text(encoding="utf-8")
     assert docs_tables.BEGIN in text and docs_tables.END in text
     assert text == docs_tables.readme_with_table(text, docs_tables.shipped_models_markdown()), (
-        "README.md's shipped-models table is out of date: run python benchmarks/docs_tables.py")
+        "README.md's shipped-models table is out of date: run python -m benchmarks.docs_tables")
 
 
 def test_the_shipped_models_table_has_one_line_per_shipped_model_and_bm25():
-    import docs_tables
+    from benchmarks import docs_tables
     from tt_zoo.zoo import registry
 
     rows = docs_tables.shipped_models_markdown().splitlines()[2:]
@@ -90,11 +85,11 @@ def test_the_shipped_models_table_has_one_line_per_shipped_model_and_bm25():
 
 
 def test_the_results_index_lists_every_results_file_and_no_other():
-    import docs_tables
+    from benchmarks import docs_tables
 
     index = (REPO_ROOT / "results" / "README.md").read_text(encoding="utf-8")
     assert index == docs_tables.results_index(), (
-        "results/README.md is out of date: run python benchmarks/docs_tables.py")
+        "results/README.md is out of date: run python -m benchmarks.docs_tables")
     listed = set(re.findall(r"\[([^\]/]+)\]\(\1\)", index))
     present = {p.name for p in (REPO_ROOT / "results").iterdir()
                if p.is_file() and p.name != "README.md"}

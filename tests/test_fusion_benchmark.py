@@ -4,7 +4,6 @@ the report, in seconds."""
 
 import json
 import pathlib
-import sys
 
 import pytest
 
@@ -12,8 +11,6 @@ from conftest import DATA_DIR, data_file
 from helpers import hand_made_squad, write_squad
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
 
 
 def _jsonl(path, records):
@@ -24,8 +21,8 @@ def _jsonl(path, records):
 def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_path,
                                                                 monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
-    import fusion
-    import peers_measure
+    from benchmarks import fusion
+    from benchmarks import peers_measure
 
     monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
     reported = _jsonl(tmp_path / "reported.jsonl", [
@@ -72,7 +69,7 @@ def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_pa
 
 
 def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
-    import fusion
+    from benchmarks import fusion
 
     args = fusion.parse_args(["--limit-questions", "10"])
     assert args.smoke and args.output == fusion.text_rows.REPO / "runs" / "fusion_small" / "fusion"
@@ -89,8 +86,8 @@ def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
 def test_a_stopped_run_leaves_the_last_complete_report_alone(exported, tmp_path, monkeypatch):
     """A run stopped after its first benchmark writes what it measured beside the output
     (OUTPUT_partial), never over the complete report; a finished run removes the partial."""
-    import fusion
-    import peers_measure
+    from benchmarks import fusion
+    from benchmarks import peers_measure
 
     monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
     output = tmp_path / "out" / "fusion"

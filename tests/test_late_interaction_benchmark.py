@@ -6,7 +6,7 @@ import pytest
 
 from conftest import DATA_DIR, data_file
 from helpers import hand_made_squad, tiny_colbert, write_squad
-from test_fusion_benchmark import _jsonl  # also puts benchmarks/ on sys.path
+from test_fusion_benchmark import _jsonl
 
 
 @pytest.fixture
@@ -20,8 +20,8 @@ def colbert_export(tmp_path):
 @pytest.mark.slow  # ~50 s with its ColBERT export; the fusion rules are tested fast elsewhere
 def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path, monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
-    import late_interaction
-    import peers_measure
+    from benchmarks import late_interaction
+    from benchmarks import peers_measure
 
     monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
     reported = _jsonl(tmp_path / "reported.jsonl", [
@@ -57,8 +57,8 @@ def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path
 
 def test_query_weights_choose_a_setting_per_benchmark(exported, colbert_export, tmp_path,
                                                       monkeypatch):
-    import late_interaction
-    import peers_measure
+    from benchmarks import late_interaction
+    from benchmarks import peers_measure
 
     monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
     base = ["--colbert", str(colbert_export), "--model", str(exported.path),

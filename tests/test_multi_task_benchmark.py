@@ -1,18 +1,10 @@
 """benchmarks/multi_task.py: its cells are `tt-zoo multitask` command lines, and the report
 reads the cells' records (seconds, no training)."""
 
-import pathlib
-import sys
-
 import pytest
 
+from benchmarks import multi_task as bench
 from conftest import data_file
-
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))
-
-import multi_task as bench  # noqa: E402
 
 
 def scores(r20, fused=None):

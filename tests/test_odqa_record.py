@@ -6,7 +6,7 @@ earlier run's rows."""
 import json
 import types
 
-from test_fusion_benchmark import BENCHMARKS  # importing it puts benchmarks/ on sys.path
+from test_fusion_benchmark import BENCHMARKS
 
 PER_SET = {"all": {"num_questions": 4, "answerable": 2, "skipped": 0,
                    "R@1": 0.5, "R@5": 0.5, "R@20": 1.0, "R@100": 1.0}}
@@ -26,7 +26,7 @@ def _meta(folder):
 
 
 def test_record_adds_what_the_cards_lack_and_nothing_else(tmp_path, monkeypatch):
-    import odqa as odqa_benchmark
+    from benchmarks import odqa as odqa_benchmark
     from tt_zoo.zoo import registry
 
     assert odqa_benchmark.__file__.startswith(str(BENCHMARKS))

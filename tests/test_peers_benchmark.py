@@ -2,16 +2,11 @@
 which must work with or without the benchmark-only peers (`pip install -e .[bench]`)."""
 
 import json
-import pathlib
 import sys
 
 import pytest
 
-BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / "benchmarks"
-if str(BENCHMARKS) not in sys.path:
-    sys.path.insert(0, str(BENCHMARKS))  # the peers_* modules import one another by name
-
-import peers_measure as m  # noqa: E402
+from benchmarks import peers_measure as m
 
 
 def test_recall_at_k_hand_worked():
@@ -77,8 +72,8 @@ def test_a_missing_peer_is_named_with_its_install_command():
 
 
 def test_skipped_peers_render_with_their_reason():
-    import peers_encode
-    import peers_train
+    from benchmarks import peers_encode
+    from benchmarks import peers_train
 
     reason = m.unavailable_reason(["no_such_module_for_peers_test"])
     train = {"settings": {"batch": 128, "query_length": 64, "document_length": 128,
@@ -105,7 +100,7 @@ def test_skipped_peers_render_with_their_reason():
 def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM"):
         monkeypatch.setenv(name, "1" if name != "TOKENIZERS_PARALLELISM" else "false")
-    import peers
+    from benchmarks import peers
 
     for module in (m, peers):  # no 1-second samples of /proc/stat in a unit test
         monkeypatch.setattr(module, "busy_cores", lambda seconds=1.0: 0.0)
@@ -146,7 +141,7 @@ def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
 # -- the search section's sweep, ScaNN variants and embeddings files ------------------------------
 
 def test_knob_ladder_steps_by_at_most_one_and_a_half():
-    import peers_search as s
+    from benchmarks import peers_search as s
 
     assert s.knob_ladder(100) == [8, 12, 16, 24, 32, 48, 64, 96, 100]
     # sqrt(578,086) = 760 leaves: 512 then every leaf
@@ -157,7 +152,7 @@ def test_knob_ladder_steps_by_at_most_one_and_a_half():
 
 
 def test_scann_variants_parse_with_clear_errors():
-    import peers_search as s
+    from benchmarks import peers_search as s
 
     v = s.ScannVariant.parse("2sqrt/avq=0.2/soar=1.5")
     assert (v.leaves, v.avq, v.soar, v.overretrieve, v.dims_per_block) == ("2sqrt", 0.2, 1.5,
@@ -181,7 +176,7 @@ def test_scann_variants_parse_with_clear_errors():
 
 
 def test_search_arguments(capsys):
-    import peers
+    from benchmarks import peers
 
     args = peers.parse_args(["--sections", "search", "--synthetic"])
     assert [v.name for v in args.scann_variants][:2] == ["sqrt/avq=0.2", "2sqrt/avq=0.2"]
@@ -205,7 +200,7 @@ def test_search_arguments(capsys):
 
 def test_an_embeddings_file_must_be_finished_and_name_its_model(tmp_path):
     import numpy as np
-    import peers_search as s
+    from benchmarks import peers_search as s
 
     path = tmp_path / "emb.npy"
     np.save(path, np.zeros((4, 3), np.float32))
@@ -227,7 +222,7 @@ def test_an_embeddings_file_must_be_finished_and_name_its_model(tmp_path):
 
 
 def test_scan_cost_and_the_scann_against_faiss_summary_hand_worked():
-    import peers_search as s
+    from benchmarks import peers_search as s
 
     # 1,000 of 10,000 leaves over 1M candidates: 100,000 scanned a query; 2 cores at 1,000 q/s
     # spend 2 ms of core time a query: 2e6 ns / 1e5 = 20 ns a candidate.
@@ -253,7 +248,7 @@ def test_scan_cost_and_the_scann_against_faiss_summary_hand_worked():
 # -- the encode section: both inputs, rows, and reports written before the passages input --------
 
 def test_encode_rows_compare_within_an_encoder():
-    import peers_encode
+    from benchmarks import peers_encode
 
     measured = {  # 100 documents: 2 s -> 50 docs/s, ...
         "a": ({"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents"}, [2.0, 2.0]),
@@ -268,7 +263,7 @@ def test_encode_rows_compare_within_an_encoder():
 
 
 def test_encode_report_labels_each_input_and_reads_old_reports():
-    import peers_encode
+    from benchmarks import peers_encode
 
     row = {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents",
            "median_docs_per_s": 205.0, "min_docs_per_s": 200.0, "max_docs_per_s": 210.0,
@@ -294,7 +289,7 @@ def test_encode_report_labels_each_input_and_reads_old_reports():
 
 def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_synthetic(tmp_path,
                                                                                 capsys):
-    import peers
+    from benchmarks import peers
 
     missing = str(tmp_path / "no_open_domain")
     with pytest.raises(SystemExit):
@@ -305,7 +300,7 @@ def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_syntheti
 
 
 def test_minilm_rows_ratios_and_report_hand_worked():
-    import peers_minilm
+    from benchmarks import peers_minilm
 
     rows = peers_minilm.rows({"tt_zoo": [2.0, 4.0, 2.0], "sentence-transformers": [4.0]}, 100,
                              "sentence-transformers")  # 50 docs/s (median of 50, 25, 50); 25
@@ -325,7 +320,7 @@ def test_minilm_rows_ratios_and_report_hand_worked():
 
 
 def test_minilm_peer_without_torch_is_named():
-    import peers_minilm
+    from benchmarks import peers_minilm
 
     reason = peers_minilm.peer_reason(sys.executable)
     try:

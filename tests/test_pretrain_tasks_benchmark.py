@@ -4,11 +4,11 @@ each pair set come from the rows when the pair set is gone from runs/."""
 
 import json
 
-from test_fusion_benchmark import BENCHMARKS  # importing it puts benchmarks/ on sys.path
+from test_fusion_benchmark import BENCHMARKS
 
 
 def test_earlier_cells_stay_and_a_cell_run_again_replaces_its_row(tmp_path):
-    import pretrain_tasks
+    from benchmarks import pretrain_tasks
 
     assert pretrain_tasks.__file__.startswith(str(BENCHMARKS))  # the script, not a namesake
     previous = tmp_path / "pretrain_tasks.json"
@@ -21,7 +21,7 @@ def test_earlier_cells_stay_and_a_cell_run_again_replaces_its_row(tmp_path):
 
 
 def test_the_pair_set_table_comes_from_the_rows_when_the_pair_set_is_gone():
-    import pretrain_tasks_report
+    from benchmarks import pretrain_tasks_report
 
     stats = {"token_unit": "whitespace", "tasks": {"crop": {
         "num_pairs": 1200, "num_tokens": 34567, "avg_query_tokens": 17.84,
@@ -33,8 +33,8 @@ def test_the_pair_set_table_comes_from_the_rows_when_the_pair_set_is_gone():
 
 
 def test_pair_stats_are_read_from_the_cells_pair_set(tmp_path):
-    import pretrain_tasks
-    import pretrain_tasks_report
+    from benchmarks import pretrain_tasks
+    from benchmarks import pretrain_tasks_report
 
     assert pretrain_tasks.pairs_path("crop").name == f"crop_{pretrain_tasks.PAIRS_PER_ARTICLE}"
     assert pretrain_tasks_report.pair_stats_of(tmp_path) is None  # no stats.json: gone
@@ -52,7 +52,7 @@ def test_pair_stats_are_read_from_the_cells_pair_set(tmp_path):
 def test_every_cell_names_its_vocabulary(tmp_path):
     """recipes/pretrain.py's default vocabulary depends on running from a git clone: a cell run
     from a copy of the code once trained on the 30K BERT vocabulary instead of the shipped 8K."""
-    import pretrain_tasks
+    from benchmarks import pretrain_tasks
 
     def vocab_of(text):
         command = [str(c) for c in pretrain_tasks.train_command(
@@ -71,8 +71,8 @@ def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
     """Pair-set options (`:doc_words=N`: passages of at most N words, the grid's 96;
     `:crop_words=N`: crops of N-word windows, Contriever's 256-token chunks): each its own pair
     set made with the matching make-pairs flags, cell folder, label and pair-set table row."""
-    import pretrain_tasks
-    import pretrain_tasks_report
+    from benchmarks import pretrain_tasks
+    from benchmarks import pretrain_tasks_report
 
     cell = pretrain_tasks.Cell("bert:crop:3500x128:doc_words=256")
     assert cell.pair_options == {"doc_words": 256} and cell.name == "bert_crop_3500x128_doc256"
@@ -116,7 +116,7 @@ def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
 def test_a_warm_start_takes_the_cells_export_or_the_model_it_shipped_as(tmp_path, monkeypatch):
     """`:warm=CELL` continues from runs/grid/CELL/export; when runs/ is gone, from the shipped
     model whose recorded training command wrote that cell's folder; from nothing else."""
-    import pretrain_tasks
+    from benchmarks import pretrain_tasks
 
     monkeypatch.setattr(pretrain_tasks, "REPO", tmp_path)
     monkeypatch.setattr(pretrain_tasks, "SAVED_MODELS_DIR", tmp_path / "saved_models")

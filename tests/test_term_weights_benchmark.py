@@ -3,12 +3,12 @@ ReQA's distinct passages, or with --reqa-documents candidate each (sentence, pas
 
 from conftest import DATA_DIR
 from helpers import hand_made_squad, tiny_model, write_squad
-from test_fusion_benchmark import BENCHMARKS  # importing it puts benchmarks/ on sys.path
+from test_fusion_benchmark import BENCHMARKS
 
 
 def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
-    import peers_measure
-    import term_weights
+    from benchmarks import peers_measure
+    from benchmarks import term_weights
 
     from tt_zoo.modeling.term_weights import TermWeightModel
     from tt_zoo.serving.term_weight_export import export_term_weight_model

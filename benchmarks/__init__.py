@@ -1,0 +1,54 @@
+"""The benchmarks: each script measures one thing and writes its results/ files (OUTPUT.md the
+report, OUTPUT.json the numbers). Run from the repository root as ``python -m benchmarks.NAME``
+(``--help`` lists a script's flags); the scripts import one another as ``from benchmarks import
+NAME``. results/README.md says which docs page reads each results file.
+
+Scripts (results/ file written by default):
+
+- batch_signal: learning curves with clustered batches, BM25 hard negatives, GradCache, larger
+  batches (batch_signal.{md,json}, batch_signal_{bert,bow}.png)
+- beam_encode: `tt-zoo index-corpus` on Beam's DirectRunner against plain encoding; float16 / int8
+  storage recall (beam_encode)
+- bm25_reqa: BM25 on ReQA-SQuAD(dev) by text field, stemmer and stopwords (prints the table;
+  --json-out FILE)
+- bm25_speed: BM25 search speed, tt_zoo's BM25Retriever against bm25s's retrieve (bm25_speed)
+- checkpoints: all-MiniLM-L6-v2 imported, distilled, trained on two QA tasks, beside BM25
+  (checkpoints; checkpoints_* with --output)
+- docs_tables: rewrites README.md's shipped-models table and results/README.md (--check: exit 1 when
+  stale)
+- encode_throughput: document encoding throughput by encode setting (encode_throughput; encode_speed
+  with --output)
+- finetune_hard_negatives: ReQA fine-tuning with and without one BM25 hard negative
+  (finetune_hard_negatives)
+- fusion: BM25 fused with the single-vector flagships, RRF and convex (fusion; fusion_* with
+  --output)
+- grad_cache_memory: peak memory and step time with and without GradCache (grad_cache_memory, with
+  --output)
+- index_recall: recall through the default ScaNN index against exact search, by corpus size
+  (index_recall, index_recall_open_domain)
+- late_interaction: a ColBERT model beside BM25 and the single-vector flagships (late_interaction;
+  late_interaction_* with --output)
+- make_pairs: single-machine against Beam pair generation, same input and seed (prints; exit 1 when
+  they differ)
+- multi_task: Maillard et al. 2021's multi-task experiments at this scale (multi_task.{md,json,png})
+- odqa: open-domain QA answer recall of BM25 and the shipped models (odqa)
+- open_domain: open-domain ReQA, the paper's Table 6 on this data (open_domain)
+- peers: tt_zoo beside PyTorch, sentence-transformers and FAISS (performance); its sections are
+  peers_train, peers_encode, peers_search, peers_minilm, measured by the rules of peers_measure,
+  with peer_torch_worker the PyTorch side in its own process
+- pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
+- pretrain_tasks: the pretraining-task grid (pretrain_tasks.{md,json,png}); pretrain_tasks_eval
+  scores one cell, pretrain_tasks_report writes the report
+- qgen_samples: sample questions of the offline question generator, its yield and speed
+  (qgen_samples.md)
+- scann_vs_brute_force: ScaNN against exact search over the same embeddings (prints; --json FILE);
+  open_domain and peers_search use its functions
+- term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
+  --output)
+- train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,
+  train_step_xla, with --output)
+
+Shared modules: arguments (the flags and paths every script shares: --output, --model,
+--data-dir, --squad, the data folder), text_rows (the run, rows and report of fusion,
+term_weights, late_interaction and checkpoints).
+"""

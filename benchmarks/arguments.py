@@ -1,0 +1,66 @@
+"""The flags and paths the benchmark scripts share, each defined once: the parser built from a
+script's docstring, --output, --model, --data-dir and --squad, and where the shared data is
+(tt_zoo's own default: $TT_ZOO_DATA, else ../shared/data beside the clone,
+`tt_zoo.cli.common.default_data_dir`).
+
+A script keeps its flags' names, defaults and help; what differs between scripts (a default,
+one model or several, a help line) is an argument of the function that adds the flag.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+from typing import Any, Optional
+
+from tt_zoo.cli.common import SQUAD_DEV, default_data_dir
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+RESULTS = REPO / "results"
+
+
+def data_dir() -> pathlib.Path:
+    """The shared data folder: $TT_ZOO_DATA, else ../shared/data beside the clone."""
+    return default_data_dir()
+
+
+def squad_path(data: Optional[pathlib.Path] = None) -> pathlib.Path:
+    """SQuAD v1.1 dev under the data folder (`data`, default `data_dir()`)."""
+    return (data if data is not None else data_dir()) / SQUAD_DEV
+
+
+def parser(doc: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """A benchmark's parser: its docstring's first line the description, the rest the epilog."""
+    lines = doc.splitlines()
+    return argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[2:]),
+                                   formatter_class=argparse.RawDescriptionHelpFormatter,
+                                   **kwargs)
+
+
+def add_output(p, default: Any = None, help: Optional[str] = None, type=pathlib.Path) -> None:
+    """--output: where the script writes (a path, or a stem when `type` is str)."""
+    p.add_argument("--output", type=type, default=default, help=help)
+
+
+def add_model(p, default: Any = None, *, repeat: bool = False, required: bool = False,
+              help: Optional[str] = None) -> None:
+    """--model: a registered name or an export directory; with `repeat`, one per use (a list)."""
+    if help is None:
+        help = "a registered zoo name or an export directory" + (" (repeatable)" if repeat else "")
+    p.add_argument("--model", action="append" if repeat else "store", default=default,
+                   required=required, metavar="NAME_OR_PATH", help=help)
+
+
+def add_data_dir(p, default: Any = "shared",
+                 help: str = "the shared data (default: $TT_ZOO_DATA, ../shared/data)") -> None:
+    """--data-dir: the shared data folder (default `data_dir()`)."""
+    p.add_argument("--data-dir", type=pathlib.Path,
+                   default=data_dir() if default == "shared" else default, help=help)
+
+
+def add_squad(p, default: Any = "shared", type=pathlib.Path,
+              help: str = "SQuAD v1.1 dev JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)"
+              ) -> None:
+    """--squad: the SQuAD v1.1 file ReQA is built from (default `squad_path()`)."""
+    p.add_argument("--squad", type=type, help=help,
+                   default=type(squad_path()) if default == "shared" else default)
