@@ -10,9 +10,10 @@ import pytest
 
 from helpers import tiny_colbert, tiny_vocab
 from tt_zoo import cli
-from tt_zoo.cli import multitask, multitask_tasks
+from tt_zoo.cli import multitask
 from tt_zoo.data.tasks import Document, Task, TaskExample
 from tt_zoo.serving.model_card import ModelCard, MultiTaskRun, TaskRecord
+from tt_zoo.training import multi_task_tasks
 
 TINY_MODEL = ["--init", "none", "--num-layers", "1", "--hidden-size", "16",
               "--num-attention-heads", "2", "--inner-dim", "32", "--embedding-dim", "8",
@@ -124,6 +125,36 @@ def test_trains_two_task_files_exports_the_tasks_and_the_markers(task_files, tmp
 
 BOW_MODEL = ["--init", "none", "--encoder", "bow_mlp", "--embedding-dim", "8",
              "--query-length", "16", "--document-length", "24"]
+
+
+def test_the_library_entry_point_runs_a_config_without_the_command(task_files, tmp_path):
+    """`tt_zoo.training.multitask(config)` as a notebook calls it: the typed run config the
+    command builds, no flags, logs to a callable; a setting it cannot run raises
+    `MultitaskError` (the command exits with it), never SystemExit."""
+    from tt_zoo.training import MultitaskError
+    from tt_zoo.training import multitask as run_multitask
+
+    a, b, vocab = task_files
+    config = multitask.MultitaskConfig.from_dict({
+        "model": {"init": "none", "encoder": "bow_mlp", "embedding_dim": 8, "vocab": str(vocab)},
+        "lengths": {"query_length": 16, "document_length": 24},
+        "tasks": {"task": [f"jsonl:{a}", f"jsonl:{b}:self_supervised"], "markers": True},
+        "training": {"steps": 2, "batch_size": 4, "learning_rate": 0.05},
+        "output": {"workdir": str(tmp_path / "work"), "no_progress": True}})
+    logs = []
+    record = run_multitask(config, log=logs.append)
+    assert record["name"] == "none_8_multitask" and record["train"]["steps_done"] == 2
+    assert record["task_classes"] == {"a": "qa", "b": "self_supervised"}
+    assert record["markers"] == {"qa": "ttzootaskqa", "self_supervised": "ttzootaskselfsupervised"}
+    assert record[multitask.RUN_CONFIG_KEY] == config.to_dict() and record["export"] is None
+    assert json.loads((tmp_path / "work" / "summary.json").read_text())["tasks"] == record["tasks"]
+    assert any(line.startswith("Task markers:") for line in logs), logs
+
+    # A named task reads the shared data folder, which a library call must name.
+    named = multitask.MultitaskConfig.from_dict({"model": {"init": "none"},
+                                                 "tasks": {"task": ["reqa"]}})
+    with pytest.raises(MultitaskError, match="data_dir: the named tasks"):
+        run_multitask(named)
 
 
 @pytest.mark.parametrize("init", ["export", "none"])
@@ -329,17 +360,17 @@ def test_an_export_folder_of_other_files_is_refused_before_training(task_files, 
 
 
 def test_task_specs_and_names():
-    assert multitask_tasks.parse_task_spec("reqa") == multitask_tasks.TaskSpec("reqa", "reqa", "reqa")
-    spec = multitask_tasks.parse_task_spec("pairs:runs/pairs/ict_128/:500")
+    assert multi_task_tasks.parse_task_spec("reqa") == multi_task_tasks.TaskSpec("reqa", "reqa", "reqa")
+    spec = multi_task_tasks.parse_task_spec("pairs:runs/pairs/ict_128/:500")
     assert (spec.kind, spec.name, spec.path, spec.max_pairs, spec.task_class) == (
         "pairs", "ict_128", "runs/pairs/ict_128/", 500, "self_supervised")
-    spec = multitask_tasks.parse_task_spec("jsonl:data/fever.jsonl.gz:fact_checking")
+    spec = multi_task_tasks.parse_task_spec("jsonl:data/fever.jsonl.gz:fact_checking")
     assert (spec.name, spec.path, spec.task_class) == (
         "fever", "data/fever.jsonl.gz", "fact_checking")
-    assert multitask_tasks.parse_task_spec("jsonl:x/nq.jsonl").task_class == "qa"
-    assert multitask_tasks.parse_task_spec("lexical") == multitask_tasks.TaskSpec(
+    assert multi_task_tasks.parse_task_spec("jsonl:x/nq.jsonl").task_class == "qa"
+    assert multi_task_tasks.parse_task_spec("lexical") == multi_task_tasks.TaskSpec(
         "lexical", "lexical", "lexical", num_queries=100_000)
-    spec = multitask_tasks.parse_task_spec("lexical:5000")
+    spec = multi_task_tasks.parse_task_spec("lexical:5000")
     assert (spec.kind, spec.name, spec.num_queries, spec.task_class) == (
         "lexical", "lexical", 5000, "qa")
 
@@ -374,13 +405,13 @@ def test_a_built_task_is_cached_by_its_key(tmp_path):
                     stats={"questions": 3})
 
     logs = []
-    first = multitask_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
-    again = multitask_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
+    first = multi_task_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
+    again = multi_task_tasks.cached_task(tmp_path, "wq", {"v": 1}, build, logs.append)
     assert len(built) == 1 and again == first  # read back: examples, class, source, stats
-    other = multitask_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
+    other = multi_task_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
     assert len(built) == 2 and other == first and "building it anew" in logs[-2]
     (tmp_path / "wq.jsonl").write_text("")  # a damaged file is built again
-    multitask_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
+    multi_task_tasks.cached_task(tmp_path, "wq", {"v": 2}, build, logs.append)
     assert len(built) == 3
 
 

@@ -187,8 +187,10 @@ def test_weights_survive_export_and_load(tmp_path):
 def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path, monkeypatch):
     data_file("wikispeedia")
     from tt_zoo.cli import multitask
+    from tt_zoo.cli.common import default_data_dir
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel
     from tt_zoo.retrieval import odqa
+    from tt_zoo.training.multitask_run import MultitaskError, weigh_query_tokens
 
     tiny = odqa.Collection(["x#0", "y#0"], ["the river", "a city"], ["the river flows", "the city"])
     monkeypatch.setattr(odqa, "passage_collection", lambda *a, **k: tiny)
@@ -197,7 +199,7 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
     config = multitask.parse_args(["--init", "none", "--task", f"jsonl:{task}",
                                    "--query-idf", "2", "--query-mask-weight", "0.5"])
     model = tiny_colbert()
-    multitask.weigh_query_tokens(config, model)
+    weigh_query_tokens(config, model, default_data_dir())
     assert isinstance(model, LateInteractionModel)
     assert model.query_token_weights["alpha"] == 2.0 and \
         model.query_token_weights["documents"] == 2
@@ -205,9 +207,9 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
     np.testing.assert_allclose(table[VOCAB.index("river")], math.log(2.0) ** 2, rtol=1e-6)
     assert table[model.query_preprocessor.mask_id] == 0.5
     single = tt_zoo.load("bow_mlp_ict_bfs_wlp_512").keras_model
-    with pytest.raises(SystemExit, match="--query-idf weighs the query tokens of a "
-                                         "late-interaction"):
-        multitask.weigh_query_tokens(config, single)
+    with pytest.raises(MultitaskError, match="--query-idf weighs the query tokens of a "
+                                             "late-interaction"):
+        weigh_query_tokens(config, single, default_data_dir())
 
 
 @pytest.mark.parametrize("flags, message", [

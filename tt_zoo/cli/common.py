@@ -288,6 +288,36 @@ class SequenceLengthArguments:
 
 
 @dataclasses.dataclass(frozen=True)
+class InitModelArguments:
+    """The model to train: a zoo name or an export, or towers at their random initialisation
+    (--init none: the paper's "no pretraining" rows), shaped by the flags below. (The fields of
+    `tt_zoo.cli.finetune.ModelArguments`; tt-zoo multitask's group adds to them.)"""
+
+    model: Optional[str] = option(
+        None, "a registered model name or an export directory (tt_zoo.load)",
+        metavar="NAME_OR_PATH")
+    init: Optional[str] = option(
+        None, "'none': build an untrained model here (no pretraining)", choices=("none",))
+    encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
+                          choices=("bert", "bow_mlp"))
+    size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
+    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)",
+                                       number=numbers.count(high=48))
+    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)",
+                                        number=numbers.count(high=8192))
+    num_attention_heads: Optional[int] = option(
+        None, "explicit BERT attention heads (overrides --size)", number=numbers.count(high=128))
+    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)",
+                                      number=numbers.count(high=32768))
+    embedding_dim: int = option(512, "output dimension of both towers of --init none",
+                                number=numbers.count(high=8192))
+    vocab: Optional[str] = option(
+        None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
+              "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
+    name: Optional[str] = option(None, "model name written to the export's metadata")
+
+
+@dataclasses.dataclass(frozen=True)
 class PairArguments:
     """Training pairs written by tt-zoo make-pairs, tokenized once and cached."""
 

@@ -70,24 +70,6 @@ def parse_args(argv=None):
     return args
 
 
-def format_table(results: dict, ks) -> str:
-    """One row a retriever, a column group a question set: answerable count, then R@k."""
-    sets = list(next(iter(results.values())).keys())
-    width = max(12, max(map(len, results)))
-    head = f"{'retriever':<{width}}" + "".join(f" | {s} (n)" + "".join(
-        f" {'R@' + str(k):>6}" for k in ks) for s in sets)
-    lines = [head, "-" * len(head)]
-    for name, per_set in results.items():
-        cells = []
-        for s in sets:
-            r = per_set[s]
-            pad = max(0, len(f"{s} (n)") - len(f"({r['answerable']})"))  # align under "SET (n)"
-            cells.append(f" | {'':<{pad}}({r['answerable']})"
-                         + "".join(f" {100 * r.get(f'R@{k}', 0):>6.1f}" for k in ks))
-        lines.append(f"{name:<{width}}" + "".join(cells))
-    return "\n".join(lines)
-
-
 def run(args) -> dict:
     try:
         question_sets = [odqa.load_question_set(q, args.data) for q in args.questions]
@@ -124,7 +106,7 @@ def run(args) -> dict:
         results[model.name] = benchmark.score_model(model, path, args.ks,
                                                     progress=not args.no_progress)
         seconds[model.name] = round(time.perf_counter() - t, 1)
-    print(format_table(results, args.ks))
+    print(odqa.format_table(results, args.ks))
     out = {"benchmark": described, "ks": list(args.ks), "results": results, "seconds": seconds}
     if args.json_out:
         from tt_zoo.atomic_io import write_json  # noqa: PLC0415

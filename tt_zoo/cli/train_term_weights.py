@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 from typing import Optional, Tuple
 
-from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
+from tt_zoo.atomic_io import check_replaceable
 from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import PairArguments, TrainOutputArguments
+from tt_zoo.cli.common import PairArguments, TrainOutputArguments, default_data_dir
 from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
 
 COMMAND = "train-term-weights"
@@ -116,32 +115,6 @@ def parse_args(argv=None) -> TermWeightConfig:
     return TermWeightConfig.from_namespace(TermWeightConfig.parse(parser, argv))
 
 
-def load_init(name_or_path):
-    """The `TermWeightModel` that training starts from, and what the card records about its
-    start (a `tt_zoo.serving.model_card.Origin`): a term-weight export as it is, or a new head
-    on a two-tower export's document encoder."""
-    import tt_zoo  # noqa: PLC0415
-    from tt_zoo.modeling.kinds import TERM_WEIGHTS  # noqa: PLC0415
-    from tt_zoo.modeling.term_weights import TermWeightModel  # noqa: PLC0415
-    from tt_zoo.serving.model_card import ModelCard, Origin  # noqa: PLC0415
-    from tt_zoo.serving.term_weight_export import is_term_weight_export  # noqa: PLC0415
-    from tt_zoo.zoo.loading import find_artifact  # noqa: PLC0415
-
-    path, spec = find_artifact(name_or_path)
-    if (spec.kind == TERM_WEIGHTS) if spec else is_term_weight_export(path):
-        model = tt_zoo.load_term_weighter(name_or_path).model
-        card = ModelCard.from_dict(model.export_metadata)
-        copied = "the whole term-weight model (encoder and head): training continues"
-    else:
-        source = tt_zoo.load(name_or_path)
-        model, card = TermWeightModel.from_two_tower(source.keras_model), source.card
-        copied = "the document tower's BERT encoder (the head starts fresh)"
-    return model, Origin(
-        source=str(name_or_path), name=card.name, sha256=card.provenance.sha256,
-        pretraining=card.training.pretraining, train_steps=card.training.train_steps,
-        copied=copied)
-
-
 def check_settings(config: TermWeightConfig) -> None:
     """Exits naming the first setting that cannot train, or an --export that may not be
     replaced (before training, so a run never ends in a refused write)."""
@@ -163,152 +136,28 @@ def check_settings(config: TermWeightConfig) -> None:
         sys.exit(f"--export: {e}")
 
 
-def load_labelled_tasks(args: LabelledTaskArguments, workdir: str, progress: bool):
-    """The tasks of --task, built (and cached) as `tt-zoo multitask` builds them, and the names
-    of the tasks read without titles (--untitled); exits naming a --task or --untitled value
-    that cannot be read."""
-    import pathlib  # noqa: PLC0415
-
-    from tt_zoo.cli.multitask_tasks import (Sources, SpecError, load_task,  # noqa: PLC0415
-                                            parse_task_specs)
-
-    try:
-        specs = parse_task_specs(args.task)
-    except SpecError as e:
-        sys.exit(str(e))
-    for spec in specs:
-        if spec.kind == "pairs":
-            sys.exit(f"--task {spec.spec!r}: pretraining pairs are read with --pairs DIR "
-                     "(--max-pairs N)")
-    names = [s.name for s in specs]
-    for name in args.untitled:
-        if name not in names:
-            sys.exit(f"--untitled {name!r}: no task of that name (the tasks: "
-                     f"{', '.join(names) or 'none'})")
-    sources = Sources(specs, args, progress)
-    cache = pathlib.Path(args.task_cache or os.path.join(workdir, "tasks"))
-    tasks = [load_task(spec, sources, cache, command=COMMAND) for spec in specs]
-    return tasks, frozenset(args.untitled)
-
-
-def term_weight_metadata(config: TermWeightConfig, name: str, init, trained: dict,
-                         terms, tasks, untitled, command: str, summary_path: str) -> dict:
-    """The run's record (train_summary.json, and the export's metadata: a
-    `tt_zoo.serving.model_card.ModelCard`), the whole config under `RUN_CONFIG_KEY`; `init`:
-    `load_init`'s record; `trained`: `train_term_weights`' report; `tasks`, `untitled`:
-    `load_labelled_tasks`'. A rerun of a finished run keeps the first run's final loss."""
-    from tt_zoo.data.pairs_io import read_manifest  # noqa: PLC0415
-    from tt_zoo.retrieval.term_weighting import COMBINE  # noqa: PLC0415
-    from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Lineage,  # noqa: PLC0415
-                                           ModelCard, MultiTaskRun, PairSet, TaskRecord,
-                                           TermWeighting)
-
-    data, training = config.data, config.training
-    card = ModelCard.from_dict(trained)  # the steps, and what training measured
-    card.name, card.license = name, WEIGHTS_LICENSE
-    card.lineage = Lineage(init=init)
-    run = card.training
-    sources = []
-    if data.pairs:
-        manifest = read_manifest(data.pairs, verify="none")
-        sources.append(f"pairs from {data.pairs}")
-        run.pairs = PairSet(num_pairs=manifest["num_records"], max_pairs=data.max_pairs,
-                            make_pairs_config=manifest.get("config", {}))
-    if tasks:
-        sources.append("the questions of " + ", ".join(
-            f"{t.name} ({len(t):,}{', untitled' if t.name in untitled else ''})"
-            for t in tasks))
-        total = sum(len(t) for t in tasks)
-        run.multi_task = MultiTaskRun(tasks=[TaskRecord(
-            name=t.name, task_class=t.task_class, examples=len(t), weight=len(t) / total,
-            knowledge_source=t.knowledge_source or None, validation=list(t.validation),
-            stats=dict(t.stats)) for t in tasks])
-    run.training_data = "; ".join(sources)
-    run.batch_size, run.learning_rate = training.batch_size, training.learning_rate
-    run.warmup_fraction, run.seed = training.warmup_fraction, training.seed
-    run.command, run.run_config = command, config.to_dict()
-    card.term_weighting = TermWeighting(
-        targets="1 if the word's BM25 term occurs in the pair's query (a task's question), "
-                "else 0; stop words 0 (HDCT's content-based weak supervision with query "
-                "terms; DeepCT's relevant queries for tasks)",
-        term_space=terms.settings(),
-        weighting={"word_weight": "first piece", "term_weight": "max over occurrences",
-                   "windows": COMBINE})
-    if card.result.final_loss is None and os.path.exists(summary_path):
-        import json  # noqa: PLC0415
-        with open(summary_path, encoding="utf-8") as f:  # a rerun of a finished run
-            card.result.final_loss = ModelCard.from_dict(json.load(f)).result.final_loss
-    return card.to_dict()
-
-
 def main(argv=None):
     return run(parse_args(argv), recorded_command(COMMAND, argv))
 
 
 def run(config: TermWeightConfig, command: str) -> int:
-    """Trains (resuming from WORKDIR) and exports the term-weight model of `config`;
-    `command` is the command line the metadata records."""
+    """Checks `config` (`check_settings`), then trains (resuming from WORKDIR) and exports its
+    term-weight model (`tt_zoo.training.term_weight_run.train_term_weighter`) over the data
+    folder (`default_data_dir`); exits with its error in one line. `command` is the command line
+    the metadata records."""
     check_settings(config)
-    data, training, output = config.data, config.training, config.output
-    name = config.model.name or os.path.basename(os.path.normpath(output.export))
-    workdir = output.workdir or os.path.join("runs", "term_weights", name)
+    from tt_zoo.training.multi_task_tasks import TaskFileError  # noqa: PLC0415
+    from tt_zoo.training.term_weight_run import (TermWeightRunError,  # noqa: PLC0415
+                                                 train_term_weighter)
 
-    from tt_zoo.data.terms import TermSpace  # noqa: PLC0415 (TensorFlow after argparse)
-    from tt_zoo.errors import TtZooError  # noqa: PLC0415
-    from tt_zoo.serving.term_weight_export import export_term_weight_model  # noqa: PLC0415
-    from tt_zoo.training import loop  # noqa: PLC0415
-    from tt_zoo.training.term_weights import (cached_term_weight_arrays,  # noqa: PLC0415
-                                              train_term_weights)
-
-    loop.enable_checkpointable_randomness(training.seed)
     try:
-        model, init = load_init(config.model.init_from)
-    except (TtZooError, KeyError, FileNotFoundError, TypeError) as e:
-        sys.exit(f"--init-from {config.model.init_from}: {e}")
-    tasks, untitled = load_labelled_tasks(config.tasks, workdir, not output.no_progress)
-    terms = TermSpace()
-    try:
-        arrays = cached_term_weight_arrays(model, data.pairs, terms, data.token_cache or None,
-                                           max_pairs=data.max_pairs, tasks=tasks,
-                                           untitled=untitled)
-    except TtZooError as e:
-        sys.exit(f"--pairs {data.pairs}: {e}")
-    num_pairs = len(arrays["input_word_ids"])
-    if training.batch_size > num_pairs:
-        sys.exit(f"--batch-size {training.batch_size} exceeds the {num_pairs} pairs")
-    pairs = data.pairs and (data.pairs if is_remote(data.pairs) else os.path.abspath(data.pairs))
-    task_settings = {k: list(v) if isinstance(v, tuple) else v  # as the checkpoint's JSON
-                     for k, v in dataclasses.asdict(config.tasks).items()
-                     if k != "task_cache"}  # where tasks are kept, not what they are
-    settings = {"kind": "term_weights", "pairs": pairs, "max_pairs": data.max_pairs,
-                **({"tasks": task_settings} if tasks else {}),
-                "init_sha256": init.sha256, "steps": training.steps,
-                "batch_size": training.batch_size, "learning_rate": training.learning_rate,
-                "warmup_fraction": training.warmup_fraction, "seed": training.seed,
-                "terms": terms.settings(), "model": model.artifact_config()["config"]["tower"]}
-    print(f"{name}: term weights on {num_pairs:,} pairs (documents with a query), "
-          f"{training.steps} steps "
-          f"x batch {training.batch_size}, from {config.model.init_from}")
-    try:
-        trained = train_term_weights(
-            model, arrays, steps=training.steps, batch_size=training.batch_size,
-            learning_rate=training.learning_rate, warmup_fraction=training.warmup_fraction,
-            workdir=workdir, checkpoint_every=output.checkpoint_every, seed=training.seed,
-            settings=settings, progress=not output.no_progress)
-    except TtZooError as e:  # settings that differ from the checkpoint's
+        train_term_weighter(config, command=command, data_dir=default_data_dir())
+    except TaskFileError as e:
+        sys.exit(f"tt-zoo {COMMAND}: {e}")
+    except TermWeightRunError as e:
         sys.exit(str(e))
-    print(f"trained to step {trained['train_steps']} (resumed from {trained['resumed_from']}) "
-          f"in {trained['train_wall_time_s']:.0f} s ({trained['train_steps_per_s_last_100']} "
-          f"steps/s over the last 100); {trained['train_cpu_seconds']:.0f} CPU s in all runs; "
-          f"final loss {trained['final_loss']}")
-
-    summary_path = os.path.join(workdir, "train_summary.json")
-    metadata = term_weight_metadata(config, name, init, trained, terms, tasks, untitled,
-                                    command, summary_path)
-    write_json(summary_path, metadata, indent=2)
-    meta = export_term_weight_model(model, output.export, metadata)
-    print(f"exported to {output.export} (sha256 {meta['sha256']})")
     return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -440,6 +440,25 @@ def card_tables(per_set: Dict[str, dict], num_passages: int) -> Dict[str, Dict[s
             for name, recall in per_set.items()}
 
 
+def format_table(results: dict, ks) -> str:
+    """Answer recall as a text table (`tt-zoo odqa`'s, `tt-zoo multitask --eval`'s): one row a
+    retriever, a column group a question set: answerable count, then R@k (in %)."""
+    sets = list(next(iter(results.values())).keys())
+    width = max(12, max(map(len, results)))
+    head = f"{'retriever':<{width}}" + "".join(f" | {s} (n)" + "".join(
+        f" {'R@' + str(k):>6}" for k in ks) for s in sets)
+    lines = [head, "-" * len(head)]
+    for name, per_set in results.items():
+        cells = []
+        for s in sets:
+            r = per_set[s]
+            pad = max(0, len(f"{s} (n)") - len(f"({r['answerable']})"))  # align under "SET (n)"
+            cells.append(f" | {'':<{pad}}({r['answerable']})"
+                         + "".join(f" {100 * r.get(f'R@{k}', 0):>6.1f}" for k in ks))
+        lines.append(f"{name:<{width}}" + "".join(cells))
+    return "\n".join(lines)
+
+
 # -- searchers and the whole benchmark --------------------------------------------------------
 
 def bm25_searcher(collection: Collection):

@@ -1,25 +1,26 @@
-"""The tasks of `tt-zoo multitask` (Maillard et al. 2021, Sec. 3-4): reading a --task value
-(`parse_task_spec`), building the named tasks from what ``$TT_ZOO_DATA`` holds (`Sources`,
+"""The tasks of a multi-task run (Maillard et al. 2021, Sec. 3-4): reading a task spec
+(`parse_task_spec`; ``tt-zoo multitask --task``) and the per-task settings (`task_plan`,
+`class_overrides`), building the named tasks from the shared data folder (`Sources`,
 `build_named_task`: WebQuestions / CuratedTREC over Wikispeedia's 100-word passages, a ReQA
 cold-start split), reading pair sets and task files (`load_task`), caching built tasks keyed by
 their inputs (`cached_task`) and re-mining their confounders with a trained model (`remine`,
-Sec. 4.4). The command itself (flags, training, card) is `tt_zoo.cli.multitask`.
+Sec. 4.4). The run itself (model, training, card) is `tt_zoo.training.multitask_run`; the
+command's flags are `tt-zoo multitask`'s and `tt-zoo train-term-weights`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import pathlib
 import re
-import sys
 import time
-from typing import List, Optional
+from typing import Dict, List, Optional
 
-from tt_zoo.cli.common import default_data_dir, default_squad_path
+from tt_zoo.errors import TtZooError
 
-COMMAND = "multitask"
 WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
            "curatedtrec": ("curatedtrec-train", ())}  # task -> (question set, validated on)
 NAMED_TASKS = (*WIKI_QA, "reqa", "lexical")
@@ -27,6 +28,8 @@ LEXICAL_QUERIES = 100_000  # queries of the lexical task unless its spec says (l
 PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
 TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
 ODQA_CACHE = os.path.join("runs", "odqa_cache")
+# SQuAD v1.1 dev in the data folder (the reqa task's source; `tt_zoo.cli.common.SQUAD_DEV`).
+SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
 _TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
 SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "
               "jsonl:PATH[:CLASS]")
@@ -48,6 +51,11 @@ class TaskSpec:
 class SpecError(ValueError):
     """A --task, --weight, --few-shot or --task-class value that cannot be read; the message
     says why."""
+
+
+class TaskFileError(TtZooError):
+    """A task file (--task jsonl:PATH) that cannot be read; the message names the --task value,
+    the file and the line."""
 
 
 def task_file_name(path: str) -> str:
@@ -105,6 +113,78 @@ def parse_task_specs(values) -> List[TaskSpec]:
     return specs
 
 
+def parse_assignments(values, flag: str, names, convert, expected: str) -> Dict[str, object]:
+    """{task name: value} of NAME=VALUE flags; raises `SpecError` naming the flag and value
+    for a malformed one, a name that is no --task's, or a name given twice."""
+    out = {}
+    for value in values:
+        name, eq, text = value.partition("=")
+        if not eq or not name:
+            raise SpecError(f"{flag} {value!r}: expected NAME={expected}")
+        if name not in names:
+            raise SpecError(f"{flag} {value!r}: no task named {name!r} (the tasks given with "
+                            f"--task: {', '.join(names)})")
+        if name in out:
+            raise SpecError(f"{flag} {value!r}: task {name!r} is given twice")
+        try:
+            out[name] = convert(text)
+        except ValueError:
+            raise SpecError(f"{flag} {value!r}: expected NAME={expected}") from None
+    return out
+
+
+def _weight(text: str) -> float:
+    w = float(text)
+    if not math.isfinite(w) or w <= 0:
+        raise ValueError(text)
+    return w
+
+
+def _count(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise ValueError(text)
+    return n
+
+
+def task_plan(tasks):
+    """(the `TaskSpec`s, {name: weight}, {name: few-shot N}) of a run's task settings (`tasks`:
+    ``task``, ``weight`` and ``few_shot``, as ``tt-zoo multitask``'s flags give them); raises
+    `SpecError` naming the flag and value of the first bad one."""
+    specs = parse_task_specs(tasks.task)
+    names = [s.name for s in specs]
+    weights = parse_assignments(tasks.weight, "--weight", names, _weight,
+                                "W, W a positive number")
+    few_shot = parse_assignments(tasks.few_shot, "--few-shot", names, _count,
+                                 "N, N a positive number of examples")
+    return specs, weights, few_shot
+
+
+def class_overrides(tasks, specs: List[TaskSpec]) -> Dict[str, str]:
+    """{task name: class} of the ``task_class`` settings (--task-class NAME=CLASS,
+    `tt_zoo.data.tasks.check_task_class`); raises `SpecError` naming the flag and value of a
+    bad one."""
+    from tt_zoo.data.tasks import check_task_class  # noqa: PLC0415 (numpy only)
+
+    return parse_assignments(tasks.task_class, "--task-class", [s.name for s in specs],
+                             check_task_class, "CLASS, CLASS a lower-case word such as qa or "
+                                               "sentence_qa")
+
+
+def needed_files(spec: TaskSpec, data_dir) -> List[pathlib.Path]:
+    """The files of the data folder a named task is built from (none for a pair set or a task
+    file), so that a run can refuse a missing one before it starts."""
+    data = pathlib.Path(data_dir)
+    if spec.kind in WIKI_QA:
+        from tt_zoo.retrieval.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
+        return [data / "odqa" / NAMED_SETS[WIKI_QA[spec.kind][0]], data / "wikispeedia"]
+    if spec.kind == "reqa":
+        return [data / SQUAD_DEV]
+    if spec.kind == "lexical":
+        return [data / "wikispeedia"]
+    return []
+
+
 # -- building them --------------------------------------------------------------------------------
 
 class Sources:
@@ -112,10 +192,14 @@ class Sources:
     with the answer rows of the QA training sets (`odqa.Benchmark`, answers cached in
     runs/odqa_cache), their BM25 index, ReQA-SQuAD(dev) and its split."""
 
-    def __init__(self, specs: List[TaskSpec], tasks, progress: bool, log=print):
-        """`tasks`: the command's `tt_zoo.cli.multitask.TaskArguments` (split seed, ReQA
-        training fraction)."""
-        self.data = default_data_dir()
+    def __init__(self, specs: List[TaskSpec], tasks, progress: bool, log=print, *,
+                 data_dir):
+        """`tasks`: the run's task settings (``split_seed``, ``reqa_train_fraction``: a
+        ``tt-zoo multitask`` or ``train-term-weights`` config's group); `data_dir`: the shared
+        data folder (``$TT_ZOO_DATA``), which the named tasks are built from (None: pair sets
+        and task files only)."""
+        self.data = None if data_dir is None else pathlib.Path(data_dir)
+        self.squad = None if data_dir is None else str(self.data / SQUAD_DEV)
         self.wiki_sets = [WIKI_QA[s.kind][0] for s in specs if s.kind in WIKI_QA]
         self.tasks, self.progress, self.log = tasks, progress, log
         self._benchmark = self._bm25 = self._reqa = None
@@ -153,7 +237,7 @@ class Sources:
         if self._reqa is None:
             from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415
 
-            reqa = reqa_lib.build_reqa(default_squad_path())
+            reqa = reqa_lib.build_reqa(self.squad)
             fraction, seed = self.tasks.reqa_train_fraction, self.tasks.split_seed
             split = reqa_lib.make_splits(reqa, fraction, seed=seed)
             self._reqa = reqa, split, f"ReQA-SQuAD(dev) {fraction:g} cold-start split, seed {seed}"
@@ -185,7 +269,7 @@ def task_key(spec: TaskSpec, sources: Sources) -> dict:
     elif spec.kind == "lexical":
         key.update(queries=spec.num_queries, articles=_articles_key(sources.data / "wikispeedia"))
     else:
-        key.update(squad=_file_key(default_squad_path()),
+        key.update(squad=_file_key(sources.squad),
                    train_fraction=sources.tasks.reqa_train_fraction)
     return key
 
@@ -253,10 +337,9 @@ def _wikispeedia_passages(collection) -> str:
             f"{len(collection):,} passages")
 
 
-def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print,
-              command: str = COMMAND):
-    """The task of one --task; a malformed task file exits naming the command, flag, file and
-    line."""
+def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
+    """The task of one --task; a malformed task file raises `TaskFileError` naming the flag,
+    file and line."""
     from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
     from tt_zoo.retrieval import task_sources  # noqa: PLC0415
 
@@ -264,7 +347,7 @@ def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print,
         try:
             task = read_task_jsonl(spec.path, name=spec.name, task_class=spec.task_class)
         except TaskFormatError as e:
-            sys.exit(f"tt-zoo {command}: --task {spec.spec!r}: {e}")
+            raise TaskFileError(f"--task {spec.spec!r}: {e}") from None
         log(f"Task {spec.name}: {len(task):,} examples of class {spec.task_class} from "
             f"{spec.path}")
         return task
