@@ -1,4 +1,4 @@
-"""Typed run configs (tt_zoo.cli.run_config): flags -> config, a JSON file -> config, flags over
+"""Typed run configs (tt_zoo.training.run_config): flags -> config, a JSON file -> config, flags over
 the file, bad files refused naming the file and the key, and the whole config recorded in a tiny
 pretrain run's summary and export."""
 
@@ -12,7 +12,8 @@ from helpers import load_recipe, tiny_vocab
 # The tiny pair set and vocabulary, and the randomness pretraining sets up (reset afterwards).
 from test_grad_cache import checkpointable_randomness, pair_dir  # noqa: F401 (fixtures)
 from tt_zoo.cli import common
-from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
+from tt_zoo.training import pretrain_run
+from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
 
 pretrain = load_recipe("pretrain")
 finetune = load_recipe("finetune")
@@ -68,7 +69,7 @@ def test_shared_groups_are_defined_once():
                  "--export", "--no-progress"):
         a, b = actions(pretrain, name), actions(term_weights, name)
         assert (a.help, a.default) == (b.help.replace(" (required)", ""), b.default), name
-    assert issubclass(pretrain.NegativeArguments, common.HardNegativeArguments)
+    assert issubclass(pretrain_run.NegativeArguments, common.HardNegativeArguments)
     assert finetune.FinetuneConfig.groups()["negatives"] is common.HardNegativeArguments
 
 

@@ -20,7 +20,8 @@ import random
 import sys
 import time
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_model, load_reqa,
                                progress_bar)
 
