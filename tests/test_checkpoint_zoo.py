@@ -164,7 +164,7 @@ def test_pretrain_builds_the_imported_variant_and_warm_starts_from_it():
     """`tt-zoo pretrain --variant minilm_l6_384 --init-from minilm_l6_384`: the variant is the
     checkpoint's own architecture and vocabulary (not --vocab's), and the warm start fits."""
     _installed()
-    from tt_zoo.cli.pretrain import init_from
+    from tt_zoo.training.pretrain_run import init_from
     from tt_zoo.zoo.build import build_untrained
     from tt_zoo.zoo.registry import get_spec
 

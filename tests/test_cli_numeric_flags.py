@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tt_zoo.cli import COMMANDS, build_parser
-from tt_zoo.cli.numbers import Number
+from tt_zoo.numbers import Number
 
 VALUES = ("nan", "inf", "-1", "0", "1e300", str(10**30))
 
@@ -88,9 +88,10 @@ def test_zero_is_a_value_not_a_default():
     """A 0 the range allows reaches the run as 0: the schedule keeps --steps 0 and
     --warmup-fraction 0, never the recipe's."""
     from tt_zoo.cli import pretrain
+    from tt_zoo.training.pretrain_run import resolve_schedule
     from tt_zoo.zoo import registry
     spec = registry.get_spec("ict_bfs_wlp_128")
     config = pretrain.parse_args(["--variant", spec.name, "--steps", "0",
                                   "--warmup-fraction", "0", "--batch-size", "3"])
-    schedule = pretrain.resolve_schedule(spec, config.training)
+    schedule = resolve_schedule(spec, config.training)
     assert (schedule.steps, schedule.warmup_fraction, schedule.batch_size) == (0, 0.0, 3)

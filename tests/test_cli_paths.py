@@ -11,7 +11,7 @@ import pytest
 
 from tt_zoo import cli
 from tt_zoo.cli import common
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.retrieval import reqa as reqa_lib, tables
 
 from conftest import REPO_ROOT
 
@@ -163,7 +163,7 @@ LONG = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512 (brute_force)"
 def test_score_table_is_as_wide_as_its_longest_name():
     rows = {LONG: {"R@1": 0.3, "R@10": 0.6, "R@100": 0.85},
             "BM25": {"R@1": 0.674, "R@10": 0.904, "R@100": 0.976}}
-    head, long_row, bm25_row = common.format_scores(rows, ("R@1", "R@10", "R@100")).splitlines()
+    head, long_row, bm25_row = tables.format_scores(rows, ("R@1", "R@10", "R@100")).splitlines()
     assert long_row.startswith(LONG + " ") and bm25_row.startswith("BM25 ")
     assert len({len(head), len(long_row), len(bm25_row)}) == 1
     assert bm25_row.split() == ["BM25", "67.4", "90.4", "97.6"]
@@ -171,11 +171,11 @@ def test_score_table_is_as_wide_as_its_longest_name():
 
 
 def test_table3_columns_are_as_wide_as_their_entries():
-    metrics = dict.fromkeys(common.COLUMNS, 0.5)
+    metrics = dict.fromkeys(tables.COLUMNS, 0.5)
     rows = [{"encoder": "bert-tiny", "pretraining": "ict_bfs_wlp_crop_span_qgen",
              "search": "exact", **metrics},
             {"encoder": "a" * 40, "pretraining": "-", "search": "ScaNN", **metrics}]
-    head, rule, *lines = common.format_table(rows).splitlines()
+    head, rule, *lines = tables.format_table(rows).splitlines()
     assert "ict_bfs_wlp_crop_span_qgen " in lines[0] and lines[1].startswith("a" * 40 + " ")
     assert len({len(head), len(rule), *map(len, lines)}) == 1
     # The first number ends under the end of "R@1".

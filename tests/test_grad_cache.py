@@ -260,9 +260,10 @@ def test_cli_refuses_a_chunk_that_does_not_divide_the_batch(pair_dir, checkpoint
     with pytest.raises(SystemExit, match="without XLA"):
         recipe.main(pretrain_args(root, vocab, "--grad-cache-chunk", "4", "--jit-compile", "yes"))
     # Off (the default): not in the run settings, so checkpoints from before the flag resume.
+    from tt_zoo.training.pretrain_run import run_settings
     model = tiny_model("bow_mlp")
-    off, on = (recipe.run_settings(model, recipe.parse_args(pretrain_args(root, vocab, *extra)),
-                                   8, 1e-4, 0.1, 1)
+    off, on = (run_settings(model, recipe.parse_args(pretrain_args(root, vocab, *extra)),
+                            8, 1e-4, 0.1, 1)
                for extra in ((), ("--grad-cache-chunk", "4")))
     assert "grad_cache_chunk" not in off and on["grad_cache_chunk"] == 4
     assert {k: v for k, v in on.items() if k != "grad_cache_chunk"} == off

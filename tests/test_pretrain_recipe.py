@@ -139,15 +139,16 @@ def test_unknown_variant_and_missing_pairs_are_clear(inputs):
 
 def test_command_line_overrides_the_registry_options():
     from helpers import load_recipe
+    from tt_zoo.training.pretrain_run import model_options
     from tt_zoo.zoo import registry
     recipe = load_recipe("pretrain")
     spec = registry.get_spec("bow_mlp_ict_bfs_wlp_512")
-    assert recipe.model_options(spec, recipe.parse_args(["--variant", spec.name])) == spec.options
-    paper = recipe.model_options(spec, recipe.parse_args([
+    assert model_options(spec, recipe.parse_args(["--variant", spec.name])) == spec.options
+    paper = model_options(spec, recipe.parse_args([
         "--variant", spec.name, "--pooling", "cls", "--share-towers", "no", "--normalize", "no",
         "--temperature", "0", "--bow-output-activation", "tanh"]))
     assert paper == registry.PAPER
-    linear = recipe.model_options(registry.get_spec("bert_base_ict_512"), recipe.parse_args(
+    linear = model_options(registry.get_spec("bert_base_ict_512"), recipe.parse_args(
         ["--variant", "bert_base_ict_512", "--bow-output-activation", "linear",
          "--temperature", "0.1"]))
     assert linear.bow_output_activation is None and linear.temperature == 0.1

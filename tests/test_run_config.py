@@ -1,4 +1,4 @@
-"""Typed run configs (tt_zoo.cli.run_config): flags -> config, a JSON file -> config, flags over
+"""Typed run configs (tt_zoo.training.run_config): flags -> config, a JSON file -> config, flags over
 the file, bad files refused naming the file and the key, and the whole config recorded in a tiny
 pretrain run's summary and export."""
 
@@ -11,8 +11,8 @@ import pytest
 from helpers import load_recipe, tiny_vocab
 # The tiny pair set and vocabulary, and the randomness pretraining sets up (reset afterwards).
 from test_grad_cache import checkpointable_randomness, pair_dir  # noqa: F401 (fixtures)
-from tt_zoo.cli import common
-from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
+from tt_zoo.training import pretrain_run, run_config
+from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
 
 pretrain = load_recipe("pretrain")
 finetune = load_recipe("finetune")
@@ -43,7 +43,7 @@ def test_flags_fill_the_typed_groups():
     assert config.model.variant == "ict_bfs_wlp_128" and config.model.pooling == "cls"
     assert config.training.steps == 5 and config.training.learning_rate == 1e-3
     assert config.training.batch_size is None  # the registry's, resolved when the run starts
-    assert config.lengths == common.SequenceLengthArguments(query_length=16)
+    assert config.lengths == run_config.SequenceLengthArguments(query_length=16)
     assert config.negatives.hard_negatives == 2 and config.clustering.cluster_every == 4
     assert config.evaluation.eval_every == 2
     assert config.output.workdir == "w" and config.output.no_progress
@@ -68,8 +68,8 @@ def test_shared_groups_are_defined_once():
                  "--export", "--no-progress"):
         a, b = actions(pretrain, name), actions(term_weights, name)
         assert (a.help, a.default) == (b.help.replace(" (required)", ""), b.default), name
-    assert issubclass(pretrain.NegativeArguments, common.HardNegativeArguments)
-    assert finetune.FinetuneConfig.groups()["negatives"] is common.HardNegativeArguments
+    assert issubclass(pretrain_run.NegativeArguments, run_config.HardNegativeArguments)
+    assert finetune.FinetuneConfig.groups()["negatives"] is run_config.HardNegativeArguments
 
 
 # ------------------------------------------------------------------ JSON file -> config
@@ -186,8 +186,8 @@ def test_a_config_field_must_be_a_scalar_and_in_one_group():
 
     @dataclasses.dataclass(frozen=True)
     class Twice(RunConfig):
-        a: common.SequenceLengthArguments
-        b: common.SequenceLengthArguments
+        a: run_config.SequenceLengthArguments
+        b: run_config.SequenceLengthArguments
 
     with pytest.raises(TypeError, match="'query_length' is in groups 'a' and 'b'"):
         Twice.settings()

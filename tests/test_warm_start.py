@@ -7,7 +7,7 @@ from helpers import tiny_model
 
 
 def test_init_from_copies_the_exports_weights(exported):
-    from tt_zoo.cli.pretrain import init_from
+    from tt_zoo.training.pretrain_run import init_from
 
     import tensorflow as tf
     tf.keras.utils.set_random_seed(1)  # a different initialisation than the export's
@@ -22,9 +22,10 @@ def test_init_from_copies_the_exports_weights(exported):
 
 
 def test_init_from_refuses_another_architecture(exported):
-    from tt_zoo.cli.pretrain import init_from
+    from tt_zoo.training.pretrain_run import init_from
 
     other = tiny_model(encoder="bow_mlp")
     other.build_by_calling()
-    with pytest.raises(SystemExit, match="do not match"):
+    from tt_zoo.training import RunError
+    with pytest.raises(RunError, match="do not match"):
         init_from(other, exported.path)

@@ -1,7 +1,8 @@
 """What several commands share: where the data and the vocabulary are by default, ReQA
-loading (one clear error when SQuAD cannot be had), the score tables (Chang et al. 2020,
-Table 3's columns), and the run-config groups of more than one training command (hard
-negatives, token budgets, pairs, checkpoints and export: `tt_zoo.cli.run_config`).
+loading (one clear error when SQuAD cannot be had). The score tables (Chang et al. 2020, Table
+3's columns) live in `tt_zoo.retrieval.tables`, the run-config groups of more than one training
+run (hard negatives, token budgets, pairs, checkpoints and export) in
+`tt_zoo.training.run_config`; both are named here too.
 
 Default paths never point inside an installed package: the data folder is ``$TT_ZOO_DATA``,
 else ``../shared/data`` beside the git clone tt_zoo runs from, else ``$TT_ZOO_HOME/data`` (the
@@ -11,22 +12,18 @@ which file, and which flag or variable sets it.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pathlib
 import socket
 import sys
 import urllib.parse
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
-from tt_zoo.cli import numbers
-from tt_zoo.cli.parsing import NO_PROGRESS_HELP, exit_missing
-from tt_zoo.cli.run_config import option
+from tt_zoo.cli.parsing import exit_missing
 from tt_zoo.errors import TtZooError
 from tt_zoo.zoo import download
 from tt_zoo.zoo.registry import SAVED_MODELS_DIR
 
-COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 # The model `tt-zoo demo` and `tt-zoo search` use unless told otherwise (the README's).
 FLAGSHIP = "ict_bfs_wlp_512"
 DATA_ENV = "TT_ZOO_DATA"
@@ -134,33 +131,6 @@ def load_reqa(path: Optional[str] = None, flag: Optional[str] = "--squad"):
             f"{type(e).__name__}{': ' + first if first else ''}. {todo}") from e
 
 
-def format_scores(rows: Mapping[str, Mapping[str, float]], columns: Sequence[str],
-                  label: str = "") -> str:
-    """``name -> {column: fraction}`` as a text table in %, the name column as wide as the
-    longest name."""
-    width = max([len(label)] + [len(name) for name in rows])
-    widths = [max(6, len(c)) for c in columns]
-    lines = [f"{label:<{width}}" + "".join(f" {c:>{w}}" for c, w in zip(columns, widths))]
-    for name, metrics in rows.items():
-        lines.append(f"{name:<{width}}" + "".join(f" {100 * metrics[c]:>{w}.1f}"
-                                                  for c, w in zip(columns, widths)))
-    return "\n".join(lines)
-
-
-def format_table(rows) -> str:
-    """Rows of {encoder, pretraining, search, R@k..., MRR} as Table 3's text table (in %),
-    each text column as wide as its longest entry."""
-    keys = ("encoder", "pretraining", "search")
-    widths = {k: max([len(k)] + [len(str(r[k])) for r in rows]) for k in keys}
-    head = " ".join(f"{k:<{widths[k]}}" for k in keys) + " " + " ".join(
-        f"{c:>6}" for c in COLUMNS)
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        lines.append(" ".join(f"{str(r[k]):<{widths[k]}}" for k in keys) + " "
-                     + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
-    return "\n".join(lines)
-
-
 def load_model(name_or_path: str, command: str):
     """`tt_zoo.load(name_or_path)`, or exit with its error in one message naming the command
     (an unknown name with close matches, weights not shipped with the command that trains
@@ -255,90 +225,3 @@ def progress_bar(no_progress: bool):
     --no-progress: off, or None (their default: a bar when a call runs more than a few
     batches)."""
     return False if no_progress else None
-
-
-# ------------------------------------------------------------------ shared run-config groups
-# Each is one argument group of `tt_zoo.cli.run_config.RunConfig` configs; a command subclasses
-# one to add its own fields (pretrain's --hard-negatives-dir).
-
-@dataclasses.dataclass(frozen=True)
-class HardNegativeArguments:
-    """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives)."""
-
-    hard_negatives: int = option(
-        0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
-           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H",
-        number=numbers.count(low=0, high=1000))
-    hard_negatives_depth: Optional[int] = option(
-        None, "BM25 results searched per query when mining (default "
-              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
-
-
-@dataclasses.dataclass(frozen=True)
-class SequenceLengthArguments:
-    """Token budgets of the towers (Chang et al. 2020, Sec. 5.1: query 64, document 288)."""
-
-    query_length: Optional[int] = option(
-        None, "query token budget (default: the model's own: the registry's for a variant, an "
-              "export's for a loaded model; paper: 64)", number=numbers.TOKEN_BUDGET)
-    document_length: Optional[int] = option(
-        None, "document token budget (default: the model's own: the registry's for a variant, "
-              "an export's for a loaded model; paper: 288)", number=numbers.TOKEN_BUDGET)
-
-
-@dataclasses.dataclass(frozen=True)
-class InitModelArguments:
-    """The model to train: a zoo name or an export, or towers at their random initialisation
-    (--init none: the paper's "no pretraining" rows), shaped by the flags below. (The fields of
-    `tt_zoo.cli.finetune.ModelArguments`; tt-zoo multitask's group adds to them.)"""
-
-    model: Optional[str] = option(
-        None, "a registered model name or an export directory (tt_zoo.load)",
-        metavar="NAME_OR_PATH")
-    init: Optional[str] = option(
-        None, "'none': build an untrained model here (no pretraining)", choices=("none",))
-    encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
-                          choices=("bert", "bow_mlp"))
-    size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
-    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)",
-                                       number=numbers.count(high=48))
-    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)",
-                                        number=numbers.count(high=8192))
-    num_attention_heads: Optional[int] = option(
-        None, "explicit BERT attention heads (overrides --size)", number=numbers.count(high=128))
-    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)",
-                                      number=numbers.count(high=32768))
-    embedding_dim: int = option(512, "output dimension of both towers of --init none",
-                                number=numbers.count(high=8192))
-    vocab: Optional[str] = option(
-        None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
-              "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    name: Optional[str] = option(None, "model name written to the export's metadata")
-
-
-@dataclasses.dataclass(frozen=True)
-class PairArguments:
-    """Training pairs written by tt-zoo make-pairs, tokenized once and cached."""
-
-    pairs: Optional[str] = option(None, "a pair directory written by tt-zoo make-pairs")
-    max_pairs: Optional[int] = option(None, "train on the first N pairs of --pairs only",
-                                      number=numbers.count())
-    token_cache: str = option(
-        os.path.join("runs", "token_cache"),
-        "where the pairs, tokenized once (train-term-weights: the documents and their targets), "
-        "are kept for later runs ('': nowhere)")
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainOutputArguments:
-    """Checkpoints (a killed or finished run resumes), logs and the export."""
-
-    export: Optional[str] = option(None, "export directory for the trained model")
-    workdir: Optional[str] = option(
-        None, "checkpoints, logs and train_summary.json (default: runs/pretrain/VARIANT; "
-              "train-term-weights: runs/term_weights/NAME)")
-    checkpoint_every: int = option(
-        100, "steps between checkpoints (a killed run resumes from the last)",
-        number=numbers.count())
-    no_progress: bool = option(False, NO_PROGRESS_HELP)

@@ -20,9 +20,10 @@ import random
 import sys
 import time
 
-from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import (FLAGSHIP, MissingDataError, format_scores, load_model, load_reqa,
-                               progress_bar)
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import FLAGSHIP, MissingDataError, load_model, load_reqa, progress_bar
+from tt_zoo.retrieval.tables import format_scores
 
 
 # The best shipped retriever that encodes ReQA's candidates in seconds, and the paper's flagship.

@@ -14,7 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import check_new_file, load_model, progress_bar
 from tt_zoo.data.text_files import TextFileError, read_texts
 

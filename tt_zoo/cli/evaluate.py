@@ -17,8 +17,10 @@ import pathlib
 import sys
 import time
 
-from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import COLUMNS, MissingDataError, format_table, load_reqa
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import MissingDataError, load_reqa
+from tt_zoo.retrieval.tables import COLUMNS, format_table
 
 BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
 

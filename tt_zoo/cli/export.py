@@ -29,7 +29,8 @@ import os
 import pathlib
 import sys
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, default_vocab_path,
                                load_reqa, progress_bar, weigh_colbert_queries)
 from tt_zoo.data.text_files import TextFileError, read_texts

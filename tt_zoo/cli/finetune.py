@@ -17,120 +17,19 @@ Examples:
 export records them under "run_config", `FinetuneConfig`); flags given with it override it.
 """
 
+# The run itself is the library's `tt_zoo.training.finetune` (`tt_zoo.training.finetune_run`);
+# this command parses and checks the flags and calls it.
+
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import pathlib
 import sys
-import time
-from typing import Optional
 
-from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import (COLUMNS, HardNegativeArguments, SequenceLengthArguments,
-                               check_init_vocab, check_model_export_target,
-                               default_squad_path, format_table)
-from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelArguments:
-    """The model to fine-tune: a zoo name or an export, or towers at their random
-    initialisation (--init none: the paper's "no pretraining" rows)."""
-
-    model: Optional[str] = option(
-        None, "a registered model name or an export directory (tt_zoo.load)",
-        metavar="NAME_OR_PATH")
-    init: Optional[str] = option(
-        None, "'none': build an untrained model here (no pretraining)", choices=("none",))
-    encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
-                          choices=("bert", "bow_mlp"))
-    size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
-    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)",
-                                       number=numbers.count(high=48))
-    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)",
-                                        number=numbers.count(high=8192))
-    num_attention_heads: Optional[int] = option(
-        None, "explicit BERT attention heads (overrides --size)", number=numbers.count(high=128))
-    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)",
-                                      number=numbers.count(high=32768))
-    embedding_dim: int = option(512, "output dimension of both towers of --init none",
-                                number=numbers.count(high=8192))
-    vocab: Optional[str] = option(
-        None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
-              "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    name: Optional[str] = option(None, "model name written to the export's metadata")
-
-
-@dataclasses.dataclass(frozen=True)
-class DataArguments:
-    """ReQA-SQuAD and its cold-start split (Chang et al. 2020, Sec. 5: 1%/5%/80% of the
-    questions for training, 10% of them held out for validation)."""
-
-    squad: Optional[str] = option(
-        None, "SQuAD-format JSON (default: $TT_ZOO_DATA/squad/dev-v1.1.json)")
-    train_fraction: Optional[float] = option(
-        None, "make a cold-start split with this training fraction (0.01, 0.05, 0.8)",
-        number=numbers.SPLIT_FRACTION)
-    seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init",
-                       number=numbers.SEED)
-    split_file: Optional[str] = option(
-        None, "load a split written by tt_zoo.retrieval.reqa.save_split")
-    split_out: Optional[str] = option(None, "save the split made here (JSON)")
-    limit_questions: Optional[int] = option(
-        None, "keep a random, seeded subset of N questions (all candidates stay)",
-        number=numbers.count())
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingArguments:
-    """Fine-tuning with early stopping (paper: 2,000 steps, batch 512, Adam lr 5e-5)."""
-
-    steps: int = option(2000, "optimizer steps at most", number=numbers.count())
-    batch_size: int = option(512, "training questions a step (clamped to the training part)",
-                             number=numbers.count())
-    learning_rate: float = option(5e-5, "Adam learning rate", number=numbers.LEARNING_RATE)
-    eval_every: Optional[int] = option(None, "steps between validation checks",
-                                       number=numbers.count())
-    patience: int = option(5, "validation checks without improvement before stopping",
-                           number=numbers.count())
-    min_delta: float = option(
-        0.0, "smallest change of the validation value that counts as improvement",
-        number=numbers.non_negative(1e6))
-    validation_metric: str = option(
-        "loss", "what early stopping watches on the validation part",
-        choices=("loss", "R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))
-    log_dir: Optional[str] = option(None, "write the fine-tuning log (CSV, JSON) here")
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputArguments:
-    """The fine-tuned export, the evaluation and the JSON record."""
-
-    output: Optional[str] = option(
-        None, "export the fine-tuned model (SavedModel) to this directory")
-    eval: bool = option(False, "evaluate on the split's test questions, with BM25 beside it")
-    json_out: Optional[str] = option(
-        None, "write settings, fine-tuning history and table as JSON")
-    # --quiet: the old spelling, kept for the command lines that used it
-    # (benchmarks/finetune_hard_negatives.py).
-    no_progress: bool = option(False, parsing.NO_PROGRESS_HELP, hidden_aliases=("--quiet",))
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuneConfig(RunConfig):
-    """Every setting of a `tt-zoo finetune` run; recorded whole in its export and --json-out
-    (`RUN_CONFIG_KEY`)."""
-
-    model: ModelArguments
-    lengths: SequenceLengthArguments
-    data: DataArguments
-    training: TrainingArguments
-    negatives: HardNegativeArguments
-    output: OutputArguments
-
-    ONE_OF = (("model", "init"),)
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import check_init_vocab, check_model_export_target, default_squad_path
+from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -163,162 +62,6 @@ def parse_args(argv=None) -> FinetuneConfig:
     return FinetuneConfig.from_namespace(args)
 
 
-def limit_questions(reqa, n: int, seed: int):
-    """A ReQA with a random, seeded subset of n questions (in their original order) and all the
-    candidates."""
-    import numpy as np
-    from tt_zoo.retrieval import reqa as reqa_lib
-
-    if n >= len(reqa.questions):
-        return reqa
-    keep = np.sort(np.random.default_rng(seed).choice(len(reqa.questions), n, replace=False))
-    return reqa_lib.ReQA([reqa.questions[i] for i in keep], reqa.candidates, reqa.report,
-                         source=f"{reqa.source} ({n} random questions, seed {seed})")
-
-
-def build_untrained(given: ModelArguments, lengths: SequenceLengthArguments, seed: int):
-    """The "no pretraining" model: towers at their random initialisation (seeded), with the
-    paper's choices ([CLS], separate towers; `tt_zoo.zoo.registry.PAPER`). (tt-zoo multitask
-    builds its --init none model here too.)"""
-    import tensorflow as tf
-    from tt_zoo.zoo import build, registry
-
-    tf.keras.utils.set_random_seed(seed)
-    shape = {k: getattr(given, k) for k in ("num_layers", "hidden_size", "num_attention_heads",
-                                            "inner_dim") if getattr(given, k) is not None}
-    bert = given.encoder == "bert"
-    spec = registry.ModelSpec(name=given.name or f"none_{given.embedding_dim}",
-                              encoder=given.encoder, tower_size=given.size if bert else None,
-                              embedding_dim=given.embedding_dim, pretraining="none",
-                              options=registry.PAPER)
-    model = build.build_untrained(spec, given.vocab,
-                                  query_length=lengths.query_length,
-                                  document_length=lengths.document_length,
-                                  tower_shape=shape if bert else None)
-    model.build_by_calling()
-    size = given.size if not shape else (
-        f"L{model.query_tower.shape_.num_layers}/H{model.query_tower.shape_.hidden_size}")
-    info = {"name": spec.name, "encoder": given.encoder,
-            "tower_size": size if bert else None, "pretraining": "none",
-            "vocabulary": str(given.vocab)}
-    return model, info
-
-
-def load_pretrained(name_or_path: str, lengths: SequenceLengthArguments,
-                    name: Optional[str] = None):
-    """(the loaded zoo model, its Keras model at `lengths`, what the card says of it; named
-    `name`, else the loaded model's name + _reqa)."""
-    import tt_zoo
-    from tt_zoo.modeling.models import with_sequence_lengths
-
-    zoo_model = tt_zoo.load(name_or_path)
-    model = with_sequence_lengths(zoo_model.keras_model, lengths.query_length,
-                                  lengths.document_length)
-    zoo_model.keras_model = model
-    spec, arch = zoo_model.spec, zoo_model.card.architecture
-    info = {"name": name or f"{zoo_model.name}_reqa",
-            "encoder": spec.encoder if spec else (arch.encoder or "?"),
-            "tower_size": spec.tower_size if spec else arch.tower_size,
-            "pretraining": zoo_model.pretraining, "base_model": str(name_or_path)}
-    return zoo_model, model, info
-
-
-def reqa_and_split(data: DataArguments):
-    """ReQA of --squad (or its --limit-questions subset) and the split: --split-file's, or a
-    new cold-start split (saved to --split-out); with the split's description and training
-    fraction."""
-    from tt_zoo.retrieval import reqa as reqa_lib
-
-    reqa = reqa_lib.build_reqa(data.squad)
-    if data.limit_questions:
-        reqa = limit_questions(reqa, data.limit_questions, data.seed)
-    print(reqa.summary())
-    if data.split_file:
-        split, where = reqa_lib.load_split(data.split_file), f"split file {data.split_file}"
-        reqa.questions_for(split.train + split.validation + split.test)  # ids must exist here
-    else:
-        split = reqa_lib.make_splits(reqa, data.train_fraction, seed=data.seed)
-        where = f"{data.train_fraction:g} cold-start split, seed {data.seed}"
-        if data.split_out:
-            reqa_lib.save_split(split, data.split_out)
-            print(f"Wrote the split to {data.split_out}")
-    fraction = split.meta.get("train_fraction", data.train_fraction)
-    print(f"Split ({where}): {len(split.train):,} training, {len(split.validation):,} "
-          f"validation, {len(split.test):,} test questions.")
-    return reqa, split, where, fraction
-
-
-def model_to_finetune(config: FinetuneConfig):
-    """(the zoo model or None for --init none, its Keras model, what the card says of it)."""
-    if config.model.init == "none":
-        zoo_model, (model, info) = None, build_untrained(config.model, config.lengths,
-                                                         config.data.seed)
-    else:
-        zoo_model, model, info = load_pretrained(config.model.model, config.lengths,
-                                                 config.model.name)
-    return zoo_model, model, with_sizes(model, info)
-
-
-def with_sizes(model, info: dict) -> dict:
-    """`info` with the model's embedding dim, sequence lengths and parameter count (printed)."""
-    from tt_zoo.serving import export as export_lib
-
-    info.update(embedding_dim=model.embedding_dim,
-                query_length=model.query_preprocessor.seq_length,
-                document_length=model.document_preprocessor.seq_length,
-                parameters=export_lib.count_parameters(model))
-    print(f"Model: {info}")
-    return info
-
-
-def evaluate(model, info, reqa, split, where, fraction) -> list:
-    """Table 3's rows for the split's test questions: the model's, then BM25's."""
-    from tt_zoo.retrieval import bm25
-    from tt_zoo.retrieval import metrics as retrieval_metrics
-
-    t = time.perf_counter()
-    m = retrieval_metrics.evaluate_encoder(model, reqa, split.test)
-    base = {"encoder": f"{info['encoder']}-{info.get('tower_size')}"
-            if info.get("tower_size") else info["encoder"],
-            "pretraining": info["pretraining"], "train_fraction": fraction}
-    rows = [{**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS}, "details": m}]
-    b = bm25.evaluate_bm25(reqa, split.test)
-    rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
-                 "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
-    print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "
-          f"{len(reqa.candidates):,} candidates (evaluation {time.perf_counter() - t:.0f} s)")
-    print(format_table(rows))
-    return rows
-
-
-def export_finetuned(config: FinetuneConfig, zoo_model, model, info, training: dict, result,
-                     rows, where: str, training_data: str) -> None:
-    """Exports to --output with the card's fields (`where`: the split's description); the
-    export records the lineage itself (base model name, sha256, steps, date)."""
-    from tt_zoo.serving import export as export_lib
-    from tt_zoo.serving.model_card import FinetuneRun, ModelCard  # noqa: PLC0415
-
-    # `info` holds card fields (name, encoder, sizes) and the base model as given
-    # ("base_model", a name or path: the export's lineage names it with its sha256).
-    card = ModelCard.from_dict({k: v for k, v in info.items() if k != "base_model"})
-    run = card.training
-    run.training_data, run.run_config = training_data, config.to_dict()
-    run.train_steps, run.batch_size = result["steps_run"], result["batch_size"]
-    run.learning_rate = config.training.learning_rate
-    card.lineage.finetune = FinetuneRun.from_dict(training)
-    card.result.train_wall_time_s = round(result["seconds"], 1)
-    card.result.train_pairs_per_s = round(result["train_pairs_per_s"] or 0.0, 1)
-    if rows:
-        card.evaluation.metrics = {f"ReQA test questions, {where}":
-                                   {c: round(100 * rows[0][c], 2) for c in COLUMNS}}
-    metadata = card.to_dict()
-    if zoo_model is not None:
-        zoo_model.export(config.output.output, metadata)
-    else:
-        export_lib.export_saved_model(model, config.output.output, metadata)
-    print(f"Exported the fine-tuned model to {config.output.output}")
-
-
 def main(argv=None) -> dict:
     return run(parse_args(argv), sys.argv[1:] if argv is None else list(argv))
 
@@ -327,45 +70,8 @@ def run(config: FinetuneConfig, argv: list) -> dict:
     """Fine-tunes, evaluates (--eval) and exports (--output) as `config` says; returns (and
     writes to --json-out) the record of the run. `argv`: the command line, recorded."""
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    t_start = time.perf_counter()
-    from tt_zoo.training import finetuning
+    return finetune(config, argv)
 
-    reqa, split, where, fraction = reqa_and_split(config.data)
-    zoo_model, model, info = model_to_finetune(config)
-    train = config.training
-    result = finetuning.finetune(
-        model, reqa, split, steps=train.steps, batch_size=train.batch_size,
-        learning_rate=train.learning_rate, eval_every=train.eval_every, patience=train.patience,
-        min_delta=train.min_delta, validation_metric=train.validation_metric,
-        seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
-        hard_negatives=config.negatives.hard_negatives,
-        hard_negatives_depth=config.negatives.hard_negatives_depth)
-    rows = evaluate(model, info, reqa, split, where, fraction) if config.output.eval else []
-
-    training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",
-                                       "batch_size", "requested_batch_size", "learning_rate",
-                                       "seconds", "train_pairs_per_s")}
-    if "hard_negatives" in result:
-        training["hard_negatives"] = result["hard_negatives"]
-    if config.output.output:
-        export_finetuned(config, zoo_model, model, info, training, result, rows, where,
-                         f"ReQA {reqa.source}: training part of the {where} "
-                         f"({len(split.train)} questions)")
-
-    wall = time.perf_counter() - t_start
-    output = {"squad": reqa.source, "split": where, "train_fraction": fraction,
-              "seed": config.data.seed, "limit_questions": config.data.limit_questions,
-              "num_train": len(split.train), "num_validation": len(split.validation),
-              "num_questions": len(split.test), "num_candidates": len(reqa.candidates),
-              "model": info, "finetune": result, "rows": rows, "output": config.output.output,
-              "argv": argv, RUN_CONFIG_KEY: config.to_dict(), "wall_seconds": wall}
-    if config.output.json_out:
-        from tt_zoo.atomic_io import write_json
-        write_json(config.output.json_out, output)
-        print(f"Wrote {config.output.json_out}")
-    print(f"Wall time: {wall:.1f} s (fine-tuning {result['seconds']:.1f} s, "
-          f"{result['steps_run']} steps of {result['batch_size']})")
-    return output
 
 if __name__ == "__main__":
     main()

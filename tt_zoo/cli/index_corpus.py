@@ -24,7 +24,8 @@ import argparse
 import sys
 from typing import Optional, Tuple
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 
 # Repeated from tt_zoo.retrieval.embedding_storage (DTYPES, SCALES) and
 # tt_zoo.serving.corpus_index (DEFAULT_BATCH_SIZE) so that --help imports no Beam or TensorFlow

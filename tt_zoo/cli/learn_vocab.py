@@ -11,7 +11,8 @@ import random
 import sys
 import time
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -20,7 +20,8 @@ import sys
 import time
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.data import pretraining_tasks  # numpy only; pairs_io and pair_stats (TensorFlow) later
 from tt_zoo.data.articles import ReadReport
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 
 # tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH, repeated so that --help imports no bm25s (a test
 # checks that they agree).

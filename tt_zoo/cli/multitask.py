@@ -57,12 +57,14 @@ import os
 import sys
 from typing import Optional, Tuple
 
-from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import (InitModelArguments, SequenceLengthArguments,
-                               TrainOutputArguments, check_init_vocab, check_model_export_target,
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import (check_init_vocab, check_model_export_target,
                                check_query_weight_flags, default_data_dir)
-from tt_zoo.cli.run_config import RUN_CONFIG_KEY, RunConfig, option  # noqa: F401 (the record's key)
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
+from tt_zoo.training import initial_models
+from tt_zoo.training.run_config import (RUN_CONFIG_KEY, RunConfig,  # noqa: F401 (the record's key)
+                                        SequenceLengthArguments, TrainOutputArguments, option)
 from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, SPEC_FORMS, WIKI_QA, SpecError,
                                               class_overrides, needed_files, task_plan)
 
@@ -70,7 +72,7 @@ COMMAND = "multitask"
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelArguments(InitModelArguments):
+class ModelArguments(initial_models.ModelArguments):
     """The model to train: --init NAME_OR_PATH (a registered model or an export), or --init none
     (towers at their random initialisation, shaped by the flags below, as tt-zoo finetune)."""
 

@@ -19,7 +19,8 @@ import pathlib
 import sys
 import time
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir
 from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
+from tt_zoo.training.run_config import NO_PROGRESS_HELP
+
 PROG = "tt-zoo"
 
 
@@ -47,12 +49,10 @@ def command_parser(name: str, doc: str,
     return parser
 
 
-NO_PROGRESS_HELP = "no progress bars (log lines, where the command has them)"
-
-
 def add_no_progress(parser: argparse.ArgumentParser) -> None:
     """``--no-progress``, every command's one spelling for "no progress bars" (a run config's
-    ``no_progress`` field carries the same help: `tt_zoo.cli.common.TrainOutputArguments`)."""
+    ``no_progress`` field carries the same help:
+    `tt_zoo.training.run_config.TrainOutputArguments`)."""
     parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 

@@ -23,7 +23,8 @@ import json
 import sys
 from typing import List, Sequence
 
-from tt_zoo.cli import numbers, parsing
+from tt_zoo import numbers
+from tt_zoo.cli import parsing
 from tt_zoo.cli.common import FLAGSHIP, check_new_file, load_model, progress_bar
 from tt_zoo.data.text_files import TextFileError, Texts, read_texts
 

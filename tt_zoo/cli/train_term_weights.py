@@ -37,10 +37,12 @@ import dataclasses
 import sys
 from typing import Optional, Tuple
 
+from tt_zoo import numbers
 from tt_zoo.atomic_io import check_replaceable
-from tt_zoo.cli import numbers, parsing
-from tt_zoo.cli.common import PairArguments, TrainOutputArguments, default_data_dir
-from tt_zoo.cli.run_config import RunConfig, flag, option, recorded_command
+from tt_zoo.cli import parsing
+from tt_zoo.cli.common import default_data_dir
+from tt_zoo.training.run_config import (PairArguments, RunConfig, TrainOutputArguments, flag,
+                                        option, recorded_command)
 
 COMMAND = "train-term-weights"
 

@@ -38,7 +38,7 @@ from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, WIKI_QA, Sources, Task
                                               task_plan)
 
 COMMAND = "multitask"  # the command whose run this is (its recorded command line)
-# The record's key of the whole config (`tt_zoo.cli.run_config.RUN_CONFIG_KEY`).
+# The record's key of the whole config (`tt_zoo.training.run_config.RUN_CONFIG_KEY`).
 RUN_CONFIG_KEY = "run_config"
 
 

@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 from tt_zoo.atomic_io import write_text
-from tt_zoo.cli.common import COLUMNS
+from tt_zoo.retrieval.tables import COLUMNS
 from tt_zoo.cli.reproduce.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card, read_json
 from tt_zoo.cli.reproduce.report import collect, label
 from tt_zoo.serving.model_card import ModelCard

@@ -1,4 +1,4 @@
-"""Typed run configs of the training commands: flags, a JSON file, and the record in the artifact.
+"""Typed run configs of the training runs: flags, a JSON file, and the record in the artifact.
 
 A command's settings are a frozen dataclass of argument groups, each group a frozen dataclass
 whose fields are the command's flags, in the manner of tevatron's ``ModelArguments`` /
@@ -11,7 +11,7 @@ choices and help; from the fields come
   ``{"group": {"field": value}}``, any subset of it. Flags given on the command line override
   the file; an unknown group or field, a value of the wrong type or outside the choices is
   refused with a message naming the file and the key;
-- the range of a number (`tt_zoo.cli.numbers.Number`, a field's ``number``), checked on the
+- the range of a number (`tt_zoo.numbers.Number`, a field's ``number``), checked on the
   flag as it is parsed and on the file's value alike;
 - `RunConfig.to_dict`: the whole config, which the command records in its artifact's metadata
   under `RUN_CONFIG_KEY` and which ``--config`` reads back.
@@ -20,9 +20,12 @@ A field is a scalar (bool, int, float, str, or Optional of one) or ``Tuple[str, 
 repeatable flag (``--task a --task b``; a JSON list of strings in a ``--config`` file, which the
 flags, when given, replace rather than extend).
 
-Shared groups (hard negatives, token budgets, pairs, checkpoints) live in `tt_zoo.cli.common`;
-each command module defines its own config (`tt_zoo.cli.pretrain.PretrainConfig`, ...).
-Nothing here imports TensorFlow: ``--help`` stays quick.
+The groups that more than one run shares (hard negatives, token budgets, pairs, checkpoints) are
+here; each run defines its own config beside its library entry point
+(`tt_zoo.training.pretrain_run.PretrainConfig`, `tt_zoo.training.finetune_run.FinetuneConfig`,
+...), which the command (`tt_zoo.cli`) parses and the entry point runs. A run that cannot go on
+as configured raises `RunError`, whose message names the setting by its flag; the command prints
+it and exits. Nothing here imports TensorFlow: ``--help`` stays quick.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import argparse
 import dataclasses
 import difflib
 import json
+import os
 import shlex
 import sys
 import textwrap
@@ -38,20 +42,28 @@ import types
 import typing
 from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
 
-from tt_zoo.cli import parsing
-from tt_zoo.cli.numbers import Number
+from tt_zoo import numbers
 from tt_zoo.errors import TtZooError
+from tt_zoo.numbers import Number
 
 # The metadata key under which a command records its whole run config (train_summary.json,
 # metadata.json of the export, finetune's --json-out).
 RUN_CONFIG_KEY = "run_config"
 CONFIG_FLAG = "--config"
 _SCALARS = (bool, int, float, str)
+# Every command's help for "no progress bars" (`tt_zoo.cli.parsing.add_no_progress`).
+NO_PROGRESS_HELP = "no progress bars (log lines, where the command has them)"
 
 
 class RunConfigError(TtZooError):
     """A ``--config`` file that is not the command's run config; the message names the file and
     the key."""
+
+
+class RunError(TtZooError):
+    """A run that cannot start or go on as configured (a setting the variant cannot train with,
+    a missing input, resumed settings that differ, a non-finite loss); the message names the
+    setting by its flag, and the command exits with it."""
 
 
 def option(default: Any = None, help: str = "", *,  # noqa: A002 (argparse's word)
@@ -60,7 +72,7 @@ def option(default: Any = None, help: str = "", *,  # noqa: A002 (argparse's wor
     """A run-config field: the flag ``--x-y`` of field ``x_y``, with its default, help and
     choices. A ``bool`` field is a switch (``store_true``); `hidden_aliases` are older spellings
     that keep working and stay out of ``--help``. An int or float field names its range,
-    `number` (`tt_zoo.cli.numbers`): a flag without one is refused when the parser is built."""
+    `number` (`tt_zoo.numbers`): a flag without one is refused when the parser is built."""
     return dataclasses.field(default=default, metadata={
         "help": help, "choices": tuple(choices) if choices else None, "metavar": metavar,
         "hidden_aliases": tuple(hidden_aliases), "number": number})
@@ -187,7 +199,7 @@ class RunConfig:
             try:
                 values = cls.read_json(path)
             except RunConfigError as e:  # one line: the fix is in the file, not the syntax
-                parsing.exit_missing(parser, str(e))
+                parser.exit(2, f"{parser.prog}: error: {e}\n")  # tt_zoo.cli.parsing.exit_missing
             # A member of a ONE_OF given as a flag replaces the file's choice among them.
             for names in cls.ONE_OF:
                 if any(getattr(args, name) is not None for name in names):
@@ -299,7 +311,7 @@ def _number(setting: _Setting) -> Number:
     number = setting.field.metadata.get("number")
     if number is None or number.kind is not setting.kind:
         raise TypeError(f"run-config field {setting.field.name!r} ({setting.kind.__name__}) "
-                        f"needs option(number=tt_zoo.cli.numbers.Number({setting.kind.__name__}"
+                        f"needs option(number=tt_zoo.numbers.Number({setting.kind.__name__}"
                         ", ...)): every numeric flag is range-checked when parsed")
     return number
 
@@ -338,3 +350,60 @@ def _in_range(value, setting: _Setting, where: str):
         if problem:
             raise RunConfigError(f"{where} {problem}")
     return value
+
+
+# ------------------------------------------------------------------ shared run-config groups
+# Each is one argument group of `RunConfig` configs; a run subclasses one to add its own fields
+# (pretrain's --hard-negatives-dir).
+
+@dataclasses.dataclass(frozen=True)
+class HardNegativeArguments:
+    """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
+    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives)."""
+
+    hard_negatives: int = option(
+        0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
+           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H",
+        number=numbers.count(low=0, high=1000))
+    hard_negatives_depth: Optional[int] = option(
+        None, "BM25 results searched per query when mining (default "
+              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceLengthArguments:
+    """Token budgets of the towers (Chang et al. 2020, Sec. 5.1: query 64, document 288)."""
+
+    query_length: Optional[int] = option(
+        None, "query token budget (default: the model's own: the registry's for a variant, an "
+              "export's for a loaded model; paper: 64)", number=numbers.TOKEN_BUDGET)
+    document_length: Optional[int] = option(
+        None, "document token budget (default: the model's own: the registry's for a variant, "
+              "an export's for a loaded model; paper: 288)", number=numbers.TOKEN_BUDGET)
+
+
+@dataclasses.dataclass(frozen=True)
+class PairArguments:
+    """Training pairs written by tt-zoo make-pairs, tokenized once and cached."""
+
+    pairs: Optional[str] = option(None, "a pair directory written by tt-zoo make-pairs")
+    max_pairs: Optional[int] = option(None, "train on the first N pairs of --pairs only",
+                                      number=numbers.count())
+    token_cache: str = option(
+        os.path.join("runs", "token_cache"),
+        "where the pairs, tokenized once (train-term-weights: the documents and their targets), "
+        "are kept for later runs ('': nowhere)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOutputArguments:
+    """Checkpoints (a killed or finished run resumes), logs and the export."""
+
+    export: Optional[str] = option(None, "export directory for the trained model")
+    workdir: Optional[str] = option(
+        None, "checkpoints, logs and train_summary.json (default: runs/pretrain/VARIANT; "
+              "train-term-weights: runs/term_weights/NAME)")
+    checkpoint_every: int = option(
+        100, "steps between checkpoints (a killed run resumes from the last)",
+        number=numbers.count())
+    no_progress: bool = option(False, NO_PROGRESS_HELP)

@@ -1,0 +1,36 @@
+"""Score tables as text: Chang et al. 2020, Table 3's columns (R@1/5/10/50/100 and MRR, in %),
+as `tt-zoo finetune`, `tt-zoo evaluate` and `tt-zoo demo` print them. Nothing heavy is
+imported: a command's ``--help`` stays quick."""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
+
+
+def format_scores(rows: Mapping[str, Mapping[str, float]], columns: Sequence[str],
+                  label: str = "") -> str:
+    """``name -> {column: fraction}`` as a text table in %, the name column as wide as the
+    longest name."""
+    width = max([len(label)] + [len(name) for name in rows])
+    widths = [max(6, len(c)) for c in columns]
+    lines = [f"{label:<{width}}" + "".join(f" {c:>{w}}" for c, w in zip(columns, widths))]
+    for name, metrics in rows.items():
+        lines.append(f"{name:<{width}}" + "".join(f" {100 * metrics[c]:>{w}.1f}"
+                                                  for c, w in zip(columns, widths)))
+    return "\n".join(lines)
+
+
+def format_table(rows) -> str:
+    """Rows of {encoder, pretraining, search, R@k..., MRR} as Table 3's text table (in %),
+    each text column as wide as its longest entry."""
+    keys = ("encoder", "pretraining", "search")
+    widths = {k: max([len(k)] + [len(str(r[k])) for r in rows]) for k in keys}
+    head = " ".join(f"{k:<{widths[k]}}" for k in keys) + " " + " ".join(
+        f"{c:>6}" for c in COLUMNS)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lines.append(" ".join(f"{str(r[k]):<{widths[k]}}" for k in keys) + " "
+                     + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
+    return "\n".join(lines)
