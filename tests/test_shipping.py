@@ -382,3 +382,20 @@ def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, z
     texts = [f"{t} {p}" for t, p in zip(term_golden["titles"], term_golden["passages"])]
     rows = BM25Retriever(texts, weights=weights).search(term_golden["queries"], 1).rows
     assert rows.shape == (3, 1) and rows[0, 0] == 0  # "penicillin" is in the first only
+
+
+def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
+    """`_check_same_model`: a re-export keeps the weights (checked array by array), so results
+    measured on the export it replaced (its previous sha256) record; other weights do not."""
+    from tt_zoo.serving.model_card import ModelCard
+
+    measured = tmp_path / "measured"
+    measured.mkdir()
+    (measured / "metadata.json").write_text(json.dumps({"sha256": "a" * 64}))
+    card = ModelCard.from_dict({"name": "m", "sha256": "b" * 64, "reexported": [
+        {"previous_sha256": "a" * 64, "weights": "unchanged"}]})
+    shipping._check_same_model({"colbert": str(measured)}, card, "r.json", print)
+    other = ModelCard.from_dict({"name": "m", "sha256": "b" * 64, "reexported": [
+        {"previous_sha256": "c" * 64, "weights": "unchanged"}]})
+    with pytest.raises(TtZooError, match=r"measured .*\(sha256 aaaaaaaaaaaa…\), not these weights"):
+        shipping._check_same_model({"colbert": str(measured)}, other, "r.json", print)

@@ -481,7 +481,8 @@ def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
 
 def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
     """Refuses results measured on other weights than `card`'s (compared by sha256 when the
-    model the results name still resolves to an export)."""
+    model the results name still resolves to an export; the sha256 of an export that a
+    re-export replaced counts as these weights)."""
     named = next((settings[k] for k in _MODEL_SETTINGS if settings.get(k)), None)
     if named is None:
         return
@@ -494,10 +495,14 @@ def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
         if named in registry.REGISTRY:
             sha = registry.REGISTRY[named].sha256
     ours = card.provenance.sha256
+    # A re-export keeps the weights (checked array by array): results measured on the export it
+    # replaced are measured on these weights.
+    same_weights = {ours} | {note.previous_sha256 for note in card.provenance.reexported or []
+                             if note.weights == "unchanged"}
     if sha is None:
         log(f"warning: {where} measured {named!r}, which no longer resolves: recording it for "
             f"{card.name} unchecked")
-    elif sha != ours:
+    elif sha not in same_weights:
         raise TtZooError(f"{where} measured {named!r} (sha256 {sha[:12]}…), not these weights "
                          f"({card.name}, sha256 {str(ours)[:12]}…).")
 
