@@ -9,7 +9,7 @@ import pytest
 from conftest import data_file
 from tt_zoo.data.articles import Article, Section
 from tt_zoo.data.passages import word_passages
-from tt_zoo.retrieval import odqa
+from tt_zoo.evaluation import odqa
 from tt_zoo.retrieval.search import SearchResult
 
 

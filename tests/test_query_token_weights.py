@@ -188,7 +188,7 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
     data_file("wikispeedia")
     from tt_zoo.cli import multitask
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
 
     tiny = odqa.Collection(["x#0", "y#0"], ["the river", "a city"], ["the river flows", "the city"])
     monkeypatch.setattr(odqa, "passage_collection", lambda *a, **k: tiny)

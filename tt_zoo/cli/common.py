@@ -106,7 +106,7 @@ def load_reqa(path: Optional[str] = None, flag: Optional[str] = "--squad"):
       FileNotFoundError: `path` given and absent.
       MissingDataError: no file, and no SQuAD from Hugging Face.
     """
-    from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415 (after argparse)
+    from tt_zoo.evaluation import reqa as reqa_lib  # noqa: PLC0415 (after argparse)
 
     if path is not None:
         if not pathlib.Path(path).is_file():
@@ -264,7 +264,7 @@ def progress_bar(no_progress: bool):
 @dataclasses.dataclass(frozen=True)
 class HardNegativeArguments:
     """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives)."""
+    Maillard et al. 2021; tt_zoo.mining.hard_negatives)."""
 
     hard_negatives: int = option(
         0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
@@ -272,7 +272,7 @@ class HardNegativeArguments:
         number=numbers.count(low=0, high=1000))
     hard_negatives_depth: Optional[int] = option(
         None, "BM25 results searched per query when mining (default "
-              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
+              "tt_zoo.mining.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
 
 
 @dataclasses.dataclass(frozen=True)

@@ -54,7 +54,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics  # noqa: PLC0415
+    from tt_zoo.evaluation import metrics as retrieval_metrics  # noqa: PLC0415
 
     start = time.perf_counter()
     try:
@@ -82,7 +82,7 @@ def main(argv=None):
         trained_on_reqa = trained_on_reqa or seen
         scores[f"{name} ({args.backend}){' †' if seen else ''}"] = retrieval_metrics.evaluate(
             index.embedding_index, model.encode_queries(queries), gold)["exact"]
-    scores["BM25"] = bm25.evaluate_bm25(reqa)["exact"]
+    scores["BM25"] = retrieval_metrics.evaluate_bm25(reqa)["exact"]
     print(f"\nAll {len(queries):,} questions (* = the gold (sentence, passage) pair):")
     print(format_scores(scores, ("R@1", "R@10", "R@100")))
     if trained_on_reqa:

@@ -76,7 +76,7 @@ class DataArguments:
     seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init",
                        number=numbers.SEED)
     split_file: Optional[str] = option(
-        None, "load a split written by tt_zoo.retrieval.reqa.save_split")
+        None, "load a split written by tt_zoo.evaluation.reqa.save_split")
     split_out: Optional[str] = option(None, "save the split made here (JSON)")
     limit_questions: Optional[int] = option(
         None, "keep a random, seeded subset of N questions (all candidates stay)",
@@ -167,7 +167,7 @@ def limit_questions(reqa, n: int, seed: int):
     """A ReQA with a random, seeded subset of n questions (in their original order) and all the
     candidates."""
     import numpy as np
-    from tt_zoo.retrieval import reqa as reqa_lib
+    from tt_zoo.evaluation import reqa as reqa_lib
 
     if n >= len(reqa.questions):
         return reqa
@@ -227,7 +227,7 @@ def reqa_and_split(data: DataArguments):
     """ReQA of --squad (or its --limit-questions subset) and the split: --split-file's, or a
     new cold-start split (saved to --split-out); with the split's description and training
     fraction."""
-    from tt_zoo.retrieval import reqa as reqa_lib
+    from tt_zoo.evaluation import reqa as reqa_lib
 
     reqa = reqa_lib.build_reqa(data.squad)
     if data.limit_questions:
@@ -273,8 +273,7 @@ def with_sizes(model, info: dict) -> dict:
 
 def evaluate(model, info, reqa, split, where, fraction) -> list:
     """Table 3's rows for the split's test questions: the model's, then BM25's."""
-    from tt_zoo.retrieval import bm25
-    from tt_zoo.retrieval import metrics as retrieval_metrics
+    from tt_zoo.evaluation import metrics as retrieval_metrics
 
     t = time.perf_counter()
     m = retrieval_metrics.evaluate_encoder(model, reqa, split.test)
@@ -282,7 +281,7 @@ def evaluate(model, info, reqa, split, where, fraction) -> list:
             if info.get("tower_size") else info["encoder"],
             "pretraining": info["pretraining"], "train_fraction": fraction}
     rows = [{**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS}, "details": m}]
-    b = bm25.evaluate_bm25(reqa, split.test)
+    b = retrieval_metrics.evaluate_bm25(reqa, split.test)
     rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
                  "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
     print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "

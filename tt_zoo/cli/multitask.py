@@ -297,7 +297,7 @@ def parse_args(argv=None) -> MultitaskConfig:
     for s in specs:
         needed = []
         if s.kind in WIKI_QA:
-            from tt_zoo.retrieval.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
+            from tt_zoo.evaluation.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
             needed = [data / "odqa" / NAMED_SETS[WIKI_QA[s.kind][0]], data / "wikispeedia"]
         elif s.kind == "reqa":
             needed = [pathlib.Path(default_squad_path())]
@@ -333,7 +333,7 @@ def prepare_tasks(config: MultitaskConfig, workdir: pathlib.Path, log=print):
     if any(s.kind == "curatedtrec" for s in specs):
         bar = "!" * 78
         print(f"{bar}\nWARNING: --task curatedtrec trains on CuratedTREC train, one of the two "
-              "ODQA validation sets\n(tt_zoo.retrieval.odqa.VALIDATION): this model's scores "
+              "ODQA validation sets\n(tt_zoo.evaluation.odqa.VALIDATION): this model's scores "
               "on it are no longer held out,\nand settings chosen on them are chosen on "
               f"training data.\n{bar}", file=sys.stderr)
     tasks = []
@@ -403,7 +403,7 @@ def model_to_train(config: MultitaskConfig):
 def weigh_query_tokens(config: MultitaskConfig, model) -> None:
     """--query-idf: the model's query-token weights, idf ** ALPHA over the Wikispeedia passages
     (the corpus the shipped models were pretrained on; `common.weigh_colbert_queries`)."""
-    from tt_zoo.retrieval.odqa import passage_collection  # noqa: PLC0415
+    from tt_zoo.evaluation.odqa import passage_collection  # noqa: PLC0415
 
     corpus = default_data_dir() / "wikispeedia"
     collection = passage_collection(corpus, progress=not config.output.no_progress)
@@ -507,7 +507,7 @@ def evaluate(zoo_model, name: str, trained_on: List[str], progress: bool) -> Tup
     """ODQA validation answer recall (`odqa.validation_benchmark`) of `zoo_model` (its
     encode_queries adds the default task marker) and of BM25: (results, card tables)."""
     from tt_zoo.cli.odqa import format_table  # noqa: PLC0415
-    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     t = time.perf_counter()
     benchmark = odqa.validation_benchmark(default_data_dir(), progress=progress,

@@ -123,7 +123,7 @@ class Sources:
     @property
     def benchmark(self):
         """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
-        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+        from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._benchmark is None:
             t = time.perf_counter()
@@ -141,7 +141,7 @@ class Sources:
 
     @property
     def bm25(self):
-        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+        from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._bm25 is None:
             self._bm25 = odqa.bm25_searcher(self.benchmark.collection)
@@ -151,7 +151,7 @@ class Sources:
     def reqa(self):
         """(ReQA-SQuAD(dev), its cold-start split, the split's description)."""
         if self._reqa is None:
-            from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415
+            from tt_zoo.evaluation import reqa as reqa_lib  # noqa: PLC0415
 
             reqa = reqa_lib.build_reqa(default_squad_path())
             fraction, seed = self.tasks.reqa_train_fraction, self.tasks.split_seed
@@ -175,7 +175,7 @@ def _articles_key(folder: pathlib.Path) -> dict:
 
 def task_key(spec: TaskSpec, sources: Sources) -> dict:
     """What defines a named task: its source files, settings and the code's version."""
-    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     key = {"version": TASK_CACHE_VERSION, "task": spec.kind, "seed": sources.tasks.split_seed}
     if spec.kind in WIKI_QA:
@@ -223,8 +223,9 @@ def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print)
 
 
 def build_named_task(spec: TaskSpec, sources: Sources):
-    """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.retrieval.task_sources`)."""
-    from tt_zoo.retrieval import odqa, task_sources  # noqa: PLC0415
+    """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.mining.task_sources`)."""
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     seed = sources.tasks.split_seed
     if spec.kind == "reqa":
@@ -258,7 +259,7 @@ def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print,
     """The task of one --task; a malformed task file exits naming the command, flag, file and
     line."""
     from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
-    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     if spec.kind == "jsonl":
         try:
@@ -281,7 +282,7 @@ def remine(task, spec: TaskSpec, sources: Sources, miner, cache: pathlib.Path, k
     """`task` with its confounders re-mined by `miner` (a `ZooModel`), cached as
     NAME.remined.jsonl in the task cache (Maillard et al. 2021, Sec. 4.4): the first passage of
     the model's top 100 that holds no answer and is no positive."""
-    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     def build():
         collection = sources.benchmark.collection

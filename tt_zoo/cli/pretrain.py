@@ -13,7 +13,7 @@ On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Mo
 --workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through
 tf.io.gfile).
 --hard-negatives H adds H BM25 hard negatives per pair (mined once by
-`tt_zoo.retrieval.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
+`tt_zoo.mining.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
 `none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
 pretrain the encoder with the masked-LM objective on --mlm-examples (tt-zoo make-pairs
 --tasks mlm) and initialise both towers from it. --grad-cache-chunk N trains on the whole batch
@@ -127,7 +127,7 @@ class TrainingArguments:
 @dataclasses.dataclass(frozen=True)
 class NegativeArguments(HardNegativeArguments):
     """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives), mined once and stored beside the
+    Maillard et al. 2021; tt_zoo.mining.hard_negatives), mined once and stored beside the
     pairs."""
 
     hard_negatives_dir: Optional[str] = option(
@@ -322,7 +322,7 @@ def mining_settings(config: PretrainConfig):
     negatives = config.negatives
     if not negatives.hard_negatives:
         return None
-    from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH, MiningSettings
+    from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, MiningSettings
     return MiningSettings(negatives.hard_negatives,
                           negatives.hard_negatives_depth or DEFAULT_DEPTH,
                           max_pairs=config.data.max_pairs)
@@ -330,7 +330,7 @@ def mining_settings(config: PretrainConfig):
 
 def zero_shot_curve(config: PretrainConfig, workdir, batch):
     """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps."""
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
     from tt_zoo.training import loop as training  # noqa: PLC0415 (TensorFlow)
     evaluation = config.evaluation
     squad = evaluation.squad or default_squad_path()
@@ -540,7 +540,7 @@ def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, wo
                                       max_pairs=data.max_pairs)
     mined = None
     if mining:
-        from tt_zoo.retrieval.hard_negatives import load_or_mine
+        from tt_zoo.mining.hard_negatives import load_or_mine
         try:
             mined = load_or_mine(data.pairs, mining, output_dir=config.negatives.hard_negatives_dir,
                                  progress=not output.no_progress)

@@ -51,7 +51,7 @@ def card_metrics(row: dict, bm25: dict) -> dict:
                 c: round(100 * tuned[c], 2) for c in COLUMNS}
         tables[f"BM25, {where} (%)"] = {c: round(100 * bm25[split][c], 2) for c in COLUMNS}
     if row.get("odqa"):
-        from tt_zoo.retrieval.odqa import card_tables  # noqa: PLC0415 (numpy only)
+        from tt_zoo.evaluation.odqa import card_tables  # noqa: PLC0415 (numpy only)
 
         tables.update(card_tables(row["odqa"]["sets"], row["odqa"]["num_passages"]))
     return tables
