@@ -22,7 +22,7 @@ reported:
 ``overhead`` = a plain path's docs/s over the pipeline's. Storage: the float32 embeddings are
 stored and decoded with `EmbeddingStorage` as the pipeline stores them (float16; int8 with a
 scale per row or per dimension) and searched exactly with the ODQA validation questions
-(WebQuestions val + CuratedTREC train, `tt_zoo.retrieval.odqa`): neighbour recall@10/@100
+(WebQuestions val + CuratedTREC train, `tt_zoo.evaluation.odqa`): neighbour recall@10/@100
 (the fraction of float32's exact top-k found) and answer recall R@20/R@100 over the questions
 answerable in these N passages.
 
@@ -125,7 +125,7 @@ def measure_speed(args, model, model_path: str, passages, work: pathlib.Path) ->
 def measure_storage(args, model, passages, embeddings) -> dict:
     import numpy as np
 
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
     from tt_zoo.retrieval.embedding_storage import SMALLER
     from tt_zoo.retrieval.search import ExactSearcher
 

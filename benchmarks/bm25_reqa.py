@@ -14,7 +14,8 @@ import argparse
 import json
 import time
 
-from tt_zoo.retrieval import bm25, reqa as reqa_lib
+from tt_zoo.evaluation.metrics import evaluate_bm25
+from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.atomic_io import write_text
 
 from benchmarks import arguments
@@ -42,7 +43,7 @@ def main(argv=None):
     print(header)
     rows = []
     for field, stemmer, stopwords in VARIANTS:
-        m = bm25.evaluate_bm25(reqa, field=field, stemmer=stemmer, stopwords=stopwords)
+        m = evaluate_bm25(reqa, field=field, stemmer=stemmer, stopwords=stopwords)
         rows.append(m)
         print(f"{field:<17} {str(stemmer):<8} {str(stopwords):<5} " + " ".join(
             f"{100 * m['exact'][c]:6.1f}" for c in ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR"))

@@ -32,8 +32,9 @@ K = 100
 
 def corpora(questions: int):
     """(name, texts, ids, queries) of each corpus, built as the benchmarks build them."""
-    from tt_zoo.retrieval import bm25, odqa, reqa
-    from tt_zoo.retrieval.open_domain import open_domain_reqa
+    from tt_zoo.retrieval import bm25
+    from tt_zoo.evaluation import odqa, reqa
+    from tt_zoo.evaluation.open_domain import open_domain_reqa
 
     squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
     reqa_queries = [q.text for q in squad.questions[:questions]]

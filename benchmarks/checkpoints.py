@@ -55,7 +55,7 @@ def parse_args(argv=None):
 
 def speed_passages(articles, n: int = SPEED_PASSAGES):
     """The first `n` 100-word passages (titles, texts) of the article source, in order."""
-    from tt_zoo.retrieval.odqa import passage_collection
+    from tt_zoo.evaluation.odqa import passage_collection
 
     collection = passage_collection(articles, 100, limit_articles=max(1, n // 20))
     if len(collection) < n:

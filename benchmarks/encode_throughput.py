@@ -5,7 +5,7 @@ Encodes the same documents with each (model, setting) in interleaved rounds (A B
 machine noise hits every row alike) and reports the median docs/s of each, its speed relative
 to the first row, and how far its embeddings are from the same model's first setting (max
 1 - cosine over the documents). Inputs (`--inputs`): `passages` (the ODQA collection: Wikispeedia
-cut into 100-word passages, each with its article title: `tt_zoo.retrieval.odqa`) and
+cut into 100-word passages, each with its article title: `tt_zoo.evaluation.odqa`) and
 `candidates` (ReQA's (sentence, passage) pairs). A setting is how the documents are encoded
 (`tt_zoo.modeling.inference`):
 
@@ -98,8 +98,8 @@ def max_cosine_deviation(a, b) -> float:
 
 def load_inputs(args) -> dict:
     """{input name: (texts, titles)} of `args.inputs`, `args.documents` documents each."""
-    from tt_zoo.retrieval.odqa import passage_collection
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.odqa import passage_collection
+    from tt_zoo.evaluation.reqa import build_reqa
     inputs = {}
     for name in args.inputs:
         if name == "passages":
@@ -138,7 +138,7 @@ def main(argv=None):
     import tt_zoo
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
     from tt_zoo.serving.export import LoadedEncoder, export_saved_model
 
     inputs = load_inputs(args)

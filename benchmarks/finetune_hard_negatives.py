@@ -2,7 +2,7 @@
 
 Maillard et al. 2021 (Sec. 3) fine-tune each example against the batch plus one BM25 passage
 that does not hold the answer; `tt-zoo finetune --hard-negatives H` mines them among the ReQA
-candidates (`tt_zoo.retrieval.hard_negatives.mine_reqa_negatives`: the gold candidate and every
+candidates (`tt_zoo.mining.hard_negatives.mine_reqa_negatives`: the gold candidate and every
 candidate whose sentence holds one of the question's answers are skipped). This runs the
 reproduce grid's fine-tuning budget (100 steps of 64 pairs, Adam 2e-4, early stopping on the
 validation loss every 20 steps) on each cold-start split and split seed, with H = 0 and H = 1,

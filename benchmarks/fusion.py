@@ -6,7 +6,7 @@ Rows per benchmark: BM25; each dense model (exact search); RRF(BM25, model) (Cor
 searcher's top --depth, w chosen from a grid of 0.00..1.00 by 0.05 on questions that are not
 reported: for ReQA the training questions of the 5% cold-start split (by MRR), for ODQA
 webquestions-trainmodel over the same passages (by R@20); open-domain ReQA takes ReQA's w.
-`tt_zoo.retrieval.fusion` does the fusing, `tt_zoo.retrieval.text_benchmarks` the scoring.
+`tt_zoo.retrieval.fusion` does the fusing, `tt_zoo.evaluation.text_benchmarks` the scoring.
 Candidate embeddings are cached under runs/ (resumable); BM25 and each model are searched
 once per question set, the fusion rows reuse those searches and report the queries/s of a fresh
 fused search (both searches plus the fusion).

@@ -84,8 +84,8 @@ def parse_setting(text: str, n: int):
 
 
 def candidate_set(name: str, data_dir: pathlib.Path):
-    from tt_zoo.retrieval.open_domain import open_domain_reqa
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.open_domain import open_domain_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
     reqa = build_reqa(data_dir / "squad" / "dev-v1.1.json")
     if name == "open_domain_reqa":
         reqa, _ = open_domain_reqa(reqa, data_dir / "wikispeedia", progress=False)
@@ -96,7 +96,7 @@ def storage_rows(embeddings, queries, gold, exact_rows) -> list:
     """R@k of exact search over the embeddings stored in each of the `SMALLER` storages
     (`tt_zoo.retrieval.embedding_storage`) and decoded."""
     from tt_zoo.retrieval.embedding_storage import SMALLER
-    from tt_zoo.retrieval.metrics import ranking_metrics
+    from tt_zoo.evaluation.metrics import ranking_metrics
     from tt_zoo.retrieval.search import ExactSearcher
     rows = []
     for storage in SMALLER:
@@ -117,7 +117,7 @@ def encoded(model_name: str, set_name: str, reqa, cache: pathlib.Path):
     """``(candidate embeddings, question embeddings, gold rows)`` of a model on a set, the
     candidates encoded once into `cache` (resumable)."""
     import tt_zoo
-    from tt_zoo.retrieval.open_domain import encode_candidates_to_file
+    from tt_zoo.evaluation.open_domain import encode_candidates_to_file
 
     model = tt_zoo.load(model_name)
     n = len(reqa.candidates)
@@ -130,7 +130,7 @@ def encoded(model_name: str, set_name: str, reqa, cache: pathlib.Path):
 def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
             storage: bool = False, first: Optional[int] = None) -> dict:
     from tt_zoo.retrieval.index import EmbeddingIndex
-    from tt_zoo.retrieval.metrics import ranking_metrics
+    from tt_zoo.evaluation.metrics import ranking_metrics
     from tt_zoo.retrieval.search import ExactSearcher
 
     n = len(embeddings)

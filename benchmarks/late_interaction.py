@@ -160,7 +160,7 @@ def weigh_queries(ctx, colbert, store) -> None:
 
 def token_store(ctx, colbert):
     """The benchmark's candidates' document token vectors (built once, resumable)."""
-    from tt_zoo.retrieval.text_benchmarks import model_tag
+    from tt_zoo.evaluation.text_benchmarks import model_tag
     from tt_zoo.retrieval.token_store import CONFIG_FILE, TokenStore
 
     c, args = ctx.bench.candidates, ctx.args
@@ -175,7 +175,7 @@ def scann_row(ctx) -> dict:
     """The partner model searched through its ScaNN index (the single-vector speed beside)."""
     import numpy as np
 
-    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.evaluation import text_benchmarks as tb
     from tt_zoo.retrieval.index import EmbeddingIndex
     from tt_zoo.retrieval.search import QueryEncodingSearcher
 
@@ -190,7 +190,7 @@ def scann_row(ctx) -> dict:
 
 
 def colbert_rows(ctx: text_rows.Context) -> dict:
-    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.evaluation import text_benchmarks as tb
     from tt_zoo.retrieval.late_interaction import MaxSimReranker
     from tt_zoo.retrieval.token_index import TokenIndex
 

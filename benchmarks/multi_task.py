@@ -7,7 +7,7 @@ experiment, reqa made a class of its own, ``sentence_qa``, whose ReQA test quest
 encoded with its marker), with confounders re-mined by the trained model (Sec. 4.4), and
 few-shot curves on WebQuestions from several starting points, BM25 beside every table.
 
-Tasks (`tt_zoo.retrieval.task_sources`):
+Tasks (`tt_zoo.mining.task_sources`):
 
 * ``webquestions``: WebQuestions trainmodel over Wikispeedia cut into 100-word passages with
   titles; positives = answer-holding passages of BM25's top 100 (DPR's rule), one BM25
@@ -95,7 +95,7 @@ class World:
     cached in runs/odqa_cache), ReQA-SQuAD(dev) and its 0.8 cold-start split, BM25."""
 
     def __init__(self, log=print):
-        from tt_zoo.retrieval import odqa, reqa as reqa_lib
+        from tt_zoo.evaluation import odqa, reqa as reqa_lib
 
         t = time.perf_counter()
         d = arguments.data_dir()
@@ -117,7 +117,7 @@ class World:
 def odqa_scores(world: World, searcher) -> dict:
     """Answer recall and R-precision of a text-query searcher per validation set and all."""
     import numpy as np
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
 
     out, all_rows, all_gold = {}, [], []
     for s in world.bench.sets:
@@ -152,14 +152,14 @@ def score(world: World, encoder=None, reqa_task_class=None) -> dict:
     `reqa_task_class`: the ReQA questions are encoded as this task class's (its marker, and its
     query tower; `ZooModel.encode_queries(task_class=...)`); None: the model's default class."""
     import numpy as np
-    from tt_zoo.retrieval import bm25, fusion, odqa
-    from tt_zoo.retrieval import metrics as retrieval_metrics
+    from tt_zoo.retrieval import fusion
+    from tt_zoo.evaluation import metrics as retrieval_metrics, odqa
     from tt_zoo.retrieval.search import ExactSearcher, QueryEncodingSearcher
 
     t = time.perf_counter()
     if encoder is None:
         out = odqa_scores(world, world.bm25)
-        reqa = bm25.evaluate_bm25(world.reqa, world.split.test, ks=REQA_KS)["exact"]
+        reqa = retrieval_metrics.evaluate_bm25(world.reqa, world.split.test, ks=REQA_KS)["exact"]
     else:
         embeddings = encoder.encode_documents(world.collection.texts,
                                               titles=world.collection.titles)
@@ -405,14 +405,14 @@ def shipped_cells() -> dict:
 
 def reqa_table(name: str) -> dict:
     """The shipped model's and BM25's R@k and MRR (%) on the 0.8 split's test questions, every
-    metric of a card's ReQA table (`tt_zoo.retrieval.metrics.DEFAULT_KS`)."""
+    metric of a card's ReQA table (`tt_zoo.evaluation.metrics.DEFAULT_KS`)."""
     import tt_zoo
-    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics, reqa as reqa_lib
+    from tt_zoo.evaluation import metrics as retrieval_metrics, reqa as reqa_lib
 
     reqa = reqa_lib.build_reqa(arguments.squad_path())
     test = reqa_lib.make_splits(reqa, 0.8, seed=0).test  # the reqa task's split
     rows = {name: retrieval_metrics.evaluate_encoder(tt_zoo.load(name), reqa, test)["exact"],
-            "BM25": bm25.evaluate_bm25(reqa, test)["exact"]}
+            "BM25": retrieval_metrics.evaluate_bm25(reqa, test)["exact"]}
     return {row: {k: round(100 * v, 2) for k, v in m.items()} for row, m in rows.items()}
 
 

@@ -10,7 +10,7 @@ both, build time, memory), with BM25 over the same candidates beside them.
 
 Candidate embeddings are encoded in chunks into a float32 file under --work (bounded memory,
 a progress bar, and a rerun resumes at the first chunk not yet written): the candidate set and
-the encoding are `tt_zoo.retrieval.open_domain`.
+the encoding are `tt_zoo.evaluation.open_domain`.
 
   python -m benchmarks.open_domain --model ict_bfs_wlp_512 --model bow_mlp_ict_bfs_wlp_512
   python -m benchmarks.open_domain --model none_512 --limit-articles 50 --output /tmp/od
@@ -25,9 +25,9 @@ import time
 import numpy as np
 
 from tt_zoo.atomic_io import write_json, write_text
-from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
+from tt_zoo.evaluation import reqa as reqa_lib, metrics as retrieval_metrics
 from tt_zoo.retrieval.index import EmbeddingIndex
-from tt_zoo.retrieval.open_domain import encode_candidates_to_file, open_domain_reqa
+from tt_zoo.evaluation.open_domain import encode_candidates_to_file, open_domain_reqa
 
 from benchmarks import arguments
 
@@ -134,7 +134,7 @@ def main(argv=None) -> dict:
     result = {"source": reqa.source, "num_candidates": len(reqa.candidates),
               "num_reqa_candidates": len(squad.candidates), "num_added": added,
               "num_questions": len(reqa.questions), "limit_articles": args.limit_articles,
-              "bm25": bm25.evaluate_bm25(reqa, show_progress=True)}
+              "bm25": retrieval_metrics.evaluate_bm25(reqa, show_progress=True)}
     print(f"BM25 in {time.perf_counter() - t:.0f} s: "
           f"R@100 {100 * result['bm25']['exact']['R@100']:.1f}",
           file=sys.stderr)

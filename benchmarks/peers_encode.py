@@ -3,7 +3,7 @@
 Two inputs, each reported on its own (`--encode-inputs`):
 
 - ``passages``: what users index: the first N 100-word Wikispeedia passages with their article
-  titles, the open-domain QA collection (`tt_zoo.retrieval.odqa.passage_collection`; DPR-style
+  titles, the open-domain QA collection (`tt_zoo.evaluation.odqa.passage_collection`; DPR-style
   blocks, Karpukhin et al. 2020, Sec. 4.1), nearly all of which fill the 128 tokens;
 - ``reqa``: the first N (sentence, passage) candidates of ReQA-SQuAD(dev) (Chang et al. 2020,
   Sec. 5.2), the first segment a sentence.
@@ -125,7 +125,7 @@ def token_agreement(preprocessor, tokenizer, texts) -> float:
 def reqa_documents(squad: str, limit: int):
     """(titles, texts) of the first `limit` ReQA-SQuAD(dev) candidates: the answer sentence as
     the first segment, its paragraph as the second (Chang et al. 2020, Sec. 5.2)."""
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
 
     candidates = build_reqa(squad).candidates[:limit]
     return [c.sentence for c in candidates], [c.passage for c in candidates]
@@ -133,9 +133,9 @@ def reqa_documents(squad: str, limit: int):
 
 def passage_documents(wikispeedia, limit: int):
     """(titles, texts) of the first `limit` 100-word Wikispeedia passages with their article
-    titles: the open-domain QA collection (`tt_zoo.retrieval.odqa.passage_collection`, DPR-style
+    titles: the open-domain QA collection (`tt_zoo.evaluation.odqa.passage_collection`, DPR-style
     blocks, Karpukhin et al. 2020, Sec. 4.1), read from the first articles only."""
-    from tt_zoo.retrieval.odqa import passage_collection
+    from tt_zoo.evaluation.odqa import passage_collection
 
     articles = limit // 10 + 10  # about 29 passages an article: more than enough
     collection = passage_collection(wikispeedia, limit_articles=articles)

@@ -152,7 +152,7 @@ def run(args, log) -> dict:
     import tt_zoo
     from benchmarks.peers_encode import passage_documents
     from benchmarks.peers_train import LEARNING_RATE
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
 
     s = settings(args)
     reason = peer_reason(s["peer_python"])

@@ -37,7 +37,7 @@ FAISS for the same recall, or scans each more slowly.
 
 The embeddings come from NAME.npy + NAME.json in --embeddings-dir (benchmarks/open_domain.py's
 cache), or from any `--search-embeddings-file PATH.npy` whose PATH.json (as
-`tt_zoo.retrieval.open_domain.encode_documents_to_file` writes it) says it is finished and
+`tt_zoo.evaluation.open_domain.encode_documents_to_file` writes it) says it is finished and
 names the model (or `--search-model`); the queries are always encoded by that same model.
 """
 
@@ -208,7 +208,7 @@ def cached_sources(directory: pathlib.Path, names):
 def file_source(path: pathlib.Path, model: Optional[str]):
     """(name, candidates .npy, the model that encoded them) of one `--search-embeddings-file`:
     PATH.npy, finished according to its PATH.json (``shape``, ``done``, ``model``: what
-    `tt_zoo.retrieval.open_domain.encode_documents_to_file` writes), the model from the JSON or
+    `tt_zoo.evaluation.open_domain.encode_documents_to_file` writes), the model from the JSON or
     `model` (`--search-model`; both given, they must name the same model)."""
     if path.suffix != ".npy" or not path.is_file():
         raise SystemExit(f"--search-embeddings-file {path}: expected an existing .npy file of "
@@ -249,7 +249,7 @@ def load_candidates(path: pathlib.Path, limit):
 def encode_questions(model_name: str, squad: str, num_queries: int):
     """The first `num_queries` SQuAD dev questions by the model that encoded the candidates."""
     import tt_zoo
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
 
     model = tt_zoo.load(model_name if pathlib.Path(model_name).exists()
                         else pathlib.Path(model_name).name)

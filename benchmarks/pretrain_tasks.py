@@ -4,10 +4,10 @@ cell trained on the same tower and schedule, then scored on three benchmarks:
 
 * ODQA: top-k answer recall on the open-domain validation questions (WebQuestions val +
   CuratedTREC train) over Wikispeedia cut into 100-word passages with titles
-  (`tt_zoo.retrieval.odqa`);
+  (`tt_zoo.evaluation.odqa`);
 * ReQA-SQuAD(dev): R@k of all 10,570 questions against all 10,255 candidates, zero-shot;
 * open-domain ReQA: the same questions against 578K candidates (ReQA's + Wikispeedia's;
-  `tt_zoo.retrieval.open_domain`), for the cells named by `--open-domain` (4-5 min a BoW-MLP,
+  `tt_zoo.evaluation.open_domain`), for the cells named by `--open-domain` (4-5 min a BoW-MLP,
   ~23 min a tiny BERT on 2 cores).
 
 A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWER ``bow_mlp`` or

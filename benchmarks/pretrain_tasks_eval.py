@@ -19,7 +19,7 @@ WORK = REPO / "runs" / "grid_cache"
 
 def reqa_benchmark(model) -> dict:
     """ReQA-SQuAD(dev), all questions against all candidates, exact search (zero-shot)."""
-    from tt_zoo.retrieval import metrics, reqa
+    from tt_zoo.evaluation import metrics, reqa
 
     squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
     out = metrics.evaluate_encoder(model, squad)
@@ -29,10 +29,10 @@ def reqa_benchmark(model) -> dict:
 
 def bm25_reqa_benchmark(_) -> dict:
     """BM25 on the same ReQA-SQuAD(dev) setting as `reqa_benchmark` (all questions)."""
-    from tt_zoo.retrieval import bm25, reqa
+    from tt_zoo.evaluation import metrics, reqa
 
     squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
-    out = bm25.evaluate_bm25(squad)
+    out = metrics.evaluate_bm25(squad)
     return {"num_questions": out["num_queries"], "num_candidates": out["num_candidates"],
             **out["exact"], "settings": out["settings"]}
 
@@ -40,8 +40,8 @@ def bm25_reqa_benchmark(_) -> dict:
 def open_domain_reqa_benchmark(model) -> dict:
     """Open-domain ReQA: the same questions against ReQA's + Wikispeedia's candidates."""
     import numpy as np
-    from tt_zoo.retrieval import metrics, reqa
-    from tt_zoo.retrieval.open_domain import encode_candidates_to_file, open_domain_reqa
+    from tt_zoo.evaluation import metrics, reqa
+    from tt_zoo.evaluation.open_domain import encode_candidates_to_file, open_domain_reqa
 
     squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
     corpus, _ = open_domain_reqa(squad, DATA / "wikispeedia", progress=False)
@@ -56,7 +56,7 @@ def open_domain_reqa_benchmark(model) -> dict:
 
 def odqa_benchmark(model) -> dict:
     """Top-k answer recall on the ODQA validation questions over 100-word passages."""
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
 
     benchmark = odqa.validation_benchmark(DATA, cache_dir=REPO / "runs" / "odqa_cache")
     path = WORK / f"odqa_{model.metadata['sha256'][:16]}.npy"

@@ -45,7 +45,7 @@ def format_report(rows, baselines) -> str:
              "Zero-shot everywhere:", "",
              "- **ODQA**: top-k answer recall on the validation questions (WebQuestions val + "
              "CuratedTREC train, those whose answer occurs in the collection) over Wikispeedia "
-             "cut into 100-word passages with titles (`tt_zoo.retrieval.odqa`);",
+             "cut into 100-word passages with titles (`tt_zoo.evaluation.odqa`);",
              "- **ReQA**: ReQA-SQuAD(dev), all 10,570 questions against all 10,255 candidates;",
              "- **open-domain ReQA**: the same questions against 578K candidates (ReQA's + "
              "Wikispeedia's), for the cells named (4-5 min a BoW-MLP, ~23 min a tiny BERT "

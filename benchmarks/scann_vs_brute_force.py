@@ -65,7 +65,7 @@ def _load_npy(path: str, what: str) -> np.ndarray:
 def _model_embeddings(model_name: str, squad_path: str, num_queries: int | None):
     """Encodes ReQA-SQuAD(dev) questions and (sentence, passage) candidates with a tt_zoo model."""
     import tt_zoo  # pylint: disable=import-outside-toplevel
-    from tt_zoo.retrieval.reqa import build_reqa  # pylint: disable=import-outside-toplevel
+    from tt_zoo.evaluation.reqa import build_reqa  # pylint: disable=import-outside-toplevel
 
     if not hasattr(tt_zoo, "load"):
         raise SystemExit("--model needs tt_zoo.load, which this checkout does not have yet; "

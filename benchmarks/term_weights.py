@@ -72,7 +72,7 @@ def choose_settings(ctx, build) -> dict:
     """k1 and `unread` by the validation metric (ReQA and ODQA), or ReQA's (open-domain)."""
     import numpy as np
 
-    from tt_zoo.retrieval.text_benchmarks import KS
+    from tt_zoo.evaluation.text_benchmarks import KS
 
     bench = ctx.bench
     if bench.validation is None:
@@ -90,7 +90,7 @@ def choose_settings(ctx, build) -> dict:
 
 
 def term_weight_rows(ctx: text_rows.Context) -> dict:
-    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.evaluation import text_benchmarks as tb
     from tt_zoo.retrieval.bm25 import BM25Retriever
     from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
     from tt_zoo.serving.term_weight_export import load_term_weighter

@@ -1,5 +1,5 @@
 """What results/fusion, results/term_weights and results/late_interaction share: the
-arguments, the three benchmarks of `tt_zoo.retrieval.text_benchmarks` (ReQA-SQuAD(dev),
+arguments, the three benchmarks of `tt_zoo.evaluation.text_benchmarks` (ReQA-SQuAD(dev),
 open-domain ReQA, ODQA answer recall), the rows every one of them has (BM25 and the
 single-vector flagships, exact search), where dense embeddings are cached, the run itself
 (`run`), the machine line and the Markdown tables.
@@ -55,7 +55,7 @@ def require_reqa_with_open_domain(p: argparse.ArgumentParser, benchmarks: Sequen
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from tt_zoo.retrieval import odqa, text_benchmarks
+    from tt_zoo.evaluation import odqa, text_benchmarks
 
     arguments.add_model(p, repeat=True,
                         help=f"dense models, each a row (default: {', '.join(FLAGSHIPS)})")
@@ -135,7 +135,7 @@ def finish_arguments(p: argparse.ArgumentParser, args, name: str):
 def benchmarks(args) -> Iterator:
     """The benchmarks of ``args.benchmarks``, built one after the other (open-domain ReQA from
     ReQA's questions and split)."""
-    from tt_zoo.retrieval import odqa, text_benchmarks as tb
+    from tt_zoo.evaluation import odqa, text_benchmarks as tb
 
     progress = not args.no_progress
     reqa = None
@@ -165,7 +165,7 @@ CACHE_DIRS = {"reqa": "text_benchmarks", "open_domain_reqa": "open_domain", "odq
 def embedding_cache(args, bench, model) -> pathlib.Path:
     """Where a model's candidate embeddings of `bench` are kept (`embedding_cache_path` in
     runs/text_benchmarks, runs/open_domain or runs/odqa_cache)."""
-    from tt_zoo.retrieval.text_benchmarks import embedding_cache_path
+    from tt_zoo.evaluation.text_benchmarks import embedding_cache_path
 
     return embedding_cache_path(bench, model, args.work / CACHE_DIRS[bench.name])
 
@@ -225,7 +225,7 @@ def run(args, name: str, add_rows: Callable[[Context], Dict[str, dict]],
     that choose settings on validation queries).
     """
     import tt_zoo
-    from tt_zoo.retrieval import text_benchmarks as tb
+    from tt_zoo.evaluation import text_benchmarks as tb
 
     t0 = time.perf_counter()
     machine = machine_start()
@@ -387,7 +387,7 @@ def _set_title(bench: str, set_name: str) -> str:
                 else "All validation questions (WebQuestions val + CuratedTREC train), answerable")
     if bench == "odqa":
         return f"{set_name}, answerable"
-    from tt_zoo.retrieval.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label
 
     return f"The test questions of the {split_label(set_name)} cold-start split"
 

@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from helpers import hand_made_squad
+from tt_zoo.evaluation.metrics import evaluate_bm25
 from tt_zoo.retrieval import bm25
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.evaluation import reqa as reqa_lib
 
 DOCS = ["The cat sat on the mat.",
         "A dog barks at the postman every morning.",
@@ -76,7 +77,7 @@ def test_bm25_on_hand_made_reqa():
     # "What is the capital of France?" -> the Paris sentence; "Was the dog happy?" -> a
     # sentence of the dog passage (3 or 4: both hold "dog" through the passage text).
     assert ids[0, 0] == 2 and ids[1, 0] in (3, 4)
-    result = bm25.evaluate_bm25(reqa, ks=(1, 5))
+    result = evaluate_bm25(reqa, ks=(1, 5))
     assert result["num_queries"] == 6 and result["num_candidates"] == 5
     # "How did it end?" has no indexed term ("end" is in no candidate): no results, a miss.
     assert result["queries_without_results"] == 1
@@ -91,7 +92,7 @@ def test_bm25_full_squad_dev():
     from conftest import data_file
 
     reqa = reqa_lib.build_reqa(data_file("squad/dev-v1.1.json"))
-    result = bm25.evaluate_bm25(reqa)
+    result = evaluate_bm25(reqa)
     print(result)
     # Measured: R@1 67.4, R@100 97.6 (benchmarks/bm25_reqa.py).
     assert 0.65 < result["exact"]["R@1"] < 0.70

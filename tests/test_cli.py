@@ -170,7 +170,7 @@ def test_the_grids_own_command_lines_parse(tmp_path):
 
 def test_choices_kept_here_for_a_quick_help_match_the_package():
     """Two constants repeated so that --help imports no TensorFlow or bm25s."""
-    from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH
+    from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH
     from tt_zoo.training import pretrain_run
     from tt_zoo.training.loop import STRATEGIES
     assert cli.command_module("mine-negatives").DEFAULT_DEPTH == DEFAULT_DEPTH

@@ -11,7 +11,7 @@ import pytest
 
 from tt_zoo import cli
 from tt_zoo.cli import common
-from tt_zoo.retrieval import reqa as reqa_lib, tables
+from tt_zoo.evaluation import reqa as reqa_lib, tables
 
 from conftest import REPO_ROOT
 

@@ -79,7 +79,7 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
     adds a row searched through tt_zoo.retrieval.index.EmbeddingIndex."""
     pytest.importorskip("tt_zoo.retrieval.index")
     import tt_zoo
-    from tt_zoo.retrieval import reqa as reqa_lib
+    from tt_zoo.evaluation import reqa as reqa_lib
 
     squad = write_squad(tmp_path, hand_made_squad())
     built = reqa_lib.build_reqa(squad)

@@ -13,7 +13,7 @@ from conftest import REPO_ROOT, data_file
 from helpers import load_recipe, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.training import finetuning
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
 
 RECIPE = REPO_ROOT / "recipes" / "finetune.py"

@@ -5,7 +5,7 @@ text-query adapter `QueryEncodingSearcher`."""
 import numpy as np
 import pytest
 
-from tt_zoo.retrieval import odqa
+from tt_zoo.evaluation import odqa
 from tt_zoo.retrieval.fusion import (FusionSearcher, WEIGHT_GRID, choose_fusion_weight)
 from tt_zoo.retrieval.search import ExactSearcher, QueryEncodingSearcher, SearchResult
 

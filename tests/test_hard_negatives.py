@@ -1,4 +1,4 @@
-"""BM25 hard negatives (tt_zoo.retrieval.hard_negatives): the skip rules on a corpus where BM25's
+"""BM25 hard negatives (tt_zoo.mining.hard_negatives): the skip rules on a corpus where BM25's
 top hit is the positive, the fallback, determinism, the stored file and its sidecar, step_batches
 with negatives (also per replica), a pretrain run with them, and the ReQA miner."""
 
@@ -15,8 +15,8 @@ from tt_zoo.data.pairs_io import PairTexts, read_pair_texts, write_pair_shards
 from tt_zoo.data.pretraining_tasks import Pair
 from tt_zoo.errors import ArtifactError
 from tt_zoo.retrieval import bm25
-from tt_zoo.retrieval import hard_negatives as hn
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.mining import hard_negatives as hn
+from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.training.step_data import (num_rows, step_batches, tokenize_on_host,
                                        tokenize_pair_set)
 

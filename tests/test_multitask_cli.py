@@ -50,7 +50,7 @@ def task_files(tmp_path):
 def test_trains_two_task_files_exports_the_tasks_and_the_markers(task_files, tmp_path,
                                                                  monkeypatch):
     import tt_zoo
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
 
     a, b, vocab = task_files
     # --eval on a four-passage stand-in for the ODQA validation benchmark (the real one takes

@@ -9,7 +9,7 @@ import pytest
 from conftest import data_file
 from tt_zoo.data.articles import Article, Section
 from tt_zoo.data.passages import word_passages
-from tt_zoo.retrieval import odqa
+from tt_zoo.evaluation import odqa
 from tt_zoo.retrieval.search import SearchResult
 
 
@@ -143,7 +143,7 @@ def test_the_command_on_a_tiny_corpus_with_bm25(tmp_path, capsys):
 def test_the_command_table_aligns_counts_wider_than_the_set_name():
     # "all" (3 letters) over 3,026 answerable questions once made a negative pad width, a
     # ValueError after the whole run; the count now sits under its "SET (n)" header.
-    from tt_zoo.retrieval.odqa import format_table
+    from tt_zoo.evaluation.odqa import format_table
 
     results = {"BM25": {"all": {"answerable": 3026, "R@1": 0.25, "R@5": 0.5}}}
     head, rule, row = format_table(results, (1, 5)).splitlines()

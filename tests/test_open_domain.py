@@ -1,4 +1,4 @@
-"""tt_zoo.retrieval.open_domain (benchmarks/open_domain.py's Table 6): the candidate set and
+"""tt_zoo.evaluation.open_domain (benchmarks/open_domain.py's Table 6): the candidate set and
 the resumable streaming encoder."""
 
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from conftest import data_file
-from tt_zoo.retrieval import reqa as reqa_lib
-from tt_zoo.retrieval.open_domain import encode_candidates_to_file, open_domain_reqa
+from tt_zoo.evaluation import reqa as reqa_lib
+from tt_zoo.evaluation.open_domain import encode_candidates_to_file, open_domain_reqa
 
 
 @pytest.fixture(scope="module")

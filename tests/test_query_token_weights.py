@@ -189,7 +189,7 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
     from tt_zoo.cli import multitask
     from tt_zoo.cli.common import default_data_dir
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel
-    from tt_zoo.retrieval import odqa
+    from tt_zoo.evaluation import odqa
     from tt_zoo.training.multitask_run import MultitaskError, weigh_query_tokens
 
     tiny = odqa.Collection(["x#0", "y#0"], ["the river", "a city"], ["the river flows", "the city"])

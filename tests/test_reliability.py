@@ -279,7 +279,8 @@ def test_every_tt_zoo_error_has_one_base():
     """One `except tt_zoo.TtZooError` catches every error tt_zoo raises for bad input; corrupt or
     incomplete artifacts are `ArtifactError`s; all stay ValueErrors for older callers."""
     from tt_zoo.data import article_sources, mediawiki
-    from tt_zoo.retrieval import index, reqa
+    from tt_zoo.retrieval import index
+    from tt_zoo.evaluation import reqa
     for error in (article_sources.ArticleFormatError, mediawiki.MediaWikiDumpError,
                   reqa.ReQAFormatError, training.SettingsMismatchError, ArtifactError):
         assert issubclass(error, tt_zoo.TtZooError) and issubclass(error, ValueError), error

@@ -8,7 +8,7 @@ import pytest
 
 from helpers import P0, P1, P2, hand_made_squad, write_squad
 from tt_zoo.data import features
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.evaluation import reqa as reqa_lib
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from helpers import LookupEncoder, hand_made_squad
-from tt_zoo.retrieval import metrics as rm
-from tt_zoo.retrieval import reqa as reqa_lib
+from tt_zoo.evaluation import metrics as rm
+from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.retrieval.search import ExactSearcher, SearchResult
 
 
@@ -119,11 +119,10 @@ def test_evaluate_encoder_bad_encoder_output(hand_made):
 
 
 def test_encoder_and_bm25_evaluations_share_one_shape(hand_made):
-    from tt_zoo.retrieval import bm25
 
     targets = {q.text: q.gold_index for q in hand_made.questions}
     encoder = rm.evaluate_encoder(LookupEncoder(hand_made, targets), hand_made, ks=(1, 2))
-    lexical = bm25.evaluate_bm25(hand_made, ks=(1, 2))
+    lexical = rm.evaluate_bm25(hand_made, ks=(1, 2))
     assert set(lexical) - {"settings"} == set(encoder) == {
         "num_queries", "num_candidates", "exact", "index", "queries_without_results", "seconds"}
     assert set(lexical["exact"]) == set(encoder["exact"]) == {"R@1", "R@2", "MRR"}

@@ -6,7 +6,7 @@ import pytest
 
 from tt_zoo.retrieval import search
 from tt_zoo.retrieval.bm25 import BM25Retriever
-from tt_zoo.retrieval.metrics import evaluate
+from tt_zoo.evaluation.metrics import evaluate
 from tt_zoo.retrieval.search import ExactSearcher, Hit, SearchResult, Searcher
 
 # 4 candidates x 2 dims, 2 queries. Scores = queries @ cands.T = [[1, 0, 2, 2], [0, 3, 0, -1]].

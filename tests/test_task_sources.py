@@ -1,4 +1,4 @@
-"""Tasks for multi-task training (tt_zoo.retrieval.task_sources) and the generic confounder miner
+"""Tasks for multi-task training (tt_zoo.mining.task_sources) and the generic confounder miner
 (hard_negatives.mine_answer_negatives): hand-checked positives in BM25 order, dropped and counted
 questions, confounders that never hold an answer (fallback included), re-mining from any ranking,
 ReQA and pair-set tasks in the conventions of fine-tuning and pretraining."""
@@ -12,10 +12,10 @@ from tt_zoo.data.pairs_io import read_pair_texts, write_pair_shards
 from tt_zoo.data.pretraining_tasks import Pair
 from tt_zoo.data.tasks import Document, Task, TaskExample
 from tt_zoo.errors import TtZooError
-from tt_zoo.retrieval import hard_negatives as hn
-from tt_zoo.retrieval import odqa
-from tt_zoo.retrieval import reqa as reqa_lib
-from tt_zoo.retrieval import task_sources as ts
+from tt_zoo.mining import hard_negatives as hn
+from tt_zoo.evaluation import odqa
+from tt_zoo.evaluation import reqa as reqa_lib
+from tt_zoo.mining import task_sources as ts
 
 PASSAGES = [  # (id, title, text); row = position
     ("Penicillin#0", "Penicillin", "Alexander Fleming discovered penicillin in 1928 in London."),

@@ -1,4 +1,4 @@
-"""tt_zoo.retrieval.text_benchmarks: the candidate lists of ReQA and ODQA, scoring any
+"""tt_zoo.evaluation.text_benchmarks: the candidate lists of ReQA and ODQA, scoring any
 text-query searcher (hand-worked R@k and MRR per question subset), reused searches charged
 their first cost, and where embeddings are cached."""
 
@@ -10,7 +10,8 @@ import pytest
 
 from conftest import DATA_DIR, data_file
 from helpers import hand_made_squad, write_squad
-from tt_zoo.retrieval import bm25, reqa as reqa_lib, text_benchmarks as tb
+from tt_zoo.retrieval import bm25
+from tt_zoo.evaluation import reqa as reqa_lib, text_benchmarks as tb
 from tt_zoo.retrieval.search import ExactSearcher, SearchResult
 
 

@@ -8,7 +8,7 @@ import tensorflow as tf
 
 from helpers import PAIRS, hand_made_squad, tiny_model
 from tt_zoo.training import loop as training
-from tt_zoo.retrieval.reqa import build_reqa_from_squad
+from tt_zoo.evaluation.reqa import build_reqa_from_squad
 from tt_zoo.training.step_data import distribute_step_batches, step_batches, tokenize_pair_set
 
 

@@ -1,6 +1,6 @@
 """What several commands share: where the data and the vocabulary are by default, ReQA
 loading (one clear error when SQuAD cannot be had). The score tables (Chang et al. 2020, Table
-3's columns) live in `tt_zoo.retrieval.tables`, the run-config groups of more than one training
+3's columns) live in `tt_zoo.evaluation.tables`, the run-config groups of more than one training
 run (hard negatives, token budgets, pairs, checkpoints and export) in
 `tt_zoo.training.run_config`; both are named here too.
 
@@ -103,7 +103,7 @@ def load_reqa(path: Optional[str] = None, flag: Optional[str] = "--squad"):
       FileNotFoundError: `path` given and absent.
       MissingDataError: no file, and no SQuAD from Hugging Face.
     """
-    from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415 (after argparse)
+    from tt_zoo.evaluation import reqa as reqa_lib  # noqa: PLC0415 (after argparse)
 
     if path is not None:
         if not pathlib.Path(path).is_file():

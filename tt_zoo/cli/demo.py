@@ -23,7 +23,7 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import FLAGSHIP, MissingDataError, load_model, load_reqa, progress_bar
-from tt_zoo.retrieval.tables import format_scores
+from tt_zoo.evaluation.tables import format_scores
 
 
 # The best shipped retriever that encodes ReQA's candidates in seconds, and the paper's flagship.
@@ -55,7 +55,7 @@ def parse_args(argv=None):
 
 def main(argv=None):
     args = parse_args(argv)
-    from tt_zoo.retrieval import bm25, metrics as retrieval_metrics  # noqa: PLC0415
+    from tt_zoo.evaluation import metrics as retrieval_metrics  # noqa: PLC0415
 
     start = time.perf_counter()
     try:
@@ -83,7 +83,7 @@ def main(argv=None):
         trained_on_reqa = trained_on_reqa or seen
         scores[f"{name} ({args.backend}){' †' if seen else ''}"] = retrieval_metrics.evaluate(
             index.embedding_index, model.encode_queries(queries), gold)["exact"]
-    scores["BM25"] = bm25.evaluate_bm25(reqa)["exact"]
+    scores["BM25"] = retrieval_metrics.evaluate_bm25(reqa)["exact"]
     print(f"\nAll {len(queries):,} questions (* = the gold (sentence, passage) pair):")
     print(format_scores(scores, ("R@1", "R@10", "R@100")))
     if trained_on_reqa:

@@ -45,7 +45,7 @@ def main(argv=None):
     from tt_zoo.errors import TtZooError  # noqa: PLC0415
     from tt_zoo.modeling.static_distillation import (corpus_token_counts,  # noqa: PLC0415
                                                      distill_static_model)
-    from tt_zoo.retrieval.odqa import passage_collection  # noqa: PLC0415
+    from tt_zoo.evaluation.odqa import passage_collection  # noqa: PLC0415
 
     try:
         teacher = tt_zoo.load(args.model)

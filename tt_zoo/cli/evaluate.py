@@ -20,16 +20,16 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import MissingDataError, load_reqa
-from tt_zoo.retrieval.tables import COLUMNS, format_table
+from tt_zoo.evaluation.tables import COLUMNS, format_table
 
 BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
 
 
 def _libs():
     """The tt_zoo modules, imported after the arguments are checked (tt_zoo imports TensorFlow)."""
-    from tt_zoo.retrieval import bm25, reqa, metrics as retrieval_metrics
+    from tt_zoo.evaluation import reqa, metrics as retrieval_metrics
 
-    return bm25, reqa, retrieval_metrics
+    return reqa, retrieval_metrics
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -43,7 +43,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the candidate text BM25 indexes")
     p.add_argument("--scann", action="store_true",
                    help="also search each model's candidates through a ScaNN index")
-    p.add_argument("--split-file", help="a split written by tt_zoo.retrieval.reqa.save_split")
+    p.add_argument("--split-file", help="a split written by tt_zoo.evaluation.reqa.save_split")
     p.add_argument("--train-fraction", type=numbers.SPLIT_FRACTION,
                    help="make a cold-start split with this training fraction (0.01, 0.05, 0.8)")
     p.add_argument("--seed", type=numbers.SEED, default=0, help="seed of the split made here")
@@ -72,7 +72,7 @@ def parse_args(argv=None):
 
 def evaluation_questions(args, reqa):
     """The question ids to score and a description of where they come from."""
-    _, reqa_lib, _ = _libs()
+    reqa_lib, _ = _libs()
     if args.split_file:
         split = reqa_lib.load_split(args.split_file)
         ids, where = split.test, f"test part of {args.split_file}"
@@ -123,7 +123,7 @@ def record_cards(args, rows, where, num_questions, num_candidates) -> None:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    bm25_lib, reqa_lib, retrieval_metrics = _libs()
+    reqa_lib, retrieval_metrics = _libs()
     t0 = time.perf_counter()
     try:
         reqa = load_reqa(args.squad)
@@ -135,7 +135,7 @@ def main(argv=None) -> dict:
           f"{len(reqa.candidates):,} candidates.")
     rows = []
     if args.bm25:
-        m = bm25_lib.evaluate_bm25(reqa, question_ids, field=args.bm25_field)
+        m = retrieval_metrics.evaluate_bm25(reqa, question_ids, field=args.bm25_field)
         rows.append({"encoder": "BM25", "pretraining": "-", "search": "exact",
                      **{c: m["exact"][c] for c in COLUMNS}, "details": m})
     for name in args.model:

@@ -3,7 +3,7 @@
 Each pair gets H documents of its query's BM25 top --depth among the pair set's distinct
 documents, skipping its own document, its article's passages (BFS, WLP) and documents that
 contain the query; too few valid ones are filled at random (seeded). See
-`tt_zoo.retrieval.hard_negatives`. The rows land in PAIRS/hard_negatives/ (or --output DIR) with a
+`tt_zoo.mining.hard_negatives`. The rows land in PAIRS/hard_negatives/ (or --output DIR) with a
 JSON sidecar; a stored file with the same settings is reused. `tt-zoo pretrain --hard-negatives H`
 mines (or reuses) the same file itself.
 
@@ -20,7 +20,7 @@ import sys
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 
-# tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH, repeated so that --help imports no bm25s (a test
+# tt_zoo.mining.hard_negatives.DEFAULT_DEPTH, repeated so that --help imports no bm25s (a test
 # checks that they agree).
 DEFAULT_DEPTH = 32
 
@@ -50,7 +50,7 @@ def parse_args(argv=None):
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from tt_zoo.retrieval import hard_negatives as hn
+    from tt_zoo.mining import hard_negatives as hn
     from tt_zoo.errors import TtZooError
 
     settings = hn.MiningSettings(args.num_negatives, args.depth, max_pairs=args.max_pairs,

@@ -2,7 +2,7 @@
 
 Factoid questions (WebQuestions, CuratedTREC, or any JSONL of {question, answers | answer_regex})
 against an article source cut into 100-word passages with titles (Wikispeedia by default); a
-question is answered at k when a top-k passage holds an answer (`tt_zoo.retrieval.odqa`).
+question is answered at k when a top-k passage holds an answer (`tt_zoo.evaluation.odqa`).
 The default questions are the validation sets (WebQuestions val + CuratedTREC train): choose
 settings on them, never train on them.
 
@@ -22,7 +22,7 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir
-from tt_zoo.retrieval import odqa  # numpy only: --help stays fast
+from tt_zoo.evaluation import odqa  # numpy only: --help stays fast
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

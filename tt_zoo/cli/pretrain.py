@@ -13,7 +13,7 @@ On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Mo
 --workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through
 tf.io.gfile).
 --hard-negatives H adds H BM25 hard negatives per pair (mined once by
-`tt_zoo.retrieval.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
+`tt_zoo.mining.hard_negatives` and stored in PAIRS/hard_negatives/, or --hard-negatives-dir).
 `none` variants skip training (--steps 0) and export the initialised model; `mlm` variants
 pretrain the encoder with the masked-LM objective on --mlm-examples (tt-zoo make-pairs
 --tasks mlm) and initialise both towers from it. --grad-cache-chunk N trains on the whole batch

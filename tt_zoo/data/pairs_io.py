@@ -352,7 +352,7 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
 def manifest_sha256(output_dir: str) -> str:
     """The sha256 of a pair directory's ``manifest.json`` bytes: the identity of its pairs (the
     manifest lists every shard's sha256), which artifacts derived from them record (the token
-    cache's key, `tt_zoo.retrieval.hard_negatives`' sidecar)."""
+    cache's key, `tt_zoo.mining.hard_negatives`' sidecar)."""
     import hashlib
 
     path = os.path.join(str(output_dir), MANIFEST)
@@ -439,7 +439,7 @@ def read_pair_texts(pairs_dir: str, max_pairs: Optional[int] = None,
                     batch_size: int = 4096) -> PairTexts:
     """The text columns of a pair directory (its first `max_pairs` pairs), in the row order of
     `tt_zoo.training.step_data.cached_tokenize_pair_set` (what BM25 hard-negative mining reads:
-    `tt_zoo.retrieval.hard_negatives`)."""
+    `tt_zoo.mining.hard_negatives`)."""
     pairs = read_pairs(pairs_dir)
     if max_pairs:
         pairs = pairs.take(max_pairs)

@@ -183,7 +183,7 @@ def word_passages(article: Article, words: int = DPR_PASSAGE_WORDS) -> List[Pass
     """Cuts an article DPR-style into consecutive, disjoint blocks of ``words`` whitespace words
     over its whole text (every section's paragraphs in page order; the last block may be
     shorter), the title kept apart (Karpukhin et al. 2020, Sec. 4.1). The open-domain QA
-    benchmark's passages (`tt_zoo.retrieval.odqa`); each passage's ``section_index`` is the
+    benchmark's passages (`tt_zoo.evaluation.odqa`); each passage's ``section_index`` is the
     section its first word comes from.
     """
     if words < 1:

@@ -7,7 +7,7 @@ TensorFlow), so any source can produce one:
 
 * QA over Wikispeedia passages (WebQuestions, CuratedTREC): positives found by answer match in
   BM25's top passages, as DPR builds its NQ/TriviaQA training data
-  (`tt_zoo.retrieval.task_sources.qa_task`);
+  (`tt_zoo.mining.task_sources.qa_task`);
 * ReQA-SQuAD(dev) cold-start splits: the gold (sentence, passage) candidate
   (`task_sources.reqa_task`);
 * self-supervised pair sets (ICT/BFS/WLP, crop, span, qgen; `task_sources.pair_task`);

@@ -47,14 +47,13 @@ from __future__ import annotations
 import array
 import collections
 import dataclasses
-import time
 from typing import Mapping, Optional, Sequence
 
 import bm25s
 import numpy as np
 
 from tt_zoo.data.terms import TermSpace
-from tt_zoo.retrieval import metrics as retrieval_metrics, search
+from tt_zoo.retrieval import search
 
 # HDCT's N (Dai & Callan 2020, Sec. 3.3: tf_BERT(t, d) = round(N * sqrt(y_t,d))).
 DEFAULT_WEIGHT_SCALE = 100
@@ -284,30 +283,3 @@ def bm25_rankings(reqa, question_ids=None, k: int = 100, stemmer="english", stop
     questions = reqa.questions_for(question_ids)
     return retriever.search([q.text for q in questions], k).rows
 
-
-def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = retrieval_metrics.DEFAULT_KS,
-                  stemmer="english", stopwords="en", *, field: str = "sentence+passage",
-                  show_progress: bool = False) -> dict:
-    """Recall@k and MRR of BM25 on ReQA (the gold candidate only counts as a hit).
-
-    Returns:
-      `tt_zoo.retrieval.metrics.evaluate`'s dict, BM25 being the searcher that scores every
-      candidate (``"exact"``; ``"index"`` is None), with ``"settings"`` and the index build
-      time in ``"seconds"["build"]``; ``"queries_without_results"`` counts the questions
-      without an indexed term.
-    """
-    questions = reqa.questions_for(question_ids)
-    if not questions:
-        raise ValueError("evaluate_bm25: no questions to evaluate.")
-    t = time.perf_counter()
-    retriever = BM25Retriever(candidate_texts(reqa, field), stemmer=stemmer,
-                              stopwords=stopwords, show_progress=show_progress)
-    build_s = time.perf_counter() - t
-    out = retrieval_metrics.evaluate(retriever, [q.text for q in questions],
-                                     [q.gold_index for q in questions], ks)
-    out["seconds"]["build"] = build_s
-    out["settings"] = {"field": field, "stemmer": stemmer if isinstance(stemmer, str)
-                       or stemmer is None else repr(stemmer),
-                       "stopwords": stopwords if isinstance(stopwords, str)
-                       or stopwords is None else f"{len(stopwords)} words"}
-    return out

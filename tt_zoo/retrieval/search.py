@@ -128,7 +128,7 @@ class TextSearcher(Protocol):
     index, HDCT's weighted BM25 and a fusion of any two), as pyserini's searchers all take text.
 
     Under it is one `Searcher` of query strings, `searcher` (rows and scores of the passages in
-    their order: what `tt_zoo.retrieval.metrics` evaluates and `tt_zoo.retrieval.fusion` fuses);
+    their order: what `tt_zoo.evaluation.metrics` evaluates and `tt_zoo.retrieval.fusion` fuses);
     a dense one is a `QueryEncodingSearcher` over the vector index (`EmbeddingIndex`).
     """
 

@@ -24,7 +24,7 @@ import time
 from typing import Optional
 
 from tt_zoo import numbers
-from tt_zoo.retrieval.tables import COLUMNS, format_table
+from tt_zoo.evaluation.tables import COLUMNS, format_table
 from tt_zoo.training.initial_models import (ModelArguments, build_untrained, load_pretrained,
                                             with_sizes)
 from tt_zoo.training.run_config import (NO_PROGRESS_HELP, RUN_CONFIG_KEY, HardNegativeArguments,
@@ -44,7 +44,7 @@ class DataArguments:
     seed: int = option(0, "seed of the split, of --limit-questions, of shuffling and init",
                        number=numbers.SEED)
     split_file: Optional[str] = option(
-        None, "load a split written by tt_zoo.retrieval.reqa.save_split")
+        None, "load a split written by tt_zoo.evaluation.reqa.save_split")
     split_out: Optional[str] = option(None, "save the split made here (JSON)")
     limit_questions: Optional[int] = option(
         None, "keep a random, seeded subset of N questions (all candidates stay)",
@@ -105,7 +105,7 @@ def limit_questions(reqa, n: int, seed: int):
     """A ReQA with a random, seeded subset of n questions (in their original order) and all the
     candidates."""
     import numpy as np
-    from tt_zoo.retrieval import reqa as reqa_lib
+    from tt_zoo.evaluation import reqa as reqa_lib
 
     if n >= len(reqa.questions):
         return reqa
@@ -120,7 +120,7 @@ def reqa_and_split(data: DataArguments):
     """ReQA of --squad (or its --limit-questions subset) and the split: --split-file's, or a
     new cold-start split (saved to --split-out); with the split's description and training
     fraction."""
-    from tt_zoo.retrieval import reqa as reqa_lib
+    from tt_zoo.evaluation import reqa as reqa_lib
 
     reqa = reqa_lib.build_reqa(data.squad)
     if data.limit_questions:
@@ -156,7 +156,7 @@ def model_to_finetune(config: FinetuneConfig):
 def evaluate(model, info, reqa, split, where, fraction) -> list:
     """Table 3's rows for the split's test questions: the model's, then BM25's."""
     from tt_zoo.retrieval import bm25
-    from tt_zoo.retrieval import metrics as retrieval_metrics
+    from tt_zoo.evaluation import metrics as retrieval_metrics
 
     t = time.perf_counter()
     m = retrieval_metrics.evaluate_encoder(model, reqa, split.test)

@@ -10,8 +10,8 @@ improvement, and the best weights are restored (`tf.keras.callbacks.EarlyStoppin
 
 Example:
 
->>> reqa = tt_zoo.retrieval.reqa.build_reqa("dev-v1.1.json")              # doctest: +SKIP
->>> split = tt_zoo.retrieval.reqa.make_splits(reqa, 0.05, seed=0)          # doctest: +SKIP
+>>> reqa = tt_zoo.evaluation.reqa.build_reqa("dev-v1.1.json")              # doctest: +SKIP
+>>> split = tt_zoo.evaluation.reqa.make_splits(reqa, 0.05, seed=0)          # doctest: +SKIP
 >>> result = finetune(model, reqa, split, steps=300, batch_size=128)  # doctest: +SKIP
 >>> result["best_step"], result["history"][-1]["val_loss"]      # doctest: +SKIP
 """
@@ -30,8 +30,8 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from tt_zoo.data import features as F
-from tt_zoo.retrieval import reqa as reqa_lib
-from tt_zoo.retrieval import metrics as retrieval_metrics
+from tt_zoo.evaluation import reqa as reqa_lib
+from tt_zoo.evaluation import metrics as retrieval_metrics
 from tt_zoo.atomic_io import write_json
 from tt_zoo.data.sampling import sampling_probabilities
 from tt_zoo.training.step_data import tokenize_on_host
@@ -67,10 +67,10 @@ def _with_sampling_probabilities(pairs: tf.data.Dataset, doc_ids) -> tf.data.Dat
 
 def reqa_pairs(reqa, question_ids, *, sampling_correction: bool = True,
                hard_negatives=None) -> tf.data.Dataset:
-    """`tt_zoo.retrieval.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
+    """`tt_zoo.evaluation.reqa.training_pairs` (DOC_ID = gold candidate index, so two questions with the
     same gold (sentence, passage) in a batch are accidental hits, not negatives), plus q(d).
 
-    `hard_negatives` (int [questions, H] candidate indices, `tt_zoo.retrieval.hard_negatives.
+    `hard_negatives` (int [questions, H] candidate indices, `tt_zoo.mining.hard_negatives.
     mine_reqa_negatives`) adds each question's negatives as strings: HARD_NEGATIVE_TITLES
     (sentences), HARD_NEGATIVE_TEXTS (passages) and HARD_NEGATIVE_IDS (candidate indices, the
     DOC_ID convention, so a negative that is another question's gold is an accidental hit)
@@ -141,7 +141,7 @@ class _Progress(tf.keras.callbacks.Callback):
 
 class _ValidationRecall(tf.keras.callbacks.Callback):
     """Adds ``val_R@k`` (and ``val_MRR``) to the epoch logs: validation questions retrieved among
-    all ReQA candidates with `tt_zoo.retrieval.metrics.evaluate_encoder`. Runs before
+    all ReQA candidates with `tt_zoo.evaluation.metrics.evaluate_encoder`. Runs before
     `EarlyStopping` in the callback list so that it can monitor the value."""
 
     def __init__(self, reqa, question_ids, batch_size: int = 256):
@@ -183,8 +183,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     Args:
       model: a `tt_zoo.modeling.models.TwoTowerModel` (e.g. ``tt_zoo.load(name).keras_model``); trained
         in place.
-      reqa: the `tt_zoo.retrieval.reqa.ReQA` benchmark the split's ids refer to.
-      split: a `tt_zoo.retrieval.reqa.Split`; ``split.train`` is trained on, ``split.validation`` monitored.
+      reqa: the `tt_zoo.evaluation.reqa.ReQA` benchmark the split's ids refer to.
+      split: a `tt_zoo.evaluation.reqa.Split`; ``split.train`` is trained on, ``split.validation`` monitored.
       steps: optimizer steps (paper: 2,000).
       batch_size: pairs per step (paper: 512); clamped to the number of training pairs.
       learning_rate: Adam's learning rate (paper: 5e-5).
@@ -201,7 +201,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       hard_negatives: H BM25 hard negatives per training question, beside the in-batch ones
         (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates, skipping the
         gold and candidates whose sentence holds an answer
-        (`tt_zoo.retrieval.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
+        (`tt_zoo.mining.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
         batches keep in-batch negatives only, so val_loss stays comparable across H.
       hard_negatives_depth: BM25 results searched per question (default the miner's).
 
@@ -250,7 +250,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     tokenize = functools.partial(tokenize_on_host, model)
     mined = None
     if hard_negatives:
-        from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
+        from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
         mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
                                     depth=hard_negatives_depth, seed=seed, progress=progress)

@@ -400,7 +400,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
     train_cpu_seconds (the process's CPU time, all threads, without the evaluations: unlike wall
     time it does not grow when other processes share the cores), loss, and R@1/5/10/50/100 and
     MRR of `num_questions` questions (sampled with seed 0) against all candidates, by exact
-    search (`tt_zoo.retrieval.metrics.evaluate_encoder`).
+    search (`tt_zoo.evaluation.metrics.evaluate_encoder`).
     """
 
     def __init__(self, reqa, *, every_steps: int, num_questions: int, global_batch: int,
@@ -430,7 +430,7 @@ class ZeroShotReqaCurve(tf.keras.callbacks.Callback):
             self.evaluate(loss=(logs or {}).get("loss"))
 
     def evaluate(self, loss) -> dict:
-        from tt_zoo.retrieval.metrics import evaluate_encoder
+        from tt_zoo.evaluation.metrics import evaluate_encoder
         t, cpu = time.perf_counter(), time.process_time()
         step = int(self.model.optimizer.iterations.numpy())
         train_seconds = t - self._start - self._eval_seconds

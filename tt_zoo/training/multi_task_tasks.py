@@ -176,7 +176,7 @@ def needed_files(spec: TaskSpec, data_dir) -> List[pathlib.Path]:
     file), so that a run can refuse a missing one before it starts."""
     data = pathlib.Path(data_dir)
     if spec.kind in WIKI_QA:
-        from tt_zoo.retrieval.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
+        from tt_zoo.evaluation.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
         return [data / "odqa" / NAMED_SETS[WIKI_QA[spec.kind][0]], data / "wikispeedia"]
     if spec.kind == "reqa":
         return [data / SQUAD_DEV]
@@ -207,7 +207,7 @@ class Sources:
     @property
     def benchmark(self):
         """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
-        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+        from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._benchmark is None:
             t = time.perf_counter()
@@ -225,7 +225,7 @@ class Sources:
 
     @property
     def bm25(self):
-        from tt_zoo.retrieval import odqa  # noqa: PLC0415
+        from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._bm25 is None:
             self._bm25 = odqa.bm25_searcher(self.benchmark.collection)
@@ -235,7 +235,7 @@ class Sources:
     def reqa(self):
         """(ReQA-SQuAD(dev), its cold-start split, the split's description)."""
         if self._reqa is None:
-            from tt_zoo.retrieval import reqa as reqa_lib  # noqa: PLC0415
+            from tt_zoo.evaluation import reqa as reqa_lib  # noqa: PLC0415
 
             reqa = reqa_lib.build_reqa(self.squad)
             fraction, seed = self.tasks.reqa_train_fraction, self.tasks.split_seed
@@ -259,7 +259,7 @@ def _articles_key(folder: pathlib.Path) -> dict:
 
 def task_key(spec: TaskSpec, sources: Sources) -> dict:
     """What defines a named task: its source files, settings and the code's version."""
-    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     key = {"version": TASK_CACHE_VERSION, "task": spec.kind, "seed": sources.tasks.split_seed}
     if spec.kind in WIKI_QA:
@@ -307,8 +307,9 @@ def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print)
 
 
 def build_named_task(spec: TaskSpec, sources: Sources):
-    """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.retrieval.task_sources`)."""
-    from tt_zoo.retrieval import odqa, task_sources  # noqa: PLC0415
+    """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.mining.task_sources`)."""
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     seed = sources.tasks.split_seed
     if spec.kind == "reqa":
@@ -341,7 +342,7 @@ def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
     """The task of one --task; a malformed task file raises `TaskFileError` naming the flag,
     file and line."""
     from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
-    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     if spec.kind == "jsonl":
         try:
@@ -364,7 +365,7 @@ def remine(task, spec: TaskSpec, sources: Sources, miner, cache: pathlib.Path, k
     """`task` with its confounders re-mined by `miner` (a `ZooModel`), cached as
     NAME.remined.jsonl in the task cache (Maillard et al. 2021, Sec. 4.4): the first passage of
     the model's top 100 that holds no answer and is no positive."""
-    from tt_zoo.retrieval import task_sources  # noqa: PLC0415
+    from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     def build():
         collection = sources.benchmark.collection

@@ -91,7 +91,7 @@ def prepare_tasks(config, workdir: pathlib.Path, data_dir, log=print):
     if any(s.kind == "curatedtrec" for s in specs):
         bar = "!" * 78
         print(f"{bar}\nWARNING: --task curatedtrec trains on CuratedTREC train, one of the two "
-              "ODQA validation sets\n(tt_zoo.retrieval.odqa.VALIDATION): this model's scores "
+              "ODQA validation sets\n(tt_zoo.evaluation.odqa.VALIDATION): this model's scores "
               "on it are no longer held out,\nand settings chosen on them are chosen on "
               f"training data.\n{bar}", file=sys.stderr)
     tasks = []
@@ -177,7 +177,7 @@ def weigh_query_tokens(config, model, data_dir, log=print) -> dict:
     the [MASK] tokens --query-mask-weight's. Raises `MultitaskError` for a single-vector
     model."""
     from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
-    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     corpus = pathlib.Path(data_dir) / "wikispeedia"
     collection = odqa.passage_collection(corpus, progress=not config.output.no_progress)
@@ -296,7 +296,7 @@ def evaluate(zoo_model, name: str, trained_on: List[str], data_dir, progress: bo
              log=print) -> Tuple[dict, dict]:
     """ODQA validation answer recall (`odqa.validation_benchmark`) of `zoo_model` (its
     encode_queries adds the default task marker) and of BM25: (results, card tables)."""
-    from tt_zoo.retrieval import odqa  # noqa: PLC0415
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     t = time.perf_counter()
     benchmark = odqa.validation_benchmark(pathlib.Path(data_dir), progress=progress,

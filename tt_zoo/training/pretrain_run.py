@@ -7,7 +7,7 @@ sampled softmax over the (global) batch. Checkpoints every N steps and resumes a
 TensorBoard scalars under WORKDIR/logs; a progress bar with pairs/s. `none` variants skip
 training (0 steps) and export the initialised model; `mlm` variants pretrain the encoder with
 the masked-LM objective (`tt_zoo.training.mlm`) and initialise both towers from it. Hard
-negatives (`tt_zoo.retrieval.hard_negatives`), GradCache (`tt_zoo.training.grad_cache`),
+negatives (`tt_zoo.mining.hard_negatives`), GradCache (`tt_zoo.training.grad_cache`),
 clustered batches (ProQA, Xiong et al. 2020, Sec. 3.2; `tt_zoo.training.clustered_batches`), a
 zero-shot ReQA curve and a warm start (--init-from) are settings of the config; `colbert_`
 variants (`tt_zoo.modeling.late_interaction_model`) train the same way on the same pairs.
@@ -121,7 +121,7 @@ class TrainingArguments:
 @dataclasses.dataclass(frozen=True)
 class NegativeArguments(HardNegativeArguments):
     """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives), mined once and stored beside the
+    Maillard et al. 2021; tt_zoo.mining.hard_negatives), mined once and stored beside the
     pairs."""
 
     hard_negatives_dir: Optional[str] = option(
@@ -297,7 +297,7 @@ def mining_settings(config: PretrainConfig):
     negatives = config.negatives
     if not negatives.hard_negatives:
         return None
-    from tt_zoo.retrieval.hard_negatives import DEFAULT_DEPTH, MiningSettings
+    from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, MiningSettings
     return MiningSettings(negatives.hard_negatives,
                           negatives.hard_negatives_depth or DEFAULT_DEPTH,
                           max_pairs=config.data.max_pairs)
@@ -306,7 +306,7 @@ def mining_settings(config: PretrainConfig):
 def zero_shot_curve(config: PretrainConfig, workdir, batch, default_squad: Optional[str] = None):
     """The callback that scores ReQA-SQuAD(dev) zero-shot every --eval-every steps (on
     `default_squad` when the config names no SQuAD file)."""
-    from tt_zoo.retrieval.reqa import build_reqa
+    from tt_zoo.evaluation.reqa import build_reqa
     from tt_zoo.training import loop as training  # noqa: PLC0415 (TensorFlow)
     evaluation = config.evaluation
     squad = evaluation.squad or default_squad
@@ -520,7 +520,7 @@ def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, wo
                                       max_pairs=data.max_pairs)
     mined = None
     if mining:
-        from tt_zoo.retrieval.hard_negatives import load_or_mine
+        from tt_zoo.mining.hard_negatives import load_or_mine
         try:
             mined = load_or_mine(data.pairs, mining, output_dir=config.negatives.hard_negatives_dir,
                                  progress=not output.no_progress)

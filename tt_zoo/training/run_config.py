@@ -359,7 +359,7 @@ def _in_range(value, setting: _Setting, where: str):
 @dataclasses.dataclass(frozen=True)
 class HardNegativeArguments:
     """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.retrieval.hard_negatives)."""
+    Maillard et al. 2021; tt_zoo.mining.hard_negatives)."""
 
     hard_negatives: int = option(
         0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
@@ -367,7 +367,7 @@ class HardNegativeArguments:
         number=numbers.count(low=0, high=1000))
     hard_negatives_depth: Optional[int] = option(
         None, "BM25 results searched per query when mining (default "
-              "tt_zoo.retrieval.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
+              "tt_zoo.mining.hard_negatives.DEFAULT_DEPTH)", number=numbers.count())
 
 
 @dataclasses.dataclass(frozen=True)

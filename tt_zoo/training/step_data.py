@@ -223,7 +223,7 @@ def hard_negative_features(arrays: Arrays, rows: np.ndarray) -> dict:
     """The hard-negative features of pair `rows` (flat [batch * H], row b * H + h being example
     b's h-th negative): their document ids (HARD_NEGATIVE_INPUTS), hashed DOC_IDs
     (HARD_NEGATIVE_IDS) and q(d) (HARD_NEGATIVE_SAMPLING_PROBS, when the arrays have it), taken
-    from the tokenized pair arrays (`tt_zoo.retrieval.hard_negatives` stores negatives as rows)."""
+    from the tokenized pair arrays (`tt_zoo.mining.hard_negatives` stores negatives as rows)."""
     out = {F.HARD_NEGATIVE_INPUTS: _map_arrays(lambda a: _widen(a[rows]),
                                                arrays[F.DOCUMENT_INPUTS]),
            F.HARD_NEGATIVE_IDS: arrays[F.DOC_ID][rows]}
@@ -265,7 +265,7 @@ def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
     pipeline p of P serves rows [p B / P, (p + 1) B / P) of the global batch, cut into
     batches of B / replicas.
 
-    With `hard_negatives` (int [n, H] row indices, `tt_zoo.retrieval.hard_negatives`), each batch
+    With `hard_negatives` (int [n, H] row indices, `tt_zoo.mining.hard_negatives`), each batch
     also carries its examples' negatives (`hard_negative_features`: [batch * H, ...], example
     b's at rows b * H ... b * H + H - 1), so each replica gets the negatives of its own examples.
     The arrays then need DOCUMENT_INPUTS and DOC_ID.

@@ -396,16 +396,16 @@ def benchmark_tables(out: dict, rows: Union[str, Callable[[str], bool]],
 
 def _table_title(bench: str, described: dict, set_name: str, counts: dict,
                  regime: str = "zero-shot") -> str:
-    """The wording of the cards' other tables (`tt_zoo.retrieval.odqa.card_tables`, the
+    """The wording of the cards' other tables (`tt_zoo.evaluation.odqa.card_tables`, the
     reproduce stage's ReQA tables), with the question and candidate counts."""
     if bench == "odqa":
-        from tt_zoo.retrieval.odqa import SET_DESCRIPTIONS
+        from tt_zoo.evaluation.odqa import SET_DESCRIPTIONS
         source = pathlib.Path(str(described.get("source", ""))).name.capitalize()
         return (f"ODQA answer recall {regime}, {SET_DESCRIPTIONS.get(set_name, set_name)}, "
                 f"{counts['answerable']:,} answerable of {counts['num_questions']:,} questions, "
                 f"{described['num_passages']:,} {described.get('passage_words', 100)}-word "
                 f"{source} passages (%)")
-    from tt_zoo.retrieval.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label
 
     what = ("all questions" if set_name == "all"
             else f"test part of the {split_label(set_name)} split")
@@ -459,7 +459,7 @@ def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
     "RRF(BM25, name)": the card keeps those). On all questions, but for a model trained on the
     ReQA split's training questions (`trained_on_reqa`) ReQA's and open-domain ReQA's come
     from the split's test questions, and their key says so."""
-    from tt_zoo.retrieval.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label
 
     summary = {}
     for bench, results in out["results"].items():

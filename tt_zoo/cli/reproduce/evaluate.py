@@ -26,7 +26,7 @@ def stage_evaluate(config) -> None:
     """Zero-shot and fine-tuned ReQA scores of each model on each split's test questions."""
     import tensorflow as tf
     import tt_zoo
-    from tt_zoo.retrieval import bm25, reqa as reqa_lib, metrics as retrieval_metrics
+    from tt_zoo.evaluation import reqa as reqa_lib, metrics as retrieval_metrics
     from tt_zoo.training import finetuning
 
     budget = config.budget
@@ -34,7 +34,7 @@ def stage_evaluate(config) -> None:
     splits = {f: reqa_lib.make_splits(reqa, f, seed=budget.seed) for f in config.splits}
     bm25_path = bm25_file(config.runs)
     if not bm25_path.is_file():
-        write_json(bm25_path, {split_key(f): _flat_bm25(bm25.evaluate_bm25(reqa, s.test))
+        write_json(bm25_path, {split_key(f): _flat_bm25(retrieval_metrics.evaluate_bm25(reqa, s.test))
                                 for f, s in splits.items()})
     for name, model_dir, out_dir in evaluated_models(config.cells, config.runs):
         if not is_exported(model_dir):

@@ -15,7 +15,7 @@ import re
 from typing import List, Optional, Sequence
 
 from tt_zoo.atomic_io import write_json, write_text
-from tt_zoo.retrieval.tables import COLUMNS
+from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.cli.reproduce.grid import (CELLS, FLAGSHIP_SUFFIX, bm25_file, evaluated_models,
                                        read_card, read_json, result_file, split_key)
 from tt_zoo.zoo.recipe import Recipe

@@ -17,7 +17,7 @@ import pathlib
 import sys
 
 from tt_zoo.atomic_io import write_text
-from tt_zoo.retrieval.tables import COLUMNS
+from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.cli.reproduce.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card, read_json
 from tt_zoo.cli.reproduce.report import collect, label
 from tt_zoo.serving.model_card import ModelCard
@@ -51,7 +51,7 @@ def card_metrics(row: dict, bm25: dict) -> dict:
                 c: round(100 * tuned[c], 2) for c in COLUMNS}
         tables[f"BM25, {where} (%)"] = {c: round(100 * bm25[split][c], 2) for c in COLUMNS}
     if row.get("odqa"):
-        from tt_zoo.retrieval.odqa import card_tables  # noqa: PLC0415 (numpy only)
+        from tt_zoo.evaluation.odqa import card_tables  # noqa: PLC0415 (numpy only)
 
         tables.update(card_tables(row["odqa"]["sets"], row["odqa"]["num_passages"]))
     return tables

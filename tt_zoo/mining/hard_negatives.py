@@ -55,7 +55,7 @@ above), with the same random fallback.
 depth) -> int rows`` (-1 padding), skipping per query a given set of rows (the passages that
 hold an answer, and the positives). With `bm25_rank` it gives DPR's BM25 confounder of a QA
 question (Karpukhin et al. 2020, Sec. 3.2); with a trained model's search
-(`tt_zoo.retrieval.task_sources.dense_rank`), the "self-mined" confounders of Maillard et al.
+(`tt_zoo.mining.task_sources.dense_rank`), the "self-mined" confounders of Maillard et al.
 (2021, Sec. 4.4), by this same code.
 """
 
@@ -86,7 +86,7 @@ _SEARCH_CHUNK = 1024  # queries per BM25 call (the progress bar moves between ca
 _RANDOM_ROUNDS = 8  # rejection-sampling rounds before the fallback scans a whole permutation
 # A ranking of a corpus: rank(queries, depth) -> int rows [len(queries), <= depth], best first,
 # -1 padding a query with fewer results (`bm25_rank`; a dense model's:
-# `tt_zoo.retrieval.task_sources.dense_rank`).
+# `tt_zoo.mining.task_sources.dense_rank`).
 Rank = Callable[[List[str], int], np.ndarray]
 # bm25s's and `tt_zoo.retrieval.bm25`'s defaults, recorded in every sidecar.
 BM25_SETTINGS = {"k1": 1.5, "b": 0.75, "method": "lucene", "stemmer": "english",
@@ -386,7 +386,7 @@ def mine_answer_negatives(rank: Rank, num_documents: int, queries: Sequence[str]
 
     DPR's BM25 negative (Karpukhin et al. 2020, Sec. 3.2) with ``rank = bm25_rank(...)``, and
     Maillard et al.'s (2021, Sec. 4.4) confounders mined by the trained model with a dense
-    model's ranking (`tt_zoo.retrieval.task_sources.dense_rank`).
+    model's ranking (`tt_zoo.mining.task_sources.dense_rank`).
 
     Args:
       rank: `Rank`, ``rank(queries, depth) -> int rows [n, <= depth]``, -1 padding.

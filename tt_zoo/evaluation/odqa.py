@@ -476,7 +476,7 @@ def dense_searcher(model, collection: Collection, cache_path=None, progress: boo
     if cache_path is None:
         embeddings = model.encode_documents(collection.texts, titles=collection.titles)
     else:
-        from tt_zoo.retrieval.open_domain import encode_documents_to_file  # noqa: PLC0415
+        from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
         embeddings = np.asarray(encode_documents_to_file(
             model, collection.texts, collection.titles, cache_path, progress=progress))
     return ExactSearcher(embeddings, collection.ids)

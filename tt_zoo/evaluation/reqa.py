@@ -53,7 +53,7 @@ class Question:
       text: the question text.
       gold_index: index into ``ReQA.candidates`` of the (sentence, passage) holding its answer.
       answers: the texts of its SQuAD answers (the first one placed the gold sentence); mining
-        hard negatives skips candidates that contain one (`tt_zoo.retrieval.hard_negatives`).
+        hard negatives skips candidates that contain one (`tt_zoo.mining.hard_negatives`).
     """
 
     id: str

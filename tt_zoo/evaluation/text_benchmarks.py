@@ -1,6 +1,6 @@
 """One evaluation path for text-query searchers on three benchmarks of one kind.
 
-Each benchmark is a candidate list (`tt_zoo.retrieval.odqa.Collection`: ids, titles, texts;
+Each benchmark is a candidate list (`tt_zoo.evaluation.odqa.Collection`: ids, titles, texts;
 BM25 reads ``"title text"``) and a way to score any `Searcher` of it that takes question
 strings (BM25, a dense model through `QueryEncodingSearcher`, score fusion, a re-ranker, ...):
 
@@ -8,12 +8,12 @@ strings (BM25, a dense model through `QueryEncodingSearcher`, score fusion, a re
   every (sentence, passage) candidate; a candidate's title is its sentence and its text its
   passage (so BM25 reads `tt_zoo.retrieval.bm25.candidate_texts` and the document tower
   ``encode_documents(texts=passage, titles=sentence)``). R@k against the gold candidate, and
-  MRR (`tt_zoo.retrieval.metrics`), on all questions and on a cold-start split's test questions;
+  MRR (`tt_zoo.evaluation.metrics`), on all questions and on a cold-start split's test questions;
   the split's training questions are the validation queries (`Validation`).
 - **Open-domain ReQA** (Chang et al. 2020, Sec. 5.3, Table 6): the same questions against the
   same candidates plus every (sentence, passage) of an article corpus
-  (`tt_zoo.retrieval.open_domain.open_domain_reqa`); no validation queries of its own.
-- **ODQA answer recall** (DPR's top-k accuracy, `tt_zoo.retrieval.odqa`): the validation
+  (`tt_zoo.evaluation.open_domain.open_domain_reqa`); no validation queries of its own.
+- **ODQA answer recall** (DPR's top-k accuracy, `tt_zoo.evaluation.odqa`): the validation
   questions against 100-word passages; a named question set (``webquestions-trainmodel``) over
   the same passages gives the validation queries.
 
@@ -39,7 +39,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tt_zoo.retrieval import metrics as retrieval_metrics, odqa, reqa as reqa_lib
+from tt_zoo.evaluation import metrics as retrieval_metrics, odqa, reqa as reqa_lib
 from tt_zoo.retrieval.search import (QueryEncodingSearcher, SearchResult,
                                      check_built_searcher)
 
@@ -169,7 +169,7 @@ class ReqaBenchmark:
 
     Attributes:
       name: "reqa" or "open_domain_reqa".
-      reqa: the `tt_zoo.retrieval.reqa.ReQA` (questions and candidates).
+      reqa: the `tt_zoo.evaluation.reqa.ReQA` (questions and candidates).
       candidates: the candidate list (ids = row numbers, titles = sentences, texts = passages).
       questions: the reported questions, searched once per score.
       subsets: name -> positions in `questions` (``"all"`` = every one).
@@ -289,7 +289,7 @@ def open_domain_benchmark(reqa_bench: ReqaBenchmark, articles, *,
                           progress: bool = False) -> ReqaBenchmark:
     """Open-domain ReQA: `reqa_bench`'s questions and subsets against its candidates plus every
     (sentence, passage) of `articles`; no validation queries (use ReQA's choices)."""
-    from tt_zoo.retrieval.open_domain import open_domain_reqa  # noqa: PLC0415 (TensorFlow)
+    from tt_zoo.evaluation.open_domain import open_domain_reqa  # noqa: PLC0415 (TensorFlow)
 
     reqa, added = open_domain_reqa(reqa_bench.reqa, articles, limit_articles, progress=progress)
     meta = {**reqa_bench.meta, "source": reqa.source, "added_candidates": added,
@@ -304,7 +304,7 @@ class OdqaBenchmark:
 
     Attributes:
       name: "odqa".
-      benchmark: the `tt_zoo.retrieval.odqa.Benchmark` of the reported sets.
+      benchmark: the `tt_zoo.evaluation.odqa.Benchmark` of the reported sets.
       candidates: its passages (``benchmark.collection``).
       validation: the validation set's answerable questions and its answer recall at k.
       validation_sets: that set's `AnswerSets` (counts).

@@ -5,7 +5,7 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
 "hard confounder") examples. Each function here turns one source into a `tt_zoo.data.tasks.Task`:
 
 * `qa_task`: a factoid question set (WebQuestions trainmodel, CuratedTREC, any question file of
-  `tt_zoo.retrieval.odqa`) over a passage `odqa.Collection`. As DPR builds its WebQuestions and
+  `tt_zoo.evaluation.odqa`) over a passage `odqa.Collection`. As DPR builds its WebQuestions and
   CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1 "Selection of positive passages"):
   the positives are the passages of BM25's top ``depth`` (100) that hold an answer (DrQA/DPR
   answer matching, `odqa.AnswerIndex`), in rank order, the first one being trained on; a question
@@ -14,7 +14,7 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
   mine_answer_negatives`, with its random fallback).
 * `reqa_task`: the training part of a ReQA-SQuAD cold-start split (Chang et al. 2020, Sec. 4.1):
   the gold (sentence, passage) candidate, and `hard_negatives.mine_reqa_negatives`' confounder.
-  Documents follow fine-tuning's convention (`tt_zoo.retrieval.reqa.training_examples`):
+  Documents follow fine-tuning's convention (`tt_zoo.evaluation.reqa.training_examples`):
   id = the candidate index, title = the sentence, text = the passage.
 * `lexical_task`: BM25 as a teacher, SPAR's training data for its lexical model (Chen et al.
   2021): word spans of random passages as queries, BM25's top passages over the collection as
@@ -41,8 +41,8 @@ from tqdm.auto import tqdm
 
 from tt_zoo.data.tasks import Document, Task, TaskExample
 from tt_zoo.errors import TtZooError
-from tt_zoo.retrieval import hard_negatives as hn
-from tt_zoo.retrieval import odqa
+from tt_zoo.evaluation import odqa
+from tt_zoo.mining import hard_negatives as hn
 
 QA_DEPTH = 100  # DPR's BM25 top 100 (Karpukhin et al. 2020, Sec. 5.1)
 _RANK_CHUNK = 1024  # questions per BM25 call (the progress bar moves between calls)
@@ -106,7 +106,7 @@ def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collecti
     """
     start = time.perf_counter()
     if not isinstance(question_set, odqa.QuestionSet):
-        raise TypeError(f"qa_task {name!r}: question_set must be a tt_zoo.retrieval.odqa."
+        raise TypeError(f"qa_task {name!r}: question_set must be a tt_zoo.evaluation.odqa."
                         f"QuestionSet (got {type(question_set).__name__}).")
     questions = question_set.questions
     if not questions:
@@ -161,7 +161,7 @@ def reqa_task(name: str, reqa, question_ids: Sequence[str], *, seed: int = 0,
     """The training part of a ReQA cold-start split as a task: the gold candidate and one BM25
     confounder (`hard_negatives.mine_reqa_negatives`) per question. A candidate is
     ``Document(str(index), sentence, passage)``, fine-tuning's DOC_ID / DOC_TITLE / DOC_TEXT
-    (`tt_zoo.retrieval.reqa.training_examples`, `tt_zoo.training.finetuning.reqa_pairs`)."""
+    (`tt_zoo.evaluation.reqa.training_examples`, `tt_zoo.training.finetuning.reqa_pairs`)."""
     start = time.perf_counter()
     questions = reqa.questions_for(question_ids)
     mined = hn.mine_reqa_negatives(reqa, question_ids, 1, seed=seed)

@@ -4,8 +4,8 @@ ReQA (Ahmad et al. 2019) scores a question by the rank of its single gold (sente
 candidate; Chang et al. 2020 (Sec. 4, Tables 3-5) report recall@1/5/10/50/100. A hit is the gold
 candidate index only, never another sentence of the same passage. Metric values are fractions in
 [0, 1]; tables multiply by 100. `evaluate` scores any `tt_zoo.retrieval.search.Searcher` (exact search,
-ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `tt_zoo.retrieval.bm25.evaluate_bm25` return
-its dict.
+ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `evaluate_bm25` (BM25,
+`tt_zoo.retrieval.bm25`, on ReQA) return its dict.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
     Args:
       encoder: has ``encode_queries(list[str]) -> [n, dim]`` and
         ``encode_documents(texts, titles) -> [n, dim]``.
-      reqa: a ``tt_zoo.retrieval.reqa.ReQA``.
+      reqa: a ``tt_zoo.evaluation.reqa.ReQA``.
       question_ids: the questions to score (e.g. a split's test ids); all when None.
       ks: recall cut-offs.
       index: optional approximate `tt_zoo.retrieval.search.Searcher` already built over this encoder's
@@ -200,3 +200,32 @@ def evaluate_encoder(encoder, reqa, question_ids=None, ks: Sequence[int] = DEFAU
                       index=index)
     result["seconds"] = {**seconds, **result["seconds"]}
     return result
+
+
+def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = DEFAULT_KS,
+                  stemmer="english", stopwords="en", *, field: str = "sentence+passage",
+                  show_progress: bool = False) -> dict:
+    """Recall@k and MRR of BM25 on ReQA (the gold candidate only counts as a hit).
+
+    Returns:
+      `evaluate`'s dict, BM25 (`tt_zoo.retrieval.bm25.BM25Retriever`) being the searcher that
+      scores every candidate (``"exact"``; ``"index"`` is None), with ``"settings"`` and the index
+      build time in ``"seconds"["build"]``; ``"queries_without_results"`` counts the questions
+      without an indexed term.
+    """
+    from tt_zoo.retrieval.bm25 import BM25Retriever, candidate_texts  # noqa: PLC0415 (bm25s)
+
+    questions = reqa.questions_for(question_ids)
+    if not questions:
+        raise ValueError("evaluate_bm25: no questions to evaluate.")
+    t = time.perf_counter()
+    retriever = BM25Retriever(candidate_texts(reqa, field), stemmer=stemmer,
+                              stopwords=stopwords, show_progress=show_progress)
+    build_s = time.perf_counter() - t
+    out = evaluate(retriever, [q.text for q in questions], [q.gold_index for q in questions], ks)
+    out["seconds"]["build"] = build_s
+    out["settings"] = {"field": field, "stemmer": stemmer if isinstance(stemmer, str)
+                       or stemmer is None else repr(stemmer),
+                       "stopwords": stopwords if isinstance(stopwords, str)
+                       or stopwords is None else f"{len(stopwords)} words"}
+    return out

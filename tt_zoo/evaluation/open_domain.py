@@ -15,7 +15,7 @@ from tqdm import tqdm
 from tt_zoo.atomic_io import write_json
 from tt_zoo.data.article_sources import read_articles
 from tt_zoo.data.passages import make_passages, split_sentences
-from tt_zoo.retrieval.reqa import Candidate, ReQA
+from tt_zoo.evaluation.reqa import Candidate, ReQA
 
 
 def open_domain_reqa(reqa: ReQA, articles, limit_articles=None, progress: bool = True):
