@@ -184,6 +184,7 @@ def test_a_text_index_has_a_repr(zoo):
 def test_a_fine_tuned_card_names_its_base_model_without_a_machine_path(exported, tmp_path):
     """A model loaded by name records the name only (its folder is the clone's or the cache's);
     the card's table shows the base model and the fine-tuning as text, not as dicts."""
+    from tt_zoo.serving.card_rendering import render_card
     from tt_zoo.serving.model_card import ModelCard
 
     base = {"name": "ict_bfs_wlp_512", "sha256": "82a998fa049e55a3", "train_steps": 3500,
@@ -191,7 +192,7 @@ def test_a_fine_tuned_card_names_its_base_model_without_a_machine_path(exported,
     card = ModelCard.from_dict({"name": "m_ft", "base_model": base,
                                 "fine_tuning": {"optimizer_steps": 5,
                                                 "finished": "2026-01-01T00:00:00+00:00"}})
-    text = card.render()
+    text = render_card(card)
     assert "| base_model | ict_bfs_wlp_512 (sha256 82a998fa049e…, 3,500 steps) |" in text
     assert "| fine_tuning | 5 optimizer steps, finished 2026-01-01T00:00:00+00:00 |" in text
     assert "/home/someone" not in text and "{'" not in text

@@ -8,7 +8,9 @@ import numpy as np
 
 from helpers import PAIRS, assert_model_round_trip
 from tt_zoo.data import features as F
-from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, render_model_card, verify_export
+from tt_zoo.serving.card_rendering import render_card
+from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
+from tt_zoo.serving.model_card import ModelCard
 from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
@@ -117,13 +119,15 @@ def test_saved_model_cli_run(exported):
 
 
 def test_card_shows_the_more_signal_settings_a_run_recorded():
-    card = render_model_card({"name": "m", "batch_size": 512, "grad_cache_chunk": 128,
-                              "clustered_batches": {"every": 250, "clusters": 62},
-                              "hard_negatives": {"num_negatives": 1, "miner_version": 2}})
+    card = render_card(ModelCard.from_dict({
+        "name": "m", "batch_size": 512, "grad_cache_chunk": 128,
+        "clustered_batches": {"every": 250, "clusters": 62},
+        "hard_negatives": {"num_negatives": 1, "miner_version": 2}}))
     assert "| grad_cache_chunk | 128 |" in card
     assert "| clustered_batches | {'every': 250, 'clusters': 62} |" in card
     assert "'miner_version': 2" in card
-    assert "grad_cache_chunk" not in render_model_card({"name": "m", "batch_size": 128})
+    assert "grad_cache_chunk" not in render_card(ModelCard.from_dict({"name": "m",
+                                                                      "batch_size": 128}))
 
 
 # ------------------------------------------------------------------ format version, re-export
@@ -215,7 +219,7 @@ def test_reexport_keeps_the_weights_and_the_card_and_records_why(exported, tmp_p
 def test_card_tables_read_recall_by_k_whatever_order_the_json_keeps():
     """metadata.json keeps each table with sorted keys (MRR, R@1, R@10, R@100, R@5); the card
     prints R@k by k, then MRR."""
-    card = render_model_card({"name": "m", "metrics": {"ReQA (%)": {
-        "MRR": 3.0, "R@1": 1.0, "R@10": 10.0, "R@100": 100.0, "R@5": 5.0}}})
+    card = render_card(ModelCard.from_dict({"name": "m", "metrics": {"ReQA (%)": {
+        "MRR": 3.0, "R@1": 1.0, "R@10": 10.0, "R@100": 100.0, "R@5": 5.0}}}))
     assert "| R@1 | R@5 | R@10 | R@100 | MRR |\n" in card
     assert "| 1 | 5 | 10 | 100 | 3 |" in card

@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tt_zoo.errors import ArtifactError, TtZooError
-from tt_zoo.serving.model_card import (TERM_WEIGHT_TABLE, TWO_TOWER_TABLE, FineTuning,
-                                       ModelCard, Origin, PairSet, Training, _HIDDEN,
+from tt_zoo.serving.card_rendering import TERM_WEIGHT_TABLE, TWO_TOWER_TABLE, render_card
+from tt_zoo.serving.model_card import (FineTuning, ModelCard, Origin, PairSet, Training, _HIDDEN,
                                        _Record)
 
 SAVED_MODELS = pathlib.Path(__file__).resolve().parents[1] / "saved_models"
@@ -56,7 +56,7 @@ def test_shipped_card_body_renders_as_before(path):
     """The shipped MODEL_CARD.md to the byte: the whole card for an export written with the
     typed card (front matter included), the body below the front matter for an older one."""
     card = ModelCard.from_dict(json.loads(path.read_text(encoding="utf-8")))
-    text = card.render()
+    text = render_card(card)
     shipped = (path.parent / "MODEL_CARD.md").read_text(encoding="utf-8")
     assert text == shipped if shipped.startswith("---\n") else body(text) == shipped
     matter = front_matter(text)
@@ -70,7 +70,7 @@ def test_front_matter_of_a_warm_started_late_interaction_model():
     card = ModelCard.from_dict(meta)
     assert card.artifact_kind == "late_interaction"
     assert card.lineage.warm_start.source == "saved_models/ict_bfs_wlp_512"
-    assert front_matter(card.render()) == {
+    assert front_matter(render_card(card)) == {
         "library_name": "tt_zoo", "license": "apache-2.0", "base_model": "ict_bfs_wlp_512",
         "datasets": ["wikispeedia"], "metrics": ["recall", "mrr"],
         "tags": ["tt_zoo", "late-interaction", "colbert",
@@ -80,7 +80,7 @@ def test_front_matter_of_a_warm_started_late_interaction_model():
 def test_front_matter_of_a_model_trained_from_scratch_names_no_base_or_data():
     card = ModelCard.from_dict({"name": "none_x", "encoder": "bert", "pretraining": "none",
                                 "training_data": "none (initialised, not trained)"})
-    assert front_matter(card.render()) == {
+    assert front_matter(render_card(card)) == {
         "library_name": "tt_zoo", "tags": ["tt_zoo", "two-tower", "bert", "pretraining:none"]}
 
 
@@ -100,7 +100,7 @@ def test_a_base_model_given_by_name_round_trips():
     card = ModelCard.from_dict(meta)
     assert card.to_dict() == meta
     assert card.front_matter()["base_model"] == "ict_bfs_wlp_512"
-    assert "ict_bfs_wlp_512" in card.render()
+    assert "ict_bfs_wlp_512" in render_card(card)
     with pytest.raises(TtZooError, match="'base_model' must be a JSON object"):
         ModelCard.from_dict({"name": "m", "base_model": 3})
 

@@ -12,6 +12,7 @@ from helpers import tiny_colbert, tiny_vocab
 from tt_zoo import cli
 from tt_zoo.cli import multitask
 from tt_zoo.data.tasks import Document, Task, TaskExample
+from tt_zoo.serving.card_rendering import render_card
 from tt_zoo.serving.model_card import ModelCard, MultiTaskRun, TaskRecord
 from tt_zoo.training import multi_task_tasks
 
@@ -431,7 +432,7 @@ def test_the_multi_task_record_round_trips_and_renders_its_tasks():
     run = card.training.multi_task
     assert isinstance(run, MultiTaskRun) and isinstance(run.tasks[0], TaskRecord)
     assert run.tasks[1].examples == 7422 and run.remined_with.source == "bow_mlp_ict_bfs_wlp_512"
-    text = card.render()
+    text = render_card(card)
     assert ("| name | class | examples | weight |\n| --- | --- | --- | --- |\n"
             "| webquestions | qa | 2,474 | 0.25 |\n| reqa | qa | 7,422 | 0.75 |") in text
     assert "Task markers: none; batches: mixed." in text
@@ -439,7 +440,7 @@ def test_the_multi_task_record_round_trips_and_renders_its_tasks():
     assert "Confounders re-mined with bow_mlp_ict_bfs_wlp_512" in text
     shared = ModelCard.from_dict({**meta, "multi_task": {**meta["multi_task"],
                                                          "query_towers": "shared"}})
-    assert "Query towers: shared (one query tower for every task)." in shared.render()
+    assert "Query towers: shared (one query tower for every task)." in render_card(shared)
     per_class = ModelCard.from_dict({**meta, "multi_task": {
         **meta["multi_task"], "query_towers": "per-class",
         "markers": {"qa": "ttzootaskqa", "sentence_qa": "ttzootasksentenceqa"},
@@ -450,7 +451,7 @@ def test_the_multi_task_record_round_trips_and_renders_its_tasks():
             "started from the same query tower, picked in the graph by the query's marker word: "
             "`ttzootaskqa` → the qa tower (webquestions); `ttzootasksentenceqa` → the "
             "sentence_qa tower (reqa); a query without a marker → the qa tower. One document "
-            "tower for every task.") in per_class.render()
+            "tower for every task.") in render_card(per_class)
     assert "| task_markers | {'qa': 'ttzootaskqa'} |" in text
     # Training further keeps the markers: the vocabulary and the weights still expect them.
     later = card.fine_tuned(name="x", base_name="mt", base_path=None, steps=2, finished="now")

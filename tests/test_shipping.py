@@ -14,7 +14,8 @@ from helpers import (PAIRS, assert_matches_term_golden, assert_matches_token_gol
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
-from tt_zoo.serving.export import render_model_card
+from tt_zoo.serving.card_rendering import render_card
+from tt_zoo.serving.model_card import ModelCard
 from tt_zoo.zoo import download, registry, shipping
 
 COLBERT = "colbert_ict_bfs_wlp_32"
@@ -83,11 +84,11 @@ def test_a_model_trained_on_the_tasks_gets_tables_that_say_so():
 
 
 def test_card_prints_tables_of_rows_and_of_one_row():
-    card = render_model_card({"name": "m", "metrics": {
+    card = render_card(ModelCard.from_dict({"name": "m", "metrics": {
         "T": {"BM25": {"R@1": 60.0, "MRR": 70.0}, "X": {"R@1": 55.5}},
         "one row": {"R@1": 12.25, "R@100": 80.0}},
         "measured_by": {"benchmarks/x.py": {"tables": ["T"], "results": "results/x.json",
-                                            "recorded": "2026-11-25T00:00:00+00:00"}}})
+                                            "recorded": "2026-11-25T00:00:00+00:00"}}}))
     section = card.split("## Measured quality\n", 1)[1].split("## Use", 1)[0]
     assert section.strip().splitlines() == [
         "**T**", "", "| row | R@1 | MRR |", "| --- | --- | --- |", "| BM25 | 60 | 70 |",

@@ -398,7 +398,7 @@ def test_an_export_without_a_format_version_loads_as_format_1(exported, tmp_path
 
 
 def test_a_saved_text_index_records_its_format_version(exported, tmp_path):
-    from tt_zoo.zoo.loading import TEXT_INDEX_FILE, TEXT_INDEX_FORMAT_VERSION
+    from tt_zoo.zoo.zoo_model import TEXT_INDEX_FILE, TEXT_INDEX_FORMAT_VERSION
     loaded = tt_zoo.load(exported.path)
     loaded.index(PAIRS[F.DOC_TEXT], backend="brute_force").save(tmp_path / "idx")
     manifest_path = tmp_path / "idx" / TEXT_INDEX_FILE

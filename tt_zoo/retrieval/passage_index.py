@@ -3,7 +3,7 @@
 `PassageIndex` is the one `tt_zoo.retrieval.search.TextSearcher` built on any `Searcher` of query
 strings (rows and scores of the passages, in their order); it keeps the passages' texts and
 titles so that every result is a list of `tt_zoo.retrieval.search.Hit`, the same type a
-two-tower model's `tt_zoo.zoo.loading.TextIndex` returns. The builders:
+two-tower model's `tt_zoo.zoo.zoo_model.TextIndex` returns. The builders:
 
 - `bm25_index`: BM25 over "title text" (`tt_zoo.retrieval.bm25.BM25Retriever`; Chang et al.
   2020, Sec. 4's baseline).

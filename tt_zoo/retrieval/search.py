@@ -16,8 +16,8 @@ Each has `len(searcher)` (the number of candidates) and `search(queries, k) -> S
 with queries of the searcher's kind (embeddings `[num_queries, dim]` or strings). A
 `SearchResult` holds, per query and best first, the candidates' row numbers (their positions in
 the searcher's candidate list, which evaluation compares with the gold rows), their scores and
-their ids; `SearchResult.hits` is the per-query `Hit` view that `tt_zoo.zoo.loading.TextIndex.search`
-returns.
+their ids; `SearchResult.hits` is the per-query `Hit` view that
+`tt_zoo.zoo.zoo_model.TextIndex.search` returns.
 
 `exact_top_k` is the only brute-force top-k in tt_zoo (TensorFlow matmul + `tf.math.top_k`;
 measured 1.2-1.5x faster in batches and 1.5-2.8x for one query than NumPy argpartition on 10k x
@@ -123,7 +123,7 @@ class Searcher(Protocol):
 @runtime_checkable
 class TextSearcher(Protocol):
     """Passages searched with query text, answering `Hit`s: what every ``index`` of a zoo model
-    returns (`tt_zoo.zoo.loading.TextIndex` for a two-tower model;
+    returns (`tt_zoo.zoo.zoo_model.TextIndex` for a two-tower model;
     `tt_zoo.retrieval.passage_index.PassageIndex` for BM25, ColBERT re-ranking or its token
     index, HDCT's weighted BM25 and a fusion of any two), as pyserini's searchers all take text.
 

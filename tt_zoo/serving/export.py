@@ -29,7 +29,8 @@ the full length).
 Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
 trainable model from the SavedModel's own variables), ``metadata.json`` (with the file manifest
 and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` compares) and
-``MODEL_CARD.md``, both written and read through `tt_zoo.serving.model_card.ModelCard`.
+``MODEL_CARD.md``, both written and read through `tt_zoo.serving.model_card.ModelCard` (the card
+rendered by `tt_zoo.serving.card_rendering.render_card`).
 
 metadata.json holds the manifest, so it is not in it; what of it changes what the model
 computes is pinned by files that are: the keys only the card records (task markers,
@@ -56,6 +57,7 @@ from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
+from tt_zoo.serving.card_rendering import render_card
 from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
                                        MODEL_CARD_FILE, LateInteractionSettings, ModelCard)
 
@@ -369,7 +371,7 @@ def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
 
 def update_metadata(path, **fields) -> dict:
     """Adds fields (e.g. measured metrics) to an export's metadata.json and regenerates its
-    MODEL_CARD.md (any kind: `ModelCard.render`); the weights and their manifest are unchanged
+    MODEL_CARD.md (any kind: `render_card`); the weights and their manifest are unchanged
     (neither file is in it). A field of the wrong type raises `TtZooError` before anything is
     written."""
     path = pathlib.Path(path)
@@ -391,14 +393,8 @@ def write_metadata_and_card(directory, meta: dict) -> dict:
     text = json_text(meta, where=directory / METADATA_FILE, indent=2, sort_keys=True)
     written = json.loads(text)
     write_text(directory / METADATA_FILE, text)
-    write_text(directory / MODEL_CARD_FILE, ModelCard.from_dict(written).render())
+    write_text(directory / MODEL_CARD_FILE, render_card(ModelCard.from_dict(written)))
     return written
-
-
-def render_model_card(meta: dict) -> str:
-    """A MODEL_CARD.md from metadata (any kind): the Hugging Face front matter, what the model
-    is, how it was trained, measured numbers (`ModelCard.render`)."""
-    return ModelCard.from_dict(meta).render()
 
 
 def verify_export(path, expected_sha256: Optional[str] = None) -> dict:

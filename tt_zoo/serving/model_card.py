@@ -1,9 +1,9 @@
-"""What an export records about itself, typed: `ModelCard`, and the MODEL_CARD.md it renders.
+"""What an export records about itself, typed: `ModelCard`, the schema of its metadata.json.
 
 The one place that names every key of an export's ``metadata.json``, in the manner of
 sentence-transformers' ``SentenceTransformerModelCardData`` (a dataclass holding what the card
-says, rendered with the YAML front matter of a Hugging Face model card). The fields are grouped
-by what they describe:
+says, kept apart from the template that renders it). The fields are grouped by what they
+describe:
 
 - `Architecture`: what the weights are (encoder, sizes, lengths, signatures, task markers; the
   exporter derives the sizes from the model);
@@ -27,10 +27,10 @@ module does not name is kept in ``extra`` (of the card or of its record) and wri
 key recorded as null stays null; so ``ModelCard.from_dict(meta).to_dict() == meta``. A value
 of the wrong type raises `TtZooError` naming the field (``warm_start.train_steps``).
 
-MODEL_CARD.md (`ModelCard.render`): YAML front matter as the Hugging Face Hub reads it
-(``library_name``, ``license``, ``base_model``, ``datasets``, ``metrics``, ``tags``), then
-what the model is, a table of what it records, the command that trained it, the measured
-tables and how to use it.
+The card also says what a Hugging Face model card's YAML front matter holds
+(`ModelCard.front_matter`: ``library_name``, ``license``, ``base_model``, ``datasets``,
+``metrics``, ``tags``). MODEL_CARD.md, the text a reader sees, is rendered from the card by
+`tt_zoo.serving.card_rendering.render_card`.
 """
 
 from __future__ import annotations
@@ -42,8 +42,6 @@ import posixpath
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Union
-
-import yaml
 
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
@@ -168,7 +166,7 @@ class Origin(_Record):
 @dataclass
 class FineTuning(_Record):
     """``fine_tuning``: steps a loaded model took since loading, and when it finished
-    (`tt_zoo.zoo.loading.ZooModel.export`)."""
+    (`tt_zoo.zoo.zoo_model.ZooModel.export`)."""
     optimizer_steps: Optional[int] = None
     finished: Optional[str] = None
 
@@ -267,7 +265,7 @@ class Architecture:
     model_options: Optional[Dict[str, Any]] = None  # the registry's ModelOptions
     # Task markers (Maillard et al. 2021, Sec. 4.3): {task class: word in the vocabulary}; a
     # query is encoded with its class's word first, the default class's when none is named
-    # (`tt_zoo.zoo.loading.ZooModel.encode_queries`).
+    # (`tt_zoo.zoo.zoo_model.ZooModel.encode_queries`).
     task_markers: Optional[Dict[str, str]] = None
     default_task_class: Optional[str] = None
     query_length: Optional[int] = None
@@ -467,7 +465,7 @@ class ModelCard(_Read):
     def fine_tuned(self, *, name: str, base_name: str, base_path: Optional[str], steps: int,
                    finished: str) -> "ModelCard":
         """The card of weights trained further from this card's (a loaded model fitted, then
-        exported: `tt_zoo.zoo.loading.ZooModel.export`): the facts such training does not
+        exported: `tt_zoo.zoo.zoo_model.ZooModel.export`): the facts such training does not
         change (encoder, size, options, task markers, pretraining, license), the steps taken,
         and the lineage (this model's name, sha256, path and training); none of this card's
         metrics, which were not measured on the new weights."""
@@ -550,15 +548,6 @@ class ModelCard(_Read):
                   "metrics": self.metric_names, "tags": self.tags}
         return {k: v for k, v in matter.items() if v not in (None, [])}
 
-    def render(self) -> str:
-        """MODEL_CARD.md: the front matter, then the body for the export's kind."""
-        matter = yaml.safe_dump(self.front_matter(), sort_keys=False, allow_unicode=True,
-                                default_flow_style=False)
-        kind = self.artifact_kind
-        body = (_term_weight_body(self) if kind == TERM_WEIGHTS
-                else _two_tower_body(self, tokens=kind == LATE_INTERACTION))
-        return f"---\n{matter}---\n\n{body}"
-
 
 @functools.lru_cache(maxsize=None)
 def _top_level_keys() -> Dict[str, tuple]:
@@ -640,205 +629,7 @@ def _dump(value):
     return value
 
 
-# -- the body of MODEL_CARD.md -------------------------------------------------------------
-
-# The fields each card's table shows, in this order, when recorded.
-TWO_TOWER_TABLE = (
-    "base_model", "fine_tuning", "encoder", "tower_size", "pretraining", "embedding_dim",
-    "scoring", "late_interaction", "model_options", "task_markers", "default_task_class",
-    "query_length", "document_length",
-    "vocab_size", "parameters", "training_data", "pairs", "warm_start", "train_steps",
-    "batch_size", "pairs_seen", "learning_rate", "dtype_policy", "grad_cache_chunk",
-    "clustered_batches", "hard_negatives", "train_wall_time_s", "train_pairs_per_s",
-    "final_loss", "license", "exported")
-TERM_WEIGHT_TABLE = (
-    "init", "training_data", "targets", "pairs", "train_steps", "batch_size", "learning_rate",
-    "warmup_fraction", "train_cpu_seconds", "train_wall_time_s", "final_loss",
-    "document_length", "vocab_size", "parameters", "term_space", "weight_scale", "weighting",
-    "license", "exported")
-
-
-def _or(value, default):
-    return default if value is None else value
-
-
-def _origin_text(origin: dict) -> str:
-    """A fine-tuned card's ``base_model`` for a reader: its name (a path's last part: no
-    machine path), a sha256 prefix and its steps, e.g. "ict_bfs_wlp_512 (sha256 82a998fa049e…,
-    800 steps)"; its training data is on its own card."""
-    named = origin.get("name") or origin.get("from") or origin.get("path") or "?"
-    text = posixpath.basename(str(named).replace("\\", "/").rstrip("/")) or str(named)
-    facts = [f"sha256 {origin['sha256'][:12]}…" if origin.get("sha256") else None,
-             f"{origin['train_steps']:,} steps" if origin.get("train_steps") else None]
-    facts = [f for f in facts if f]
-    return f"{text} ({', '.join(facts)})" if facts else text
-
-
-def _fine_tuning_text(fine_tuning: dict) -> str:
-    """``fine_tuning`` for a reader: "5 optimizer steps, finished 2026-01-01T00:00:00+00:00"."""
-    parts = [f"{fine_tuning['optimizer_steps']:,} optimizer steps"
-             if fine_tuning.get("optimizer_steps") is not None else None,
-             f"finished {fine_tuning['finished']}" if fine_tuning.get("finished") else None]
-    return ", ".join(p for p in parts if p) or "?"
-
-
-# Fields whose recorded object reads better as a sentence in the card's table.
-_TABLE_TEXT = {"base_model": _origin_text, "fine_tuning": _fine_tuning_text}
-
-
-def _table(card: ModelCard, keys) -> list:
-    """``| key | value |`` rows of the recorded `keys` (values as metadata.json holds them;
-    a base model and a fine-tuning record as text: `_TABLE_TEXT`)."""
-    meta = card.to_dict()
-
-    def value(key):
-        shown = meta[key]
-        return _TABLE_TEXT[key](shown) if key in _TABLE_TEXT and isinstance(shown, dict) else shown
-    return ["| field | value |", "| --- | --- |"] + [
-        f"| {key} | {value(key)} |" for key in keys if key in meta]
-
-
-def _command_lines(card: ModelCard) -> list:
-    command = card.training.command
-    return ["", "Trained with:", "", "```bash", str(command), "```"] if command else []
-
-
-def _two_tower_body(card: ModelCard, tokens: bool) -> str:
-    """A two-tower or late-interaction export's card below the front matter."""
-    name = _or(card.name, "tt_zoo model")
-    about = ("A late-interaction (ColBERT: Khattab & Zaharia, SIGIR 2020) retrieval model from "
-             "tt_zoo: one L2-normalised vector per token, scored by MaxSim, pretrained with the "
-             "tasks of Chang et al., ICLR 2020." if tokens else
-             "A two-tower retrieval model from tt_zoo (Chang et al., *Pre-training Tasks for "
-             "Embedding-based Large-scale Retrieval*, ICLR 2020).")
-    lines = [f"# {name}", "", about, "", *_table(card, TWO_TOWER_TABLE)]
-    lines += multi_task_lines(card)
-    lines += _command_lines(card)
-    if card.notes:
-        lines += ["", str(card.notes)]
-    lines += reexport_lines(card)
-    lines += measured_quality_lines(card)
-    if tokens:
-        use = ["query_vectors = model.encode_query_tokens([\"a question\"])  # [n_i, m] each",
-               "document_vectors = model.encode_document_tokens(passages, titles=titles)",
-               "scores = model.score([\"a question\"], passages, titles=titles)  # MaxSim"]
-    else:
-        use = ["index = model.index(passages)", "hits = index.search([\"a question\"], k=10)"]
-    default = card.architecture.default_task_class
-    if card.architecture.task_markers and default:
-        use.append(f"# queries get the {default!r} task marker; pick another class with "
-                   "encode_queries(texts, task_class=...)")
-    lines += ["", "## Use", "", "```python", "import tt_zoo",
-              f"model = tt_zoo.load({name!r})", *use, "```", "",
-              "Serving: `saved_model_cli show --dir . --all` lists the signatures"
-              f"{_signature_list(card)}; they take raw "
-              "strings and tokenize in the graph with tensorflow-text ops, so a process that "
-              "loads this SavedModel with `tf.saved_model.load` must `import tensorflow_text` "
-              "first; the stock TF Serving ModelServer links tensorflow-text's ops, so it "
-              "serves this export: take the release of the TensorFlow version it was "
-              f"exported with ({_tensorflow_version(card)}).", ""]
-    return "\n".join(lines)
-
-
-def _term_weight_body(card: ModelCard) -> str:
-    """A term-weight export's card below the front matter."""
-    name = _or(card.name, "term weights")
-    served = [s for s in card.architecture.signatures or [] if s != DEFAULT_SIGNATURE]
-    lines = [f"# {name}", "",
-             "Learned term weights after HDCT (Dai & Callan, WWW 2020): a BERT encoder and a "
-             "linear head give each WordPiece a weight y in [0, 1]; BM25 indexes a term with "
-             f"the pseudo term frequency round(N sqrt(y)), N = "
-             f"{card.term_weighting.weight_scale}.", "", *_table(card, TERM_WEIGHT_TABLE)]
-    lines += _command_lines(card)
-    lines += reexport_lines(card)
-    lines += measured_quality_lines(card)
-    lines += ["", "## Use", "", "```python",
-              "import tt_zoo",
-              "from tt_zoo.retrieval.bm25 import BM25Retriever",
-              "from tt_zoo.retrieval.term_weighting import weigh_corpus",
-              f"weighter = tt_zoo.load_term_weighter({_or(card.name, 'path')!r})  # or a path",
-              "weights = weigh_corpus(weighter, titles, passages, cache_dir='runs/term_weights')",
-              "bm25 = BM25Retriever([t + ' ' + p for t, p in zip(titles, passages)], "
-              "weights=weights)", "```", "",
-              f"Serving: the signature `{served[0] if served else DEFAULT_SIGNATURE}` "
-              f"(= {DEFAULT_SIGNATURE}) takes `title` and "
-              "`passage` strings and returns `tokens`, `weights` and `word_start`; it tokenizes "
-              "with tensorflow-text ops, so `import tensorflow_text` before "
-              "`tf.saved_model.load`.", ""]
-    return "\n".join(lines)
-
-
-def _signature_list(card: ModelCard) -> str:
-    """" NAME (= FIRST), FIRST, ...": the signatures the export records, so a card never
-    promises one its SavedModel lacks ("" when none are recorded)."""
-    recorded = list(card.architecture.signatures or [])
-    first = next((n for n in recorded if n != DEFAULT_SIGNATURE), None)
-    names = ", ".join(f"{n} (= {first})" if n == DEFAULT_SIGNATURE and first else n
-                      for n in recorded)
-    return f" {names}" if names else ""
-
-
-def _tensorflow_version(card: ModelCard) -> str:
-    return str((card.provenance.versions or {}).get("tensorflow", "see metadata.json"))
-
-
-def reexport_lines(card: ModelCard) -> list:
-    """The card's lines for each time the export was redone from its own weights
-    (``reexported``, written by `tt_zoo.zoo.shipping.reexport`); [] for none."""
-    lines = []
-    for note in card.provenance.reexported or []:
-        lines += ["", f"Re-exported {_or(note.date, '?')} by {_or(note.by, 'tt_zoo')}, "
-                      f"{_or(note.reason, '')} (weights {_or(note.weights, '?')}; the "
-                      f"export before had sha256 {str(note.previous_sha256)[:12]}…, "
-                      f"exported {_or(note.previous_exported, '?')})."]
-    return lines
-
-
-def multi_task_lines(card: ModelCard) -> list:
-    """The card's "## Tasks" section for a multi-task model (``multi_task``, Maillard et al.
-    2021): a table of its tasks (name, class, examples, weight), then its markers and
-    batching; [] for any other model."""
-    run = card.training.multi_task
-    if run is None or not run.tasks:
-        return []
-    lines = ["", "## Tasks", "", "Trained on the union of these tasks (multi-task retrieval, "
-             "Maillard et al. 2021); weight: the task's share of the batches.", "",
-             "| name | class | examples | weight |",
-             "| --- | --- | --- | --- |"]
-    for task in run.tasks:
-        examples = f"{task.examples:,}" if task.examples is not None else "?"
-        lines.append(f"| {_or(task.name, '?')} | {_or(task.task_class, '?')} | {examples} | "
-                     f"{_fmt(task.weight) if task.weight is not None else '?'} |")
-    markers = ", ".join(f"`{word}` ({task_class})"
-                        for task_class, word in (run.markers or {}).items())
-    lines += ["", f"Task markers: {markers or 'none'}; batches: {_or(run.batching, '?')}."]
-    lines += query_tower_lines(card)
-    if run.remined_with is not None:
-        origin = run.remined_with
-        lines.append(f"Confounders re-mined with {_or(origin.source or origin.name, '?')} "
-                     "(Maillard et al. 2021, Sec. 4.4).")
-    return lines
-
-
-def query_tower_lines(card: ModelCard) -> list:
-    """The Tasks section's line on the query towers (``multi_task.query_towers``, Maillard et
-    al. 2021, Sec. 4.3): one shared tower, or which tower each task class uses; [] when the
-    card does not record them."""
-    run = card.training.multi_task
-    if run.query_towers is None:
-        return []
-    if run.query_towers != "per-class":
-        return [f"Query towers: {run.query_towers} (one query tower for every task)."]
-    default = card.architecture.default_task_class
-    uses = []
-    for task_class, word in (run.markers or {}).items():
-        tasks = ", ".join(_or(t.name, "?") for t in run.tasks if t.task_class == task_class)
-        uses.append(f"`{word}` → the {task_class} tower ({tasks or 'no task'})")
-    return [f"Query towers: per-class (Maillard et al. 2021, Sec. 4.3): one per task class, "
-            f"each started from the same query tower, picked in the graph by the query's marker "
-            f"word: {'; '.join(uses)}; a query without a marker → the "
-            f"{_or(default, 'default class')} tower. One document tower for every task."]
-
+# -- measured tables ----------------------------------------------------------------------
 
 def table_rows(table) -> Optional[dict]:
     """The rows of a measured table of ``metrics``: ``{row label: {column: value}}`` for a
@@ -849,52 +640,3 @@ def table_rows(table) -> Optional[dict]:
     if all(isinstance(v, dict) for v in table.values()):
         return table
     return {"": table}
-
-
-def measured_quality_lines(card: ModelCard) -> list:
-    """The card's "## Measured quality" section: each table of ``metrics`` under its title (a
-    one-row table as it is; a table of rows with a first column naming each row,
-    `table_rows`), then which runs measured them (``measured_by``, written by
-    `tt_zoo.zoo.shipping.record_tables`). [] when nothing was measured."""
-    metrics = card.evaluation.metrics or {}
-    if not metrics:
-        return []
-    lines = ["", "## Measured quality", ""]
-    for table_name, table in metrics.items():
-        lines += [f"**{table_name}**", ""]
-        rows = table_rows(table)
-        if rows is None:
-            lines.append(str(table))
-        else:
-            keys = _column_order(dict.fromkeys(k for values in rows.values() for k in values))
-            labelled = list(rows) != [""]
-            head = (["row"] if labelled else []) + keys
-            lines.append("| " + " | ".join(head) + " |")
-            lines.append("|" + " --- |" * len(head))
-            for label, values in rows.items():
-                cells = [_fmt(values[k]) if k in values else "–" for k in keys]
-                lines.append("| " + " | ".join(([label] if labelled else []) + cells) + " |")
-        lines.append("")
-    for source, about in (card.evaluation.measured_by or {}).items():
-        results = f" ({about.results})" if about.results else ""
-        lines.append(f"Measured by `{source}`{results}, recorded {_or(about.recorded, '?')}: "
-                     f"{len(about.tables or [])} table(s) above.")
-        lines.append("")
-    return lines
-
-
-def _column_order(keys) -> list:
-    """Metric columns as people read them: R@k by k, then the others in their order (MRR...);
-    metadata.json stores each table with sorted keys (R@1, R@100, R@20, R@5)."""
-    keys = list(keys)
-
-    def k_of(key: str):
-        head, _, k = key.partition("@")
-        return int(k) if head == "R" and k.isdigit() else None
-
-    recalls = sorted((key for key in keys if k_of(key) is not None), key=k_of)
-    return recalls + [key for key in keys if k_of(key) is None]
-
-
-def _fmt(value):
-    return f"{value:.4g}" if isinstance(value, float) else str(value)

@@ -24,6 +24,7 @@ import zipfile
 from typing import Optional
 
 from tt_zoo.errors import ArtifactError, TtZooError
+from tt_zoo.zoo.model_options import CPU_SCALE, ModelOptions
 
 SUPERVISED_START = "supervised start (its training pairs include questions of this kind)"
 
@@ -39,6 +40,9 @@ class ImportedCheckpoint:
       base_model, revision, license: what the card names.
       training_data: what the checkpoint was trained on (and why QA numbers are not zero-shot).
       query_length, document_length: the token budgets of the zoo entry.
+      options: the zoo entry's options (its spec's and its family's, `tt_zoo.zoo.registry`;
+        its card's ``model_options``): a sentence-transformers checkpoint mean-pools and
+        normalises, one tower for queries and documents, at the CPU-scale temperature.
     """
 
     package: str
@@ -53,6 +57,7 @@ class ImportedCheckpoint:
     embedding_dim: int
     query_length: int = 64
     document_length: int = 256
+    options: ModelOptions = CPU_SCALE
 
     @property
     def requirement(self) -> str:
@@ -148,12 +153,10 @@ def card_metadata(name: str, checkpoint: ImportedCheckpoint, origin: dict) -> di
     base = dict(origin, name=checkpoint.base_model, revision=checkpoint.revision,
                 license=checkpoint.license, training_data=checkpoint.training_data)
     base["from"] = f"{checkpoint.requirement}: {checkpoint.module}/{checkpoint.member}"
-    from tt_zoo.zoo.registry import get_spec
-
     return {**measured(name), "name": name,
             "license": f"{checkpoint.license} ({checkpoint.base_model})",
             "command": f"tt-zoo import-checkpoint --name {name}",
-            "model_options": dataclasses.asdict(get_spec(name).options),
+            "model_options": dataclasses.asdict(checkpoint.options),
             "notes": f"{checkpoint.base_model} (revision {checkpoint.revision[:12]}) imported "
                      "as it was published: its own weights, pooling and normalisation, no "
                      f"training by tt_zoo. Trained on {checkpoint.training_data}.",

@@ -32,7 +32,7 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PassageIndex,
                                             as_passages, late_interaction_index,
                                             weighted_bm25_index)
-from tt_zoo.zoo.loading import PASSAGES_FILE, CardIdentity, ZooModel, weights_sha256
+from tt_zoo.zoo.zoo_model import PASSAGES_FILE, CardIdentity, ZooModel, weights_sha256
 
 # HDCT-weighted BM25's k1 and its treatment of unread occurrences, as every term-weight card's
 # ODQA rows chose them on held-out questions: "HDCT-weighted BM25 (k1 10, unread plain)".

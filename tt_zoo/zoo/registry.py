@@ -55,6 +55,8 @@ from typing import Dict, List, Optional, Tuple
 from tt_zoo.errors import UnknownModelError  # noqa: F401  (get_spec raises it)
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
+# The options of every series (`ModelOptions`: pooling, tower sharing, score scale).
+from tt_zoo.zoo.model_options import COLBERT, CPU_SCALE, PAPER, ModelOptions
 from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
                                Recipe)
 
@@ -70,30 +72,6 @@ TERM_WEIGHT_PREFIX = "hdct_"
 # The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelOptions:
-    """Architecture and loss choices beyond the tower shape; every export records them.
-
-    The defaults are the paper's (Chang et al. 2020, Sec. 2 and 4.1): separate towers, the
-    [CLS] state, raw inner products, a tanh BoW-MLP output. `CPU_SCALE` is what learns best from
-    random initialisation on this project's CPU budget (`results/pretrain_curve.md`).
-    """
-
-    pooling: str = "cls"
-    share_towers: bool = False
-    normalize_embeddings: bool = False
-    temperature: Optional[float] = None
-    bow_output_activation: Optional[str] = "tanh"
-
-
-PAPER = ModelOptions()
-CPU_SCALE = ModelOptions(pooling="mean", share_towers=True, normalize_embeddings=True,
-                         temperature=0.05, bow_output_activation=None)
-# ColBERT (Sec. 3): one BERT, per-token L2 normalisation, raw MaxSim logits (no temperature).
-COLBERT = ModelOptions(pooling="tokens", share_towers=True, normalize_embeddings=True,
-                       temperature=None, bow_output_activation=None)
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
@@ -380,7 +358,7 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
     specs = {}
     for name, c in CHECKPOINTS.items():
         common = dict(query_length=c.query_length, document_length=c.document_length,
-                      options=CPU_SCALE, recipe=dataclasses.replace(
+                      options=c.options, recipe=dataclasses.replace(
                           CPU_RECIPE, document_length=c.document_length))
         static = f"static_{name.rsplit('_', 1)[0]}_{STATIC_DIM}"
         specs[name] = ModelSpec(

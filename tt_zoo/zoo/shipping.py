@@ -279,7 +279,8 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     Args:
       name_or_path: a shipped name or an export directory (of any kind).
       tables: title -> table: ``{column: value}`` (one row) or ``{row label: {column: value}}``
-        (`tt_zoo.serving.model_card.table_rows`); the card prints each under "## Measured quality".
+        (`tt_zoo.serving.model_card.table_rows`); the card prints each under "## Measured quality"
+        (`tt_zoo.serving.card_rendering`).
       source: what measured them (e.g. "benchmarks/late_interaction.py"): the tables it recorded
         before are replaced, others stay; ``metadata["measured_by"][source]`` lists them. A
         table of rows whose title another source recorded too (titles are shared on purpose:
