@@ -116,6 +116,8 @@ def _training(spec, registry) -> str:
         what = f"distilled from `{root}`"
     elif spec.pretraining == "none":
         return "none"
+    elif spec.pretraining == "imported":  # a model trained from an imported checkpoint
+        what = f"`{spec.init_from}` (supervised start ‡)"
     else:
         what = label(spec.pretraining)
         if spec.init_from and spec.multitask is None:

@@ -226,4 +226,6 @@ def test_the_license_file_is_the_one_the_metadata_and_every_card_name():
     for name, entry in SHIPPED_ENTRIES.items():
         meta = json.loads((registry.SAVED_MODELS_DIR / entry["artifact"] / "metadata.json")
                           .read_text())
-        assert meta.get("license") == "Apache-2.0 (weights trained on CC BY-SA text)", name
+        # A model trained from an imported checkpoint keeps the checkpoint's licence line.
+        assert meta.get("license") in ("Apache-2.0 (weights trained on CC BY-SA text)",
+                                       "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"), name

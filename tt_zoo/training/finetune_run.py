@@ -155,7 +155,6 @@ def model_to_finetune(config: FinetuneConfig):
 
 def evaluate(model, info, reqa, split, where, fraction) -> list:
     """Table 3's rows for the split's test questions: the model's, then BM25's."""
-    from tt_zoo.retrieval import bm25
     from tt_zoo.evaluation import metrics as retrieval_metrics
 
     t = time.perf_counter()
@@ -164,7 +163,7 @@ def evaluate(model, info, reqa, split, where, fraction) -> list:
             if info.get("tower_size") else info["encoder"],
             "pretraining": info["pretraining"], "train_fraction": fraction}
     rows = [{**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS}, "details": m}]
-    b = bm25.evaluate_bm25(reqa, split.test)
+    b = retrieval_metrics.evaluate_bm25(reqa, split.test)
     rows.append({"encoder": "BM25", "pretraining": "-", "train_fraction": fraction,
                  "search": "exact", **{c: b["exact"][c] for c in COLUMNS}, "details": b})
     print(f"ReQA ({reqa.source}): {len(split.test):,} test questions of the {where}, "
