@@ -229,3 +229,40 @@ def test_the_license_file_is_the_one_the_metadata_and_every_card_name():
         # A model trained from an imported checkpoint keeps the checkpoint's licence line.
         assert meta.get("license") in ("Apache-2.0 (weights trained on CC BY-SA text)",
                                        "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"), name
+
+
+def _recorded(name: str) -> dict:
+    entry = SHIPPED_ENTRIES[name]
+    return json.loads((registry.SAVED_MODELS_DIR / entry["artifact"] / "metadata.json").read_text())
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(SHIPPED_ENTRIES) if "run_config" in _recorded(n)])
+def test_a_shipped_models_run_config_is_the_command_it_records(name):
+    """The run config an export records *is* its recipe: the recorded command's flags parse to
+    the same config (so `tt-zoo COMMAND --config run_config.json` reruns that command)."""
+    import argparse
+    import shlex
+
+    from tt_zoo.cli.multitask import MultitaskConfig
+    from tt_zoo.cli.train_term_weights import TermWeightConfig
+    from tt_zoo.training import FinetuneConfig, PretrainConfig
+
+    configs = {"pretrain": PretrainConfig, "finetune": FinetuneConfig,
+               "multitask": MultitaskConfig, "train-term-weights": TermWeightConfig}
+    meta = _recorded(name)
+    program, command, *argv = shlex.split(meta["command"])
+    assert program == "tt-zoo", meta["command"]
+    config_type = configs[command]
+    parser = argparse.ArgumentParser(prog=f"tt-zoo {command}")
+    config_type.add_arguments(parser)
+    from_command = config_type.from_namespace(config_type.parse(parser, argv)).to_dict()
+    recorded = config_type.from_dict(meta["run_config"], source=name).to_dict()
+    # A default the run resolved (pretrain's vocabulary: saved_models/vocab/vocab.txt) is
+    # recorded as the path it used; every other setting is the command's.
+    resolved = {(group, key) for group, values in from_command.items()
+                for key, value in values.items()
+                if value is None and recorded[group][key] is not None}
+    assert resolved <= {("model", "vocab")}, resolved
+    for group, key in resolved:
+        from_command[group][key] = recorded[group][key]
+    assert from_command == recorded

@@ -26,7 +26,7 @@ document lengths are pseudo lengths, as in HDCT, and the scoring is bm25s's. ``w
 is plain BM25, unchanged.
 
 Measured on ReQA-SQuAD(dev), all 10,570 questions, 10,255 candidates
-(``python benchmarks/bm25_reqa.py``; R@k and MRR in %):
+(``python -m benchmarks.bm25_reqa``; R@k and MRR in %):
 
     field             stemmer  stop   R@1   R@5  R@10  R@50 R@100   MRR
     sentence+passage  english  en    67.4  85.6  90.4  96.3  97.6  75.6   (default)
