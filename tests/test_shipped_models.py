@@ -243,9 +243,8 @@ def test_a_shipped_models_run_config_is_the_command_it_records(name):
     import argparse
     import shlex
 
-    from tt_zoo.cli.multitask import MultitaskConfig
-    from tt_zoo.cli.train_term_weights import TermWeightConfig
-    from tt_zoo.training import FinetuneConfig, PretrainConfig
+    from tt_zoo.training import FinetuneConfig, MultitaskConfig, PretrainConfig
+    from tt_zoo.training.term_weight_config import TermWeightConfig
 
     configs = {"pretrain": PretrainConfig, "finetune": FinetuneConfig,
                "multitask": MultitaskConfig, "train-term-weights": TermWeightConfig}

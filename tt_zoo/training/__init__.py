@@ -14,10 +14,12 @@ no TensorFlow.
 """
 
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
+from tt_zoo.training.multitask_config import MultitaskConfig
 from tt_zoo.training.multitask_run import MultitaskError, multitask
 from tt_zoo.training.pretrain_run import PretrainConfig, PretrainResult, pretrain
 from tt_zoo.training.run_config import RunError
 from tt_zoo.training.term_weight_run import TermWeightRunError, train_term_weighter
 
-__all__ = ["FinetuneConfig", "MultitaskError", "PretrainConfig", "PretrainResult", "RunError",
-           "TermWeightRunError", "finetune", "multitask", "pretrain", "train_term_weighter"]
+__all__ = ["FinetuneConfig", "MultitaskConfig", "MultitaskError", "PretrainConfig",
+           "PretrainResult", "RunError", "TermWeightRunError", "finetune", "multitask", "pretrain",
+           "train_term_weighter"]

@@ -4,7 +4,7 @@
 weights), trains it resumably (`tt_zoo.training.multi_task.train_multi_task`), evaluates it on
 the ODQA validation sets, exports it with its card and writes WORKDIR/summary.json.
 
-The settings are ``tt-zoo multitask``'s typed run config (`tt_zoo.cli.multitask.MultitaskConfig`,
+The settings are ``tt-zoo multitask``'s typed run config (`tt_zoo.training.multitask_config.MultitaskConfig`,
 e.g. ``MultitaskConfig.from_dict({"model": {...}, "tasks": {...}})``; any object with its groups
 ``model``, ``lengths``, ``tasks``, ``training``, ``output`` and their fields will do). The command
 checks the flags before it calls `multitask`; a setting that cannot run here raises
@@ -12,8 +12,7 @@ checks the flags before it calls `multitask`; a setting that cannot run here rai
 
 Example (a notebook; tasks from task files need no data folder)::
 
-    from tt_zoo.cli.multitask import MultitaskConfig
-    from tt_zoo.training import multitask
+    from tt_zoo.training import MultitaskConfig, multitask
     config = MultitaskConfig.from_dict({
         "model": {"init": "none", "encoder": "bow_mlp", "embedding_dim": 64, "vocab": "vocab.txt"},
         "tasks": {"task": ["jsonl:a.jsonl"]}, "training": {"steps": 50, "batch_size": 16}})
