@@ -90,10 +90,13 @@ def _bm25(all_tables: list, wanted, metric: str):
     return collections.Counter(values).most_common(1)[0][0] if values else None
 
 
-def _tower(spec) -> str:
+def _tower(spec, registry) -> str:
     bert = f"{spec.tower_size} BERT" if spec.tower_size else "BERT"
-    if spec.imported is not None:
-        bert = f"{spec.imported.base_model.split('/')[-1]} (BERT)"
+    root = spec
+    while root.imported is None and root.pretraining == "imported" and root.init_from:
+        root = registry.get_spec(root.init_from)  # trained from an imported checkpoint
+    if root.imported is not None:
+        bert = f"{root.imported.base_model.split('/')[-1]} (BERT)"
     if spec.kind == "late_interaction":
         return f"ColBERT on {bert}, {spec.embedding_dim}-d token vectors"
     if spec.kind == "term_weights":
@@ -153,7 +156,7 @@ def shipped_models_markdown() -> str:
         own = _own_label(spec, tables)
         trained_on_reqa = spec.multitask is not None and "reqa" in spec.multitask.named_tasks
         cells = [f"`{spec.name}`" + (" †" if trained_on_reqa else ""),
-                 spec.kind.replace("_", " "), _tower(spec), _training(spec, registry),
+                 spec.kind.replace("_", " "), _tower(spec, registry), _training(spec, registry),
                  "exact search" if own == spec.name else own,
                  _cell(_value(tables, lambda t: _is_reqa(t) and REQA_80[1](t), own, "R@100")),
                  _cell(_value(tables, lambda t: _is_reqa(t) and REQA_ALL[1](t), own, "R@100")),
@@ -192,7 +195,8 @@ RESULTS = {
     "checkpoints": ("all-MiniLM-L6-v2 imported, distilled to a static model, trained on two QA "
                     "tasks, beside BM25 on ReQA, open-domain ReQA and ODQA",
                     "python -m benchmarks.checkpoints", "checkpoints.md"),
-    "checkpoints_multitask_minilm": ("MiniLM before and after the two QA tasks (ReQA only)",
+    "checkpoints_multitask_minilm": ("MiniLM after one pass of the two QA tasks, the shipped "
+                                     "multitask_minilm_l6_384 (ReQA)",
                                      "python -m benchmarks.checkpoints --output "
                                      "results/checkpoints_multitask_minilm", "checkpoints.md"),
     "checkpoints_odqa_minilm": ("all-MiniLM-L6-v2 as imported on the ODQA validation questions, "
