@@ -196,7 +196,7 @@ RESULTS = {
                     "tasks, beside BM25 on ReQA, open-domain ReQA and ODQA",
                     "python -m benchmarks.checkpoints", "checkpoints.md"),
     "checkpoints_multitask_minilm": ("MiniLM after one pass of the two QA tasks, the shipped "
-                                     "multitask_minilm_l6_384 (ReQA)",
+                                     "multitask_minilm_l6_384 (ReQA and ODQA)",
                                      "python -m benchmarks.checkpoints --output "
                                      "results/checkpoints_multitask_minilm", "checkpoints.md"),
     "checkpoints_odqa_minilm": ("all-MiniLM-L6-v2 as imported on the ODQA validation questions, "
