@@ -13,15 +13,11 @@ import argparse
 import pathlib
 from typing import Any, Optional
 
-from tt_zoo.cli.common import SQUAD_DEV, default_data_dir
+# data_dir(): the shared data folder, $TT_ZOO_DATA, else ../shared/data beside the clone.
+from tt_zoo.cli.common import SQUAD_DEV, default_data_dir as data_dir
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 RESULTS = REPO / "results"
-
-
-def data_dir() -> pathlib.Path:
-    """The shared data folder: $TT_ZOO_DATA, else ../shared/data beside the clone."""
-    return default_data_dir()
 
 
 def squad_path(data: Optional[pathlib.Path] = None) -> pathlib.Path:

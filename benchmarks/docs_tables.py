@@ -90,11 +90,16 @@ def _bm25(all_tables: list, wanted, metric: str):
     return collections.Counter(values).most_common(1)[0][0] if values else None
 
 
+def _root(spec, registry):
+    """The spec a model's lineage starts from (its first ``init_from`` without one)."""
+    while spec.init_from:
+        spec = registry.get_spec(spec.init_from)
+    return spec
+
+
 def _tower(spec, registry) -> str:
     bert = f"{spec.tower_size} BERT" if spec.tower_size else "BERT"
-    root = spec
-    while root.imported is None and root.pretraining == "imported" and root.init_from:
-        root = registry.get_spec(root.init_from)  # trained from an imported checkpoint
+    root = _root(spec, registry)  # a model trained from an imported checkpoint has its tower
     if root.imported is not None:
         bert = f"{root.imported.base_model.split('/')[-1]} (BERT)"
     if spec.kind == "late_interaction":
@@ -113,10 +118,7 @@ def _training(spec, registry) -> str:
     if spec.imported is not None:
         return "imported as published (supervised start ‡)"
     if spec.pretraining == "distilled":
-        root = spec.init_from
-        while registry.get_spec(root).init_from:
-            root = registry.get_spec(root).init_from
-        what = f"distilled from `{root}`"
+        what = f"distilled from `{_root(spec, registry).name}`"
     elif spec.pretraining == "none":
         return "none"
     elif spec.pretraining == "imported":  # a model trained from an imported checkpoint

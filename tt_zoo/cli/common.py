@@ -17,10 +17,11 @@ import pathlib
 import socket
 import sys
 import urllib.parse
-from typing import Optional, Sequence
+from typing import Optional
 
 from tt_zoo.cli.parsing import exit_missing
 from tt_zoo.errors import TtZooError
+from tt_zoo.training.multi_task_tasks import SQUAD_DEV  # the shared data's SQuAD v1.1 dev
 from tt_zoo.zoo import download
 from tt_zoo.zoo.registry import SAVED_MODELS_DIR
 
@@ -33,7 +34,6 @@ DATA_ENV = "TT_ZOO_DATA"
 CLONE_ROOT = SAVED_MODELS_DIR.parent
 # The vocabulary the project learned from Wikispeedia (`tt-zoo learn-vocab`), in a clone.
 PROJECT_VOCAB = SAVED_MODELS_DIR / "vocab" / "vocab.txt"
-SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
 _OFFLINE_ENV = ("HF_DATASETS_OFFLINE", "HF_HUB_OFFLINE")
 _PROBE_TIMEOUT_S = 3.0
 
@@ -157,32 +157,6 @@ def check_query_weight_flags(p, args) -> None:
                               args.query_beta if has_beta else 0.0)
     except ValueError as e:
         p.error(f"--query-idf / --query-mask-weight{' / --query-beta' if has_beta else ''}: {e}")
-
-
-def weigh_colbert_queries(command: str, keras_model, titles: Sequence[str],
-                          texts: Sequence[str], *, alpha: float, mask_weight: float,
-                          corpus: str, questions: Optional[Sequence[str]] = None,
-                          beta: float = 0.0, question_log: str = "") -> dict:
-    """--query-idf of `command`: sets a ColBERT model's query-token weights to idf ** `alpha`
-    over the (title, text) documents, times the `questions` log's factor ** `beta`, [MASK]
-    `mask_weight` (`tt_zoo.modeling.query_token_weights`), prints what it did and returns the
-    record; exits naming the flag for a single-vector model."""
-    from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
-
-    if not hasattr(keras_model, "set_query_token_weights"):
-        sys.exit(f"tt-zoo {command}: --query-idf weighs the query tokens of a late-interaction "
-                 f"(ColBERT) model; this is a {type(keras_model).__name__}")
-    frequencies = qtw.document_frequencies(keras_model.document_preprocessor, titles, texts)
-    counted = (None if not questions
-               else qtw.query_frequencies(keras_model.query_preprocessor, questions))
-    record = qtw.weigh_queries_by_idf(keras_model, frequencies, alpha=alpha,
-                                      mask_weight=mask_weight, corpus=corpus, questions=counted,
-                                      beta=beta, question_log=question_log)
-    log = (f", question factor ** {beta:g} over {record['questions']:,} questions of "
-           f"{question_log}" if "questions" in record else "")
-    print(f"Query-token weights: idf ** {alpha:g} over {record['documents']:,} documents of "
-          f"{corpus}{log}, [MASK] {mask_weight:g}")
-    return record
 
 
 def check_init_vocab(p, args) -> None:

@@ -32,7 +32,7 @@ import sys
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, default_vocab_path,
-                               load_reqa, progress_bar, weigh_colbert_queries)
+                               load_reqa, progress_bar)
 from tt_zoo.data.text_files import TextFileError, read_texts
 
 
@@ -172,11 +172,16 @@ def export(args):
         keras_model, meta = model.keras_model, dict(model.metadata)
     if args.query_idf is not None:
         _, titles, texts = corpus
-        weigh_colbert_queries("export", keras_model, titles, texts, alpha=args.query_idf,
-                              mask_weight=args.query_mask_weight,
-                              corpus="ReQA-SQuAD(dev) candidates" if args.corpus == "squad"
-                              else args.corpus, questions=questions, beta=args.query_beta,
-                              question_log=args.question_log or "")
+        from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
+
+        try:
+            qtw.weigh_queries_over_documents(
+                keras_model, titles, texts, alpha=args.query_idf,
+                mask_weight=args.query_mask_weight,
+                corpus="ReQA-SQuAD(dev) candidates" if args.corpus == "squad" else args.corpus,
+                questions=questions, beta=args.query_beta, question_log=args.question_log or "")
+        except TypeError as e:
+            sys.exit(f"tt-zoo export: {e}")
     if args.output:
         meta.pop("sha256", None)
         written = export_saved_model(keras_model, args.output, meta)

@@ -113,6 +113,36 @@ def check_weight_settings(alpha: float, mask_weight: float, beta: float = 0.0) -
             raise ValueError(f"{name} must be a finite number >= 0 (got {value!r}).")
 
 
+def require_query_token_weights(model) -> None:
+    """Raises TypeError unless `model` keeps query-token weights (a `LateInteractionModel`: a
+    single-vector model has no per-token scores to weigh); the message names --query-idf, the
+    flag of every command that sets them."""
+    if not hasattr(model, "set_query_token_weights"):
+        raise TypeError("--query-idf weighs the query tokens of a late-interaction (ColBERT) "
+                        f"model; this is a {type(model).__name__}")
+
+
+def weigh_queries_over_documents(model, titles: Sequence[str], texts: Sequence[str], *,
+                                 alpha: float, mask_weight: float, corpus: str,
+                                 questions: Optional[Sequence[str]] = None, beta: float = 0.0,
+                                 question_log: str = "", log=print) -> dict:
+    """`weigh_queries_by_idf` with the frequencies counted here: idf ** `alpha` over the (title,
+    text) documents named `corpus`, times the `questions` log's factor ** `beta`, [MASK]
+    `mask_weight`; logs one line of what it did and returns the record. Raises TypeError for a
+    model without query-token weights (`require_query_token_weights`), before counting."""
+    require_query_token_weights(model)
+    frequencies = document_frequencies(model.document_preprocessor, titles, texts)
+    counted = None if not questions else query_frequencies(model.query_preprocessor, questions)
+    record = weigh_queries_by_idf(model, frequencies, alpha=alpha, mask_weight=mask_weight,
+                                  corpus=corpus, questions=counted, beta=beta,
+                                  question_log=question_log)
+    factor = (f", question factor ** {beta:g} over {record['questions']:,} questions of "
+              f"{question_log}" if "questions" in record else "")
+    log(f"Query-token weights: idf ** {alpha:g} over {record['documents']:,} documents of "
+        f"{corpus}{factor}, [MASK] {mask_weight:g}")
+    return record
+
+
 def weigh_queries_by_idf(model, frequencies: Tuple[np.ndarray, int], *, alpha: float = 1.0,
                          mask_weight: float = 0.0, corpus: str = "",
                          questions: Optional[Tuple[np.ndarray, int]] = None, beta: float = 0.0,

@@ -28,7 +28,7 @@ LEXICAL_QUERIES = 100_000  # queries of the lexical task unless its spec says (l
 PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
 TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
 ODQA_CACHE = os.path.join("runs", "odqa_cache")
-# SQuAD v1.1 dev in the data folder (the reqa task's source; `tt_zoo.cli.common.SQUAD_DEV`).
+# SQuAD v1.1 dev in the data folder (the reqa task's source; the commands' --squad default).
 SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
 _TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
 SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "

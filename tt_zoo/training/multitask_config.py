@@ -13,8 +13,8 @@ from tt_zoo import numbers
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
 from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import ODQA_CACHE, SPEC_FORMS
-from tt_zoo.training.run_config import (RUN_CONFIG_KEY, RunConfig,  # noqa: F401 (the record's key)
-                                        SequenceLengthArguments, TrainOutputArguments, option)
+from tt_zoo.training.run_config import (RunConfig, SequenceLengthArguments, TrainOutputArguments,
+                                        option)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,7 +123,7 @@ class OutputArguments(TrainOutputArguments):
 @dataclasses.dataclass(frozen=True)
 class MultitaskConfig(RunConfig):
     """Every setting of a `tt-zoo multitask` run; recorded whole in its export and --json-out
-    (`RUN_CONFIG_KEY`)."""
+    (`tt_zoo.training.run_config.RUN_CONFIG_KEY`)."""
 
     model: ModelArguments
     lengths: SequenceLengthArguments

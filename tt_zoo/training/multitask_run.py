@@ -25,7 +25,6 @@ import dataclasses
 import datetime
 import os
 import pathlib
-import shlex
 import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -35,10 +34,9 @@ from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, WIKI_QA, Sources, TaskFileError,
                                               class_overrides, load_task, remine, task_key,
                                               task_plan)
+from tt_zoo.training.run_config import RUN_CONFIG_KEY, recorded_command
 
 COMMAND = "multitask"  # the command whose run this is (its recorded command line)
-# The record's key of the whole config (`tt_zoo.training.run_config.RUN_CONFIG_KEY`).
-RUN_CONFIG_KEY = "run_config"
 
 
 class MultitaskError(TtZooError):
@@ -174,25 +172,20 @@ def weigh_query_tokens(config, model, data_dir, log=print) -> dict:
     """--query-idf: the model's query-token weights, idf ** ALPHA over the Wikispeedia passages
     (the corpus the shipped models were pretrained on; `tt_zoo.modeling.query_token_weights`),
     the [MASK] tokens --query-mask-weight's. Raises `MultitaskError` for a single-vector
-    model."""
+    model, before reading the passages."""
     from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
     from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
+    try:
+        qtw.require_query_token_weights(model)
+    except TypeError as e:
+        raise MultitaskError(str(e)) from None
     corpus = pathlib.Path(data_dir) / "wikispeedia"
     collection = odqa.passage_collection(corpus, progress=not config.output.no_progress)
-    if not hasattr(model, "set_query_token_weights"):
-        raise MultitaskError("--query-idf weighs the query tokens of a late-interaction "
-                             f"(ColBERT) model; this is a {type(model).__name__}")
-    alpha, mask_weight = config.model.query_idf, config.model.query_mask_weight
-    where = f"{corpus} (100-word passages)"
-    frequencies = qtw.document_frequencies(model.document_preprocessor, collection.titles,
-                                           collection.texts)
-    record = qtw.weigh_queries_by_idf(model, frequencies, alpha=alpha, mask_weight=mask_weight,
-                                      corpus=where)
-    log(f"Query-token weights: idf ** {alpha:g} over {record['documents']:,} documents of "
-        f"{where}, [MASK] {mask_weight:g}")
-    return record
-
+    return qtw.weigh_queries_over_documents(
+        model, collection.titles, collection.texts, alpha=config.model.query_idf,
+        mask_weight=config.model.query_mask_weight, corpus=f"{corpus} (100-word passages)",
+        log=log)
 
 def shaped_model(config, model, task_classes: List[str], log=print):
     """The model to train and its markers ({class: word} or None): with --markers' words in the
@@ -363,7 +356,7 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     except TtZooError as e:  # a checkpoint of other settings in the workdir
         raise MultitaskError(str(e)) from None
     card = make_card(config, zoo_model, info, summary, markers, origin,
-                     shlex.join(["tt-zoo", COMMAND, *map(str, argv)]),
+                     recorded_command(COMMAND, argv),
                      share_towers=bool(model.share_towers))
     trained = ZooModel(model, metadata=card.to_dict())  # encode_queries adds the marker
     scores = None
