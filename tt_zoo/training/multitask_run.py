@@ -8,7 +8,7 @@ The settings are ``tt-zoo multitask``'s typed run config (`tt_zoo.training.multi
 e.g. ``MultitaskConfig.from_dict({"model": {...}, "tasks": {...}})``; any object with its groups
 ``model``, ``lengths``, ``tasks``, ``training``, ``output`` and their fields will do). The command
 checks the flags before it calls `multitask`; a setting that cannot run here raises
-`MultitaskError` (a `tt_zoo.TtZooError`) naming the flag, and nothing calls ``sys.exit``.
+`MultitaskError` (a `tt_zoo.training.RunError`) naming the flag, and nothing calls ``sys.exit``.
 
 Example (a notebook; tasks from task files need no data folder)::
 
@@ -34,12 +34,12 @@ from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, WIKI_QA, Sources, TaskFileError,
                                               class_overrides, load_task, remine, task_key,
                                               task_plan)
-from tt_zoo.training.run_config import RUN_CONFIG_KEY, recorded_command
+from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunError, recorded_command
 
 COMMAND = "multitask"  # the command whose run this is (its recorded command line)
 
 
-class MultitaskError(TtZooError):
+class MultitaskError(RunError):
     """A multi-task run that cannot go on: an initial model that cannot be loaded or reshaped
     as the settings ask, a checkpoint of other settings in the workdir, a malformed task file;
     the message names the flag (``tt-zoo multitask`` prefixes its name)."""
@@ -136,17 +136,22 @@ def prepare_tasks(config, workdir: pathlib.Path, data_dir, log=print):
     return tasks, relative, origin
 
 
-def _load_miner(name_or_path: str):
-    """`tt_zoo.load(name_or_path)`; its error (an unknown name with close matches, a damaged
-    export, a failed download) as a `MultitaskError`."""
-    from tt_zoo.zoo.loading import load  # noqa: PLC0415 (TensorFlow)
-
+def _loaded(load, name_or_path: str, flag: str = ""):
+    """``load(name_or_path)``; its error (an unknown name with close matches, a damaged
+    export, a failed download) as a `MultitaskError`, after ``flag name_or_path:`` if given."""
     try:
         return load(name_or_path)
-    except KeyError as e:
-        raise MultitaskError(e.args[0] if e.args else e) from None
-    except (FileNotFoundError, TtZooError) as e:
-        raise MultitaskError(str(e)) from None
+    except (KeyError, FileNotFoundError, TtZooError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise MultitaskError(f"{flag} {name_or_path}: {message}" if flag else str(message)) \
+            from None
+
+
+def _load_miner(name_or_path: str):
+    """`tt_zoo.load(name_or_path)`, its error a `MultitaskError`."""
+    from tt_zoo.zoo.loading import load  # noqa: PLC0415 (TensorFlow)
+
+    return _loaded(load, name_or_path)
 
 
 # -- the model --------------------------------------------------------------------------------
@@ -160,12 +165,8 @@ def model_to_train(config, log=print):
         model, info = initial_models.build_untrained(given, config.lengths,
                                                      config.training.seed)
         return None, model, info
-    try:
-        return initial_models.load_pretrained(source, config.lengths, given.name)
-    except KeyError as e:  # an unknown name, with close matches
-        raise MultitaskError(f"--init {source}: {e.args[0] if e.args else e}") from None
-    except (FileNotFoundError, TtZooError) as e:
-        raise MultitaskError(f"--init {source}: {e}") from None
+    return _loaded(lambda name: initial_models.load_pretrained(name, config.lengths, given.name),
+                   source, "--init")
 
 
 def weigh_query_tokens(config, model, data_dir, log=print) -> dict:

@@ -20,9 +20,10 @@ import os
 import pathlib
 
 from tt_zoo.errors import TtZooError
+from tt_zoo.training.run_config import RunError
 
 
-class TermWeightRunError(TtZooError):
+class TermWeightRunError(RunError):
     """A term-weight run that cannot go on: an initial model that does not load, a pair set or a
     task setting that cannot be read, a checkpoint of other settings; the message names the
     flag."""
