@@ -45,8 +45,10 @@ def parse_args(argv=None):
     p.add_argument("--record-from", type=pathlib.Path, default=None, metavar="RESULTS.json",
                    help="measure nothing: record the tables of an earlier run's results file "
                         "(under results/) into the cards, as --record does")
+    fusion.add_fuse_with(p)
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    fusion.check_fuse_with(p, args)
     if args.depth < 1 or args.speed_runs < 1:
         p.error("--depth and --speed-runs must be at least 1")
     text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")

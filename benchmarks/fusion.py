@@ -32,8 +32,10 @@ def parse_args(argv=None):
     p.add_argument("--depth", type=int, default=100,
                    help="candidates of each searcher fused per query (default: %(default)s)")
     p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    add_fuse_with(p)
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
+    check_fuse_with(p, args)
     if args.depth < 1:
         p.error(f"--depth must be at least 1 (got {args.depth})")
     text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")
@@ -43,30 +45,74 @@ def parse_args(argv=None):
 def fusion_rows(ctx: text_rows.Context) -> dict:
     """RRF and convex fusion of BM25 with each dense model on one benchmark; the convex weight
     chosen on the benchmark's validation queries (open-domain ReQA: ReQA's)."""
-    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
+    from tt_zoo.retrieval.fusion import FusionSearcher
 
-    args, bench, bm25, rows = ctx.args, ctx.bench, ctx.bm25, {}
-    weights = ctx.out["weights"]
+    args, bench, bm25, rows, fused = ctx.args, ctx.bench, ctx.bm25, {}, {}
     for name, dense in ctx.dense.items():
         both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
         rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k)
         label = f"RRF(BM25, {name})"
         rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
-        if bench.validation is not None:
-            t = time.perf_counter()
-            choice = choose_fusion_weight(bm25, dense, bench.validation.queries,
-                                          bench.validation.metric, depth=args.depth)
-            weights.setdefault(bench.name, {})[name] = {
-                **choice.as_dict(), "chosen_on": bench.validation.name,
-                "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
-            weight, source = choice.weight, bench.name
-        else:
-            weight, source = weights["reqa"][name]["weight"], "reqa"
-        convex = FusionSearcher(bm25, dense, method="convex", weight=weight, depth=args.depth)
+        convex = convex_fusion(ctx, name, bm25, dense)
+        source = bench.name if bench.validation is not None else "reqa"
         label = f"convex(BM25, {name})"
         rows[label] = text_rows.score_row(bench, label, convex, both_s,
                                           {**convex.describe(), "weight_chosen_on": source})
+        fused[name] = convex
+    if args.fuse_with is not None:
+        rows.update(three_way_rows(ctx, fused, text_rows.model_name(ctx, args.fuse_with)))
     return rows
+
+
+def add_fuse_with(p, fused: str = "each convex(BM25, model)") -> None:
+    """--fuse-with MODEL: the `fused` rows fused again with MODEL's exact search."""
+    p.add_argument("--fuse-with", default=None, metavar="MODEL",
+                   help=f"one of --model: rows fusing {fused} with this model's exact search "
+                        "(its weight chosen on the validation questions)")
+
+
+def check_fuse_with(p, args) -> None:
+    """--fuse-with must name one of --model, or the parser exits naming both."""
+    if args.fuse_with is not None and args.fuse_with not in args.model:
+        p.error(f"--fuse-with {args.fuse_with}: give it as a --model too (models: "
+                f"{', '.join(args.model)})")
+
+
+def three_way_rows(ctx: text_rows.Context, fused: dict, partner: str) -> dict:
+    """convex(convex(BM25, model), partner) for every other model: three retrievers, each good at
+    its own kind of match, the second weight chosen as the first (`convex_fusion`)."""
+    from tt_zoo.evaluation.text_benchmarks import ReusedSearcher
+
+    rows = {}
+    for name, convex in fused.items():
+        if name == partner:
+            continue
+        label = f"convex(convex(BM25, {name}), {partner})"
+        three = convex_fusion(ctx, label, ReusedSearcher(convex), ctx.dense[partner])
+        both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
+        rows[label] = text_rows.score_row(bench=ctx.bench, label=label, searcher=three,
+                                          build_seconds=both_s + ctx.build_seconds[partner],
+                                          settings=three.describe())
+    return rows
+
+
+def convex_fusion(ctx: text_rows.Context, key: str, first, second):
+    """convex(first, second) at --depth, its weight chosen on the benchmark's validation
+    questions (recorded in ``out["weights"]``), or ReQA's for open-domain ReQA."""
+    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
+
+    bench, depth = ctx.bench, ctx.args.depth
+    if bench.validation is not None:
+        t = time.perf_counter()
+        fit = choose_fusion_weight(first, second, bench.validation.queries,
+                                   bench.validation.metric, depth=depth)
+        ctx.out["weights"].setdefault(bench.name, {})[key] = {
+            **fit.as_dict(), "chosen_on": bench.validation.name,
+            "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
+        weight = fit.weight
+    else:
+        weight = ctx.out["weights"]["reqa"][key]["weight"]
+    return FusionSearcher(first, second, method="convex", weight=weight, depth=depth)
 
 
 def main(argv=None) -> dict:

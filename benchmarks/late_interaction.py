@@ -39,7 +39,8 @@ import functools
 import sys
 import time
 
-from benchmarks import arguments, text_rows
+from benchmarks import arguments, fusion, text_rows
+from benchmarks.fusion import convex_fusion
 
 NAME = "late_interaction"
 PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
@@ -61,9 +62,7 @@ def parse_args(argv=None):
     p.add_argument("--colbert-benchmarks", default=",".join(text_rows.BENCHMARKS),
                    help="benchmarks with ColBERT rows (encoding open-domain ReQA's 578K "
                         "candidates takes ~45 min on 2 cores) (default: %(default)s)")
-    p.add_argument("--fuse-with", default=None, metavar="MODEL",
-                   help="one of --model: a row fusing convex(BM25, ColBERT re-ranking) with this "
-                        "model's exact search (its weight chosen on the validation questions)")
+    fusion.add_fuse_with(p, "convex(BM25, ColBERT re-ranking)")
     p.add_argument("--query-weights", default=None,
                    metavar="ALPHA:MASK[:BETA][,ALPHA:MASK[:BETA]...]",
                    help="idf-weighted query tokens (idf ** ALPHA times the validation "
@@ -78,9 +77,7 @@ def parse_args(argv=None):
         if args.record:
             p.error("--query-weights scores with weights the --colbert export does not hold: "
                     "its card would record another model's numbers; drop --record")
-    if args.fuse_with is not None and args.fuse_with not in args.model:
-        p.error(f"--fuse-with {args.fuse_with}: give it as a --model too (models: "
-                f"{', '.join(args.model)})")
+    fusion.check_fuse_with(p, args)
     args.end_to_end = [b for b in args.end_to_end.split(",") if b]
     args.colbert_benchmarks = [b for b in args.colbert_benchmarks.split(",") if b]
     text_rows.require_reqa_with_open_domain(p, args.colbert_benchmarks, "--colbert-benchmarks",
@@ -230,25 +227,6 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
         fused3 = convex_fusion(ctx, three, tb.ReusedSearcher(fused), ctx.dense[partner])
         rows[three] = text_rows.score_row(bench, three, fused3, 0.0, fused3.describe())
     return rows
-
-
-def convex_fusion(ctx: text_rows.Context, key: str, first, second):
-    """convex(first, second) at --depth, its weight chosen on the benchmark's validation
-    questions (recorded in ``out["weights"]``), or ReQA's for open-domain ReQA."""
-    from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
-
-    bench, depth = ctx.bench, ctx.args.depth
-    if bench.validation is not None:
-        t = time.perf_counter()
-        fit = choose_fusion_weight(first, second, bench.validation.queries,
-                                   bench.validation.metric, depth=depth)
-        ctx.out["weights"].setdefault(bench.name, {})[key] = {
-            **fit.as_dict(), "chosen_on": bench.validation.name,
-            "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
-        weight = fit.weight
-    else:
-        weight = ctx.out["weights"]["reqa"][key]["weight"]
-    return FusionSearcher(first, second, method="convex", weight=weight, depth=depth)
 
 
 @functools.lru_cache(maxsize=None)

@@ -68,6 +68,38 @@ def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_pa
     assert list((tmp_path / "work" / "odqa_cache").glob("passages-*-98.npy"))
 
 
+def test_fuse_with_adds_a_three_way_row_its_weight_chosen_on_validation(exported, tmp_path,
+                                                                       monkeypatch):
+    """--fuse-with B: convex(convex(BM25, A), B) beside each pair, its second weight chosen on
+    ReQA's validation questions as the first, taken by open-domain ReQA."""
+    from benchmarks import fusion
+    from benchmarks import peers_measure
+    from helpers import tiny_model
+    from tt_zoo.serving.export import export_saved_model
+
+    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    partner = tmp_path / "bow"
+    export_saved_model(tiny_model("bow_mlp"), partner,
+                       {"name": "tiny_bow", "encoder": "bow_mlp", "pretraining": "none"})
+    out = fusion.main([
+        "--model", str(exported.path), "--model", str(partner), "--fuse-with", str(partner),
+        "--squad", str(write_squad(tmp_path, hand_made_squad())), "--benchmarks",
+        "reqa,open_domain_reqa", "--split-fraction", "0.5", "--limit-articles", "2",
+        "--data-dir", str(DATA_DIR), "--no-progress", "--work", str(tmp_path / "work"),
+        "--output", str(tmp_path / "out" / "fusion")])
+    three = "convex(convex(BM25, tiny_test), tiny_bow)"
+    assert list(out["results"]["reqa"])[-1] == three  # none for the partner with itself
+    assert "convex(convex(BM25, tiny_bow), tiny_bow)" not in out["results"]["reqa"]
+    choice = out["weights"]["reqa"][three]
+    assert len(choice["grid"]) == 21 and choice["num_queries"] == 3
+    for bench in ("reqa", "open_domain_reqa"):
+        settings = out["results"][bench][three]["settings"]
+        assert settings["method"] == "convex" and settings["weight"] == choice["weight"]
+    assert out["results"]["reqa"][three]["sets"]["all"]["R@5"] == 1.0
+    with pytest.raises(SystemExit):
+        fusion.parse_args(["--model", str(partner), "--fuse-with", "not_a_model"])
+
+
 def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
     from benchmarks import fusion
 

@@ -1,0 +1,56 @@
+"""benchmarks/precision_cost.py: the cosine hand-worked, the precision reaching the tower, and a
+smoke run on a tiny exported model (the hand-made SQuAD file, the first Wikispeedia passages)."""
+
+import numpy as np
+
+from conftest import DATA_DIR, data_file
+from helpers import hand_made_squad, write_squad
+
+
+def test_smallest_cosine_hand_worked():
+    from benchmarks.precision_cost import smallest_cosine
+
+    a = np.array([[1.0, 0.0], [3.0, 4.0]])
+    b = np.array([[2.0, 0.0], [4.0, 3.0]])  # cosines 1 and 24/25
+    assert abs(smallest_cosine(a, b) - 0.96) < 1e-12
+
+
+def test_each_precision_reaches_both_towers():
+    from benchmarks.precision_cost import AtPrecision
+
+    calls = []
+
+    class Model:
+        def encode_queries(self, texts, **options):
+            calls.append(("q", options["precision"], options["batch_size"]))
+            return np.zeros((len(texts), 2))
+
+        def encode_documents(self, texts, titles=None, **options):
+            calls.append(("d", options["precision"], titles))
+            return np.zeros((len(texts), 2))
+
+    encoder = AtPrecision(Model(), "bfloat16", 8)
+    encoder.encode_queries(("a", "b"))
+    encoder.encode_documents(["x"], ["t"])
+    assert calls == [("q", "bfloat16", 8), ("d", "bfloat16", ["t"])]
+
+
+def test_smoke_run_measures_both_precisions_and_reports_the_cost(exported, tmp_path,
+                                                                  monkeypatch):
+    data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
+    from benchmarks import precision_cost
+
+    monkeypatch.setattr(precision_cost, "busy_cores", lambda seconds=1.0: 0.0)
+    squad = write_squad(tmp_path, hand_made_squad())
+    out = tmp_path / "cost"
+    result = precision_cost.main(["--model", str(exported.path), "--squad", str(squad),
+                                  "--data-dir", str(DATA_DIR), "--passages", "300",
+                                  "--output", str(out)])
+    for section in ("reqa", "odqa"):
+        rows = result[section]["rows"]
+        assert list(rows) == ["float32", "bfloat16"]
+        assert 0.9 < result[section]["smallest_cosine"] <= 1.0 + 1e-6
+        assert all(0 <= v <= 100 for r in rows.values() for k, v in r.items() if k[0] in "RM")
+    assert result["reqa"]["candidates"] == 5 and result["odqa"]["passages"] == 300
+    text = (tmp_path / "cost.md").read_text()
+    assert "| bfloat16 - float32 |" in text and "ReQA-SQuAD(dev)" in text
