@@ -113,7 +113,7 @@ def _tower(spec, registry) -> str:
 
 
 def _training(spec, registry) -> str:
-    from tt_zoo.cli.reproduce.report import label
+    from tt_zoo.reproduction.report import label
 
     if spec.imported is not None:
         return "imported as published (supervised start ‡)"

@@ -97,7 +97,7 @@ def record(out: dict, models) -> None:
     stays. A model trained on ODQA questions (`tt-zoo multitask`) is not zero-shot, the
     regime these tables name, and is left to `benchmarks/multi_task.py --record`."""
     from tt_zoo.atomic_io import write_json
-    from tt_zoo.cli.reproduce.ship import ODQA_HEADLINE
+    from tt_zoo.reproduction.ship import ODQA_HEADLINE
     from tt_zoo.evaluation import odqa
     from tt_zoo.serving.export import update_metadata
     from tt_zoo.serving.model_card import ModelCard

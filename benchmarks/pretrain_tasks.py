@@ -96,7 +96,7 @@ class Cell:
 
     @property
     def label(self) -> str:
-        from tt_zoo.cli.reproduce.report import label  # the tables' names of a mix; no TF
+        from tt_zoo.reproduction.report import label  # the tables' names of a mix; no TF
 
         tasks = label(self.tasks)
         return tasks + (f" ({pathlib.Path(self.vocab).parent.name} vocabulary)" if self.vocab

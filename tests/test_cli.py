@@ -157,7 +157,7 @@ def test_recorded_and_registered_command_lines_still_parse():
 
 
 def test_the_grids_own_command_lines_parse(tmp_path):
-    from tt_zoo.cli.reproduce import grid
+    from tt_zoo.reproduction import grid
     args = cli.command_module("reproduce").parse_args(["--runs", str(tmp_path), "--stages",
                                                        "pretrain"])
     for variant in grid.CELLS:

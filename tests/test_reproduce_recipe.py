@@ -8,7 +8,7 @@ from conftest import data_file
 from helpers import load_recipe, tiny_vocab
 import tt_zoo
 from tt_zoo.evaluation.tables import COLUMNS
-from tt_zoo.cli.reproduce import grid, report, ship
+from tt_zoo.reproduction import grid, report, ship
 from tt_zoo.zoo import download, registry
 from tt_zoo.zoo.recipe import CPU_RECIPE
 

@@ -20,6 +20,11 @@ class DownloadError(TtZooError):
     hand."""
 
 
+class StageError(TtZooError):
+    """A stage of `tt_zoo.reproduction`'s grid could not go on: a step it runs as a process
+    failed, or a model could not be shipped; the message names the stage and what failed."""
+
+
 class UnknownModelError(TtZooError, KeyError):
     """A model name that is not registered; the message suggests close matches. Also a
     KeyError (what an unknown name raised before), whose message prints as written rather than

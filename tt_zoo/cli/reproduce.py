@@ -22,41 +22,22 @@ Stages, each skipped where its output already exists (so the grid resumes where 
   tt-zoo reproduce --stages report      # tables from the cells done so far
 """
 
-# The stages are modules of this package, one idea each: `grid` (which runs to make, where their
-# outputs live; the data and pretrain stages, as `tt-zoo` subprocesses), `evaluate` (ReQA
-# scores), `report` (tables, JSON and plot under results/), `ship` (saved_models/, the shipped
-# list and the README, through `tt_zoo.zoo.shipping`); `config` holds the typed settings.
+# The grid, its stages and their outputs are the library's `tt_zoo.reproduction` (`run`); this
+# command parses and checks the flags, calls it, and turns a failed stage into its message.
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import pathlib
+import sys
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import clone_root, default_data_dir, default_vocab_path
-from tt_zoo.cli.reproduce import evaluate, grid, report, ship
-from tt_zoo.cli.reproduce.config import ReproduceConfig
-from tt_zoo.cli.reproduce.grid import CELLS, GRID
-from tt_zoo.zoo.recipe import Recipe
+from tt_zoo.errors import StageError
+from tt_zoo.reproduction import run
+from tt_zoo.reproduction.config import BUDGET_FIELDS, SPLITS, STAGES, ReproduceConfig, budget_with
+from tt_zoo.reproduction.grid import CELLS, GRID
 from tt_zoo.zoo.registry import SHIPPED_FILE
-
-STAGES = ("data", "pretrain", "evaluate", "report", "ship")
-SPLITS = (0.01, 0.05, 0.8)
-# The recipe fields the grid's commands take (its vocabulary is --vocab; each cell warms up as
-# its variant's recipe says).
-BUDGET_FIELDS = tuple(f.name for f in dataclasses.fields(Recipe)
-                      if f.name not in ("vocab_size", "warmup_fraction"))
-
-
-def _budget_item(item: str):
-    """FIELD=VALUE of the grid budget, the value cast to the field's type."""
-    name, sep, value = item.partition("=")
-    types = {f.name: f.type for f in dataclasses.fields(Recipe) if f.name in BUDGET_FIELDS}
-    if not sep or name not in types:
-        raise ValueError(f"expected FIELD=VALUE with FIELD one of {', '.join(types)} "
-                         f"(got {item!r})")
-    return name, (float if types[name] in ("float", float) else int)(value)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -110,7 +91,7 @@ def parse_args(argv=None) -> ReproduceConfig:
     if bad:
         p.error(f"--stages: unknown {', '.join(bad)}; choose from {', '.join(STAGES)}")
     try:
-        budget = dataclasses.replace(GRID, **dict(_budget_item(item) for item in args.budget))
+        budget = budget_with(GRID, args.budget)
     except (TypeError, ValueError) as e:
         p.error(f"--budget: {e}")
     try:
@@ -141,16 +122,14 @@ def parse_args(argv=None) -> ReproduceConfig:
         squad=squad, **where)
 
 
-def run(config: ReproduceConfig) -> int:
-    """The stages `config` names, in `STAGES` order, each resuming where it stopped."""
-    steps = {"data": grid.stage_data, "pretrain": grid.stage_pretrain,
-             "evaluate": evaluate.stage_evaluate, "report": report.stage_report,
-             "ship": ship.stage_ship}
-    for stage in STAGES:
-        if stage in config.stages:
-            steps[stage](config)
+def main(argv=None) -> int:
+    config = parse_args(argv)
+    try:
+        run(config)
+    except StageError as e:  # a step failed: its one line, exit status 1
+        sys.exit(str(e))
     return 0
 
 
-def main(argv=None) -> int:
-    return run(parse_args(argv))
+if __name__ == "__main__":
+    sys.exit(main())

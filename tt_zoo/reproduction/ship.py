@@ -14,12 +14,12 @@ provenance line (`provenance`), and the README table (`shipped_models_markdown`,
 from __future__ import annotations
 
 import pathlib
-import sys
 
 from tt_zoo.atomic_io import write_text
+from tt_zoo.errors import StageError, TtZooError
 from tt_zoo.evaluation.tables import COLUMNS
-from tt_zoo.cli.reproduce.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card, read_json
-from tt_zoo.cli.reproduce.report import collect, label
+from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card, read_json
+from tt_zoo.reproduction.report import collect, label
 from tt_zoo.serving.model_card import ModelCard
 
 # What recorded the tables (`tt_zoo.serving.model_card.Measurement`: a rerun replaces them).
@@ -95,8 +95,7 @@ def stage_ship(config) -> None:
     """Ships each fully evaluated grid model (a shipped flagship stays: it is the longer run of
     the same variant; the grid's equal-budget run of its variant stays in runs/), records its
     measured tables in its card and headline numbers in its entry, then regenerates the
-    README's model list."""
-    from tt_zoo.errors import TtZooError
+    README's model list. A model that cannot be shipped raises `StageError` naming it."""
     from tt_zoo.zoo import shipping
 
     grid = collect(config.cells, config.runs, config.budget, config.splits)
@@ -126,7 +125,7 @@ def stage_ship(config) -> None:
                                    saved_models=config.saved_models,
                                    shipped_file=config.shipped, log=log)
         except TtZooError as e:  # ArtifactError included
-            sys.exit(f"ship {name}: {e}")
+            raise StageError(f"ship {name}: {e}") from e
     print("pin the new models' outputs with `python tests/golden/regenerate.py`, then commit "
           f"saved_models/, {config.shipped.name}, tests/golden/ and the README together (and "
           "publish saved_models/ at the release URL when releases are published)")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import time
 
 from tt_zoo.atomic_io import write_json
-from tt_zoo.cli.reproduce.grid import (bm25_file, evaluated_models, is_exported, result_file,
-                                       split_key)
+from tt_zoo.reproduction.grid import (bm25_file, evaluated_models, is_exported, result_file,
+                                      split_key)
 
 
 def _flat_bm25(metrics: dict) -> dict:
@@ -34,8 +34,9 @@ def stage_evaluate(config) -> None:
     splits = {f: reqa_lib.make_splits(reqa, f, seed=budget.seed) for f in config.splits}
     bm25_path = bm25_file(config.runs)
     if not bm25_path.is_file():
-        write_json(bm25_path, {split_key(f): _flat_bm25(retrieval_metrics.evaluate_bm25(reqa, s.test))
-                                for f, s in splits.items()})
+        write_json(bm25_path, {
+            split_key(f): _flat_bm25(retrieval_metrics.evaluate_bm25(reqa, s.test))
+            for f, s in splits.items()})
     for name, model_dir, out_dir in evaluated_models(config.cells, config.runs):
         if not is_exported(model_dir):
             print(f"evaluate {name}: no model at {model_dir} yet (pretrain stage)")

@@ -25,6 +25,7 @@ import sys
 import time
 from typing import List, Optional, Sequence, Tuple
 
+from tt_zoo.errors import StageError
 from tt_zoo.serving.model_card import METADATA_FILE, ModelCard  # no TensorFlow
 from tt_zoo.zoo.recipe import CPU_RECIPE, Recipe
 
@@ -156,7 +157,8 @@ def run_logged(command: List[str], log: pathlib.Path) -> bool:
 # -- the stages -----------------------------------------------------------------------------
 
 def stage_data(config) -> None:
-    """The pairs (or MLM examples) of every pretraining mix the cells need."""
+    """The pairs (or MLM examples) of every pretraining mix the cells need (a mix that fails
+    raises `StageError`: the cells that need it cannot run)."""
     for mix in sorted({pretraining_of(c) for c in config.cells} - {"none"}):
         out = data_dir(config.runs, mix, config.budget)
         if (out / "manifest.json").is_file():
@@ -165,7 +167,7 @@ def stage_data(config) -> None:
         print(f"data {mix}: making {out}")
         if not run_logged(make_data_command(mix, out, config),
                           config.runs / "reproduce" / "logs" / f"data_{mix}.log"):
-            sys.exit(f"data {mix} failed: the cells that need it cannot run")
+            raise StageError(f"data {mix} failed: the cells that need it cannot run")
 
 
 def committed_pretrained(variant: str, config) -> Optional[pathlib.Path]:

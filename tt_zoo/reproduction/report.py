@@ -4,7 +4,7 @@ in Markdown beside the paper's quoted numbers, and a plot.
 Chang et al. 2020, Table 3 (encoder x pretraining x split) and Table 5 (pretraining tasks and
 embedding dimension), at CPU scale: results/reproduce.json (`collect`), results/table3.md and
 results/table5.md (`table_markdown`), results/reproduce.png (`plot`), from the cells' result
-files (`tt_zoo.cli.reproduce.grid`), whatever is done so far.
+files (`tt_zoo.reproduction.grid`), whatever is done so far.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import List, Optional, Sequence
 
 from tt_zoo.atomic_io import write_json, write_text
 from tt_zoo.evaluation.tables import COLUMNS
-from tt_zoo.cli.reproduce.grid import (CELLS, FLAGSHIP_SUFFIX, bm25_file, evaluated_models,
-                                       read_card, read_json, result_file, split_key)
+from tt_zoo.reproduction.grid import (CELLS, FLAGSHIP_SUFFIX, bm25_file, evaluated_models,
+                                      read_card, read_json, result_file, split_key)
 from tt_zoo.zoo.recipe import Recipe
 
 # The paper's numbers quoted in ../shared/DESIGN.md (ReQA SQuAD, full, 101,951 candidates, R@100
