@@ -159,14 +159,21 @@ def check_query_weight_flags(p, args) -> None:
         p.error(f"--query-idf / --query-mask-weight{' / --query-beta' if has_beta else ''}: {e}")
 
 
+def check_vocab_file(p, args) -> None:
+    """Sets ``args.vocab`` to `default_vocab_path` when no ``--vocab`` was given, and exits
+    naming the file unless it exists."""
+    args.vocab = args.vocab or default_vocab_path()
+    if not pathlib.Path(args.vocab).is_file():
+        exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
+                        "(pass --vocab PATH or set TT_ZOO_DATA)")
+
+
 def check_init_vocab(p, args) -> None:
     """``--init none`` builds towers over ``--vocab`` (default: `default_vocab_path`), which
-    must exist; a loaded model carries its vocabulary, so ``--vocab`` is refused beside it."""
+    must exist (`check_vocab_file`); a loaded model carries its vocabulary, so ``--vocab`` is
+    refused beside it."""
     if args.init == "none":
-        args.vocab = args.vocab or default_vocab_path()
-        if not pathlib.Path(args.vocab).is_file():
-            exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
-                            "(pass --vocab PATH or set TT_ZOO_DATA)")
+        check_vocab_file(p, args)
     elif args.vocab:
         p.error("--vocab is only for --init none (a loaded model carries its vocabulary)")
 

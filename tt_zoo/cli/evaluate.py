@@ -20,16 +20,9 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import MissingDataError, load_reqa
-from tt_zoo.evaluation.tables import COLUMNS, format_table
+from tt_zoo.evaluation.tables import card_tables, format_table
 
 BM25_FIELDS = ("sentence+passage", "sentence", "passage")  # tt_zoo.retrieval.bm25.FIELDS
-
-
-def _libs():
-    """The tt_zoo modules, imported after the arguments are checked (tt_zoo imports TensorFlow)."""
-    from tt_zoo.evaluation import reqa, metrics as retrieval_metrics
-
-    return reqa, retrieval_metrics
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,87 +63,31 @@ def parse_args(argv=None):
     return args
 
 
-def evaluation_questions(args, reqa):
-    """The question ids to score and a description of where they come from."""
-    reqa_lib, _ = _libs()
-    if args.split_file:
-        split = reqa_lib.load_split(args.split_file)
-        ids, where = split.test, f"test part of {args.split_file}"
-    elif args.train_fraction is not None:
-        split = reqa_lib.make_splits(reqa, args.train_fraction, seed=args.seed)
-        if args.split_out:
-            reqa_lib.save_split(split, args.split_out)
-        ids = split.test
-        where = f"test part of a {args.train_fraction:g} cold-start split, seed {args.seed}"
-    else:
-        ids, where = reqa.question_ids, "all questions"
-    if args.limit_questions:
-        ids = ids[:args.limit_questions]
-        where += f", first {len(ids)}"
-    return ids, where
-
-
-def load_model(name_or_path: str):
-    import tt_zoo  # Lazy: the models are heavy.
-
-    return tt_zoo.load(name_or_path)
-
-
-def scann_index_builder(embeddings):
-    from tt_zoo.retrieval.index import EmbeddingIndex  # Lazy: imports TensorFlow and ScaNN.
-
-    return EmbeddingIndex(embeddings, [str(i) for i in range(len(embeddings))], backend="scann")
-
-
-def record_cards(args, rows, where, num_questions, num_candidates) -> None:
-    """Adds this evaluation's numbers (in %) to each evaluated export's card."""
-    from tt_zoo.serving.export import update_metadata
-    search = "exact search"
-    bm25 = next((r for r in rows if r["encoder"] == "BM25"), None)
-    for row in rows:
-        if row["encoder"] == "BM25" or row["search"] != "exact":
-            continue
-        table = {f"ReQA-SQuAD(dev), zero-shot, {where} ({num_questions:,} questions, "
-                 f"{num_candidates:,} candidates), {search} (%)":
-                 {c: round(100 * row[c], 2) for c in COLUMNS}}
-        if bm25 is not None:
-            table["BM25 on the same questions (%)"] = {c: round(100 * bm25[c], 2)
-                                                       for c in COLUMNS}
-        path = pathlib.Path(row["model"])
-        update_metadata(path, metrics=table)
-        print(f"Recorded the numbers in {path / 'MODEL_CARD.md'}")
-
-
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    reqa_lib, retrieval_metrics = _libs()
+    import tt_zoo  # Lazy: the models are heavy.
+    from tt_zoo.evaluation import metrics as retrieval_metrics, reqa as reqa_lib
+
     t0 = time.perf_counter()
     try:
         reqa = load_reqa(args.squad)
     except MissingDataError as e:
         sys.exit(f"tt-zoo evaluate: {e}")
     print(reqa.summary())
-    question_ids, where = evaluation_questions(args, reqa)
+    question_ids, where = reqa_lib.evaluation_questions(
+        reqa, split_file=args.split_file, train_fraction=args.train_fraction, seed=args.seed,
+        split_out=args.split_out, limit=args.limit_questions)
     print(f"Evaluating on {len(question_ids):,} questions ({where}) against "
           f"{len(reqa.candidates):,} candidates.")
-    rows = []
-    if args.bm25:
-        m = retrieval_metrics.evaluate_bm25(reqa, question_ids, field=args.bm25_field)
-        rows.append({"encoder": "BM25", "pretraining": "-", "search": "exact",
-                     **{c: m["exact"][c] for c in COLUMNS}, "details": m})
-    for name in args.model:
-        model = load_model(name)
-        m = retrieval_metrics.evaluate_encoder(
-            model, reqa, question_ids, build_index=scann_index_builder if args.scann else None)
-        base = {"encoder": str(getattr(model, "encoder_name", name)),
-                "pretraining": str(getattr(model, "pretraining", "?")), "model": name}
-        rows.append({**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS},
-                     "details": m})
-        if m["index"] is not None:
-            rows.append({**base, "search": "ScaNN", **{c: m["index"][c] for c in COLUMNS}})
+    models = ((name, tt_zoo.load(name)) for name in args.model)  # one at a time
+    rows = retrieval_metrics.table3_rows(reqa, question_ids, models, scann=args.scann,
+                                         bm25_field=args.bm25_field if args.bm25 else None)
     print(format_table(rows))
     if args.record_card:
-        record_cards(args, rows, where, len(question_ids), len(reqa.candidates))
+        from tt_zoo.serving.export import update_metadata
+        for path, tables in card_tables(rows, where, len(question_ids), len(reqa.candidates)):
+            update_metadata(path, metrics=tables)
+            print(f"Recorded the numbers in {path / 'MODEL_CARD.md'}")
     result = {"squad": reqa.source, "questions": where, "num_questions": len(question_ids),
               "num_candidates": len(reqa.candidates), "rows": rows,
               "seconds": time.perf_counter() - t0}

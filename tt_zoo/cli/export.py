@@ -24,14 +24,12 @@ ScaNN layer or BruteForce:
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import pathlib
 import sys
 
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, default_vocab_path,
+from tt_zoo.cli.common import (MissingDataError, check_query_weight_flags, check_vocab_file,
                                load_reqa, progress_bar)
 from tt_zoo.data.text_files import TextFileError, read_texts
 
@@ -90,119 +88,62 @@ def parse_args(argv=None):
     if not (args.output or args.index_output or args.retrieve_output):
         p.error("nothing to do: give --output, --index-output or --retrieve-output")
     if args.variant:
-        args.vocab = args.vocab or default_vocab_path()
-        if not pathlib.Path(args.vocab).is_file():
-            parsing.exit_missing(p, f"--vocab: vocabulary file {args.vocab} does not exist "
-                                    "(pass --vocab PATH or set TT_ZOO_DATA)")
+        check_vocab_file(p, args)
     if args.corpus and args.corpus != "squad" and not pathlib.Path(args.corpus).is_file():
         p.error(f"--corpus: {args.corpus} does not exist (give 'squad' or a passage file)")
     return args
 
 
-def restore_from_checkpoint(args):
-    """Rebuilds the variant and restores the latest checkpoint; returns (model, metadata)."""
-    import tensorflow as tf
-
-    from tt_zoo.serving.model_card import ModelCard
-    from tt_zoo.zoo.registry import get_spec
-    from tt_zoo.zoo.build import build_untrained
-
-    spec = get_spec(args.variant)
-    root = pathlib.Path(args.checkpoint)
-    ckpt_dir = root / "checkpoints" if (root / "checkpoints").is_dir() else root
-    latest = tf.train.latest_checkpoint(str(ckpt_dir))
-    if latest is None:
-        sys.exit(f"no checkpoint found in {ckpt_dir}")
-    model = build_untrained(spec, args.vocab, query_length=args.query_length,
-                            document_length=args.document_length)
-    model.build_by_calling()
-    tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
-    summary_file = root / "train_summary.json"
-    card = ModelCard.from_dict(json.loads(summary_file.read_text())
-                               if summary_file.is_file() else {})
-    card.name, card.training.pretraining = spec.name, spec.pretraining
-    card.architecture.encoder, card.architecture.tower_size = spec.encoder, spec.tower_size
-    card.training.checkpoint = os.path.basename(latest)
-    return model, card.to_dict()
-
-
 def load_corpus(corpus: str):
-    """(ids, titles, texts) of the corpus to index."""
-    if corpus == "squad":
-        try:
-            reqa = load_reqa(flag=None)
-        except MissingDataError as e:
-            sys.exit(f"tt-zoo export: {e}")
-        cands = reqa.candidates
-        return ([str(i) for i in range(len(cands))], [c.sentence for c in cands],
-                [c.passage for c in cands])
+    """The passages to index (a `Texts`): ReQA-SQuAD(dev)'s candidates or the --corpus file."""
     try:
-        passages = read_texts(corpus, "passages")
+        return (load_reqa(flag=None).candidate_passages() if corpus == "squad"
+                else read_texts(corpus, "passages"))
+    except MissingDataError as e:
+        sys.exit(f"tt-zoo export: {e}")
     except TextFileError as e:
         sys.exit(f"--corpus: {e}")
-    return passages.ids_or_positions(), passages.titles, passages.texts
 
 
 def main(argv=None):
-    args = parse_args(argv)
     try:
-        export(args)
+        export(parse_args(argv))
     except FileExistsError as e:
         sys.exit(str(e))
 
 
 def export(args):
-    import tt_zoo
-    import tt_zoo.zoo.loading
-    from tt_zoo.serving.export import QueryEncoder, export_saved_model
-    from tt_zoo.serving.retrieve import export_retrieval_model
+    import tt_zoo  # noqa: PLC0415 (TensorFlow: after argparse)
+    from tt_zoo.errors import ArtifactError  # noqa: PLC0415
+    from tt_zoo.serving.export_run import export_for_serving  # noqa: PLC0415
+    from tt_zoo.zoo.build import restore_from_checkpoint  # noqa: PLC0415
 
     corpus = load_corpus(args.corpus) if args.corpus else None  # a bad file fails at once
-    questions = None
-    if args.question_log:
-        try:
-            questions = read_texts(args.question_log, "questions").texts
-        except TextFileError as e:
-            sys.exit(f"--question-log: {e}")
+    try:
+        questions = read_texts(args.question_log, "questions").texts if args.question_log else None
+    except TextFileError as e:
+        sys.exit(f"--question-log: {e}")
     if args.variant:
-        keras_model, meta = restore_from_checkpoint(args)
-        model = tt_zoo.zoo.loading.ZooModel(keras_model, metadata=meta)
+        try:
+            model = restore_from_checkpoint(args.variant, args.checkpoint, args.vocab,
+                                            args.query_length, args.document_length)
+        except ArtifactError as e:
+            sys.exit(str(e))
     else:
         model = tt_zoo.load(args.model)
-        keras_model, meta = model.keras_model, dict(model.metadata)
     if args.query_idf is not None:
-        _, titles, texts = corpus
         from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
-
         try:
             qtw.weigh_queries_over_documents(
-                keras_model, titles, texts, alpha=args.query_idf,
+                model.keras_model, corpus.titles, corpus.texts, alpha=args.query_idf,
                 mask_weight=args.query_mask_weight,
                 corpus="ReQA-SQuAD(dev) candidates" if args.corpus == "squad" else args.corpus,
                 questions=questions, beta=args.query_beta, question_log=args.question_log or "")
         except TypeError as e:
             sys.exit(f"tt-zoo export: {e}")
-    if args.output:
-        meta.pop("sha256", None)
-        written = export_saved_model(keras_model, args.output, meta)
-        print(f"exported {args.output} (sha256 {written['sha256']}, "
-              f"{written['parameters']:,} parameters)")
-    if corpus and (args.index_output or args.retrieve_output):
-        ids, titles, texts = corpus
-        embeddings = model.encode_documents(texts, titles=titles,
-                                            show_progress_bar=progress_bar(args.no_progress))
-        index = model.index(texts, titles=titles, ids=ids, backend=args.backend,
-                            embeddings=embeddings)
-        print(f"indexed {len(index):,} documents with {args.backend}")
-        if args.index_output:
-            index.save(args.index_output)
-            print(f"saved index to {args.index_output}")
-        if args.retrieve_output:
-            query_encoder = QueryEncoder(keras_model)
-            export_retrieval_model(query_encoder, embeddings, ids, args.retrieve_output,
-                                   k=args.k, backend=args.backend)
-            print(f"exported retrieve SavedModel ({args.backend}, k={args.k}) to "
-                  f"{args.retrieve_output}")
+    export_for_serving(model, args.output, corpus, index_output=args.index_output,
+                       retrieve_output=args.retrieve_output, backend=args.backend, k=args.k,
+                       show_progress_bar=progress_bar(args.no_progress))
 
 
 if __name__ == "__main__":

@@ -13,28 +13,14 @@ pairs for the same seed. ``stats.json`` (the report, wall time, pairs/s) lands b
 from __future__ import annotations
 
 import argparse
-import collections
-import itertools
-import os
 import sys
-import time
 
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_directory
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
-from tt_zoo.data import pretraining_tasks  # numpy only; pairs_io and pair_stats (TensorFlow) later
-from tt_zoo.data.articles import ReadReport
+from tt_zoo.data import pretraining_tasks  # numpy only; pairs_run (TensorFlow) later
 
 PAIR_TASKS = pretraining_tasks.TASKS
-
-
-def read_articles(source, report, progress=True):
-    """``article_sources.read_articles`` when present, else the Wikispeedia reader."""
-    try:
-        from tt_zoo.data.article_sources import read_articles as reader
-    except ImportError:
-        from tt_zoo.data.wikispeedia import read_wikispeedia as reader
-    return reader(source, report=report, progress=progress)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -99,97 +85,36 @@ def parse_args(argv=None):
     return args
 
 
-def make_pairs_local(args, config):
-    # generate_pairs reads the articles twice (pass 1: the reverse-link index for WLP; pass 2:
-    # the pairs), streaming each time; the reader's report of the last pass is the one we keep.
-    # With --in-memory the articles are read once and held in a list instead.
-    from tt_zoo.data import pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
-    reports = []
-
-    def articles():
-        reports.append(ReadReport())
-        return itertools.islice(read_articles(args.input, reports[-1], not args.no_progress),
-                                args.limit)
-
-    if args.in_memory:
-        articles = list(articles())
-
-    counters = collections.Counter()
-    pairs = pretraining_tasks.generate_pairs(articles, config, counters)
-    manifest = pairs_io.write_pair_shards(pairs, args.write_to, args.num_shards,
-                                          config=_config_json(config, args),
-                                          progress=not args.no_progress)
-    return manifest, reports[-1].as_dict(), dict(sorted(counters.items()))
-
-
-def make_pairs_beam(args, config):
-    from tt_zoo.data import beam_pairs  # noqa: PLC0415 (Beam is an optional extra)
-    manifest = beam_pairs.run_beam_pipeline(args.input, args.write_to, config, args.num_shards,
-                                            runner=args.beam_runner, pipeline_args=args.beam_arg,
-                                            limit=args.limit)
-    return manifest, manifest["read_report"], manifest["generator_counters"]
-
-
-def make_mlm(args):
-    from tt_zoo.data import pairs_io, passages as passages_lib  # noqa: PLC0415
-    report = ReadReport()
-    articles = itertools.islice(read_articles(args.input, report, not args.no_progress),
-                                args.limit)
-    passages = (p for a in articles
-                for p in passages_lib.make_passages(a, max_tokens=args.max_doc_tokens))
-    seq_length = args.mlm_seq_length or args.max_doc_tokens
-    examples = pretraining_tasks.mlm_examples(passages, args.vocab, seq_length, seed=args.seed)
-    config = {"tasks": ["mlm"], "seq_length": seq_length, "seed": args.seed,
-              "max_doc_tokens": args.max_doc_tokens, "source": str(args.input),
-              "limit": args.limit, "vocab": args.vocab}
-    return pairs_io.write_mlm_shards(examples, args.write_to, args.num_shards, config=config,
-                                     progress=not args.no_progress), report.as_dict()
-
-
-def _config_json(config, args) -> dict:
-    import dataclasses  # noqa: PLC0415
-    out = {k: (list(v) if isinstance(v, tuple) else v)
-           for k, v in dataclasses.asdict(config).items()}
-    out.update(source=str(args.input), limit=args.limit)
-    return out
-
-
 def main(argv=None) -> int:
     """Writes the new output beside --output and swaps it in only when complete: a failed or
     killed rerun leaves the previous pairs as they were (remote paths such as gs:// are written
     in place)."""
     args = parse_args(argv)
     if is_remote(args.output):
-        args.write_to = args.output
-        return make(args)
+        return make(args, args.output)
     from tt_zoo.data import pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
     what = "pair directory (tt-zoo make-pairs output)"
     try:
         check_replaceable(args.output, is_replaceable=pairs_io.is_pair_directory, what=what)
     except FileExistsError as e:
         sys.exit(f"--output: {e}")
-
-    def build(staging):
-        args.write_to = str(staging)
-        make(args)
-
-    write_directory(args.output, build, is_replaceable=pairs_io.is_pair_directory, what=what)
+    write_directory(args.output, lambda staging: make(args, str(staging)),
+                    is_replaceable=pairs_io.is_pair_directory, what=what)
     return 0
 
 
-def make(args) -> int:
-    from tt_zoo.data import pair_stats, pairs_io  # noqa: PLC0415 (TensorFlow: after argparse)
-    start = time.perf_counter()
+def make(args, write_to: str) -> int:
+    """Makes the pairs (or MLM examples) into `write_to` (`tt_zoo.data.pairs_run`) and prints
+    what it wrote."""
+    from tt_zoo.data import pairs_run  # noqa: PLC0415 (TensorFlow: after argparse)
+    progress = not args.no_progress
     if args.tasks == ("mlm",):
-        manifest, read_report = make_mlm(args)
-        wall = time.perf_counter() - start
-        n = manifest["num_records"]
-        print(f"MLM examples: {n:,} (seq_length {manifest['feature_lengths']['input_word_ids']})"
-              f" in {manifest['num_shards']} shards at {args.output}")
-        print(f"reader: {read_report}")
-        print(f"wall time {wall:.1f} s, {n / wall:.1f} examples/s")
+        written = pairs_run.make_mlm(args.input, write_to, args.vocab, args.num_shards,
+                                     seq_length=args.mlm_seq_length or args.max_doc_tokens,
+                                     max_doc_tokens=args.max_doc_tokens, seed=args.seed,
+                                     limit=args.limit, progress=progress)
+        print(pairs_run.describe(written, args.output))
         return 0
-
     try:
         config = pretraining_tasks.TaskConfig(
             tasks=args.tasks, pairs_per_article=args.pairs_per_article,
@@ -199,24 +124,11 @@ def make(args) -> int:
             span_query_words=args.span_query_words, question_generator=args.question_generator)
     except ValueError as e:
         sys.exit(f"make-pairs: {e}")
-    make = make_pairs_beam if args.runner == "beam" else make_pairs_local
-    manifest, read_report, counters = make(args, config)
-    wall = time.perf_counter() - start
-    n = manifest["num_records"]
-
-    stats = pair_stats.compute_pair_stats(pairs_io.iter_pair_records(args.write_to), args.vocab,
-                                          read_report=read_report, generator_counters=counters,
-                                          progress=not args.no_progress)
-    runner = "local" if args.runner == "local" else f"beam:{args.beam_runner}"
-    stats.extra.update({"runner": runner, "wall_s": round(wall, 3),
-                        "pairs_per_s": round(n / wall, 1) if wall > 0 else None,
-                        "num_pairs": n, "num_shards": manifest["num_shards"],
-                        "config": manifest["config"]})
-    stats.save(os.path.join(args.write_to, "stats.json"))
-    print(pair_stats.format_table(stats))
-    print(f"{n:,} pairs in {manifest['num_shards']} shards at {args.output}")
-    print(f"runner {runner}: wall time {wall:.1f} s (read + generate + write), "
-          f"{n / wall:.1f} pairs/s")
+    written = pairs_run.make_pairs(args.input, write_to, config, args.num_shards,
+                                   runner=args.runner, beam_runner=args.beam_runner,
+                                   beam_args=args.beam_arg, vocab=args.vocab, limit=args.limit,
+                                   in_memory=args.in_memory, progress=progress)
+    print(pairs_run.describe(written, args.output))
     sys.stdout.flush()
     return 0
 

@@ -19,17 +19,13 @@ as JSON Lines, one line a query: {"query", "hits": [{"rank", "id", "score", "tit
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import List, Sequence
+from typing import Sequence
 
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import FLAGSHIP, check_new_file, load_model, progress_bar
 from tt_zoo.data.text_files import TextFileError, Texts, read_texts
-
-SNIPPET = 100  # characters of a passage the table shows
-BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's progress bars
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -98,17 +94,6 @@ def read_inputs(args):
     return passages, queries
 
 
-def bm25_hits(passages: Texts, queries: Sequence[str], k: int, progress: bool):
-    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415 (bm25s: after argparse)
-
-    texts = [f"{title} {text}" if title else text
-             for title, text in zip(passages.titles, passages.texts)]
-    retriever = BM25Retriever(texts, ids=passages.ids_or_positions(),
-                              show_progress=progress and len(texts) >= BM25_PROGRESS_FROM)
-    # Only passages that share a term with the query: no arbitrary order of zero scores.
-    return retriever.search(list(queries), k).hits(passages.texts, passages.titles)
-
-
 def model_hits(args, passages: Texts, queries: Sequence[str]):
     """(what searched, hits) of any kind of model: its ``index`` (a two-tower model's
     embeddings, a ColBERT model's token vectors in its card's best mode or --mode, an HDCT
@@ -129,42 +114,11 @@ def model_hits(args, passages: Texts, queries: Sequence[str]):
     return index.description, index.search_batch(list(queries), k=args.k)
 
 
-def format_hits(queries: Sequence[str], hits: Sequence[Sequence], searcher: str) -> str:
-    """Each query and its hits: rank, score, id, then "title | text" cut to `SNIPPET`."""
-    lines: List[str] = []
-    for number, (query, found) in enumerate(zip(queries, hits), 1):
-        if number > 1:
-            lines.append("")
-        lines.append(f"query {number}: {query}")
-        if not found:
-            lines.append("  (no hit: no query term occurs in the passages)")
-            continue
-        id_width = max(len("id"), *(len(h.id) for h in found))
-        lines.append(f"  {'rank':>4}  {'score':>8}  {'id':<{id_width}}  passage ({searcher})")
-        for rank, hit in enumerate(found, 1):
-            passage = f"{hit.title} | {hit.text}" if hit.title else hit.text
-            passage = " ".join(passage.split())
-            if len(passage) > SNIPPET:
-                passage = passage[:SNIPPET - 1] + "…"
-            lines.append(f"  {rank:>4}  {hit.score:>8.3f}  {hit.id:<{id_width}}  {passage}")
-    return "\n".join(lines)
-
-
-def write_hits(path: str, queries: Sequence[str], hits: Sequence[Sequence]) -> None:
-    """One JSON line a query, written to a temp file and renamed into place."""
-    from tt_zoo.atomic_io import open_for_replace  # noqa: PLC0415
-
-    with open_for_replace(path, "w", encoding="utf-8", newline="\n") as f:
-        for query, found in zip(queries, hits):
-            f.write(json.dumps({"query": query, "hits": [
-                {"rank": rank, "id": h.id, "score": round(float(h.score), 6), "title": h.title,
-                 "text": h.text} for rank, h in enumerate(found, 1)]}, ensure_ascii=False,
-                allow_nan=False)
-                + "\n")
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from tt_zoo.retrieval.passage_file_search import (  # noqa: PLC0415 (after argparse)
+        bm25_hits, format_hits, write_hits)
+
     passages, queries = read_inputs(args)  # before the model loads: a bad file fails at once
     if args.bm25:
         searcher, hits = "BM25", bm25_hits(passages, queries, args.k, not args.no_progress)

@@ -30,7 +30,6 @@ into the manifest (``read_report``, ``generator_counters``).
 from __future__ import annotations
 
 import collections
-import dataclasses
 import itertools
 import os
 import zlib
@@ -241,7 +240,7 @@ def run_beam_pipeline(articles_source: Union[str, Iterable[Article]], output_dir
     names = [pairs_io.shard_name(pairs_io.PAIRS_PREFIX, i, num_shards) for i in range(num_shards)]
     return pairs_io.write_manifest(
         output_dir, pairs_io.PAIRS_PREFIX, "pairs", names,
-        _config_json(config, articles_source, limit),
+        config.manifest_config(articles_source, limit),
         {"sampling_probs": "count(doc_id)/num_pairs", "writer": f"beam:{runner}",
          "sink": sink if sink != "auto" else ("beam" if crc32c_library_available() else "tf"),
          "read_report": read_report, "generator_counters": gen_counters,
@@ -266,14 +265,6 @@ def _article_from_json_line(line: str):
         return
     Metrics.counter(NAMESPACE, _READ_KEPT).inc()
     yield article
-
-
-def _config_json(config, source, limit) -> dict:
-    out = dataclasses.asdict(config)
-    out = {k: (list(v) if isinstance(v, tuple) else v) for k, v in out.items()}
-    out["source"] = str(source) if isinstance(source, (str, os.PathLike)) else "<articles>"
-    out["limit"] = limit
-    return out
 
 
 def _collect_metrics(result):

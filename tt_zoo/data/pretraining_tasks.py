@@ -49,6 +49,7 @@ import dataclasses
 import functools
 import hashlib
 import math
+import os
 import random
 import collections.abc
 from typing import (Callable, Counter, Dict, Iterable, Iterator, List, Optional, Sequence,
@@ -152,6 +153,16 @@ class TaskConfig:
         if self.span_query_words < 1 or self.crop_min_words < 1:
             raise ValueError(f"span_query_words and crop_min_words must be >= 1 (got "
                              f"{self.span_query_words}, {self.crop_min_words}).")
+
+    def manifest_config(self, source, limit: Optional[int] = None) -> dict:
+        """What a pair directory's manifest records as its ``config``: these settings (lists
+        for tuples), the articles' `source` (a path; "<articles>" for articles given in
+        memory) and the `limit` on their number (`tt_zoo.data.pairs_run`, ``beam_pairs``)."""
+        out = {k: (list(v) if isinstance(v, tuple) else v)
+               for k, v in dataclasses.asdict(self).items()}
+        out["source"] = str(source) if isinstance(source, (str, os.PathLike)) else "<articles>"
+        out["limit"] = limit
+        return out
 
 
 def stable_seed(*parts) -> int:

@@ -5,19 +5,21 @@ candidate; Chang et al. 2020 (Sec. 4, Tables 3-5) report recall@1/5/10/50/100. A
 candidate index only, never another sentence of the same passage. Metric values are fractions in
 [0, 1]; tables multiply by 100. `evaluate` scores any `tt_zoo.retrieval.search.Searcher` (exact search,
 ScaNN, BM25) by the rows of its results; `evaluate_encoder` and `evaluate_bm25` (BM25,
-`tt_zoo.retrieval.bm25`, on ReQA) return its dict.
+`tt_zoo.retrieval.bm25`, on ReQA) return its dict; `table3_rows` puts models and BM25 on the
+same questions in the shape of Table 3 (`tt-zoo evaluate`).
 """
 
 from __future__ import annotations
 
 import time
-from typing import Dict, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.modeling.inference import bar_where_read
-from tt_zoo.retrieval.search import ExactSearcher, SearchResult, check_built_searcher
+from tt_zoo.retrieval.search import ExactSearcher, SearchResult, check_built_searcher, default_ids
 
 DEFAULT_KS = (1, 5, 10, 50, 100)
 
@@ -229,3 +231,34 @@ def evaluate_bm25(reqa, question_ids=None, ks: Sequence[int] = DEFAULT_KS,
                        "stopwords": stopwords if isinstance(stopwords, str)
                        or stopwords is None else f"{len(stopwords)} words"}
     return out
+
+
+def table3_rows(reqa, question_ids, models: Iterable[Tuple[str, object]] = (), *,
+                bm25_field: Optional[str] = None, scann: bool = False) -> List[dict]:
+    """Chang et al. 2020, Table 3's rows for these questions of ReQA: BM25 over the candidates'
+    `bm25_field` (None: no BM25 row), then each (name, encoder) of `models` (loaded one at a
+    time when an iterator loads them) by exact search and, with `scann`, through a ScaNN index
+    over the same embeddings. A row holds encoder, pretraining, search and the `COLUMNS`
+    (fractions); an exact row also the evaluation's dict ("details"), a model's row the name it
+    was given ("model")."""
+    rows = []
+    if bm25_field is not None:
+        m = evaluate_bm25(reqa, question_ids, field=bm25_field)
+        rows.append({"encoder": "BM25", "pretraining": "-", "search": "exact",
+                     **{c: m["exact"][c] for c in COLUMNS}, "details": m})
+    for name, model in models:
+        m = evaluate_encoder(model, reqa, question_ids,
+                             build_index=_scann_index if scann else None)
+        base = {"encoder": str(getattr(model, "encoder_name", name)),
+                "pretraining": str(getattr(model, "pretraining", "?")), "model": name}
+        rows.append({**base, "search": "exact", **{c: m["exact"][c] for c in COLUMNS},
+                     "details": m})
+        if m["index"] is not None:
+            rows.append({**base, "search": "ScaNN", **{c: m["index"][c] for c in COLUMNS}})
+    return rows
+
+
+def _scann_index(embeddings):
+    from tt_zoo.retrieval.index import EmbeddingIndex  # noqa: PLC0415 (TensorFlow and ScaNN)
+
+    return EmbeddingIndex(embeddings, default_ids(len(embeddings)), backend="scann")

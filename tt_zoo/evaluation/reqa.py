@@ -21,7 +21,7 @@ import collections
 import dataclasses
 import json
 import pathlib
-from typing import Dict, Iterable, List, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from tt_zoo.data import features
 from tt_zoo.atomic_io import write_json
 from tt_zoo.errors import TtZooError
 from tt_zoo.data.passages import sentence_spans
+from tt_zoo.data.text_files import Texts
 
 SPLIT_FORMAT_VERSION = 1
 
@@ -130,6 +131,12 @@ class ReQA:
         if question_ids is None:
             return list(self.questions)
         return [self.question(qid) for qid in question_ids]
+
+    def candidate_passages(self) -> Texts:
+        """The candidates as a corpus of passages (what `tt-zoo export --corpus squad`
+        indexes): each passage titled with its sentence, its id its position."""
+        return Texts([c.passage for c in self.candidates], [c.sentence for c in self.candidates],
+                     None, self.source)
 
     def summary(self) -> str:
         r = self.report
@@ -407,6 +414,30 @@ def load_split(path) -> Split:
         parts[name] = ids
     _check_disjoint(parts["train"], parts["validation"], parts["test"], where=f"Split file {path}")
     return Split(meta=obj.get("meta", {}), **parts)
+
+
+def evaluation_questions(reqa: ReQA, *, split_file=None, train_fraction: Optional[float] = None,
+                         seed: int = 0, split_out=None,
+                         limit: Optional[int] = None) -> Tuple[List[str], str]:
+    """The ids of the questions to score and where they come from, in words: the test part of
+    `split_file` (`load_split`), or of a new cold-start split with `train_fraction` and `seed`
+    (`make_splits`, saved to `split_out` if given), else all questions; the first `limit` of
+    them when given."""
+    if split_file:
+        split = load_split(split_file)
+        ids, where = split.test, f"test part of {split_file}"
+    elif train_fraction is not None:
+        split = make_splits(reqa, train_fraction, seed=seed)
+        if split_out:
+            save_split(split, split_out)
+        ids = split.test
+        where = f"test part of a {train_fraction:g} cold-start split, seed {seed}"
+    else:
+        ids, where = reqa.question_ids, "all questions"
+    if limit:
+        ids = ids[:limit]
+        where += f", first {len(ids)}"
+    return ids, where
 
 
 def training_examples(reqa: ReQA, question_ids: Sequence[str]) -> Dict[str, List[str]]:

@@ -1,10 +1,12 @@
 """Score tables as text: Chang et al. 2020, Table 3's columns (R@1/5/10/50/100 and MRR, in %),
-as `tt-zoo finetune`, `tt-zoo evaluate` and `tt-zoo demo` print them. Nothing heavy is
-imported: a command's ``--help`` stays quick."""
+as `tt-zoo finetune`, `tt-zoo evaluate` and `tt-zoo demo` print them, and as `tt-zoo evaluate
+--record-card` records them in a model's card (`card_tables`). Nothing heavy is imported: a
+command's ``--help`` stays quick."""
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+import pathlib
+from typing import List, Mapping, Sequence, Tuple
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
 
@@ -34,3 +36,24 @@ def format_table(rows) -> str:
         lines.append(" ".join(f"{str(r[k]):<{widths[k]}}" for k in keys) + " "
                      + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
     return "\n".join(lines)
+
+
+def card_tables(rows, where: str, num_questions: int,
+                num_candidates: int) -> List[Tuple[pathlib.Path, dict]]:
+    """(export directory, its card's tables) of each model row of exact search in `rows`
+    (`tt_zoo.evaluation.metrics.table3_rows`): its numbers on ReQA-SQuAD(dev) zero-shot, on
+    the questions `where` says, in % with two decimals, and BM25's beside them when `rows`
+    hold a BM25 row."""
+    bm25 = next((r for r in rows if r["encoder"] == "BM25"), None)
+    tables = []
+    for row in rows:
+        if row["encoder"] == "BM25" or row["search"] != "exact":
+            continue
+        table = {f"ReQA-SQuAD(dev), zero-shot, {where} ({num_questions:,} questions, "
+                 f"{num_candidates:,} candidates), exact search (%)":
+                 {c: round(100 * row[c], 2) for c in COLUMNS}}
+        if bm25 is not None:
+            table["BM25 on the same questions (%)"] = {c: round(100 * bm25[c], 2)
+                                                       for c in COLUMNS}
+        tables.append((pathlib.Path(row["model"]), table))
+    return tables

@@ -1,15 +1,21 @@
-"""An untrained model of a registered variant: what `tt-zoo pretrain` starts from.
+"""An untrained model of a registered variant: what `tt-zoo pretrain` starts from; and the
+same variant restored from a pretraining checkpoint: what `tt-zoo export --variant` exports.
 
 The spec (`tt_zoo.zoo.registry.ModelSpec`) says the encoder, tower size, embedding size, token
 budgets and options (pooling, tower sharing, score scale; Chang et al. 2020, Sec. 2 and 4.1);
-`build_untrained` makes the freshly initialised Keras model of it (`tt_zoo.modeling`).
+`build_untrained` makes the freshly initialised Keras model of it (`tt_zoo.modeling`),
+`restore_from_checkpoint` that model with a checkpoint's weights.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import pathlib
 from typing import Optional
 
-from tt_zoo.zoo.registry import ModelSpec
+from tt_zoo.errors import ArtifactError
+from tt_zoo.zoo.registry import ModelSpec, get_spec
 
 
 def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] = None,
@@ -61,3 +67,40 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
                                  bow_output_activation=options.bow_output_activation,
                                  loss=CorrectedSampledSoftmaxLoss(temperature=options.temperature),
                                  **shape)
+
+
+def restore_from_checkpoint(variant: str, checkpoint, vocabulary,
+                            query_length: Optional[int] = None,
+                            document_length: Optional[int] = None):
+    """The registered `variant` built over `vocabulary` (`build_untrained`; the token budgets
+    the spec's unless given) with the weights of the latest checkpoint in `checkpoint` (a
+    pretrain workdir, whose checkpoints/ it reads, or a checkpoint directory), as a
+    `tt_zoo.zoo.zoo_model.ZooModel` whose metadata is the workdir's train_summary.json (when
+    there is one) naming the variant, its encoder and the checkpoint.
+
+    Raises:
+      UnknownModelError: an unregistered `variant`.
+      ArtifactError: no checkpoint in the folder.
+    """
+    import tensorflow as tf  # noqa: PLC0415
+
+    from tt_zoo.serving.model_card import ModelCard  # noqa: PLC0415
+    from tt_zoo.zoo.zoo_model import ZooModel  # noqa: PLC0415
+
+    spec = get_spec(variant)
+    root = pathlib.Path(checkpoint)
+    ckpt_dir = root / "checkpoints" if (root / "checkpoints").is_dir() else root
+    latest = tf.train.latest_checkpoint(str(ckpt_dir))
+    if latest is None:
+        raise ArtifactError(f"no checkpoint found in {ckpt_dir}")
+    model = build_untrained(spec, vocabulary, query_length=query_length,
+                            document_length=document_length)
+    model.build_by_calling()
+    tf.train.Checkpoint(model=model).read(latest).expect_partial().assert_existing_objects_matched()
+    summary_file = root / "train_summary.json"
+    card = ModelCard.from_dict(json.loads(summary_file.read_text())
+                               if summary_file.is_file() else {})
+    card.name, card.training.pretraining = spec.name, spec.pretraining
+    card.architecture.encoder, card.architecture.tower_size = spec.encoder, spec.tower_size
+    card.training.checkpoint = os.path.basename(latest)
+    return ZooModel(model, metadata=card.to_dict())
