@@ -40,11 +40,11 @@ import shutil
 import tempfile
 import time
 
-from benchmarks import arguments
+from benchmarks import arguments, text_rows
 
 REPO = arguments.REPO
 
-from benchmarks.peers_measure import (busy_cores, interleaved_rounds, machine_info,
+from benchmarks.peers_measure import (interleaved_rounds, machine_info,
                            machine_line, rates, recall_at_k, stopwatch)
 
 
@@ -198,7 +198,6 @@ def report(result: dict) -> str:
 def main(argv=None):
     args = parse_args(argv)
     import tt_zoo
-    from tt_zoo.atomic_io import write_json, write_text
     from tt_zoo.cli.index_corpus import export_of
     from tt_zoo.serving.corpus_index import resolve_model
 
@@ -214,10 +213,8 @@ def main(argv=None):
               "num_shards": args.num_shards, "speed": speed}
     if not args.no_recall:
         result["storage"] = measure_storage(args, model, passages, embeddings)
-    info["other_busy_cores_at_end"] = busy_cores()
-    result["machine"] = info
-    write_json(args.output.with_suffix(".json"), result, indent=1)
-    write_text(args.output.with_suffix(".md"), report(result))
+    result["machine"] = text_rows.machine_end(info)
+    text_rows.write(result, args.output, report)
     print(report(result))
     return result
 

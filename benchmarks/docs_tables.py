@@ -201,6 +201,20 @@ RESULTS = {
                                      "multitask_minilm_l6_384 (ReQA and ODQA)",
                                      "python -m benchmarks.checkpoints --output "
                                      "results/checkpoints_multitask_minilm", "checkpoints.md"),
+    "beam_encode_minilm": ("`tt-zoo index-corpus` on Beam with the imported all-MiniLM-L6-v2 "
+                           "against plain encoding, and its storage recall",
+                           "python -m benchmarks.beam_encode --model minilm_l6_384 --limit 1024 "
+                           "--batch-size 64 --output results/beam_encode_minilm", "speed.md"),
+    "finetune_reqa_minilm": ("the shipped multi-task MiniLM fine-tuned 600 more steps on ReQA "
+                             "alone, beside BM25 on the 80% split's test questions",
+                             "tt-zoo finetune --model multitask_minilm_l6_384 --json-out ...",
+                             "checkpoints.md"),
+    "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
+                         "three ways on the ODQA validation questions",
+                         "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
+                         "checkpoints.md"),
+    "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
+                       "python -m benchmarks.precision_cost", "speed.md"),
     "checkpoints_odqa_minilm": ("all-MiniLM-L6-v2 as imported on the ODQA validation questions, "
                                 "beside BM25, with RRF and convex fusion",
                                 "python -m benchmarks.checkpoints --benchmarks odqa --model "

@@ -28,9 +28,9 @@ import time
 
 import numpy as np
 
-from benchmarks import arguments
+from benchmarks import arguments, text_rows
 from benchmarks.beam_encode import first_passages
-from benchmarks.peers_measure import busy_cores, machine_info, machine_line
+from benchmarks.peers_measure import machine_info, machine_line
 
 PRECISIONS = ("float32", "bfloat16")
 REQA_KS = (1, 5, 10, 100)
@@ -170,7 +170,6 @@ def report(result: dict) -> str:
 def main(argv=None):
     args = parse_args(argv)
     import tt_zoo
-    from tt_zoo.atomic_io import write_json, write_text
 
     start = time.perf_counter()
     info = machine_info()
@@ -180,10 +179,8 @@ def main(argv=None):
               "reqa": measure_reqa(model, args.squad, args.batch_size, args.limit_questions),
               "odqa": measure_odqa(model, args.data_dir, args.passages, args.batch_size)}
     result["wall_min"] = round((time.perf_counter() - start) / 60, 1)
-    info["other_busy_cores_at_end"] = busy_cores()
-    result["machine"] = info
-    write_json(args.output.with_suffix(".json"), result, indent=1)
-    write_text(args.output.with_suffix(".md"), report(result))
+    result["machine"] = text_rows.machine_end(info)
+    text_rows.write(result, args.output, report)
     print(report(result))
     return result
 
