@@ -20,8 +20,8 @@ Scripts (results/ file written by default):
   with --output)
 - finetune_hard_negatives: ReQA fine-tuning with and without one BM25 hard negative
   (finetune_hard_negatives)
-- fusion: BM25 fused with the single-vector flagships, RRF and convex (fusion; fusion_* with
-  --output)
+- fusion: BM25 fused with the single-vector flagships, RRF and convex; --fuse-with adds a third
+  retriever (fusion; fusion_* with --output)
 - grad_cache_memory: peak memory and step time with and without GradCache (grad_cache_memory, with
   --output)
 - index_recall: recall through the default ScaNN index against exact search, by corpus size
@@ -36,6 +36,8 @@ Scripts (results/ file written by default):
 - peers: tt_zoo beside PyTorch, sentence-transformers and FAISS (performance); its sections are
   peers_train, peers_encode, peers_search, peers_minilm, measured by the rules of peers_measure,
   with peer_torch_worker the PyTorch side in its own process
+- precision_cost: what bfloat16 encoding costs in recall against float32 on ReQA and ODQA
+  (precision_cost)
 - pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
 - pretrain_tasks: the pretraining-task grid (pretrain_tasks.{md,json,png}); pretrain_tasks_eval
   scores one cell, pretrain_tasks_report writes the report
