@@ -213,10 +213,7 @@ def main(argv=None):
               "num_shards": args.num_shards, "speed": speed}
     if not args.no_recall:
         result["storage"] = measure_storage(args, model, passages, embeddings)
-    result["machine"] = text_rows.machine_end(info)
-    text_rows.write(result, args.output, report)
-    print(report(result))
-    return result
+    return text_rows.finish(result, info, args.output, report)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ import numpy as np
 from benchmarks import arguments, text_rows
 from benchmarks.beam_encode import first_passages
 from benchmarks.peers_measure import machine_info, machine_line
+from benchmarks.peers_minilm import min_cosine
 
 PRECISIONS = ("float32", "bfloat16")
 REQA_KS = (1, 5, 10, 100)
@@ -67,12 +68,6 @@ class AtPrecision:
                                            show_progress_bar=False, precision=self.precision)
 
 
-def smallest_cosine(a: np.ndarray, b: np.ndarray) -> float:
-    """The smallest cosine between row i of `a` and row i of `b`."""
-    dot = (a * b).sum(axis=1)
-    return float((dot / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))).min())
-
-
 def _percent(metrics: dict) -> dict:
     return {k: round(100 * v, 2) for k, v in metrics.items()}
 
@@ -94,7 +89,7 @@ def measure_reqa(model, squad_path, batch_size: int, limit_questions=None) -> di
                                   candidate_embeddings=vectors[precision])
         out["rows"][precision] = {**_percent(result["exact"]),
                                   "candidates_per_s": round(len(reqa.candidates) / seconds, 1)}
-    out["smallest_cosine"] = round(smallest_cosine(*vectors.values()), 6)
+    out["smallest_cosine"] = round(min_cosine(*vectors.values()), 6)
     return out
 
 
@@ -127,7 +122,7 @@ def measure_odqa(model, data_dir, n_passages: int, batch_size: int) -> dict:
         recall = odqa.answer_recall(rows, [gold[i] for i in answerable], ks=ks)
         out["rows"][precision] = {**_percent(recall),
                                   "docs_per_s": round(len(passages) / seconds, 1)}
-    out["smallest_cosine"] = round(smallest_cosine(*vectors.values()), 6)
+    out["smallest_cosine"] = round(min_cosine(*vectors.values()), 6)
     out["same_top_passage"] = round(float(np.mean(tops["float32"] == tops["bfloat16"])), 4)
     return out
 
@@ -179,10 +174,7 @@ def main(argv=None):
               "reqa": measure_reqa(model, args.squad, args.batch_size, args.limit_questions),
               "odqa": measure_odqa(model, args.data_dir, args.passages, args.batch_size)}
     result["wall_min"] = round((time.perf_counter() - start) / 60, 1)
-    result["machine"] = text_rows.machine_end(info)
-    text_rows.write(result, args.output, report)
-    print(report(result))
-    return result
+    return text_rows.finish(result, info, args.output, report)
 
 
 if __name__ == "__main__":

@@ -286,6 +286,15 @@ def write(out: dict, output: pathlib.Path, render: Callable[[dict], str]) -> Non
     write_text(output.with_suffix(".md"), render(out))
 
 
+def finish(out: dict, info: dict, output: pathlib.Path, render: Callable[[dict], str]) -> dict:
+    """A one-shot benchmark's end: the machine's state at the end (`machine_end` of `info`) into
+    ``out["machine"]``, OUTPUT.json and OUTPUT.md written (`write`), the report printed."""
+    out["machine"] = machine_end(info)
+    write(out, output, render)
+    print(render(out))
+    return out
+
+
 def main_set(row: dict) -> dict:
     """A scored row's headline set: "all", or its one question set."""
     sets = row["sets"]

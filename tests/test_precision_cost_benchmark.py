@@ -8,7 +8,7 @@ from helpers import hand_made_squad, write_squad
 
 
 def test_smallest_cosine_hand_worked():
-    from benchmarks.precision_cost import smallest_cosine
+    from benchmarks.precision_cost import min_cosine as smallest_cosine
 
     a = np.array([[1.0, 0.0], [3.0, 4.0]])
     b = np.array([[2.0, 0.0], [4.0, 3.0]])  # cosines 1 and 24/25
