@@ -96,10 +96,11 @@ def _encode_in_batches(fn, n, batch_size, desc, **columns):
 def encode_candidates(encoder, reqa, *, batch_size: int = 256) -> np.ndarray:
     """``[num_candidates, dim]``: every ReQA (sentence, passage) candidate through the document
     tower, ``encoder.encode_documents(texts=passages, titles=sentences)``, in candidate order."""
+    passages = reqa.candidate_passages()
     return _encode_in_batches(
         lambda texts, titles: encoder.encode_documents(texts, titles),
-        len(reqa.candidates), batch_size, "encode candidates",
-        texts=[c.passage for c in reqa.candidates], titles=[c.sentence for c in reqa.candidates])
+        len(passages), batch_size, "encode candidates",
+        texts=passages.texts, titles=passages.titles)
 
 
 def evaluate(searcher, queries, gold_rows, ks: Sequence[int] = DEFAULT_KS, *,

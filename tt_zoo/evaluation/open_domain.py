@@ -47,8 +47,9 @@ def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
                               progress: bool = True) -> np.ndarray:
     """Every candidate's embedding psi(sentence, passage) in a float32 ``.npy`` at `path`:
     `encode_documents_to_file` of the candidates' passages under their sentences."""
-    return encode_documents_to_file(model, [c.passage for c in reqa.candidates],
-                                    [c.sentence for c in reqa.candidates], path, chunk, progress)
+    passages = reqa.candidate_passages()
+    return encode_documents_to_file(model, passages.texts, passages.titles, path, chunk,
+                                    progress)
 
 
 def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
