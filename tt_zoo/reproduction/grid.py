@@ -1,5 +1,6 @@
 """The grid of `tt-zoo reproduce`: which runs to make, where their outputs live, and the data and
-pretrain stages, each run a `tt-zoo` subprocess, skipped where its output already exists.
+pretrain stages, each run a `tt-zoo` subprocess, skipped where its output already exists
+(`tt_zoo.reproduction.runner`, the mechanics every grid shares).
 
 Chang et al. 2020, Table 3 (encoder x pretraining: none, MLM, ICT+BFS+WLP; BoW-MLP and
 Transformer) and Table 5 (the tasks alone, and embedding dimensions 128/256/512): every cell
@@ -16,16 +17,12 @@ On disk, under ``--runs``:
 
 from __future__ import annotations
 
-import json
 import pathlib
-import shlex
 import shutil
-import subprocess
-import sys
-import time
 from typing import List, Optional, Sequence, Tuple
 
 from tt_zoo.errors import StageError
+from tt_zoo.reproduction.runner import read_json, run_logged, run_once, tt_zoo_command
 from tt_zoo.serving.model_card import METADATA_FILE, ModelCard  # no TensorFlow
 from tt_zoo.zoo.recipe import CPU_RECIPE, Recipe
 
@@ -77,11 +74,6 @@ def bm25_file(runs: pathlib.Path) -> pathlib.Path:
     return runs / "reproduce" / "bm25.json"
 
 
-def read_json(path: pathlib.Path):
-    """A result file's JSON, or None before it is written."""
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
 def is_exported(model_dir: pathlib.Path) -> bool:
     return (model_dir / METADATA_FILE).is_file()
 
@@ -110,10 +102,9 @@ def evaluated_models(cells: Sequence[str], runs: pathlib.Path) -> List[Tuple]:
 def make_data_command(pretraining: str, output: pathlib.Path, config) -> List[str]:
     """`tt-zoo make-pairs` of a pretraining mix (`config`: a `ReproduceConfig`)."""
     budget = config.budget
-    command = [sys.executable, "-u", "-m", "tt_zoo.cli", "make-pairs",
-               "--input", str(config.data / "wikispeedia"), "--output", str(output),
-               "--max-doc-tokens", str(budget.max_doc_tokens), "--seed", str(budget.seed),
-               "--no-progress"]
+    command = tt_zoo_command("make-pairs", "--input", config.data / "wikispeedia",
+                             "--output", output, "--max-doc-tokens", budget.max_doc_tokens,
+                             "--seed", budget.seed, "--no-progress")
     if pretraining == "mlm":
         return command + ["--tasks", "mlm", "--vocab", str(config.vocab),
                           "--mlm-seq-length", str(budget.document_length)]
@@ -124,10 +115,10 @@ def make_data_command(pretraining: str, output: pathlib.Path, config) -> List[st
 def pretrain_command(variant: str, config) -> List[str]:
     """`tt-zoo pretrain` of a cell at the grid's budget, checkpointed (a rerun resumes)."""
     budget, where = config.budget, cell_dir(config.runs, variant)
-    command = [sys.executable, "-u", "-m", "tt_zoo.cli", "pretrain", "--variant", variant,
-               "--vocab", str(config.vocab), "--document-length", str(budget.document_length),
-               "--seed", str(budget.seed), "--workdir", str(where / "pretrain"),
-               "--export", str(where / "model"), "--no-progress"]
+    command = tt_zoo_command("pretrain", "--variant", variant, "--vocab", config.vocab,
+                             "--document-length", budget.document_length, "--seed", budget.seed,
+                             "--workdir", where / "pretrain", "--export", where / "model",
+                             "--no-progress")
     pretraining = pretraining_of(variant)
     if pretraining == "none":
         return command + ["--steps", "0"]
@@ -138,22 +129,6 @@ def pretrain_command(variant: str, config) -> List[str]:
                       "--checkpoint-every", str(max(1, budget.steps // 8))]
 
 
-def run_logged(command: List[str], log: pathlib.Path) -> bool:
-    """Runs one step of the grid as its own process, its output appended to `log`; returns
-    whether it succeeded (a failed cell does not stop the others: rerun to retry it)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    print(f"  $ {shlex.join(command)}\n    (log: {log})", flush=True)
-    t = time.perf_counter()
-    with open(log, "a") as out:
-        code = subprocess.call(command, stdout=out, stderr=subprocess.STDOUT)
-    if code:
-        print(f"    FAILED (exit {code}) after {time.perf_counter() - t:.0f} s; see {log}",
-              flush=True)
-        return False
-    print(f"    done in {time.perf_counter() - t:.0f} s", flush=True)
-    return True
-
-
 # -- the stages -----------------------------------------------------------------------------
 
 def stage_data(config) -> None:
@@ -161,12 +136,9 @@ def stage_data(config) -> None:
     raises `StageError`: the cells that need it cannot run)."""
     for mix in sorted({pretraining_of(c) for c in config.cells} - {"none"}):
         out = data_dir(config.runs, mix, config.budget)
-        if (out / "manifest.json").is_file():
-            print(f"data {mix}: {out} exists")
-            continue
-        print(f"data {mix}: making {out}")
-        if not run_logged(make_data_command(mix, out, config),
-                          config.runs / "reproduce" / "logs" / f"data_{mix}.log"):
+        if not run_once(f"data {mix}", out / "manifest.json",
+                        make_data_command(mix, out, config),
+                        config.runs / "reproduce" / "logs" / f"data_{mix}.log"):
             raise StageError(f"data {mix} failed: the cells that need it cannot run")
 
 
@@ -193,16 +165,14 @@ def stage_pretrain(config) -> None:
     failed = []
     for variant in config.cells:
         where = cell_dir(config.runs, variant)
-        if is_exported(where / "model"):
-            print(f"pretrain {variant}: {where / 'model'} exists")
-            continue
-        committed = committed_pretrained(variant, config)
+        committed = None if is_exported(where / "model") else committed_pretrained(variant,
+                                                                                  config)
         if committed is not None:  # trained at this budget on another machine and committed
             shutil.copytree(committed, where / "model")
             print(f"pretrain {variant}: copied the committed {committed} (same budget)")
             continue
-        print(f"pretrain {variant}")
-        if not run_logged(pretrain_command(variant, config), where / "pretrain.log"):
+        if not run_once(f"pretrain {variant}", where / "model" / METADATA_FILE,
+                        pretrain_command(variant, config), where / "pretrain.log"):
             failed.append(variant)
     if failed:  # checkpointed: a retry resumes where each one stopped
         print(f"pretrain failed for {', '.join(failed)}: retrying once")

@@ -10,14 +10,16 @@ files (`tt_zoo.reproduction.grid`), whatever is done so far.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import pathlib
 import re
 from typing import List, Optional, Sequence
 
-from tt_zoo.atomic_io import write_json, write_text
+from tt_zoo.atomic_io import write_text
 from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction.grid import (CELLS, FLAGSHIP_SUFFIX, bm25_file, evaluated_models,
-                                      read_card, read_json, result_file, split_key)
+                                      read_card, result_file, split_key)
+from tt_zoo.reproduction.runner import read_json, save_figure, write_report
 from tt_zoo.zoo.recipe import Recipe
 
 # The paper's numbers quoted in ../shared/DESIGN.md (ReQA SQuAD, full, 101,951 candidates, R@100
@@ -150,8 +152,6 @@ def plot(grid: dict, path: pathlib.Path) -> None:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from tt_zoo.atomic_io import open_for_replace
-
     names = [n for n, r in grid["models"].items() if r["zero_shot"]]
     settings = ["zero-shot"] + [f"fine-tuned {s}" for s in grid["splits"]]
     fig, (bars, curves) = plt.subplots(1, 2, figsize=(19, 6.5),
@@ -195,23 +195,25 @@ def plot(grid: dict, path: pathlib.Path) -> None:
     curves.set_title(f"R@k after fine-tuning on the {split} split", fontsize=9)
     curves.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))  # off the lines
     fig.tight_layout()
-    with open_for_replace(path, "wb") as f:
-        fig.savefig(f, format="png", dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def stage_report(config) -> None:
     """results/reproduce.json, table3.md, table5.md and reproduce.png from every cell of the
     grid done so far (whichever --cells this run was given)."""
-    grid = collect(list(CELLS), config.runs, config.budget, config.splits)
-    results = config.results
-    results.mkdir(parents=True, exist_ok=True)
-    write_json(results / "reproduce.json", grid)
+    write_results(collect(list(CELLS), config.runs, config.budget, config.splits),
+                  config.results)
+
+
+def write_results(grid: dict, results: pathlib.Path) -> None:
+    """RESULTS/reproduce.json (`grid`, `collect`'s), table3.md, table5.md and reproduce.png
+    (once a model has zero-shot scores): the report rendered from the grid's JSON alone."""
+    plotted = any(r["zero_shot"] for r in grid["models"].values())
+    write_report(results / "reproduce", grid,
+                 plot=functools.partial(plot, grid) if plotted else None)
     write_text(results / "table3.md", table_markdown(
         grid, list(TABLE3), "Table 3 at CPU scale: encoder x pretraining x split", paper=True))
     write_text(results / "table5.md", table_markdown(
         grid, list(TABLE5), "Table 5 at CPU scale: pretraining tasks and embedding dimension",
         paper=False))
-    if any(r["zero_shot"] for r in grid["models"].values()):
-        plot(grid, results / "reproduce.png")
     print(f"wrote {results}/reproduce.json, table3.md, table5.md, reproduce.png")

@@ -18,8 +18,9 @@ import pathlib
 from tt_zoo.atomic_io import write_text
 from tt_zoo.errors import StageError, TtZooError
 from tt_zoo.evaluation.tables import COLUMNS
-from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card, read_json
+from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card
 from tt_zoo.reproduction.report import collect, label
+from tt_zoo.reproduction.runner import read_json
 from tt_zoo.serving.model_card import ModelCard
 
 # What recorded the tables (`tt_zoo.serving.model_card.Measurement`: a rerun replaces them).
