@@ -17,14 +17,15 @@ A cell is ``TOWER:TASKS:STEPSxBATCH`` (e.g. ``bow_mlp:crop_span:1150x512``; TOWE
 (`PAIR_OPTIONS`, each its own pair set): ``:doc_words=N`` for passages of at most N words
 instead of 96, ``:crop_words=N`` for crops of N-word windows of the article instead of one
 passage (Contriever crops 256-token chunks: ``bert:crop:3500x128:crop_words=256``).
-Each cell trains with `recipes/pretrain.py` in its own process (checkpointed: a rerun resumes,
-a finished cell is not retrained), on pairs made once by `recipes/make_pairs.py` (128 a page,
+Each cell trains with `tt-zoo pretrain` in its own process (checkpointed: a rerun resumes,
+a finished cell is not retrained), on pairs made once by `tt-zoo make-pairs` (128 a page,
 passages of at most 96 words, as the shipped models'; Table 1 counted in whitespace words, as
 WordPiece counts of 0.5M pairs cost ~10 min a set). Training CPU time is the pretraining
 process's own (all threads, evaluations excluded: `training.loop.ZeroShotReqaCurve`), so cells
 compare at equal CPU time even when other jobs share the machine. Results per cell land in
 runs/grid/CELL/; the report in results/pretrain_tasks.{md,json,png}, where the cells of earlier
-runs keep their rows (a cell run again replaces its own).
+runs keep their rows (a cell run again replaces its own). The steps, their logs and resuming
+are the shared grid runner's (`tt_zoo.reproduction.runner`).
 
   python -m benchmarks.pretrain_tasks --cell bow_mlp:ict_bfs_wlp:1150x512 --cell bow_mlp:crop:1150x512
 """
@@ -33,11 +34,11 @@ from __future__ import annotations
 
 import json
 import pathlib
-import subprocess
 import sys
-import time
 
 from tt_zoo.cli.common import PROJECT_VOCAB  # no TensorFlow
+from tt_zoo.reproduction import runner  # the grid's mechanics; no TensorFlow
+from tt_zoo.reproduction.runner import with_earlier_rows
 from tt_zoo.zoo.registry import SAVED_MODELS_DIR  # the clone's saved_models/; no TensorFlow
 
 from benchmarks import arguments
@@ -47,10 +48,10 @@ DATA = arguments.data_dir()
 PAIRS_PER_ARTICLE, MAX_DOC_WORDS, LEARNING_RATE, DOCUMENT_LENGTH = 128, 96, 1e-3, 128
 PREFIX = {"bow_mlp": "bow_mlp_", "bert": ""}
 # Passed to every cell (the project's vocabulary, `tt_zoo.cli.common.PROJECT_VOCAB`):
-# recipes/pretrain.py's own default depends on running from a git clone (outside one, e.g. from
+# `tt-zoo pretrain`'s own default depends on running from a git clone (outside one, e.g. from
 # a copy of the code, it is the 30K BERT vocabulary of $TT_ZOO_DATA).
 SHIPPED_VOCAB = PROJECT_VOCAB
-# A cell's pair-set options: name -> (recipes/make_pairs.py flag, the grid's value, the tag of
+# A cell's pair-set options: name -> (`tt-zoo make-pairs` flag, the grid's value, the tag of
 # the pair set's folder and the cell's, the label's words).
 PAIR_OPTIONS = {"doc_words": ("--max-doc-tokens", MAX_DOC_WORDS, "doc", "passages of ≤ {} words"),
                 "crop_words": ("--crop-source-words", 0, "cropwin", "crops of {}-word windows")}
@@ -113,12 +114,11 @@ class Cell:
         return f" ({', '.join(notes)})" if notes else ""
 
 
-def run(command, log):
-    print("$", " ".join(map(str, command)), file=sys.stderr, flush=True)
-    pathlib.Path(log).parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "a") as f:
-        subprocess.run([str(c) for c in command], check=True, stdout=f, stderr=subprocess.STDOUT,
-                       cwd=REPO)
+def run(what: str, command, log, done):
+    """One step (`what`) from the clone's root, skipped when the file `done` exists
+    (`runner.run_once`); a failed step stops the grid, naming its log."""
+    if not runner.run_once(what, done, command, log, cwd=REPO):
+        raise SystemExit(f"{what} failed; see {log} (a rerun resumes)")
 
 
 def pair_options_tag(options: dict) -> str:
@@ -133,29 +133,29 @@ def pairs_path(tasks: str, options: dict = None) -> pathlib.Path:
 
 
 def pairs_dir(tasks: str, options: dict = None) -> pathlib.Path:
-    """The cell's pair set, made once (`recipes/make_pairs.py`)."""
+    """The cell's pair set, made once (`tt-zoo make-pairs`)."""
     out = pairs_path(tasks, options)
-    if not (out / "stats.json").is_file():
-        values = {n: default for n, (_, default, _, _) in PAIR_OPTIONS.items()}
-        values.update(options or {})
-        flags = [x for n, v in values.items() for x in (PAIR_OPTIONS[n][0], v)]
-        run([sys.executable, "recipes/make_pairs.py", "--input", DATA / "wikispeedia",
-             "--tasks", tasks.replace("_", ","), "--pairs-per-article", PAIRS_PER_ARTICLE,
-             *flags, "--output", out, "--no-progress"], out.with_suffix(".log"))
+    values = {n: default for n, (_, default, _, _) in PAIR_OPTIONS.items()}
+    values.update(options or {})
+    flags = [x for n, v in values.items() for x in (PAIR_OPTIONS[n][0], v)]
+    run(f"pairs {out.name}", runner.tt_zoo_command(
+        "make-pairs", "--input", DATA / "wikispeedia", "--tasks", tasks.replace("_", ","),
+        "--pairs-per-article", PAIRS_PER_ARTICLE, *flags, "--output", out, "--no-progress"),
+        out.with_suffix(".log"), out / "stats.json")
     return out
 
 
 def train_command(cell: Cell, work: pathlib.Path, pairs: pathlib.Path) -> list:
-    """`recipes/pretrain.py`'s command for the cell, its vocabulary always named."""
-    command = [sys.executable, "recipes/pretrain.py", "--variant", cell.variant,
-               "--pairs", pairs, "--steps", cell.steps,
-               "--batch-size", cell.batch, "--learning-rate", LEARNING_RATE,
-               "--document-length", DOCUMENT_LENGTH, "--eval-every", max(1, cell.steps // 5),
-               "--eval-questions", 2000, "--checkpoint-every", max(1, cell.steps // 5),
-               "--workdir", work / "train", "--export", work / "export", "--no-progress",
-               "--vocab", cell.vocab or SHIPPED_VOCAB]
+    """`tt-zoo pretrain`'s command for the cell, its vocabulary always named."""
+    command = runner.tt_zoo_command(
+        "pretrain", "--variant", cell.variant, "--pairs", pairs, "--steps", cell.steps,
+        "--batch-size", cell.batch, "--learning-rate", LEARNING_RATE,
+        "--document-length", DOCUMENT_LENGTH, "--eval-every", max(1, cell.steps // 5),
+        "--eval-questions", 2000, "--checkpoint-every", max(1, cell.steps // 5),
+        "--workdir", work / "train", "--export", work / "export", "--no-progress",
+        "--vocab", cell.vocab or SHIPPED_VOCAB)
     if cell.warm:
-        command += ["--init-from", warm_export(cell.warm)]
+        command += ["--init-from", str(warm_export(cell.warm))]
     return command
 
 
@@ -177,10 +177,12 @@ def warm_export(warm: str) -> pathlib.Path:
 
 
 def train(cell: Cell, work: pathlib.Path) -> pathlib.Path:
+    """The cell's export, trained unless it is there (its pair set made first if need be)."""
     export = work / "export"
-    if not (export / "metadata.json").is_file():
-        run(train_command(cell, work, pairs_dir(cell.tasks, cell.pair_options)),
-            work / "train.log")
+    if not (export / "metadata.json").is_file():  # (else its pair set is not needed)
+        pairs = pairs_dir(cell.tasks, cell.pair_options)
+        run(f"pretrain {cell.name}", train_command(cell, work, pairs), work / "train.log",
+            export / "metadata.json")
     return export
 
 
@@ -197,11 +199,16 @@ def evaluate(cell: Cell, export: pathlib.Path, work: pathlib.Path, open_domain: 
         path = work / f"{bench}.json"
         if bench == "open_domain_reqa" and not open_domain and not path.is_file():
             continue
-        if not path.is_file():
-            run([sys.executable, "-m", "benchmarks.pretrain_tasks_eval", bench, export,
-                 path], work / "eval.log")
-        out[bench] = json.loads(path.read_text())
+        run(f"{bench} {cell.name}", eval_command(bench, export, path), work / "eval.log", path)
+        out[bench] = runner.read_json(path)
     return out
+
+
+def eval_command(bench: str, export, out: pathlib.Path) -> list:
+    """`benchmarks/pretrain_tasks_eval.py`'s command: one benchmark of an export (or of BM25,
+    `export` "-") into `out`, in its own process so the grid's memory stays flat."""
+    return [sys.executable, "-u", "-m", "benchmarks.pretrain_tasks_eval", bench, str(export),
+            str(out)]
 
 
 def main(argv=None):
@@ -221,16 +228,15 @@ def main(argv=None):
 
     cells = [Cell(c) for c in args.cell]
     bm25 = REPO / "runs" / "grid" / "bm25_reqa.json"
-    if not args.train_only and not bm25.is_file():
-        run([sys.executable, "-m", "benchmarks.pretrain_tasks_eval", "bm25_reqa", "-",
-             bm25], bm25.with_suffix(".log"))
+    if not args.train_only:
+        run("bm25_reqa", eval_command("bm25_reqa", "-", bm25), bm25.with_suffix(".log"), bm25)
     rows = []
     for cell in cells:
         work = REPO / "runs" / "grid" / cell.name
         work.mkdir(parents=True, exist_ok=True)
         if args.report_only and not (work / "export" / "metadata.json").is_file():
             continue
-        t = time.perf_counter()
+        watch = runner.Stopwatch()
         export = train(cell, work)
         if args.train_only:
             continue
@@ -244,21 +250,9 @@ def main(argv=None):
                      "pair_stats": pair_stats_of(pairs_path(cell.tasks, cell.pair_options)),
                      "curve": points,
                      **results})
-        print(f"{cell.name}: done in {time.perf_counter() - t:.0f} s", file=sys.stderr)
+        print(f"{cell.name}: done in {watch}", file=sys.stderr)
     if not args.train_only:
         write_report(with_earlier_rows(rows, args.output.with_suffix(".json")), args.output)
-
-
-def with_earlier_rows(rows, previous: pathlib.Path):
-    """The rows of the report at `previous` (its JSON), each cell run again replaced in place
-    by its new row, then the new cells: cells run by earlier invocations stay in the report
-    (their exports and pair sets may be gone from runs/), as in `benchmarks/odqa.py`."""
-    if not previous.is_file():
-        return list(rows)
-    new = {row["name"]: row for row in rows}
-    earlier = json.loads(previous.read_text())["cells"]
-    kept = [new.pop(row["name"], row) for row in earlier]
-    return kept + [row for row in rows if row["name"] in new]
 
 
 if __name__ == "__main__":

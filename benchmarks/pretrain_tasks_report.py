@@ -1,11 +1,17 @@
-"""results/pretrain_tasks.{md,json,png} from the cells `benchmarks/pretrain_tasks.py` ran."""
+"""results/pretrain_tasks.{md,json,png} from the cells `benchmarks/pretrain_tasks.py` ran
+(written through the shared grid runner, `tt_zoo.reproduction.runner`)."""
 
 from __future__ import annotations
 
-import json
+import functools
 import pathlib
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+from tt_zoo.reproduction import runner
+from tt_zoo.reproduction.runner import read_json, save_figure
+
+from benchmarks import arguments
+
+REPO = arguments.REPO
 ODQA_KS = ("R@1", "R@5", "R@20", "R@100")
 
 
@@ -17,15 +23,15 @@ def _baselines() -> dict:
     """BM25's rows, measured by the same benchmarks: results/odqa.json, results/open_domain.json
     and ReQA over all questions (`pretrain_tasks_eval.py bm25_reqa`, cached in runs/grid/)."""
     out = {}
-    reqa = REPO / "runs" / "grid" / "bm25_reqa.json"
-    if reqa.is_file():
-        out["reqa"] = json.loads(reqa.read_text())
-    odqa = REPO / "results" / "odqa.json"
-    if odqa.is_file():
-        out["odqa"] = json.loads(odqa.read_text()).get("bm25", {})
-    open_domain = REPO / "results" / "open_domain.json"
-    if open_domain.is_file():
-        out["open_domain_reqa"] = json.loads(open_domain.read_text())["bm25"]  # R@k at its top
+    reqa = read_json(REPO / "runs" / "grid" / "bm25_reqa.json")
+    if reqa is not None:
+        out["reqa"] = reqa
+    odqa = read_json(REPO / "results" / "odqa.json")
+    if odqa is not None:
+        out["odqa"] = odqa.get("bm25", {})
+    open_domain = read_json(REPO / "results" / "open_domain.json")
+    if open_domain is not None:
+        out["open_domain_reqa"] = open_domain["bm25"]  # R@k at its top
     return out
 
 
@@ -83,10 +89,9 @@ def pair_stats_of(pairs: pathlib.Path):
     """Table 1's statistics of the pair set in folder `pairs` (its stats.json), per task: pairs,
     tokens, average query and document tokens, skipped slots; None when the set is gone. A
     cell's row keeps them (``pair_stats``), so the report outlives the pair set."""
-    path = pairs / "stats.json"
-    if not path.is_file():
+    stats = read_json(pairs / "stats.json")
+    if stats is None:
         return None
-    stats = json.loads(path.read_text())
     counters = stats.get("generator_counters") or {}
     return {"token_unit": stats.get("token_unit", "?"), "tasks": {
         task: {"num_pairs": t["num_pairs"], "num_tokens": t["num_tokens"],
@@ -151,17 +156,14 @@ def plot(rows, path: pathlib.Path) -> None:
         axes[1].axvline(100 * bm25, color="black", linestyle="--", label="BM25")
         axes[1].legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110)
 
 
 def write_report(rows, output: pathlib.Path) -> None:
-    from tt_zoo.atomic_io import write_json, write_text
-
-    output.parent.mkdir(parents=True, exist_ok=True)
+    """OUTPUT.json (the rows and BM25's), OUTPUT.md and OUTPUT.png."""
     baselines = _baselines()
-    write_json(output.with_suffix(".json"), {"cells": rows, "baselines": baselines})
-    write_text(output.with_suffix(".md"), format_report(rows, baselines) + pair_statistics(rows)
-               + f"\n![pretraining tasks]({output.name}.png)\n")
-    plot(rows, output.with_suffix(".png"))
+    runner.write_report(output, {"cells": rows, "baselines": baselines},
+                format_report(rows, baselines) + pair_statistics(rows)
+                + f"\n![pretraining tasks]({output.name}.png)\n",
+                functools.partial(plot, rows))
     print(format_report(rows, baselines))

@@ -95,7 +95,8 @@ def test_a_cell_can_change_its_pair_set(tmp_path, monkeypatch):
 
     commands = []
     monkeypatch.setattr(pretrain_tasks, "REPO", tmp_path)
-    monkeypatch.setattr(pretrain_tasks, "run", lambda command, log: commands.append(command))
+    monkeypatch.setattr(pretrain_tasks, "run",
+                        lambda what, command, log, done: commands.append(command))
     pretrain_tasks.pairs_dir("crop", {"crop_words": 256})
     flags = [str(c) for c in commands[0]]
     assert flags[flags.index("--max-doc-tokens") + 1] == "96"
