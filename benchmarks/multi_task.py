@@ -28,7 +28,8 @@ test questions against all 10,255 candidates. WebQuestions devtest (held out of 
 picks nothing here.
 
 Every cell is cached in ``runs/multi_task/cells/KEY.json`` (a rerun only trains what is
-missing) and trains resumably in ``runs/multi_task/work/KEY``.
+missing) and trains resumably in ``runs/multi_task/work/KEY``; the keys, the cache and the
+report's files are the shared grid runner's (`tt_zoo.reproduction.runner`).
 
   python -m benchmarks.multi_task --experiments main,markers,positives,loo,remine --seeds 0
   python -m benchmarks.multi_task --experiments decide --seeds 1,2   # what decides the ship
@@ -43,15 +44,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import hashlib
-import json
 import math
 import os
 import pathlib
 import sys
-import time
 import types
 
+from tt_zoo.reproduction import runner  # the grid's mechanics; no TensorFlow
 from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RECIPE, MULTITASK_RECIPE
 
 from benchmarks import arguments
@@ -97,7 +96,7 @@ class World:
     def __init__(self, log=print):
         from tt_zoo.evaluation import odqa, reqa as reqa_lib
 
-        t = time.perf_counter()
+        watch = runner.Stopwatch()
         d = arguments.data_dir()
         self.bench = odqa.validation_benchmark(d, cache_dir=REPO / "runs" / "odqa_cache")
         self.collection = self.bench.collection
@@ -108,7 +107,7 @@ class World:
         self.devtest = odqa.Benchmark.build(
             d / "wikispeedia", [odqa.load_question_set("webquestions-devtest", d)],
             cache_dir=REPO / "runs" / "odqa_cache").sets[0]
-        log(f"data ready in {time.perf_counter() - t:.0f} s: {len(self.collection):,} passages, "
+        log(f"data ready in {watch}: {len(self.collection):,} passages, "
             f"{len(self.split.test):,} ReQA test questions")
 
 
@@ -156,7 +155,7 @@ def score(world: World, encoder=None, reqa_task_class=None) -> dict:
     from tt_zoo.evaluation import metrics as retrieval_metrics, odqa
     from tt_zoo.retrieval.search import ExactSearcher, QueryEncodingSearcher
 
-    t = time.perf_counter()
+    watch = runner.Stopwatch()
     if encoder is None:
         out = odqa_scores(world, world.bm25)
         reqa = retrieval_metrics.evaluate_bm25(world.reqa, world.split.test, ks=REQA_KS)["exact"]
@@ -179,7 +178,7 @@ def score(world: World, encoder=None, reqa_task_class=None) -> dict:
         out["fused_with_bm25"] = {"bm25_weight": choice.weight,
                                   **odqa_scores(world, fused)["all"]}
     out["reqa"] = {f"R@{k}": reqa[f"R@{k}"] for k in REQA_KS}
-    out["seconds"] = round(time.perf_counter() - t, 1)
+    out["seconds"] = round(watch.seconds, 1)
     return out
 
 
@@ -190,8 +189,8 @@ def encoder_family(init: str) -> str:
 
 
 def cell_key(cell: dict) -> str:
-    text = json.dumps(cell, sort_keys=True)
-    return f"{cell['name']}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    """A cell's file name: its name and a hash of all its settings (`runner.spec_key`)."""
+    return runner.spec_key(cell["name"], cell)
 
 
 def make_cell(name, init, tasks, *, seed=0, markers=False, few_shot=None, remine_from=None,
@@ -249,14 +248,16 @@ def cell_argv(cell: dict, key: str) -> list:
 def run_cell(world: World, cell: dict, log=print) -> dict:
     """Trains (unless cached) with `tt-zoo multitask` and scores one cell; returns its record.
     A cell with ``few_shot == 0`` is its starting model, scored as it is."""
+    key = cell_key(cell)
+    return runner.cached_json(RUNS / "cells" / f"{key}.json",
+                              functools.partial(_train_and_score, world, cell, key, log))
+
+
+def _train_and_score(world: World, cell: dict, key: str, log) -> dict:
+    """`run_cell`'s record of a cell not scored yet."""
     import tt_zoo
-    from tt_zoo.atomic_io import write_json
     from tt_zoo.cli import multitask as multitask_cli
 
-    key = cell_key(cell)
-    path = RUNS / "cells" / f"{key}.json"
-    if path.is_file():
-        return json.loads(path.read_text())
     log(f"== {key}: {cell}")
     run = None
     if cell["few_shot"] == 0:
@@ -268,7 +269,6 @@ def run_cell(world: World, cell: dict, log=print) -> dict:
     reqa_class = cell.get("task_classes", {}).get("reqa") if cell["markers"] else None
     record = {"key": key, "cell": cell, "scores": score(world, model, reqa_class),
               "train": run and {k: run[k] for k in ("tasks", "markers", "train", "argv")}}
-    write_json(path, record)
     s = record["scores"]
     log(f"   ODQA all R@20 {100 * s['all']['R@20']:.1f} (fused with BM25 "
         f"{100 * s['fused_with_bm25']['R@20']:.1f}), WQ val R@20 "
@@ -375,11 +375,8 @@ def main(argv=None):
     log = lambda *a: print(*a, flush=True)  # noqa: E731
     if not args.report_only:
         world = World(log)
-        if "bm25" not in done_records():
-            from tt_zoo.atomic_io import write_json
-            write_json(RUNS / "cells" / "bm25.json",
-                       {"key": "bm25", "cell": {"name": "BM25"},
-                        "scores": score(world)})
+        runner.cached_json(RUNS / "cells" / "bm25.json", lambda: {
+            "key": "bm25", "cell": {"name": "BM25"}, "scores": score(world)})
         cells = experiments(args.experiments.split(","), [int(s) for s in args.seeds.split(",")])
         for group in cells.values():
             for cell in group:
@@ -441,19 +438,14 @@ def record(records: dict, name: str, cell: dict) -> None:
 
 
 def done_records() -> dict:
-    folder = RUNS / "cells"
-    if not folder.is_dir():
-        return {}
-    return {p.stem: json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))}
+    """{key: record} of every cell scored so far (and BM25's, "bm25")."""
+    return runner.read_results(RUNS / "cells")
 
 
 def write_report(output: pathlib.Path) -> None:
-    from tt_zoo.atomic_io import write_json, write_text
-
+    """OUTPUT.json (every cell's record), OUTPUT.md and OUTPUT.png (the few-shot curves)."""
     records = done_records()
-    write_json(output.with_suffix(".json"), records)
-    write_text(output.with_suffix(".md"), report(records))
-    plot(records, output.with_suffix(".png"))
+    runner.write_report(output, records, report(records), functools.partial(plot, records))
     print(report(records))
 
 
@@ -498,10 +490,7 @@ def plot(records: dict, path: pathlib.Path) -> None:
     ax.set_title("Few-shot fine-tuning from each starting model")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    os.replace(tmp, path)
+    runner.save_figure(fig, path, dpi=120)
 
 
 ROW_ORDER = ("base", "only-webquestions", "only-reqa", "only-selfsup", "multi",
