@@ -23,7 +23,7 @@ $(STAMP): setup.cfg setup.py
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) recipes/demo.py
+	$(PY) -m tt_zoo.cli demo
 
 # Both cores (pytest-xdist): one worker per core, each test module on one worker (its module
 # fixtures are built once). The tests are parallel-safe: temp paths only, ports from the OS.

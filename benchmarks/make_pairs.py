@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Single-machine vs Beam pair generation on the same input and seed.
 
-Runs ``recipes/make_pairs.py`` twice (``--runner local`` and ``--runner beam``), prints the wall
+Runs ``tt-zoo make-pairs`` twice (``--runner local`` and ``--runner beam``), prints the wall
 time and pairs/s of each (from their ``stats.json``), and checks that both wrote the same
 multiset of pairs: sorted (query, doc_id, task) tuples, and also the full records (title, text,
 q(d)).

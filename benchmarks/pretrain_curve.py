@@ -208,7 +208,7 @@ def plot(curves: dict, path: pathlib.Path, x_axes=X_AXES,
 
 def add_curve_arguments(p: argparse.ArgumentParser, configs: dict, workdir: str) -> None:
     """The arguments every curve benchmark shares (this one and benchmarks/batch_signal.py)."""
-    p.add_argument("--pairs", required=True, help="a pair directory (recipes/make_pairs.py)")
+    p.add_argument("--pairs", required=True, help="a pair directory (tt-zoo make-pairs)")
     p.add_argument("--configs", default=",".join(configs),
                    help=f"comma-separated subset of {', '.join(configs)}")
     p.add_argument("--learning-rate", type=float, default=1e-3)

@@ -264,7 +264,7 @@ def gaussian_mixture(num_candidates: int, num_queries: int, dim: int, components
 
 
 def load_recipe(name: str):
-    """The command behind recipes/NAME.py (`tt_zoo.cli.NAME`), to call its main() in-process."""
+    """The module of a `tt-zoo` command (`tt_zoo.cli.NAME`), to call its main() in-process."""
     return importlib.import_module(f"tt_zoo.cli.{name}")
 
 

@@ -1,5 +1,6 @@
-"""`tt-zoo COMMAND`: argparse subparsers over the command modules, recipes/*.py as thin wrappers,
---help without TensorFlow, and every recorded command line still parsing."""
+"""`tt-zoo COMMAND`: argparse subparsers over the command modules, recipes/ (pretrain.py, the
+documented entry point, and one run config per shipped model), --help without TensorFlow, and
+every recorded command line still parsing."""
 
 import argparse
 import json
@@ -18,15 +19,29 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 HEAVY = ("tensorflow", "tensorflow_text", "scann", "bm25s", "datasets", "apache_beam")
 
 
-def test_every_command_has_a_module_and_a_recipe_wrapper():
-    for name, (module, _) in cli.COMMANDS.items():
+def test_every_command_has_a_module_and_recipes_holds_pretrain_and_the_shipped_configs():
+    """Each command is `tt-zoo NAME` and `python -m tt_zoo.cli NAME`; recipes/ holds only
+    pretrain.py (a wrapper of `tt_zoo.cli.pretrain`) and models/: its README and
+    COMMAND/NAME.json, one per shipped model, COMMAND a command that reads --config
+    (tests/test_shipped_models.py checks what each file holds)."""
+    from tt_zoo.training import shipped_recipes
+
+    for name in cli.COMMANDS:
         command = cli.command_module(name)
         assert callable(command.main) and callable(command.add_arguments), name
-        wrapper = (REPO / "recipes" / f"{module}.py").read_text()
-        assert f"from tt_zoo.cli.{module} import main" in wrapper
-        assert "sys.path" not in wrapper and "importlib" not in wrapper
-    modules = {module for module, _ in cli.COMMANDS.values()}
-    assert {p.stem for p in (REPO / "recipes").glob("*.py")} == modules
+    recipes = REPO / "recipes"
+    wrapper = (recipes / "pretrain.py").read_text()
+    assert "from tt_zoo.cli.pretrain import main" in wrapper
+    assert "sys.path" not in wrapper and "importlib" not in wrapper
+    assert {p.name for p in recipes.iterdir() if p.name != "__pycache__"} == {"pretrain.py",
+                                                                             "models"}
+    models = recipes / "models"
+    configs = {p.relative_to(models) for p in models.rglob("*") if p.is_file()}
+    expected = {shipped_recipes.recipe_path(name, shipped_recipes.shipped_recipe(name)[0],
+                                            models).relative_to(models)
+                for name in shipped_recipes.shipped_names()}
+    assert configs == expected | {pathlib.Path("README.md")}
+    assert {p.parts[0] for p in expected} <= set(shipped_recipes.RUN_CONFIGS) <= set(cli.COMMANDS)
 
 
 def test_top_level_help_version_and_unknown_command(capsys):
@@ -112,32 +127,23 @@ def test_help_of_every_command_imports_no_tensorflow():
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]
 
 
-@pytest.mark.parametrize("command", [[sys.executable, "-m", "tt_zoo.cli", "evaluate", "--help"],
-                                     [sys.executable, str(REPO / "recipes" / "evaluate.py"),
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "tt_zoo.cli", "pretrain", "--help"],
+                                     [sys.executable, str(REPO / "recipes" / "pretrain.py"),
                                       "--help"]])
 def test_a_command_runs_as_module_and_as_recipe(command, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
                             timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.startswith("usage: tt-zoo evaluate ") and "--bm25" in result.stdout
+    assert result.stdout.startswith("usage: tt-zoo pretrain ") and "--config" in result.stdout
 
 
 def _parse(command_line: str):
     """Parses one recorded command (`python recipes/NAME.py ...`, `python -m tt_zoo.cli NAME
     ...` or `tt-zoo NAME ...`) with its command's own parser."""
-    words = shlex.split(command_line)
-    if words[0] == "tt-zoo":
-        name, rest = words[1], words[2:]
-    elif words[1] == "-u":
-        words = words[1:]
-        name, rest = words[3], words[4:]
-    elif words[1] == "-m":
-        name, rest = words[3], words[4:]
-    else:
-        module = pathlib.Path(words[1]).stem
-        name = next(n for n, (m, _) in cli.COMMANDS.items() if m == module)
-        rest = words[2:]
+    from tt_zoo.training.shipped_recipes import command_words
+
+    name, rest = command_words(command_line)
     return cli.command_module(name).parse_args(rest)
 
 

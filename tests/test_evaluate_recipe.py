@@ -1,4 +1,4 @@
-"""recipes/evaluate.py end to end, as a subprocess, with --bm25."""
+"""`tt-zoo evaluate` end to end, as a subprocess, with --bm25."""
 
 import json
 import os
@@ -9,10 +9,10 @@ import pytest
 
 from helpers import LookupEncoder, hand_made_squad, load_recipe, tiny_model, write_squad
 
-from conftest import REPO_ROOT, data_file
+from conftest import data_file
 from tt_zoo.retrieval import bm25
 
-RECIPE = REPO_ROOT / "recipes" / "evaluate.py"
+COMMAND = [sys.executable, "-m", "tt_zoo.cli", "evaluate"]  # as `tt-zoo evaluate`
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def recipe():
 
 def run_recipe(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True,
+    proc = subprocess.run([*COMMAND, *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=300)
     return proc
 

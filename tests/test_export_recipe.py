@@ -1,7 +1,6 @@
-"""recipes/export.py: model export plus a saved index and a `retrieve` SavedModel."""
+"""`tt-zoo export`: model export plus a saved index and a `retrieve` SavedModel."""
 
 import json
-import pathlib
 import subprocess
 import sys
 
@@ -10,8 +9,6 @@ import tensorflow as tf
 
 from helpers import PAIRS, run_as_a_user
 from tt_zoo.data import features as F
-
-REPO = pathlib.Path(__file__).resolve().parents[1]
 
 
 def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):
@@ -24,7 +21,7 @@ def test_export_index_and_brute_force_retrieve_model(exported, tmp_path):
     # printed six to eight WARNING:tensorflow lines (TFRS's top-k layers have no config; the
     # loss layers are not built) before its own.
     result = run_as_a_user(
-        [str(REPO / "recipes" / "export.py"), "--model", str(path),
+        ["-m", "tt_zoo.cli", "export", "--model", str(path),
          "--output", str(tmp_path / "model"), "--corpus", str(corpus),
          "--index-output", str(tmp_path / "index"), "--retrieve-output",
          str(tmp_path / "retrieve"), "--backend", "brute_force", "--k", "2", "--no-progress"])
@@ -49,7 +46,7 @@ def test_bad_corpus_line_is_named(exported, tmp_path):
     corpus = tmp_path / "bad.jsonl"
     corpus.write_text('{"id": "a", "text": "x"}\n{"title": "no id"}\n')
     result = subprocess.run(
-        [sys.executable, str(REPO / "recipes" / "export.py"), "--model", str(path), "--corpus",
+        [sys.executable, "-m", "tt_zoo.cli", "export", "--model", str(path), "--corpus",
          str(corpus), "--index-output", str(tmp_path / "i")], capture_output=True, text=True,
         timeout=300)
     assert result.returncode != 0 and "bad.jsonl:2" in result.stderr

@@ -1,4 +1,4 @@
-"""tt_zoo.training.finetuning and recipes/finetune.py: early stopping, batch clamping, q(d), end to end."""
+"""tt_zoo.training.finetuning and `tt-zoo finetune`: early stopping, batch clamping, q(d), end to end."""
 
 import json
 import os
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, data_file
+from conftest import data_file
 from helpers import load_recipe, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.training import finetuning
 from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
 
-RECIPE = REPO_ROOT / "recipes" / "finetune.py"
+COMMAND = [sys.executable, "-m", "tt_zoo.cli", "finetune"]  # as `tt-zoo finetune`
 TINY_SHAPE = dict(num_layers=1, hidden_size=16, num_attention_heads=2, inner_dim=32)
 
 
@@ -28,7 +28,7 @@ def recipe():
 
 def run_recipe(*args, timeout=300):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], capture_output=True,
+    return subprocess.run([*COMMAND, *map(str, args)], capture_output=True,
                           text=True, env=env, timeout=timeout)
 
 

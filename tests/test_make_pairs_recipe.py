@@ -1,4 +1,4 @@
-"""recipes/make_pairs.py end to end on 20 real Wikispeedia articles."""
+"""`tt-zoo make-pairs` end to end on 20 real Wikispeedia articles."""
 
 import json
 import os
@@ -9,15 +9,15 @@ import pytest
 
 from tt_zoo.data import features, pairs_io
 
-from conftest import REPO_ROOT, data_file
+from conftest import data_file
 from helpers import load_recipe
 
-RECIPE = REPO_ROOT / "recipes" / "make_pairs.py"
+COMMAND = [sys.executable, "-m", "tt_zoo.cli", "make-pairs"]  # as `tt-zoo make-pairs`
 
 
 def _run(*args):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    return subprocess.run([sys.executable, str(RECIPE), *map(str, args)], env=env,
+    return subprocess.run([*COMMAND, *map(str, args)], env=env,
                           capture_output=True, text=True, timeout=300)
 
 

@@ -1,4 +1,4 @@
-"""recipes/reproduce.py: the grid's commands, its budget flags, and one small grid end to end."""
+"""`tt-zoo reproduce`: the grid's commands, its budget flags, and one small grid end to end."""
 
 import json
 

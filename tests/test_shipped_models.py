@@ -231,37 +231,32 @@ def test_the_license_file_is_the_one_the_metadata_and_every_card_name():
                                        "Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2)"), name
 
 
-def _recorded(name: str) -> dict:
-    entry = SHIPPED_ENTRIES[name]
-    return json.loads((registry.SAVED_MODELS_DIR / entry["artifact"] / "metadata.json").read_text())
-
-
-@pytest.mark.parametrize("name", [n for n in sorted(SHIPPED_ENTRIES) if "run_config" in _recorded(n)])
+@pytest.mark.parametrize("name", sorted(SHIPPED_ENTRIES))
 def test_a_shipped_models_run_config_is_the_command_it_records(name):
-    """The run config an export records *is* its recipe: the recorded command's flags parse to
-    the same config (so `tt-zoo COMMAND --config run_config.json` reruns that command)."""
-    import argparse
-    import shlex
+    """A shipped model's recipe, recipes/models/COMMAND/NAME.json (written by
+    `tt_zoo.training.shipped_recipes`), is the run config its export records, or, where the export
+    records only its command line (`python recipes/pretrain.py ...`), the config those flags parse
+    to. Read through the command's --config, it gives the settings of the recorded command (so
+    `tt-zoo COMMAND --config FILE` reruns that command)."""
+    from tt_zoo.training import shipped_recipes
 
-    from tt_zoo.training import FinetuneConfig, MultitaskConfig, PretrainConfig
-    from tt_zoo.training.term_weight_config import TermWeightConfig
-
-    configs = {"pretrain": PretrainConfig, "finetune": FinetuneConfig,
-               "multitask": MultitaskConfig, "train-term-weights": TermWeightConfig}
-    meta = _recorded(name)
-    program, command, *argv = shlex.split(meta["command"])
-    assert program == "tt-zoo", meta["command"]
-    config_type = configs[command]
-    parser = argparse.ArgumentParser(prog=f"tt-zoo {command}")
-    config_type.add_arguments(parser)
-    from_command = config_type.from_namespace(config_type.parse(parser, argv)).to_dict()
-    recorded = config_type.from_dict(meta["run_config"], source=name).to_dict()
+    meta = shipped_recipes.recorded_run(name)
+    command, from_command = shipped_recipes.parse_command(meta["command"])
+    path = shipped_recipes.recipe_path(name, command)
+    written = shipped_recipes.shipped_recipe(name)[1]
+    assert json.loads(path.read_text()) == json.loads(json.dumps(written)), (
+        f"{path} is not the recorded run's: python -m {shipped_recipes.__name__} rewrites it")
+    recipe = shipped_recipes.parse(command, ["--config", str(path)]).to_dict()
+    from_command = from_command.to_dict()
+    if "run_config" in meta:
+        config_type = shipped_recipes.RUN_CONFIGS[command]
+        assert recipe == config_type.from_dict(meta["run_config"], source=name).to_dict()
     # A default the run resolved (pretrain's vocabulary: saved_models/vocab/vocab.txt) is
     # recorded as the path it used; every other setting is the command's.
     resolved = {(group, key) for group, values in from_command.items()
                 for key, value in values.items()
-                if value is None and recorded[group][key] is not None}
+                if value is None and recipe[group][key] is not None}
     assert resolved <= {("model", "vocab")}, resolved
     for group, key in resolved:
-        from_command[group][key] = recorded[group][key]
-    assert from_command == recorded
+        from_command[group][key] = recipe[group][key]
+    assert from_command == recipe

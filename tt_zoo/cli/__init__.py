@@ -2,8 +2,9 @@
 recipes, data to serving (Chang et al. 2020).
 
 Each command is a module here with ``add_arguments(parser)`` and ``main(argv)``;
-`recipes/NAME.py` runs the same one. Only the module of the command given is imported, and it
-imports TensorFlow only after its arguments are parsed, so ``--help`` is quick.
+`python -m tt_zoo.cli NAME` runs the same one (and so does `recipes/pretrain.py`, pretrain's
+documented path). Only the module of the command given is imported, and it imports TensorFlow
+only after its arguments are parsed, so ``--help`` is quick.
 
     tt-zoo list --shipped
     tt-zoo search passages.jsonl --query "who discovered penicillin?"

@@ -4,7 +4,8 @@ module docstring as description and examples, each option's default after its he
 A command module defines ``add_arguments(parser)`` (its options, and nothing heavy: no
 TensorFlow before the arguments are parsed) and ``parse_args(argv)``, which builds its parser
 with `command_parser` and checks what argparse cannot. `tt_zoo.cli.main` adds the same
-arguments to its subparser, so `tt-zoo NAME --help` and `recipes/NAME.py --help` agree.
+arguments to its subparser, so `tt-zoo NAME --help` and `python -m tt_zoo.cli NAME --help`
+(or recipes/pretrain.py --help) agree.
 """
 
 from __future__ import annotations

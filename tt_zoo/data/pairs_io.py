@@ -114,7 +114,7 @@ def _as_list(value) -> list:
 
 def is_pair_directory(path) -> bool:
     """Whether `path` holds pairs or MLM examples written by this module (a manifest or shards),
-    which a new `recipes/make_pairs.py` run may replace."""
+    which a new `tt-zoo make-pairs` run may replace."""
     path = str(path)
     return tf.io.gfile.exists(os.path.join(path, MANIFEST)) or any(
         tf.io.gfile.glob(os.path.join(path, f"{prefix}-*-of-*"))

@@ -6,7 +6,8 @@ The runs, as notebooks, tests and the commands call them: `pretrain(config)`
 (`multitask_run`: one retriever on several tasks, Maillard et al. 2021: tasks, model, training,
 evaluation, export and record) and `train_term_weighter(config)` (`term_weight_run`: HDCT term
 weights), each with its typed config (`run_config`: the settings, as flags, a JSON file and the
-artifact's record) and an error for a setting that stops the run. Below them: `step_data`
+artifact's record) and an error for a setting that stops the run; `shipped_recipes` writes
+each shipped model's run config to recipes/models/ as a ``--config`` file. Below them: `step_data`
 (pairs tokenized on the host, served by step), `loop` (the paper's schedule, strategies, the
 resumable one-`fit` loop), `mlm` (the MLM baseline), `finetuning` (ReQA), `multi_task` and
 `multi_task_tasks` (its tasks: specs, building, caching, re-mining). Importing this package loads

@@ -68,7 +68,7 @@ def pretrain_mlm(model, examples_dir: str, *, steps: int, batch: int, learning_r
 
     Args:
       model: a `TwoTowerModel` with BERT towers (built).
-      examples_dir: MLM shards from `recipes/make_pairs.py --tasks mlm` (same vocabulary).
+      examples_dir: MLM shards from `tt-zoo make-pairs --tasks mlm` (same vocabulary).
     """
     from tt_zoo.data.pairs_io import read_mlm_examples
 

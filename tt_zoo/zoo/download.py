@@ -41,7 +41,7 @@ DEFAULT_HOME = pathlib.Path("~") / ".cache" / "tt_zoo"
 BASE_URL_ENV = "TT_ZOO_BASE_URL"
 # Where a release is to publish saved_models/ (one folder per artifact). A placeholder: no
 # release is published yet and the host is not chosen (RFC 2606's `.invalid` never resolves).
-# The ship stage of recipes/reproduce.py records `<RELEASE_BASE_URL>/<artifact>` per model.
+# The ship stage of `tt-zoo reproduce` records `<RELEASE_BASE_URL>/<artifact>` per model.
 RELEASE_BASE_URL = "https://tt-zoo-releases.invalid/v0.1.0/saved_models"
 URL_SCHEMES = ("https", "http", "file")  # what $TT_ZOO_BASE_URL may name
 TIMEOUT_S = 60  # per connection attempt and per read

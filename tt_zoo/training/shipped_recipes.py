@@ -1,0 +1,111 @@
+"""The recipe of every shipped model: the run config of the command that trained it, as a file
+that ``tt-zoo COMMAND --config`` reads (``recipes/models/COMMAND/NAME.json``).
+
+A shipped export records the command line that made it (metadata.json's ``command``) and, since
+the typed run configs, the whole config (``run_config``, `RUN_CONFIG_KEY`). A model's recipe is
+that config; where only the command line is recorded, the config its flags parse to with the
+command's own parser (`parse_command`). The folder names the command and the file holds only
+`RunConfig.to_dict`'s groups, so ``tt-zoo COMMAND --config recipes/models/COMMAND/NAME.json``
+reads it as it reads any ``--config`` file (flags given with it override it: ``--export``,
+``--workdir``). Paths in it are those of the run that made the model.
+
+    python -m tt_zoo.training.shipped_recipes   # rewrites recipes/models/ from saved_models/
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shlex
+from typing import Dict, List, Tuple, Type
+
+from tt_zoo.atomic_io import write_json
+from tt_zoo.manifest import read_json_object
+from tt_zoo.serving.model_card import METADATA_FILE
+from tt_zoo.training.finetune_run import FinetuneConfig
+from tt_zoo.training.multitask_config import MultitaskConfig
+from tt_zoo.training.pretrain_run import PretrainConfig
+from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig
+from tt_zoo.training.term_weight_config import TermWeightConfig
+from tt_zoo.zoo import registry
+
+# The commands that train a model from a run config, by name.
+RUN_CONFIGS: Dict[str, Type[RunConfig]] = {
+    "pretrain": PretrainConfig, "finetune": FinetuneConfig, "multitask": MultitaskConfig,
+    "train-term-weights": TermWeightConfig}
+RECIPES_DIR = registry.SAVED_MODELS_DIR.parent / "recipes" / "models"
+
+
+def command_words(line: str) -> Tuple[str, List[str]]:
+    """(command, its arguments) of a recorded command line: ``tt-zoo NAME ...``, ``python [-u]
+    -m tt_zoo.cli NAME ...``, or ``python recipes/MODULE.py ...`` as the runs recorded it before
+    the commands were `tt-zoo`'s (MODULE ``train_term_weights``: command ``train-term-weights``).
+    """
+    words = shlex.split(line)
+    if words[0] == "tt-zoo":
+        return words[1], words[2:]
+    words = [w for w in words[1:] if w != "-u"]  # python's unbuffered switch
+    if words[0] == "-m":
+        return words[2], words[3:]
+    return pathlib.PurePath(words[0]).stem.replace("_", "-"), words[1:]
+
+
+def parse(command: str, argv) -> RunConfig:
+    """The run config of `command`'s flags `argv` (``--config FILE`` among them, if given),
+    parsed by the command's run-config parser (`RunConfig.parse`: flags over the file over the
+    defaults; a setting the run resolves later, such as pretrain's default vocabulary, stays
+    unset)."""
+    config_type = RUN_CONFIGS[command]
+    parser = argparse.ArgumentParser(prog=f"tt-zoo {command}")
+    config_type.add_arguments(parser)
+    return config_type.from_namespace(config_type.parse(parser, argv))
+
+
+def parse_command(line: str) -> Tuple[str, RunConfig]:
+    """(command, its run config) of a recorded training command line (`command_words`,
+    `parse`)."""
+    command, argv = command_words(line)
+    return command, parse(command, argv)
+
+
+def shipped_names() -> List[str]:
+    """The models in saved_models/ (``tt_zoo/zoo/shipped_models.json``'s entries)."""
+    return sorted(registry.read_shipped())
+
+
+def recorded_run(name: str) -> dict:
+    """The metadata.json of shipped model `name`, as its export wrote it."""
+    path = registry.SAVED_MODELS_DIR / registry.read_shipped()[name]["artifact"] / METADATA_FILE
+    return read_json_object(path, f"the metadata of shipped model {name}")
+
+
+def shipped_recipe(name: str) -> Tuple[str, dict]:
+    """(command, run config as `RunConfig.to_dict`) of shipped model `name`: the config its
+    export records, else the one its recorded command line parses to."""
+    meta = recorded_run(name)
+    command, config = parse_command(meta["command"])
+    if RUN_CONFIG_KEY in meta:
+        config = type(config).from_dict(meta[RUN_CONFIG_KEY], source=f"{name}'s {METADATA_FILE}")
+    return command, config.to_dict()
+
+
+def recipe_path(name: str, command: str, root: pathlib.Path = RECIPES_DIR) -> pathlib.Path:
+    """Where model `name`'s recipe for `command` is: ROOT/COMMAND/NAME.json."""
+    return root / command / f"{name}.json"
+
+
+def write_recipes(root: pathlib.Path = RECIPES_DIR) -> List[pathlib.Path]:
+    """Writes the recipe of every shipped model under `root` (`recipe_path`); returns the
+    paths."""
+    written = []
+    for name in shipped_names():
+        command, config = shipped_recipe(name)
+        path = recipe_path(name, command, root)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        written.append(write_json(path, config))
+    return written
+
+
+if __name__ == "__main__":
+    for written in write_recipes():
+        print(written)
