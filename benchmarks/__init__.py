@@ -33,9 +33,10 @@ Scripts (results/ file written by default):
 - multi_task: Maillard et al. 2021's multi-task experiments at this scale (multi_task.{md,json,png})
 - odqa: open-domain QA answer recall of BM25 and the shipped models (odqa)
 - open_domain: open-domain ReQA, the paper's Table 6 on this data (open_domain)
-- peers: tt_zoo beside PyTorch, sentence-transformers and FAISS (performance); its sections are
-  peers_train, peers_encode, peers_search, peers_minilm, measured by the rules of peers_measure,
-  with peer_torch_worker the PyTorch side in its own process
+- peers (a package, one entry point: `python -m benchmarks.peers`): tt_zoo beside PyTorch,
+  sentence-transformers and FAISS (performance); its sections train, encode, search and minilm are
+  modules of it (search's indexes and embeddings too, report the results document, torch_worker
+  the PyTorch side in its own process)
 - precision_cost: what bfloat16 encoding costs in recall against float32 on ReQA and ODQA
   (precision_cost)
 - pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
@@ -44,13 +45,14 @@ Scripts (results/ file written by default):
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
 - scann_vs_brute_force: ScaNN against exact search over the same embeddings (prints; --json FILE);
-  open_domain and peers_search use its functions
+  open_domain uses its functions
 - term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
   --output)
 - train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,
   train_step_xla, with --output)
 
 Shared modules: arguments (the flags and paths every script shares: --output, --model,
---data-dir, --squad, the data folder), text_rows (the run, rows and report of fusion,
-term_weights, late_interaction and checkpoints).
+--data-dir, --squad, the data folder), measure (the one way to time: interleaved rounds, rates,
+recall, the machine line), text_rows (the run, rows and report of fusion, term_weights,
+late_interaction and checkpoints; the writer of OUTPUT.json and OUTPUT.md).
 """
