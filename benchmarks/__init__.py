@@ -25,7 +25,8 @@ Scripts (results/ file written by default):
 - grad_cache_memory: peak memory and step time with and without GradCache (grad_cache_memory, with
   --output)
 - index_recall: recall through the default ScaNN index against exact search, by corpus size
-  (index_recall, index_recall_open_domain)
+  (index_recall, index_recall_open_domain); --single-queries N also times one question at a time;
+  open_domain's ScaNN-against-brute-force table is its `against_exact`
 - late_interaction: a ColBERT model beside BM25 and the single-vector flagships (late_interaction;
   late_interaction_* with --output)
 - make_pairs: single-machine against Beam pair generation, same input and seed (prints; exit 1 when
@@ -44,8 +45,6 @@ Scripts (results/ file written by default):
   scores one cell, pretrain_tasks_report writes the report
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
-- scann_vs_brute_force: ScaNN against exact search over the same embeddings (prints; --json FILE);
-  open_domain uses its functions
 - term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
   --output)
 - train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,
