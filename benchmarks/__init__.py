@@ -25,7 +25,8 @@ Scripts (results/ file written by default):
 - grad_cache_memory: peak memory and step time with and without GradCache (grad_cache_memory, with
   --output)
 - index_recall: recall through the default ScaNN index against exact search, by corpus size
-  (index_recall, index_recall_open_domain)
+  (index_recall, index_recall_open_domain); --single-queries N also times one question at a time;
+  open_domain's ScaNN-against-brute-force table is its `against_exact`
 - late_interaction: a ColBERT model beside BM25 and the single-vector flagships (late_interaction;
   late_interaction_* with --output)
 - make_pairs: single-machine against Beam pair generation, same input and seed (prints; exit 1 when
@@ -33,9 +34,10 @@ Scripts (results/ file written by default):
 - multi_task: Maillard et al. 2021's multi-task experiments at this scale (multi_task.{md,json,png})
 - odqa: open-domain QA answer recall of BM25 and the shipped models (odqa)
 - open_domain: open-domain ReQA, the paper's Table 6 on this data (open_domain)
-- peers: tt_zoo beside PyTorch, sentence-transformers and FAISS (performance); its sections are
-  peers_train, peers_encode, peers_search, peers_minilm, measured by the rules of peers_measure,
-  with peer_torch_worker the PyTorch side in its own process
+- peers (a package, one entry point: `python -m benchmarks.peers`): tt_zoo beside PyTorch,
+  sentence-transformers and FAISS (performance); its sections train, encode, search and minilm are
+  modules of it (search's indexes and embeddings too, report the results document, torch_worker
+  the PyTorch side in its own process)
 - precision_cost: what bfloat16 encoding costs in recall against float32 on ReQA and ODQA
   (precision_cost)
 - pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
@@ -43,14 +45,13 @@ Scripts (results/ file written by default):
   scores one cell, pretrain_tasks_report writes the report
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
-- scann_vs_brute_force: ScaNN against exact search over the same embeddings (prints; --json FILE);
-  open_domain and peers_search use its functions
 - term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
   --output)
 - train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,
   train_step_xla, with --output)
 
 Shared modules: arguments (the flags and paths every script shares: --output, --model,
---data-dir, --squad, the data folder), text_rows (the run, rows and report of fusion,
-term_weights, late_interaction and checkpoints).
+--data-dir, --squad, the data folder), measure (the one way to time: interleaved rounds, rates,
+recall, the machine line), text_rows (the run, rows and report of fusion, term_weights,
+late_interaction and checkpoints; the writer of OUTPUT.json and OUTPUT.md).
 """

@@ -197,7 +197,7 @@ SUMMARY_KEYS = ("hard_negatives", "grad_cache_chunk", "clustered_batches",
 
 def machine_line() -> str:
     import platform
-    from benchmarks.peers_measure import cpu_model
+    from benchmarks.measure import cpu_model
     return f"{os.cpu_count()} cores, {cpu_model()}, {platform.machine()}"
 
 

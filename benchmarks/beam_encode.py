@@ -6,7 +6,7 @@ Chang et al. 2020, Sec. 2 ("Inference"): the candidate embeddings are computed o
 this measures what running that through Apache Beam costs on one machine. The passages are the
 first N of Wikispeedia cut DPR-style into disjoint 100-word blocks with their titles
 (`tt_zoo.data.passages.word_passages`, the open-domain benchmarks' passages). Three contenders,
-each once per round, in the same order every round (`peers_measure.interleaved_rounds`), medians
+each once per round, in the same order every round (`measure.interleaved_rounds`), medians
 reported:
 
 - ``pipeline``: `tt_zoo.serving.corpus_index.index_corpus` on the DirectRunner (one worker) into
@@ -44,7 +44,7 @@ from benchmarks import arguments, text_rows
 
 REPO = arguments.REPO
 
-from benchmarks.peers_measure import (interleaved_rounds, machine_info,
+from benchmarks.measure import (interleaved_rounds, machine_info,
                            machine_line, rates, recall_at_k, stopwatch)
 
 

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from benchmarks import arguments, text_rows
-from benchmarks.peers_measure import machine_line
+from benchmarks.measure import machine_line
 
 REPO = arguments.REPO
 DATA = arguments.data_dir()

@@ -77,7 +77,7 @@ def parse_configs(text: str) -> list:
 
 def cpu_description() -> str:
     """The CPU model and whether it has bfloat16 instructions (which `+bf16` needs to pay)."""
-    from benchmarks.peers_measure import cpu_model
+    from benchmarks.measure import cpu_model
     try:
         info = pathlib.Path("/proc/cpuinfo").read_text()
     except OSError:

@@ -17,6 +17,12 @@ the neighbour recall@100 (the fraction of the exact top 100 the index returns). 
   absent); ``sqrt`` for LEAVES means round(sqrt(n)). Settings that share a tree are searched
   without a rebuild (`EmbeddingIndex.with_search_settings`).
 
+With ``--single-queries N``, also queries/s searching the first N questions one at a time
+(median of 3 runs), as a server answers them: the exact search and each setting
+(`one_at_a_time_qps`). `against_exact` is the same comparison for one index at one size: ScaNN
+against brute force, build time, recall@k, queries/s in one batch and one at a time
+(benchmarks/open_domain.py's table).
+
 With ``--first N``, the set's first N candidates only (ReQA's own come first, so every gold
 stays): corpus sizes between the two sets. With ``--storage``, also what keeping the
 embeddings in float16 or int8 costs (`tt_zoo.retrieval.embedding_storage`, as
@@ -33,13 +39,14 @@ from __future__ import annotations
 import argparse
 import math
 import pathlib
+import statistics
 import sys
-import time
 from typing import Optional
 
 import numpy as np
 
 from benchmarks import arguments
+from benchmarks.measure import recall_at_k, stopwatch, timed
 
 REPO = arguments.REPO
 
@@ -127,8 +134,46 @@ def encoded(model_name: str, set_name: str, reqa, cache: pathlib.Path):
     return embeddings, queries, np.array([q.gold_index for q in reqa.questions])
 
 
+def one_at_a_time_qps(index, queries, k: int, runs: int = 3) -> float:
+    """Queries/s searching `index` with each of `queries` alone (median of `runs` runs)."""
+    run = stopwatch(lambda: [index.search(queries[i:i + 1], k) for i in range(len(queries))])
+    return len(queries) / statistics.median(run() for _ in range(runs))
+
+
+def against_exact(candidates: np.ndarray, queries: np.ndarray, k: int = 10, runs: int = 3,
+                  single_queries: int = 1000, scann_config=None) -> dict:
+    """Brute force and ScaNN `EmbeddingIndex`es over `candidates` (`scann_config`, default
+    `ScannConfig.for_size`): their build seconds, ScaNN's recall@k of the exact top-k, and
+    each one's queries/s on `queries` in one batch and one at a time over the first
+    `single_queries` (medians of `runs` runs)."""
+    from tt_zoo.retrieval.index import EmbeddingIndex
+
+    ids = [str(i) for i in range(len(candidates))]
+    results = {"num_candidates": int(candidates.shape[0]), "dim": int(candidates.shape[1]),
+               "num_queries": int(queries.shape[0]), "k": k, "runs": runs}
+    indexes = {}
+    for backend in ("brute_force", "scann"):
+        indexes[backend], results[f"{backend}_build_s"] = timed(lambda: EmbeddingIndex(
+            candidates, ids, backend=backend,
+            scann_config=scann_config if backend == "scann" else None))
+    results["scann_config"] = indexes["scann"].scann_config.to_json()
+    results[f"scann_recall_at_{k}"] = recall_at_k(indexes["scann"].search(queries, k).rows,
+                                                  indexes["brute_force"].search(queries, k).rows,
+                                                  k)
+    singles = queries[:single_queries]
+    results["single_queries_timed"] = int(len(singles))
+    for backend, index in indexes.items():
+        index.search(queries[:2], k)  # warm-up
+        batch = stopwatch(lambda index=index: index.search(queries, k))
+        results[f"{backend}_batch_qps"] = len(queries) / statistics.median(
+            batch() for _ in range(runs))
+        results[f"{backend}_single_qps"] = one_at_a_time_qps(index, singles, k, runs)
+    return results
+
+
 def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
-            storage: bool = False, first: Optional[int] = None) -> dict:
+            storage: bool = False, first: Optional[int] = None,
+            single_queries: int = 0) -> dict:
     from tt_zoo.retrieval.index import EmbeddingIndex
     from tt_zoo.evaluation.metrics import ranking_metrics
     from tt_zoo.retrieval.search import ExactSearcher
@@ -139,14 +184,18 @@ def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
             raise SystemExit(f"--first {first}: must hold every gold candidate and at most {n:,}")
         embeddings, n = embeddings[:first], first
         set_name = f"{set_name}, first {first:,}"
-    t = time.perf_counter()
-    exact = ExactSearcher(embeddings).search(queries, max(KS))
-    exact_seconds = time.perf_counter() - t
+    exact_searcher = ExactSearcher(embeddings)
+    exact, exact_seconds = timed(lambda: exact_searcher.search(queries, max(KS)))
+    singles = queries[:single_queries]
     row = {"model": model_name, "set": set_name, "num_candidates": n,
            "num_queries": len(gold), "dim": int(embeddings.shape[1]),
            "exact": {**ranking_metrics(exact.rows, gold, KS),
                      "queries_per_s": len(gold) / exact_seconds},
            "settings": []}
+    if single_queries:
+        row["single_queries"] = len(singles)
+        row["exact"]["single_queries_per_s"] = one_at_a_time_qps(exact_searcher, singles,
+                                                                 max(KS))
     print(f"{model_name} {set_name}: exact R@100 {100 * row['exact']['R@100']:.2f} "
           f"({len(gold) / exact_seconds:.0f} q/s)", flush=True)
     if storage:
@@ -159,17 +208,13 @@ def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
                             if k not in ("num_leaves_to_search", "num_reordering_candidates")))
         build_seconds = None
         if tree not in built:
-            t = time.perf_counter()
-            built[tree] = EmbeddingIndex(embeddings, [str(i) for i in range(n)],
-                                         scann_config=config)
-            build_seconds = time.perf_counter() - t
+            built[tree], build_seconds = timed(lambda: EmbeddingIndex(
+                embeddings, [str(i) for i in range(n)], scann_config=config))
         index = built[tree]
         if not config.is_exact:
             index = index.with_search_settings(config.num_leaves_to_search,
                                                config.num_reordering_candidates)
-        t = time.perf_counter()
-        found = index.search(queries, max(KS))
-        seconds = time.perf_counter() - t
+        found, seconds = timed(lambda: index.search(queries, max(KS)))
         metrics = ranking_metrics(found.rows, gold, KS)
         overlap = np.mean([len(set(a) & set(b)) / max(KS)
                            for a, b in zip(found.rows.tolist(), exact.rows.tolist())])
@@ -177,6 +222,8 @@ def measure(model_name: str, set_name: str, embeddings, queries, gold, settings,
                  "R@100 lost": row["exact"]["R@100"] - metrics["R@100"],
                  "neighbour_recall@100": float(overlap), "queries_per_s": len(gold) / seconds,
                  "build_seconds": build_seconds}
+        if single_queries:
+            entry["single_queries_per_s"] = one_at_a_time_qps(index, singles, max(KS))
         row["settings"].append(entry)
         print(f"  {text:28s} leaves {config.num_leaves}/{config.num_leaves_to_search} reorder "
               f"{config.num_reordering_candidates}: R@100 {100 * metrics['R@100']:.2f} (lost "
@@ -194,14 +241,20 @@ def markdown(rows) -> str:
              "codebooks (– = searched without a rebuild). Written by "
              "`benchmarks/index_recall.py`.", ""]
     for row in rows:
+        single = "single_queries" in row  # --single-queries: one more column
+
+        def single_cell(entry):
+            return f" {entry['single_queries_per_s']:,.0f} |" if single else ""
+
         lines += [f"## {row['model']} on {row['set']} ({row['num_candidates']:,} candidates, "
                   f"{row['num_queries']:,} questions)", "",
                   "| search | leaves (searched) | reorder | avq | R@1 | R@100 | lost | "
-                  "neighbours | queries/s | build (s) |",
-                  "|---|---|---|---|---|---|---|---|---|---|",
+                  "neighbours | queries/s | build (s) |"
+                  + (f" queries/s one at a time ({row['single_queries']:,}) |" if single else ""),
+                  "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if single else ""),
                   f"| exact | – | – | – | {100 * row['exact']['R@1']:.2f} | "
                   f"{100 * row['exact']['R@100']:.2f} | – | 1.000 | "
-                  f"{row['exact']['queries_per_s']:,.0f} | – |"]
+                  f"{row['exact']['queries_per_s']:,.0f} | – |" + single_cell(row["exact"])]
         for s in row["settings"]:
             c = s["config"]
             leaves = ("exact scoring" if c["num_leaves"] == 0
@@ -211,7 +264,8 @@ def markdown(rows) -> str:
                 f"| {s['setting']} | {leaves} | {c['num_reordering_candidates']} | "
                 f"{c['anisotropic_quantization_threshold'] or '–'} | {100 * s['R@1']:.2f} | "
                 f"{100 * s['R@100']:.2f} | {100 * s['R@100 lost']:.2f} | "
-                f"{s['neighbour_recall@100']:.3f} | {s['queries_per_s']:,.0f} | {build} |")
+                f"{s['neighbour_recall@100']:.3f} | {s['queries_per_s']:,.0f} | {build} |"
+                + single_cell(s))
         lines.append("")
         if row.get("storage"):
             lines += ["Stored embeddings, searched exactly (float32: the exact row above):", "",
@@ -236,6 +290,8 @@ def main(argv=None) -> int:
                    help="measure the set's first N candidates (repeatable): a smaller corpus")
     p.add_argument("--storage", action="store_true",
                    help="also R@k over float16 / int8 stored embeddings (exact search)")
+    p.add_argument("--single-queries", type=int, default=0, metavar="N",
+                   help="also queries/s searching the first N questions one at a time")
     arguments.add_data_dir(
         p, help="holds squad/ and wikispeedia/ (default: $TT_ZOO_DATA, ../shared/data)")
     p.add_argument("--cache", type=pathlib.Path, default=REPO / "runs" / "index_recall")
@@ -245,6 +301,8 @@ def main(argv=None) -> int:
     unknown = sorted(set(sets) - set(SETS))
     if unknown:
         p.error(f"--sets: unknown {unknown}; expected a comma list of {SETS}")
+    if args.single_queries < 0:
+        p.error(f"--single-queries must be at least 0 (got {args.single_queries})")
     data_dir = args.data_dir
     rows = []
     for set_name in sets:
@@ -254,7 +312,7 @@ def main(argv=None) -> int:
             for first in args.first or [None]:
                 rows.append(measure(model_name, set_name, embeddings, queries, gold,
                                     args.setting or DEFAULT_SETTINGS[set_name], args.storage,
-                                    first))
+                                    first, args.single_queries))
     from tt_zoo.atomic_io import write_json, write_text
     write_json(args.output.with_suffix(".json"), rows)
     write_text(args.output.with_suffix(".md"), markdown(rows))

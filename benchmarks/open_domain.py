@@ -30,18 +30,11 @@ from tt_zoo.retrieval.index import EmbeddingIndex
 from tt_zoo.evaluation.open_domain import encode_candidates_to_file, open_domain_reqa
 
 from benchmarks import arguments
+from benchmarks.measure import rss_bytes
 
 REPO = arguments.REPO
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
-
-
-def _rss_bytes() -> int:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict:
@@ -54,9 +47,9 @@ def evaluate_model(name: str, reqa, work: pathlib.Path, scann_benchmark) -> dict
     embeddings = np.asarray(embeddings)  # the indexes hold their own copies in memory
 
     def scann_index(candidates):
-        before = _rss_bytes()
+        before = rss_bytes()
         index = EmbeddingIndex(candidates, [str(i) for i in range(len(candidates))])
-        scann_index.memory_bytes = _rss_bytes() - before
+        scann_index.memory_bytes = rss_bytes() - before
         return index
 
     m = retrieval_metrics.evaluate_encoder(model, reqa, candidate_embeddings=embeddings,
@@ -138,8 +131,8 @@ def main(argv=None) -> dict:
     print(f"BM25 in {time.perf_counter() - t:.0f} s: "
           f"R@100 {100 * result['bm25']['exact']['R@100']:.1f}",
           file=sys.stderr)
-    from benchmarks.scann_vs_brute_force import benchmark as scann_benchmark
-    result["models"] = [evaluate_model(name, reqa, args.work, scann_benchmark)
+    from benchmarks.index_recall import against_exact
+    result["models"] = [evaluate_model(name, reqa, args.work, against_exact)
                         for name in args.model]
     result["wall_s"] = time.perf_counter() - t0
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -30,8 +30,7 @@ import numpy as np
 
 from benchmarks import arguments, text_rows
 from benchmarks.beam_encode import first_passages
-from benchmarks.peers_measure import machine_info, machine_line
-from benchmarks.peers_minilm import min_cosine
+from benchmarks.measure import machine_info, machine_line, min_cosine
 
 PRECISIONS = ("float32", "bfloat16")
 REQA_KS = (1, 5, 10, 100)

@@ -305,8 +305,8 @@ def main_set(row: dict) -> dict:
 
 def machine_start() -> dict:
     """CPU, cores, other processes' load, Python and library versions, the date
-    (benchmarks/peers_measure.py's)."""
-    from benchmarks.peers_measure import machine_info, versions
+    (benchmarks/measure.py's)."""
+    from benchmarks.measure import machine_info, versions
 
     info = machine_info()
     info["versions"] = versions(VERSIONED)
@@ -314,7 +314,7 @@ def machine_start() -> dict:
 
 
 def machine_end(info: dict) -> dict:
-    from benchmarks.peers_measure import busy_cores
+    from benchmarks.measure import busy_cores
 
     return {**info, "other_busy_cores_at_end": busy_cores()}
 
@@ -346,7 +346,7 @@ def chosen_on_text(s: dict) -> str:
 
 
 def machine_line(info: dict) -> str:
-    from benchmarks.peers_measure import machine_line as line
+    from benchmarks.measure import machine_line as line
 
     return line(info)
 

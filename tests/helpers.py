@@ -250,17 +250,9 @@ class LookupEncoder:
 
 # ---------------------------------------------------------------- clustered embeddings
 
-def gaussian_mixture(num_candidates: int, num_queries: int, dim: int, components: int = 50,
-                     seed: int = 0):
-    """Seeded candidates and queries from one mixture of `components` Gaussians (the same draw
-    as benchmarks/scann_vs_brute_force.py, which tests do not import)."""
-    rng = np.random.default_rng(seed)
-    centers = rng.normal(size=(components, dim))
-    candidates = centers[rng.integers(0, components, num_candidates)]
-    queries = centers[rng.integers(0, components, num_queries)]
-    candidates = candidates + 0.5 * rng.normal(size=candidates.shape)
-    queries = queries + 0.5 * rng.normal(size=queries.shape)
-    return candidates.astype(np.float32), queries.astype(np.float32)
+# Seeded candidates and queries from one mixture of Gaussians: the draw of benchmarks.peers'
+# synthetic search set (--synthetic), one definition for both.
+from benchmarks.peers.embeddings import gaussian_mixture  # noqa: E402,F401
 
 
 def load_recipe(name: str):

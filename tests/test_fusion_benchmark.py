@@ -22,9 +22,9 @@ def test_the_smoke_run_scores_every_row_and_records_the_weights(exported, tmp_pa
                                                                 monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
     from benchmarks import fusion
-    from benchmarks import peers_measure
+    from benchmarks import measure
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     reported = _jsonl(tmp_path / "reported.jsonl", [
         {"question": "Who founded the Persian Empire?", "answers": ["Cyrus"]},
         {"question": "What is the capital of Ethiopia?", "answer_regex": "Addis Ababa"},
@@ -73,11 +73,11 @@ def test_fuse_with_adds_a_three_way_row_its_weight_chosen_on_validation(exported
     """--fuse-with B: convex(convex(BM25, A), B) beside each pair, its second weight chosen on
     ReQA's validation questions as the first, taken by open-domain ReQA."""
     from benchmarks import fusion
-    from benchmarks import peers_measure
+    from benchmarks import measure
     from helpers import tiny_model
     from tt_zoo.serving.export import export_saved_model
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     partner = tmp_path / "bow"
     export_saved_model(tiny_model("bow_mlp"), partner,
                        {"name": "tiny_bow", "encoder": "bow_mlp", "pretraining": "none"})
@@ -119,9 +119,9 @@ def test_a_stopped_run_leaves_the_last_complete_report_alone(exported, tmp_path,
     """A run stopped after its first benchmark writes what it measured beside the output
     (OUTPUT_partial), never over the complete report; a finished run removes the partial."""
     from benchmarks import fusion
-    from benchmarks import peers_measure
+    from benchmarks import measure
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     output = tmp_path / "out" / "fusion"
     output.parent.mkdir()
     for suffix, text in ((".json", '{"complete": true}'), (".md", "complete report\n")):

@@ -21,9 +21,9 @@ def colbert_export(tmp_path):
 def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path, monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
     from benchmarks import late_interaction
-    from benchmarks import peers_measure
+    from benchmarks import measure
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     reported = _jsonl(tmp_path / "reported.jsonl", [
         {"question": "Who founded the Persian Empire?", "answers": ["Cyrus"]},
         {"question": "What is the capital of Ethiopia?", "answer_regex": "Addis Ababa"}])
@@ -58,9 +58,9 @@ def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path
 def test_query_weights_choose_a_setting_per_benchmark(exported, colbert_export, tmp_path,
                                                       monkeypatch):
     from benchmarks import late_interaction
-    from benchmarks import peers_measure
+    from benchmarks import measure
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     base = ["--colbert", str(colbert_export), "--model", str(exported.path),
             "--benchmarks", "reqa", "--end-to-end", "",
             "--squad", str(write_squad(tmp_path, hand_made_squad())), "--split-fraction", "0.5",

@@ -1,12 +1,12 @@
-"""benchmarks/peers.py: the rules that choose its numbers (hand-worked), and its --quick path,
-which must work with or without the benchmark-only peers (`pip install -e .[bench]`)."""
+"""benchmarks.peers: the rules that choose its numbers (benchmarks.measure, hand-worked), and its
+--quick path, which must work with or without the benchmark-only peers (`pip install -e .[bench]`)."""
 
 import json
 import sys
 
 import pytest
 
-from benchmarks import peers_measure as m
+from benchmarks import measure as m
 
 
 def test_recall_at_k_hand_worked():
@@ -54,14 +54,16 @@ def test_rates_and_interleaved_rounds_hand_worked():
 
 
 def test_merge_section_keeps_other_sections_and_refuses_foreign_files():
-    first = m.merge_section(None, "train", {"rows": [1]})
-    both = m.merge_section(first, "search", {"rows": [2]})
+    from benchmarks.peers.report import merge_section
+
+    first = merge_section(None, "train", {"rows": [1]})
+    both = merge_section(first, "search", {"rows": [2]})
     assert both["sections"] == {"train": {"rows": [1]}, "search": {"rows": [2]}}
-    again = m.merge_section(both, "train", {"rows": [3]})
+    again = merge_section(both, "train", {"rows": [3]})
     assert again["sections"]["train"] == {"rows": [3]} and first["sections"] == {
         "train": {"rows": [1]}}
     with pytest.raises(ValueError, match="refusing"):
-        m.merge_section({"results": []}, "train", {})
+        merge_section({"results": []}, "train", {})
 
 
 def test_a_missing_peer_is_named_with_its_install_command():
@@ -72,8 +74,8 @@ def test_a_missing_peer_is_named_with_its_install_command():
 
 
 def test_skipped_peers_render_with_their_reason():
-    from benchmarks import peers_encode
-    from benchmarks import peers_train
+    from benchmarks.peers import encode as peers_encode
+    from benchmarks.peers import train as peers_train
 
     reason = m.unavailable_reason(["no_such_module_for_peers_test"])
     train = {"settings": {"batch": 128, "query_length": 64, "document_length": 128,
@@ -100,10 +102,10 @@ def test_skipped_peers_render_with_their_reason():
 def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM"):
         monkeypatch.setenv(name, "1" if name != "TOKENIZERS_PARALLELISM" else "false")
-    from benchmarks import peers
+    from benchmarks.peers import __main__ as peers
 
-    for module in (m, peers):  # no 1-second samples of /proc/stat in a unit test
-        monkeypatch.setattr(module, "busy_cores", lambda seconds=1.0: 0.0)
+    # no 1-second samples of /proc/stat in a unit test
+    monkeypatch.setattr(m, "busy_cores", lambda seconds=1.0: 0.0)
     assert peers.parse_args(["--quick"]).output == peers.REPO / "runs" / "peers_quick" / \
         "performance"  # a smoke run never replaces results/performance.*
     out = tmp_path / "perf"
@@ -141,7 +143,7 @@ def test_quick_search_runs_with_or_without_faiss(tmp_path, monkeypatch):
 # -- the search section's sweep, ScaNN variants and embeddings files ------------------------------
 
 def test_knob_ladder_steps_by_at_most_one_and_a_half():
-    from benchmarks import peers_search as s
+    from benchmarks.peers import indexes as s
 
     assert s.knob_ladder(100) == [8, 12, 16, 24, 32, 48, 64, 96, 100]
     # sqrt(578,086) = 760 leaves: 512 then every leaf
@@ -152,7 +154,7 @@ def test_knob_ladder_steps_by_at_most_one_and_a_half():
 
 
 def test_scann_variants_parse_with_clear_errors():
-    from benchmarks import peers_search as s
+    from benchmarks.peers import indexes as s
 
     v = s.ScannVariant.parse("2sqrt/avq=0.2/soar=1.5")
     assert (v.leaves, v.avq, v.soar, v.overretrieve, v.dims_per_block) == ("2sqrt", 0.2, 1.5,
@@ -176,7 +178,7 @@ def test_scann_variants_parse_with_clear_errors():
 
 
 def test_search_arguments(capsys):
-    from benchmarks import peers
+    from benchmarks.peers import __main__ as peers
 
     args = peers.parse_args(["--sections", "search", "--synthetic"])
     assert [v.name for v in args.scann_variants][:2] == ["sqrt/avq=0.2", "2sqrt/avq=0.2"]
@@ -200,7 +202,7 @@ def test_search_arguments(capsys):
 
 def test_an_embeddings_file_must_be_finished_and_name_its_model(tmp_path):
     import numpy as np
-    from benchmarks import peers_search as s
+    from benchmarks.peers import embeddings as s
 
     path = tmp_path / "emb.npy"
     np.save(path, np.zeros((4, 3), np.float32))
@@ -222,7 +224,7 @@ def test_an_embeddings_file_must_be_finished_and_name_its_model(tmp_path):
 
 
 def test_scan_cost_and_the_scann_against_faiss_summary_hand_worked():
-    from benchmarks import peers_search as s
+    from benchmarks.peers import search as s
 
     # 1,000 of 10,000 leaves over 1M candidates: 100,000 scanned a query; 2 cores at 1,000 q/s
     # spend 2 ms of core time a query: 2e6 ns / 1e5 = 20 ns a candidate.
@@ -248,7 +250,7 @@ def test_scan_cost_and_the_scann_against_faiss_summary_hand_worked():
 # -- the encode section: both inputs, rows, and reports written before the passages input --------
 
 def test_encode_rows_compare_within_an_encoder():
-    from benchmarks import peers_encode
+    from benchmarks.peers import encode as peers_encode
 
     measured = {  # 100 documents: 2 s -> 50 docs/s, ...
         "a": ({"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents"}, [2.0, 2.0]),
@@ -263,7 +265,7 @@ def test_encode_rows_compare_within_an_encoder():
 
 
 def test_encode_report_labels_each_input_and_reads_old_reports():
-    from benchmarks import peers_encode
+    from benchmarks.peers import encode as peers_encode
 
     row = {"encoder": "BERT tiny", "implementation": "tt_zoo encode_documents",
            "median_docs_per_s": 205.0, "min_docs_per_s": 200.0, "max_docs_per_s": 210.0,
@@ -289,7 +291,7 @@ def test_encode_report_labels_each_input_and_reads_old_reports():
 
 def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_synthetic(tmp_path,
                                                                                 capsys):
-    from benchmarks import peers
+    from benchmarks.peers import __main__ as peers
 
     missing = str(tmp_path / "no_open_domain")
     with pytest.raises(SystemExit):
@@ -300,13 +302,13 @@ def test_search_without_embeddings_fails_before_measuring_or_smoke_runs_syntheti
 
 
 def test_minilm_rows_ratios_and_report_hand_worked():
-    from benchmarks import peers_minilm
+    from benchmarks.peers import minilm as peers_minilm
 
     rows = peers_minilm.rows({"tt_zoo": [2.0, 4.0, 2.0], "sentence-transformers": [4.0]}, 100,
                              "sentence-transformers")  # 50 docs/s (median of 50, 25, 50); 25
     assert [r["median_per_s"] for r in rows] == [50.0, 25.0]
     assert [r["vs_peer"] for r in rows] == [2.0, 1.0]
-    assert peers_minilm.min_cosine([[1.0, 0.0], [0.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]]) == \
+    assert m.min_cosine([[1.0, 0.0], [0.0, 2.0]], [[1.0, 0.0], [1.0, 1.0]]) == \
         pytest.approx(2 ** -0.5)
     part = {"settings": {"rounds": 3, "passages": 100, "queries": 10, "train_batch": 32,
                          "query_length": 64, "document_length": 128, "steps": 5},
@@ -320,7 +322,7 @@ def test_minilm_rows_ratios_and_report_hand_worked():
 
 
 def test_minilm_peer_without_torch_is_named():
-    from benchmarks import peers_minilm
+    from benchmarks.peers import minilm as peers_minilm
 
     reason = peers_minilm.peer_reason(sys.executable)
     try:

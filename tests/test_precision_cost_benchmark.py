@@ -38,9 +38,9 @@ def test_each_precision_reaches_both_towers():
 def test_smoke_run_measures_both_precisions_and_reports_the_cost(exported, tmp_path,
                                                                   monkeypatch):
     data_file("wikispeedia/wikispeedia_articles_plaintext.tar.gz")
-    from benchmarks import peers_measure, precision_cost
+    from benchmarks import measure, precision_cost
 
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     squad = write_squad(tmp_path, hand_made_squad())
     out = tmp_path / "cost"
     result = precision_cost.main(["--model", str(exported.path), "--squad", str(squad),

@@ -7,14 +7,14 @@ from test_fusion_benchmark import BENCHMARKS
 
 
 def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
-    from benchmarks import peers_measure
+    from benchmarks import measure
     from benchmarks import term_weights
 
     from tt_zoo.modeling.term_weights import TermWeightModel
     from tt_zoo.serving.term_weight_export import export_term_weight_model
 
     assert term_weights.__file__.startswith(str(BENCHMARKS))  # the script, not a namesake
-    monkeypatch.setattr(peers_measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     two_tower = tiny_model()
     two_tower.build_by_calling()
     export_term_weight_model(TermWeightModel.from_two_tower(two_tower), tmp_path / "tw",

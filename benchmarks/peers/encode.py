@@ -1,4 +1,4 @@
-"""Section `encode` of benchmarks/peers.py: documents/s, tt_zoo against sentence-transformers.
+"""Section `encode` of benchmarks.peers: documents/s, tt_zoo against sentence-transformers.
 
 Two inputs, each reported on its own (`--encode-inputs`):
 
@@ -76,12 +76,11 @@ def sentence_transformers_bert(vocabulary, shape, dim: int, max_length: int, wor
     from sentence_transformers.sentence_transformer.modules import (Dense, Normalize, Pooling,
                                                                     Transformer)
 
+    from benchmarks.peers.train import bert_config
+
     torch.manual_seed(0)
     tokenizer = hf_tokenizer(vocabulary)
-    config = transformers.BertConfig(
-        vocab_size=len(vocabulary), hidden_size=shape.hidden_size,
-        num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_attention_heads,
-        intermediate_size=shape.inner_dim, max_position_embeddings=max_length)
+    config = bert_config(shape, len(vocabulary), max_length)
     transformers.BertModel(config, add_pooling_layer=False).save_pretrained(work_dir)
     tokenizer.save_pretrained(work_dir)
     encoder = Transformer(work_dir, max_seq_length=max_length,
@@ -195,7 +194,8 @@ INPUTS = {
 
 def run(args, log) -> dict:
     import numpy as np
-    from benchmarks.peers_measure import interleaved_rounds, stopwatch, unavailable_reason
+    from benchmarks.measure import (interleaved_rounds, library_threads, stopwatch,
+                                    unavailable_reason)
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.zoo import build, registry
 
@@ -308,39 +308,31 @@ def run(args, log) -> dict:
                                      "implementation": "sentence-transformers",
                                      "skipped": peer_reason})
             parts[name] = part
-    return {"settings": s, "inputs": parts, **extra, "threads": _threads()}
+    return {"settings": s, "inputs": parts, **extra, "threads": library_threads()}
 
 
 def compare_rows(measured: dict, num_documents: int) -> list:
     """Rows of one input from {name: (row fields, round seconds)}: docs/s (median, range), the
     speed over tt_zoo's first row of the same encoder (`vs_tt_zoo`) and, for tt_zoo's rows,
     over the same architecture's sentence-transformers row (`vs_sentence_transformers`)."""
-    from benchmarks.peers_measure import rates
+    from benchmarks.measure import add_ratio, rate_row
 
-    rows = []
-    for fields, secs in measured.values():
-        r = rates(secs, num_documents)
-        rows.append({**fields, "median_docs_per_s": r["median_per_s"],
-                     "min_docs_per_s": r["min_per_s"], "max_docs_per_s": r["max_per_s"],
-                     "rounds": r["rounds"], "round_seconds": list(secs)})
-    for row in rows:
-        base = next(r for r in rows if r["encoder"] == row["encoder"]
-                    and r["implementation"].startswith("tt_zoo"))
-        row["vs_tt_zoo"] = row["median_docs_per_s"] / base["median_docs_per_s"]
-    for row in rows:  # the target is stated as tt_zoo's speed over the same architecture's
-        peer = next((r for r in rows if r["encoder"] == row["encoder"]
-                     and r.get("same_architecture")), None)
-        if peer is not None and row["implementation"].startswith("tt_zoo"):
-            row["vs_sentence_transformers"] = row["median_docs_per_s"] / peer["median_docs_per_s"]
+    rows = [{**fields, **rate_row(secs, num_documents, "docs_per_s")}
+            for fields, secs in measured.values()]
+    add_ratio(rows, "median_docs_per_s", "vs_tt_zoo", lambda row: next(
+        r for r in rows if r["encoder"] == row["encoder"]
+        and r["implementation"].startswith("tt_zoo")))
+    # the target is stated as tt_zoo's speed over the same architecture's
+    add_ratio([r for r in rows if r["implementation"].startswith("tt_zoo")], "median_docs_per_s",
+              "vs_sentence_transformers", lambda row: next(
+                  (r for r in rows if r["encoder"] == row["encoder"]
+                   and r.get("same_architecture")), None))
     return rows
 
 
-def _threads() -> dict:
-    from benchmarks.peers_train import _threads as threads
-    return threads()
-
-
 def render(part: dict) -> list:
+    from benchmarks.measure import speed_cells
+
     s = part["settings"]
     inputs = part.get("inputs")
     if inputs is None:  # written before the passages input: ReQA candidates only
@@ -379,6 +371,5 @@ def render(part: dict) -> list:
             over = (f"x{r['vs_sentence_transformers']:.2f}" if "vs_sentence_transformers" in r
                     else "")
             lines.append(f"| {r['encoder']} | {r['implementation']} | "
-                         f"{r['median_docs_per_s']:,.0f} | {r['min_docs_per_s']:,.0f}–"
-                         f"{r['max_docs_per_s']:,.0f} | x{r['vs_tt_zoo']:.2f} | {over} |")
+                         f"{speed_cells(r, 'docs_per_s', 0)} | x{r['vs_tt_zoo']:.2f} | {over} |")
     return lines

@@ -3,19 +3,19 @@
 Users weigh tt_zoo against what they know: a PyTorch two-tower training loop (DPR, Tevatron),
 sentence-transformers' `encode`, FAISS. Absolute times on a shared machine say little, so each
 section measures tt_zoo and its peers in the same process, in interleaved rounds (A B A B ...,
-medians over rounds; `peers_measure`), and reports the peers' speed relative to tt_zoo:
+medians over rounds; `benchmarks.measure`), and reports the peers' speed relative to tt_zoo:
 
-- train  (`peers_train`): two-tower training step, tt_zoo's CPU-scale step against a PyTorch
+- train  (`peers.train`): two-tower training step, tt_zoo's CPU-scale step against a PyTorch
   step of the same BERT towers ("tiny" 2/128/2 and "mini" 4/256/4) and shapes: pairs/s.
-- encode (`peers_encode`): `TwoTowerModel.encode_documents` (and the exported SavedModel's
+- encode (`peers.encode`): `TwoTowerModel.encode_documents` (and the exported SavedModel's
   `encode_document` signature) against sentence-transformers' `encode` (BERT of the same shape;
   StaticEmbedding for the BoW-MLP): docs/s on 100-word Wikispeedia passages with titles and on
   ReQA candidates, each reported on its own.
-- minilm (`peers_minilm`): the imported all-MiniLM-L6-v2 (`tt_zoo.load("minilm_l6_384")`)
+- minilm (`peers.minilm`): the imported all-MiniLM-L6-v2 (`tt_zoo.load("minilm_l6_384")`)
   against the same checkpoint folder in sentence-transformers and a PyTorch training loop, the
   peer in its own process (--peer-python): docs/s, queries/s, training pairs/s, identical
   token ids and vectors.
-- search (`peers_search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
+- search (`peers.search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
   anisotropic quantization and SOAR: other `ScannConfig`s) against FAISS IVF-PQ and
   HNSW and exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build
   time, memory, and the cost per scanned candidate.
@@ -35,44 +35,42 @@ OUTPUT.md from all parts), so a later run can measure the remaining sections.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import pathlib
 import sys
 import time
 
-from benchmarks import arguments
+from benchmarks import arguments, text_rows
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")      # models come from configs, never the hub
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings; 2 cores anyway
 
+from benchmarks.measure import is_busy, machine_info  # noqa: E402
+from benchmarks.peers.report import (SECTIONS, merge_section, read_existing, render,  # noqa: E402
+                                     section_module)
+
 REPO = arguments.REPO
-
-from benchmarks.peers_measure import (busy_cores, is_busy, machine_info, machine_line,
-                           merge_section)
-
-SECTIONS = ("train", "encode", "search", "minilm")
 ENCODE_INPUTS = ("passages", "reqa")
-TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
-          "encode": "Encoding: tt_zoo against sentence-transformers (documents/s)",
-          "search": "Nearest-neighbour search: ScaNN (tt_zoo) against FAISS (queries/s at "
-                    "recall@10 >= target)",
-          "minilm": "A real-size tower: the imported all-MiniLM-L6-v2 against "
-                    "sentence-transformers and PyTorch on the same weights"}
 
 
-def section_module(name: str):
-    import importlib
-    return importlib.import_module(f"benchmarks.peers_{name}")
+def _names(text: str) -> list:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _some_of(p, flag: str, text: str, allowed) -> list:
+    """The comma-separated names of `text`, each one of `allowed` (else a parser error)."""
+    names = _names(text)
+    unknown = sorted(set(names) - set(allowed))
+    if unknown or not names:
+        p.error(f"{flag}: unknown {unknown}; expected some of {', '.join(allowed)}")
+    return names
 
 
 def parse_args(argv=None):
     from tt_zoo.cli.common import PROJECT_VOCAB
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="\n".join(__doc__.splitlines()[2:]))
+    p = arguments.parser(__doc__, prog="python -m benchmarks.peers")
     p.add_argument("--sections", default=",".join(SECTIONS),
                    help=f"comma-separated, of {', '.join(SECTIONS)} (default: all)")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median over them)")
@@ -135,7 +133,7 @@ def parse_args(argv=None):
                              "comma-separated LEAVES[/avq=T][/soar=L][/over=F][/dims=D]"
                              "[/sample=N] "
                              "(LEAVES sqrt, Ksqrt or a number; 'none' for none; default "
-                             "DEFAULT_SCANN_VARIANTS of peers_search, --quick: the first two)")
+                             "DEFAULT_SCANN_VARIANTS of peers.indexes, --quick: the first two)")
     search.add_argument("--synthetic", action="store_true",
                         help="search a seeded Gaussian mixture (64-d) instead of the cache")
     search.add_argument("--num-queries", type=int, default=2000)
@@ -146,11 +144,8 @@ def parse_args(argv=None):
     search.add_argument("--hnsw-ef-construction", type=int, default=40)
     args = p.parse_args(argv)
 
-    args.sections = [x.strip() for x in args.sections.split(",") if x.strip()]
-    unknown = sorted(set(args.sections) - set(SECTIONS))
-    if unknown or not args.sections:
-        p.error(f"--sections: unknown {unknown}; expected some of {', '.join(SECTIONS)}")
-    args.sizes = [x.strip() for x in args.sizes.split(",") if x.strip()]
+    args.sections = _some_of(p, "--sections", args.sections, SECTIONS)
+    args.sizes = _names(args.sizes)
     if args.search_embeddings:
         args.search_embeddings = [x.strip() for x in args.search_embeddings.split(",")]
     if args.search_embeddings_file and (args.search_embeddings or args.synthetic):
@@ -158,7 +153,7 @@ def parse_args(argv=None):
                 "pass one source")
     if args.search_model and not args.search_embeddings_file:
         p.error("--search-model names the model of --search-embeddings-file; pass that too")
-    from benchmarks.peers_search import DEFAULT_SCANN_VARIANTS, parse_scann_variants
+    from benchmarks.peers.indexes import DEFAULT_SCANN_VARIANTS, parse_scann_variants
     try:
         if args.scann_variants is None:
             args.scann_variants = parse_scann_variants(DEFAULT_SCANN_VARIANTS)
@@ -168,10 +163,7 @@ def parse_args(argv=None):
             args.scann_variants = parse_scann_variants(args.scann_variants)
     except ValueError as e:
         p.error(f"--scann-variants: {e}")
-    args.encode_inputs = [x.strip() for x in args.encode_inputs.split(",") if x.strip()]
-    unknown = sorted(set(args.encode_inputs) - set(ENCODE_INPUTS))
-    if unknown or not args.encode_inputs:
-        p.error(f"--encode-inputs: unknown {unknown}; expected some of {', '.join(ENCODE_INPUTS)}")
+    args.encode_inputs = _some_of(p, "--encode-inputs", args.encode_inputs, ENCODE_INPUTS)
     try:
         args.minilm_batches = [int(x) for x in args.minilm_batches.split(",") if x.strip()]
     except ValueError:
@@ -193,8 +185,8 @@ def parse_args(argv=None):
             p.error(f"--embeddings-dir {args.embeddings_dir} does not exist (section search): "
                     "pass --search-embeddings-file PATH.npy, run benchmarks/open_domain.py, or "
                     "pass --synthetic")
-        print(f"peers.py --quick: no --embeddings-dir {args.embeddings_dir}; the search smoke "
-              "run searches the synthetic set (--synthetic)", file=sys.stderr)
+        print(f"benchmarks.peers --quick: no --embeddings-dir {args.embeddings_dir}; the search "
+              "smoke run searches the synthetic set (--synthetic)", file=sys.stderr)
         args.synthetic = True
     needs = {"train": ["vocab"],
              "encode": ["vocab"] + (["squad"] if "reqa" in args.encode_inputs else [])
@@ -208,44 +200,6 @@ def parse_args(argv=None):
                 p.error(f"--{what} {getattr(args, what)} does not exist (section {section}; "
                         "set TT_ZOO_DATA or pass the path)")
     return args
-
-
-def render(results: dict) -> str:
-    """The Markdown report of every section measured so far."""
-    lines = ["# tt_zoo beside PyTorch, sentence-transformers and FAISS", "",
-             "Written by `benchmarks/peers.py`. Each section measures tt_zoo and its peers in one "
-             "process on one machine, in interleaved rounds (A B A B ...), and gives medians "
-             "over rounds: compare within a section, not across machines or sections.", ""]
-    for name in SECTIONS:
-        part = results["sections"].get(name)
-        if part is None:
-            continue
-        quick = " (smoke run, --quick sizes: not a measurement)" if part.get("quick") else ""
-        lines += [f"## {TITLES[name]}{quick}", "", machine_line(part["machine"]), ""]
-        if is_busy(part["machine"]):
-            lines += ["**Busy machine**: other processes kept more than half a core busy when "
-                      "this section started or ended. Their threads cost the OpenMP-based peers "
-                      "(PyTorch, FAISS) far more than TensorFlow and ScaNN (own thread pools): "
-                      "these ratios are skewed against the peers.", ""]
-        lines += section_module(name).render(part) + [""]
-    return "\n".join(lines)
-
-
-def write(results: dict, output: pathlib.Path) -> None:
-    from tt_zoo.atomic_io import write_json, write_text
-    output.parent.mkdir(parents=True, exist_ok=True)
-    write_json(output.with_suffix(".json"), results, indent=1)
-    write_text(output.with_suffix(".md"), render(results))
-
-
-def read_existing(output: pathlib.Path):
-    path = output.with_suffix(".json")
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as e:
-        raise SystemExit(f"{path} exists but is not readable JSON ({e}); move it away first.")
 
 
 def main(argv=None) -> dict:
@@ -270,10 +224,11 @@ def main(argv=None) -> dict:
                 "FAISS) far more than TensorFlow and ScaNN; measure on a quiet machine")
         part = section_module(name).run(args, log)
         machine["threads"] = part.pop("threads", {})
-        machine["other_busy_cores_at_end"] = busy_cores()
-        part.update(machine=machine, quick=args.quick, wall_s=time.perf_counter() - start)
+        part.update(machine=text_rows.machine_end(machine), quick=args.quick,
+                    wall_s=time.perf_counter() - start)
         results = merge_section(results, name, part)
-        write(results, args.output)
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        text_rows.write(results, args.output, render)
         log(f"section {name} done in {part['wall_s']:.0f} s; wrote "
             f"{args.output.with_suffix('.md')} and .json")
     print(render(results))

@@ -1,4 +1,4 @@
-"""Section `train` of benchmarks/peers.py: one two-tower training step, tt_zoo against PyTorch.
+"""Section `train` of benchmarks.peers: one two-tower training step, tt_zoo against PyTorch.
 
 tt_zoo's step is what `recipes/pretrain.py` runs at CPU scale (`tt_zoo.zoo.registry.CPU_SCALE`:
 one BERT tower shared by queries and documents, mean pooling, L2-normalised embeddings,
@@ -17,8 +17,6 @@ AVX512_BF16 doubles its matmul throughput in bfloat16).
 
 from __future__ import annotations
 
-import time
-
 # Registry variants whose towers are the "tiny" (2 layers, hidden 128, 2 heads) and "mini"
 # (4/256/4) BERT at CPU scale.
 VARIANTS = {"tiny": "ict_bfs_wlp_512", "mini": "bert_mini_ict_bfs_wlp_512"}
@@ -36,9 +34,10 @@ def settings(args) -> dict:
             "warmup": args.warmup, "rounds": args.rounds, "bfloat16": args.train_bfloat16}
 
 
-def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "float32"):
-    """A compiled tt_zoo model of `size` under the Keras dtype `policy` (`recipes/pretrain.py
-    --dtype-policy`) and a runner timing `steps` training steps."""
+def tt_zoo_contender(variant: str, vocab_path: str, s: dict, log, policy: str = "float32"):
+    """A compiled tt_zoo model of the registry `variant` under the Keras dtype `policy`
+    (`recipes/pretrain.py --dtype-policy`), the token arrays it trains on, and a runner timing
+    `steps` training steps."""
     import tensorflow as tf
 
     from tt_zoo.zoo import build, registry
@@ -46,7 +45,7 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "f
     from benchmarks.train_step import StepTimer, synthetic_pairs
 
     tf.keras.utils.set_random_seed(0)
-    spec = registry.get_spec(VARIANTS[size])
+    spec = registry.get_spec(variant)
     tf.keras.mixed_precision.set_global_policy(policy)
     try:
         model = build.build_untrained(spec, vocab_path, query_length=s["query_length"],
@@ -69,6 +68,16 @@ def _tt_zoo_contender(size: str, vocab_path: str, s: dict, log, policy: str = "f
     return model, arrays, run
 
 
+def bert_config(shape, vocab_size: int, max_length: int, **extra):
+    """A `transformers.BertConfig` of a tt_zoo BERT tower's shape (`resolve_bert_shape`)."""
+    import transformers
+
+    return transformers.BertConfig(
+        vocab_size=vocab_size, hidden_size=shape.hidden_size,
+        num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_attention_heads,
+        intermediate_size=shape.inner_dim, max_position_embeddings=max_length, **extra)
+
+
 class _TorchTwoTower:
     """The PyTorch two-tower model: a shared BertModel, mean pooling, projection, L2 norm."""
 
@@ -77,11 +86,8 @@ class _TorchTwoTower:
         import transformers
 
         torch.manual_seed(0)
-        config = transformers.BertConfig(
-            vocab_size=vocab_size, hidden_size=shape.hidden_size,
-            num_hidden_layers=shape.num_layers, num_attention_heads=shape.num_attention_heads,
-            intermediate_size=shape.inner_dim, max_position_embeddings=max_length,
-            hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+        config = bert_config(shape, vocab_size, max_length, hidden_dropout_prob=dropout,
+                             attention_probs_dropout_prob=dropout)
         self.encoder = transformers.BertModel(config, add_pooling_layer=False)
         self.projection = torch.nn.Linear(shape.hidden_size, dim)
         self.modules = torch.nn.ModuleList([self.encoder, self.projection])
@@ -100,6 +106,7 @@ def _torch_contender(shape, vocab_size: int, dim: int, arrays, s: dict, temperat
     """The PyTorch model and a runner timing `steps` training steps on the same arrays."""
     import torch
 
+    from benchmarks.measure import stopwatch
     from tt_zoo.data import features as F
     from tt_zoo.training.step_data import step_batches
 
@@ -123,15 +130,9 @@ def _torch_contender(shape, vocab_size: int, dim: int, arrays, s: dict, temperat
         loss.backward()
         optimizer.step()
 
-    def run() -> float:
-        start = time.perf_counter()
-        for _ in range(s["steps"]):
-            step()
-        return time.perf_counter() - start
-
     for _ in range(s["warmup"]):
         step()
-    return model, run
+    return model, stopwatch(lambda: [step() for _ in range(s["steps"])])
 
 
 def matmul_gflops(dtype: str, size: int = 2048, reps: int = 10, rounds: int = 3) -> float:
@@ -141,22 +142,21 @@ def matmul_gflops(dtype: str, size: int = 2048, reps: int = 10, rounds: int = 3)
 
     import tensorflow as tf
 
+    from benchmarks.measure import stopwatch
+
     a = tf.cast(tf.random.stateless_normal([size, size], seed=[0, 1]), dtype)
     b = tf.cast(tf.random.stateless_normal([size, size], seed=[0, 2]), dtype)
     product = tf.function(lambda x, y: tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)))
     product(a, b).numpy()  # tracing, first allocations
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(reps):
-            product(a, b).numpy()
-        times.append(time.perf_counter() - start)
+    run = stopwatch(lambda: [product(a, b).numpy() for _ in range(reps)])
+    times = [run() for _ in range(rounds)]
     return 2 * size ** 3 * reps / statistics.median(times) / 1e9
 
 
 def run(args, log) -> dict:
     """Measures both steps for each tower size; returns this section's results."""
-    from benchmarks.peers_measure import interleaved_rounds, rates, unavailable_reason
+    from benchmarks.measure import (add_ratio, interleaved_rounds, library_threads, rate_row,
+                                    unavailable_reason)
     from tt_zoo.modeling.towers import resolve_bert_shape
     from tt_zoo.zoo import registry
 
@@ -165,15 +165,15 @@ def run(args, log) -> dict:
     runners, meta = {}, {}
     for size in s["sizes"]:
         log(f"train: building tt_zoo {size}")
-        model, arrays, run_tt = _tt_zoo_contender(size, args.vocab, s, log)
+        model, arrays, run_tt = tt_zoo_contender(VARIANTS[size], args.vocab, s, log)
         runners[f"tt_zoo/{size}"] = run_tt
         meta[f"tt_zoo/{size}"] = {"size": size, "framework": "tt_zoo",
                                   "what": "TwoTowerModel.fit (tf-keras), Adam",
                                   "parameters": int(model.count_params())}
         if s["bfloat16"]:
             log(f"train: building tt_zoo {size} (mixed_bfloat16)")
-            bf16_model, _, run_bf16 = _tt_zoo_contender(size, args.vocab, s, log,
-                                                        policy="mixed_bfloat16")
+            bf16_model, _, run_bf16 = tt_zoo_contender(VARIANTS[size], args.vocab, s, log,
+                                                       policy="mixed_bfloat16")
             runners[f"tt_zoo-bf16/{size}"] = run_bf16
             meta[f"tt_zoo-bf16/{size}"] = {
                 "size": size, "framework": "tt_zoo mixed_bfloat16",
@@ -200,47 +200,31 @@ def run(args, log) -> dict:
         f"{matmul['bfloat16']:.0f} in bfloat16")
     rows = []
     for name, secs in seconds.items():
-        r = rates(secs, s["batch"] * s["steps"])
+        row = {**meta[name], **rate_row(secs, s["batch"] * s["steps"], "pairs_per_s")}
         spec = registry.get_spec(VARIANTS[meta[name]["size"]])
         step_flops = train_step_flops(s["batch"], s["query_length"], s["document_length"],
                                       resolve_bert_shape(spec.tower_size), spec.embedding_dim)
-        gflops = step_flops * r["median_per_s"] / s["batch"] / 1e9
-        rows.append({**meta[name], "median_pairs_per_s": r["median_per_s"],
-                     "min_pairs_per_s": r["min_per_s"], "max_pairs_per_s": r["max_per_s"],
-                     "rounds": r["rounds"], "round_seconds": secs,
-                     "model_gflops": gflops,
-                     "fraction_of_matmul": gflops / matmul["bfloat16" if "bfloat16" in
-                                                           meta[name]["framework"]
-                                                           else "float32"]})
-    for row in rows:
-        base = next(r for r in rows if r["size"] == row["size"] and r["framework"] == "tt_zoo")
-        row["vs_tt_zoo"] = row["median_pairs_per_s"] / base["median_pairs_per_s"]
-    for row in rows:  # the targets are stated as tt_zoo's speed over PyTorch's
-        peer = next((r for r in rows if r["size"] == row["size"]
-                     and r["framework"] == "pytorch"), None)
-        if peer is not None and row["framework"] != "pytorch":
-            row["vs_pytorch"] = row["median_pairs_per_s"] / peer["median_pairs_per_s"]
+        gflops = step_flops * row["median_pairs_per_s"] / s["batch"] / 1e9
+        dtype = "bfloat16" if "bfloat16" in meta[name]["framework"] else "float32"
+        rows.append({**row, "model_gflops": gflops, "fraction_of_matmul": gflops / matmul[dtype]})
+
+    def same_size(framework):
+        return lambda row: next((r for r in rows if r["size"] == row["size"]
+                                 and r["framework"] == framework), None)
+
+    add_ratio(rows, "median_pairs_per_s", "vs_tt_zoo", same_size("tt_zoo"))
+    # the targets are stated as tt_zoo's speed over PyTorch's
+    add_ratio([r for r in rows if r["framework"] != "pytorch"], "median_pairs_per_s",
+              "vs_pytorch", same_size("pytorch"))
     if peer_reason:
         rows += [{"size": size, "framework": "pytorch", "skipped": peer_reason}
                  for size in s["sizes"]]
-    return {"settings": s, "rows": rows, "matmul_gflops": matmul, "threads": _threads()}
-
-
-def _threads() -> dict:
-    import tensorflow as tf
-
-    out = {"tensorflow intra-op": tf.config.threading.get_intra_op_parallelism_threads() or
-           "default", "tensorflow inter-op":
-           tf.config.threading.get_inter_op_parallelism_threads() or "default"}
-    try:
-        import torch
-        out["torch"] = torch.get_num_threads()
-    except ImportError:
-        pass
-    return out
+    return {"settings": s, "rows": rows, "matmul_gflops": matmul, "threads": library_threads()}
 
 
 def render(part: dict) -> list:
+    from benchmarks.measure import speed_cells
+
     s = part["settings"]
     lines = [f"Batch {s['batch']} pairs, query length {s['query_length']}, document length "
              f"{s['document_length']}; median over {s['rounds']} interleaved rounds of "
@@ -262,6 +246,6 @@ def render(part: dict) -> list:
         flops = (f"{r['model_gflops']:.0f} ({100 * r['fraction_of_matmul']:.0f}%)"
                  if "model_gflops" in r else "")
         lines.append(f"| {r['size']} | {r['framework']} | {r['what']} | {r['parameters']:,} | "
-                     f"{r['median_pairs_per_s']:,.1f} | {r['min_pairs_per_s']:,.1f}–"
-                     f"{r['max_pairs_per_s']:,.1f} | {flops} | x{r['vs_tt_zoo']:.2f} | {over} |")
+                     f"{speed_cells(r, 'pairs_per_s', 1)} | {flops} | x{r['vs_tt_zoo']:.2f} | "
+                     f"{over} |")
     return lines

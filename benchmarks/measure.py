@@ -1,17 +1,24 @@
-"""How benchmarks/peers.py measures: interleaved rounds, rates, recall, the machine line.
+"""How the benchmarks measure: interleaved rounds, rates, recall, the machine line (one way to
+time, for benchmarks/peers, beam_encode, precision_cost, text_rows and the others).
 
-Everything here is plain Python and NumPy (no TensorFlow, no peer library), so the rules that
-decide the reported numbers can be tested with hand-worked values (tests/test_peers_benchmark.py):
+Everything here is plain Python and NumPy (no peer library; TensorFlow only to read its thread
+settings), so the rules that decide the reported numbers can be tested with hand-worked values
+(tests/test_peers_benchmark.py):
 
+- `timed` / `stopwatch`: one call of a function, timed (the one way every benchmark times).
 - `interleaved_rounds`: every contender runs once per round, in the same order each round
   (A B C A B C ...), so a noisy neighbour on a shared machine slows all of them alike; the
   report gives medians over rounds.
-- `rates`: units per second of each round, summarised as median, min and max.
+- `rates`: units per second of each round, summarised as median, min and max; `rate_row`
+  the same as a result row's fields, `add_ratio` a row's speed over another's, `speed_cells`
+  its Markdown cells.
 - `recall_at_k`: the fraction of the exact top-k an approximate search returns.
 - `walk_knob` / `fastest_reaching`: the sweep of an approximate index's main knob (ascending,
   stopped at the first value reaching the target recall, since larger values only cost more)
   and the choice of the fastest timed setting that reaches it.
-- `machine_info`: CPU model, cores, load, library versions: the line every section records.
+- `min_cosine`: the smallest cosine between two sets of vectors, row by row.
+- `machine_info`: CPU model, cores, load, library versions: the line every section records;
+  `library_threads` the thread settings of TensorFlow and PyTorch.
 """
 
 from __future__ import annotations
@@ -23,11 +30,10 @@ import os
 import platform
 import statistics
 import time
-from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
-GENERATOR = "benchmarks/peers.py"
 BENCH_INSTALL_HINT = "pip install -e .[bench]"
 # Distribution names whose versions every section records (absent ones as "not installed").
 VERSIONED = ("tt_zoo", "tensorflow", "tf-keras", "numpy", "scann", "torch", "transformers",
@@ -49,15 +55,16 @@ def unavailable_reason(modules: Iterable[str]) -> Optional[str]:
             f"`{BENCH_INSTALL_HINT}`)")
 
 
+def timed(work: Callable[[], object]) -> Tuple[object, float]:
+    """Calls `work` once: (what it returned, the seconds it took)."""
+    start = time.perf_counter()
+    value = work()
+    return value, time.perf_counter() - start
+
+
 def stopwatch(work: Callable[[], object]) -> Callable[[], float]:
     """A runner for `interleaved_rounds` that times one call of `work` (seconds)."""
-
-    def run() -> float:
-        start = time.perf_counter()
-        work()
-        return time.perf_counter() - start
-
-    return run
+    return lambda: timed(work)[1]
 
 
 def interleaved_rounds(runners: Mapping[str, Callable[[], float]], rounds: int,
@@ -86,6 +93,29 @@ def rates(seconds: Sequence[float], units: float) -> dict:
     per_round = [units / s for s in seconds]
     return {"median_per_s": statistics.median(per_round), "min_per_s": min(per_round),
             "max_per_s": max(per_round), "rounds": len(per_round)}
+
+
+def rate_row(seconds: Sequence[float], units: float, unit: str = "per_s") -> dict:
+    """`rates` as a result row's fields: ``median_UNIT``, ``min_UNIT``, ``max_UNIT`` (units per
+    second; e.g. unit "docs_per_s", "qps"), ``rounds`` and every round's ``round_seconds``."""
+    r = rates(seconds, units)
+    return {f"median_{unit}": r["median_per_s"], f"min_{unit}": r["min_per_s"],
+            f"max_{unit}": r["max_per_s"], "rounds": r["rounds"], "round_seconds": list(seconds)}
+
+
+def add_ratio(rows: Sequence[dict], speed: str, name: str,
+              base_of: Callable[[dict], Optional[dict]]) -> None:
+    """Sets ``row[name]`` = row's `speed` over its base row's (`base_of(row)`; None: no ratio)."""
+    for row in rows:
+        base = base_of(row)
+        if base is not None:
+            row[name] = row[speed] / base[speed]
+
+
+def speed_cells(row: Mapping, unit: str, digits: int) -> str:
+    """Markdown cells ``median | min–max`` of a `rate_row` with `digits` decimals."""
+    return (f"{row[f'median_{unit}']:,.{digits}f} | {row[f'min_{unit}']:,.{digits}f}–"
+            f"{row[f'max_{unit}']:,.{digits}f}")
 
 
 def recall_at_k(found_rows, exact_rows, k: int) -> float:
@@ -120,6 +150,12 @@ def fastest_reaching(rows: Sequence[dict], target: float, speed: str = "median_q
     """The row with the highest `speed` among those whose `recall` is at least `target`."""
     reaching = [r for r in rows if r.get(recall) is not None and r[recall] >= target]
     return max(reaching, key=lambda r: r[speed]) if reaching else None
+
+
+def min_cosine(a, b) -> float:
+    """The smallest cosine between the rows of `a` and `b` (row i with row i), in float64."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    return float(((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min())
 
 
 def rss_bytes() -> int:
@@ -177,6 +213,22 @@ def versions(names: Iterable[str] = VERSIONED) -> Dict[str, str]:
     return out
 
 
+def library_threads() -> dict:
+    """TensorFlow's intra- and inter-op threads ("default" when unset) and PyTorch's, if
+    installed."""
+    import tensorflow as tf
+
+    out = {"tensorflow intra-op": tf.config.threading.get_intra_op_parallelism_threads() or
+           "default", "tensorflow inter-op":
+           tf.config.threading.get_inter_op_parallelism_threads() or "default"}
+    try:
+        import torch
+        out["torch"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return out
+
+
 def machine_info(threads: Optional[Mapping[str, object]] = None) -> dict:
     """CPU model, cores, load average now, Python and library versions, thread settings."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
@@ -205,16 +257,3 @@ def machine_line(info: Mapping) -> str:
             f"Python {info['python']}; " + ", ".join(f"{k} {x}" for k, x in v.items())
             + (f"; threads: {threads}" if threads else "") + f"; {info['date']}.")
 
-
-def merge_section(existing: Optional[dict], section: str, part: dict) -> dict:
-    """`existing` results (or a new document) with `section` replaced by `part`; the other
-    sections are kept, so a later run can measure only the remaining ones. Refuses a document
-    this benchmark did not write (it is someone's file)."""
-    if existing is None:
-        existing = {"generator": GENERATOR, "sections": {}}
-    elif existing.get("generator") != GENERATOR or not isinstance(existing.get("sections"), dict):
-        raise ValueError(f"the results file was not written by {GENERATOR} (its 'generator' is "
-                         f"{existing.get('generator')!r}); refusing to overwrite it.")
-    merged = {"generator": GENERATOR, "sections": dict(existing["sections"])}
-    merged["sections"][section] = part
-    return merged

@@ -1,11 +1,11 @@
-"""The PyTorch side of `peers_minilm`, in its own process: sentence-transformers and a PyTorch
-training loop on the same checkpoint folder tt_zoo imports.
+"""The PyTorch side of benchmarks.peers' `minilm` section, in its own process:
+sentence-transformers and a PyTorch training loop on the same checkpoint folder tt_zoo imports.
 
-Started by `peers_minilm.TorchPeer` with the interpreter of an environment that has torch,
-transformers and sentence-transformers (`pip install -e .[bench]`, or any other), it loads the
-model once and then answers one JSON command per line on stdin with one JSON line on stdout, so
-the parent can interleave its rounds with tt_zoo's (A B A B ...) while each library keeps its own
-process, threads and allocator:
+Started by `benchmarks.peers.minilm.TorchPeer` with the interpreter of an environment that has
+torch, transformers and sentence-transformers (`pip install -e .[bench]`, or any other), it
+loads the model once and then answers one JSON command per line on stdin with one JSON line on
+stdout, so the parent can interleave its rounds with tt_zoo's (A B A B ...) while each library
+keeps its own process, threads and allocator:
 
   {"op": "encode_documents", "batch": 32}   -> {"seconds": s}   (the (title, passage) pairs;
                                                                   "limit": the first N only)
