@@ -29,6 +29,14 @@ two tasks: the ``lexical`` task, SPAR's training data for its lexical model (Che
 same way on the same two QA tasks (`MULTITASK_COLBERT_RECIPE`): supervision for the
 late-interaction re-ranker, from ``colbert_{pretraining}_{m}``.
 
+Every name has a second spelling in timm's form, ``ARCH.TAG`` (`ModelSpec.arch_tag`): the
+architecture from the spec's encoder, tower size and embedding dimension (`architecture`:
+``bert_tiny_512``, ``bow_mlp_512``; a public checkpoint's own: ``minilm_l6_384``) and a tag
+saying how the weights were made (`ModelSpec.tag`: ``ict_bfs_wlp``,
+``multitask_lexical_ict_bfs_wlp_crop_span_qgen``, ``imported``). `get_spec`, `list_models`'s
+pattern and so `tt_zoo.load` and every ``--model`` take either (`registered_name`); the
+registered name stays the key, the saved_models/ folder and the card's name.
+
 Every spec has a ``kind`` (`tt_zoo.modeling.kinds.KINDS`): what its artifact is and how it
 loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
 ``term_weights`` exports with ``tt_zoo.load_term_weighter``. The shipped list records each
