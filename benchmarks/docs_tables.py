@@ -1,9 +1,10 @@
 """The generated parts of the user documents, rewritten from what the repository holds:
 
 - README.md's shipped-models table, between its `shipped-models` markers: one line per shipped
-  model with the numbers its card records (ReQA-SQuAD(dev) R@100 on the 80% cold-start split's
-  2,114 test questions and on all 10,570 questions, ODQA top-20 on the 944 answerable validation
-  questions), and BM25's on the same questions, read from the same cards;
+  model (its name and its ARCH.TAG) with the numbers its card records (ReQA-SQuAD(dev) R@100 on
+  the 80% cold-start split's 2,114 test questions and on all 10,570 questions, ODQA top-20 on
+  the 944 answerable validation questions), and BM25's on the same questions, read from the
+  same cards;
 - results/README.md: an index of every file in results/ (what it measures, the command that
   writes it, the page of docs/ that reads it), from the files present and `RESULTS` below.
 
@@ -148,8 +149,8 @@ def shipped_models_markdown() -> str:
     specs = [s for s in registry.REGISTRY.values() if s.shipped]
     order = {"two_tower": 0, "late_interaction": 1, "term_weights": 2}
     specs.sort(key=lambda s: order.get(s.kind, 3))  # stable: the registry's order within
-    head = ["name", "kind", "tower", "training", "scored as", REQA_80[0], REQA_ALL[0],
-            "ODQA top-20"]
+    head = ["name", "ARCH.TAG", "kind", "tower", "training", "scored as", REQA_80[0],
+            REQA_ALL[0], "ODQA top-20"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     every_card = []
     for spec in specs:
@@ -157,7 +158,7 @@ def shipped_models_markdown() -> str:
         every_card.append(tables)
         own = _own_label(spec, tables)
         trained_on_reqa = spec.multitask is not None and "reqa" in spec.multitask.named_tasks
-        cells = [f"`{spec.name}`" + (" †" if trained_on_reqa else ""),
+        cells = [f"`{spec.name}`" + (" †" if trained_on_reqa else ""), f"`{spec.arch_tag}`",
                  spec.kind.replace("_", " "), _tower(spec, registry), _training(spec, registry),
                  "exact search" if own == spec.name else own,
                  _cell(_value(tables, lambda t: _is_reqa(t) and REQA_80[1](t), own, "R@100")),
@@ -168,7 +169,8 @@ def shipped_models_markdown() -> str:
                   "R@100"),
             _bm25(every_card, lambda t: _is_reqa(t) and REQA_ALL[1](t), "R@100"),
             _bm25(every_card, _is_odqa, "R@20")]
-    lines.append("| BM25 (bm25s) | lexical | – | – | – | " + " | ".join(map(_cell, bm25)) + " |")
+    lines.append("| BM25 (bm25s) | – | lexical | – | – | – | " + " | ".join(map(_cell, bm25))
+                 + " |")
     return "\n".join(lines)
 
 

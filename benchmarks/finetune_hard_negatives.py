@@ -32,8 +32,8 @@ def model_sha(model: str) -> str:
     """The first 12 hex digits of a shipped model's sha256 ("path" for a model directory): the
     weights a run file belongs to, so a re-shipped model is fine-tuned again."""
     from tt_zoo.zoo import registry
-    return ((registry.REGISTRY[model].sha256 or "unshipped")[:12] if model in registry.REGISTRY
-            else "path")
+    name = registry.registered_name(model)  # the registered name or its ARCH.TAG
+    return (registry.REGISTRY[name].sha256 or "unshipped")[:12] if name else "path"
 
 
 def run_one(args, sha: str, fraction: float, hard: int, seed: int) -> dict:

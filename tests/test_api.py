@@ -86,6 +86,81 @@ def test_a_name_is_checked_without_tensorflow():
         in recipe and "'tt-zoo list'" in recipe
 
 
+# ------------------------------------------------------------------ ARCH.TAG names (timm's)
+
+def test_every_registered_name_has_one_arch_tag_that_finds_the_same_entry():
+    """Each model's ARCH.TAG is unique and every lookup takes it where it takes the name."""
+    arch_tags = [spec.arch_tag for spec in registry.REGISTRY.values()]
+    assert len(set(arch_tags)) == len(arch_tags) == len(registry.ARCH_TAGS)
+    for name, spec in registry.REGISTRY.items():
+        assert spec.arch_tag == f"{spec.architecture}.{spec.tag}" and spec.architecture
+        assert tt_zoo.get_spec(spec.arch_tag) is tt_zoo.get_spec(name) is spec, name
+        assert registry.registered_name(spec.arch_tag) == registry.registered_name(name) == name
+        assert ((registry.model_name_problem(spec.arch_tag) is None)
+                == (registry.model_name_problem(name) is None) == registry.loads_by_name(spec))
+        assert not registry.looks_like_path(spec.arch_tag)
+    assert registry.registered_name("bert_tiny_512.nothing") is None
+
+
+@pytest.mark.parametrize("name, arch_tag", [
+    ("ict_bfs_wlp_512", "bert_tiny_512.ict_bfs_wlp"),
+    ("mlm_128", "bert_tiny_128.mlm"),
+    ("bert_base_ict_256", "bert_base_256.ict"),
+    ("bow_mlp_ict_bfs_wlp_512", "bow_mlp_512.ict_bfs_wlp"),
+    ("colbert_ict_bfs_wlp_crop_span_qgen_64", "colbert_tiny_64.ict_bfs_wlp_crop_span_qgen"),
+    ("hdct_ict_bfs_wlp_crop_span_qgen", "hdct_tiny.ict_bfs_wlp_crop_span_qgen"),
+    ("multitask_bow_mlp_ict_bfs_wlp_512", "bow_mlp_512.multitask_ict_bfs_wlp"),
+    ("multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512",
+     "bow_mlp_512.multitask_lexical_ict_bfs_wlp_crop_span_qgen"),
+    ("multitask_colbert_ict_bfs_wlp_crop_span_qgen_64",
+     "colbert_tiny_64.multitask_ict_bfs_wlp_crop_span_qgen"),
+    ("minilm_l6_384", "minilm_l6_384.imported"),
+    ("multitask_minilm_l6_384", "minilm_l6_384.multitask_imported"),
+    ("static_minilm_l6_384", "static_minilm_l6_384.distilled"),
+    ("multitask_static_minilm_l6_384", "static_minilm_l6_384.multitask_distilled"),
+])
+def test_arch_tag_is_the_architecture_then_how_the_weights_were_made(name, arch_tag):
+    assert tt_zoo.get_spec(name).arch_tag == arch_tag
+
+
+def test_list_models_matches_and_lists_either_name():
+    assert tt_zoo.list_models("bert_tiny_*.ict_bfs_wlp", arch_tag=True) == [
+        "bert_tiny_128.ict_bfs_wlp", "bert_tiny_256.ict_bfs_wlp", "bert_tiny_512.ict_bfs_wlp"]
+    # A pattern over the architectures lists the registered names by default.
+    assert tt_zoo.list_models("bert_tiny_*.ict_bfs_wlp") == [
+        "ict_bfs_wlp_128", "ict_bfs_wlp_256", "ict_bfs_wlp_512"]
+    bow = tt_zoo.list_models("bow_mlp_512.*", include_recipes=True)
+    assert "multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512" in bow
+    assert all(tt_zoo.get_spec(n).architecture == "bow_mlp_512" for n in bow)
+    assert sorted(tt_zoo.get_spec(n).arch_tag for n in tt_zoo.list_models()) == \
+        tt_zoo.list_models(arch_tag=True)
+
+
+def test_every_model_that_loads_is_found_by_its_arch_tag():
+    from tt_zoo.cli.parsing import model_name_or_path
+    from tt_zoo.modeling.kinds import KINDS
+    from tt_zoo.zoo.loading import find_artifact
+
+    for name in tt_zoo.list_models():
+        arch_tag = tt_zoo.get_spec(name).arch_tag
+        assert find_artifact(arch_tag, kinds=KINDS) == find_artifact(name, kinds=KINDS), name
+        assert model_name_or_path(arch_tag) == arch_tag  # every command's --model takes it
+    with pytest.raises(tt_zoo.UnknownModelError,
+                       match="Did you mean 'bert_tiny_512.ict_bfs_wlp'"):
+        tt_zoo.get_spec("bert_tiny_512.ict_bfs_wl")
+
+
+def test_a_shipped_model_loaded_by_its_arch_tag_gives_the_same_vectors():
+    from helpers import assert_matches_golden, read_golden
+
+    model = tt_zoo.load("bert_tiny_128.ict_bfs_wlp")
+    golden = read_golden("ict_bfs_wlp_128")  # what the model loaded by its name gives
+    assert_matches_golden(golden, model.encode_queries(golden["queries"]),
+                          model.encode_documents(golden["passages"], titles=golden["titles"]))
+    assert model.spec is tt_zoo.get_spec("ict_bfs_wlp_128")
+    assert model.metadata["name"] == "ict_bfs_wlp_128"  # the card keeps the registered name
+
+
 # ------------------------------------------------------------------ a Keras-complete model
 
 @pytest.fixture(scope="module")

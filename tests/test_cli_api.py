@@ -107,6 +107,10 @@ def test_list_matches_list_models(capsys):
     import tt_zoo
 
     code, out, _ = run(capsys, "list")
-    assert code == 0 and out.split() == tt_zoo.list_models()
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0 and [r[0] for r in rows] == tt_zoo.list_models()
+    assert sorted(r[1] for r in rows) == tt_zoo.list_models(arch_tag=True)
     code, out, _ = run(capsys, "list", "--include-recipes")
-    assert code == 0 and out.split() == tt_zoo.list_models(include_recipes=True)
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0 and [r[0] for r in rows] == tt_zoo.list_models(include_recipes=True)
+    assert sorted(r[1] for r in rows) == tt_zoo.list_models(include_recipes=True, arch_tag=True)

@@ -62,21 +62,31 @@ def passages_jsonl(tmp_path):
 
 def test_list_names_the_models_that_load_and_with_recipes_every_registered_one(capsys):
     code, out, _ = run(capsys, "list")
-    assert code == 0 and out.split() == list_models() == list_models(shipped_only=True)
+    rows = [line.split() for line in out.splitlines()]
+    assert code == 0 and [r[0] for r in rows] == list_models() == list_models(shipped_only=True)
+    # Beside each name, its ARCH.TAG (the same model's other name).
+    assert [r[1] for r in rows] == [REGISTRY[r[0]].arch_tag for r in rows]
+    assert sorted(r[1] for r in rows) == list_models(arch_tag=True)
+    assert ["ict_bfs_wlp_512", "bert_tiny_512.ict_bfs_wlp"] in rows
     code, out, _ = run(capsys, "list", "--include-recipes")
-    assert code == 0 and out.split() == sorted(REGISTRY)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == sorted(REGISTRY)
     code, out, _ = run(capsys, "list", "--shipped")
     head, *rows = out.splitlines()
-    assert code == 0 and head.split()[:4] == ["name", "kind", "encoder", "pretraining"]
+    assert code == 0 and head.split()[:5] == ["name", "arch.tag", "kind", "encoder",
+                                              "pretraining"]
     assert [r.split()[0] for r in rows] == list_models(shipped_only=True)
     flagship = next(r for r in rows if r.startswith("ict_bfs_wlp_512 "))
     metrics = dict(REGISTRY["ict_bfs_wlp_512"].metrics)
-    assert flagship.split()[1:4] == ["two-tower", "bert-tiny", "ict_bfs_wlp"]
+    assert flagship.split()[1:5] == ["bert_tiny_512.ict_bfs_wlp", "two-tower", "bert-tiny",
+                                     "ict_bfs_wlp"]
     assert flagship.endswith(f"ReQA R@100 {metrics['R@100 zero-shot 80%']:g}, "
                              f"ODQA R@20 {metrics['ODQA validation R@20']:g}")
     code, out, _ = run(capsys, "list", "ict_bfs_wlp_*", "--shipped", "--kind", "two_tower")
     assert [r.split()[0] for r in out.splitlines()[1:]] == [
         "ict_bfs_wlp_128", "ict_bfs_wlp_256", "ict_bfs_wlp_512", "ict_bfs_wlp_crop_span_qgen_512"]
+    code, out, _ = run(capsys, "list", "bow_mlp_512.*")  # a pattern over the ARCH.TAG names
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == list_models(
+        "bow_mlp_512.*") and "bow_mlp_ict_bfs_wlp_512" in out and "bert_tiny" not in out
     code, _, err = run(capsys, "list", "nothing_like_this*")
     assert code == 1 and "no model that loads matches 'nothing_like_this*'" in err
     code, _, err = run(capsys, "list", "bert_base_*")  # recipes only: says how to see them

@@ -52,6 +52,8 @@ def test_budget_and_bad_flags(recipe, capsys):
 def test_successor_variants_are_cells_with_labels_and_odqa_in_cards(recipe):
     args = recipe.parse_args(["--stages", "evaluate", "--cells", "ict_512,bow_mlp_span_512"])
     assert args.cells == ("ict_512", "bow_mlp_span_512")  # the grid's first, then others
+    args = recipe.parse_args(["--stages", "evaluate", "--cells", "bow_mlp_512.span,ict_512"])
+    assert args.cells == ("ict_512", "bow_mlp_span_512")  # an ARCH.TAG: the name it spells
     assert report.label("ict_bfs_wlp_span") == "ICT+BFS+WLP+span"
     assert report.label("ict_bfs_wlp") == "ICT+BFS+WLP" and report.label("crop") == "crop"
     metrics = {c: 0.5 for c in COLUMNS} | {"num_queries": 10}

@@ -9,7 +9,9 @@ ICLR 2020.
     hits = index.search(["who discovered penicillin?"], k=10)
 
 `list_models()` names the models that load (`list_models(include_recipes=True)`: every
-registered variant, most of them recipes to train). `load` gives every kind: two-tower,
+registered variant, most of them recipes to train). Each model also has a timm-style
+``ARCH.TAG`` name, which loads the same model: ``tt_zoo.load("bert_tiny_512.ict_bfs_wlp")`` is
+``ict_bfs_wlp_512``; ``list_models("bow_mlp_512.*", arch_tag=True)`` lists them. `load` gives every kind: two-tower,
 late-interaction (ColBERT) and term-weight (HDCT) models, and each one's
 `index(passages, titles=...)` searches query text into the same `Hit`s
 (`tt_zoo.retrieval.search.TextSearcher`); `bm25_index` is BM25's, `fuse` fuses two:

@@ -3,6 +3,9 @@ registered name.
 
 A listed name has weights (shipped, or a public checkpoint imported from its package): `tt-zoo
 search --model NAME`, `tt_zoo.load(NAME)` (`tt_zoo.load_term_weighter` for hdct_*) take it.
+Each model is listed under both its names: the registered one, then its ARCH.TAG (timm's
+architecture and weights tag, e.g. bert_tiny_512.ict_bfs_wlp); either loads, and the pattern
+matches either.
 Every other name of the paper's Tables 3 and 5 (and the variants past it) is a recipe, trained
 by the command `tt_zoo.get_spec(NAME).recipe_command()` gives. With --shipped each model gets
 its kind, encoder, pretraining and its card's headline numbers, read from the shipped-model
@@ -11,6 +14,7 @@ list (no TensorFlow).
   tt-zoo list
   tt-zoo list --shipped
   tt-zoo list '*ict_bfs_wlp*' --include-recipes
+  tt-zoo list 'bow_mlp_512.*'
 """
 
 from __future__ import annotations
@@ -32,7 +36,8 @@ HEADLINES = (("ReQA R@100", ("R@100 zero-shot 80%", "ReQA R@100, ")),
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("pattern", nargs="?", default="*",
-                   help="a glob pattern over the names, e.g. '*ict_bfs_wlp*' (quote it)")
+                   help="a glob pattern over the names or their ARCH.TAG names, e.g. "
+                        "'*ict_bfs_wlp*', 'bow_mlp_512.*' (quote it)")
     p.add_argument("--shipped", action="store_true",
                    help="a table of the models that load, with their measured numbers")
     p.add_argument("--include-recipes", action="store_true",
@@ -62,15 +67,26 @@ def _encoder(spec) -> str:
     return f"{spec.encoder}-{spec.tower_size}" if spec.tower_size else spec.encoder
 
 
-def shipped_table(names) -> str:
-    """One line a shipped model: name, kind, encoder, pretraining, headline numbers."""
-    specs = [registry.REGISTRY[n] for n in names]
-    rows = [("name", "kind", "encoder", "pretraining", "measured (%, see its MODEL_CARD.md)")]
-    rows += [(s.name, s.kind.replace("_", "-"), _encoder(s), s.pretraining, headline(s.metrics))
-             for s in specs]
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    return "\n".join(("  ".join(f"{c:<{w}}" for c, w in zip(r, widths)) + "  " + r[4]).rstrip()
+def columns(rows) -> str:
+    """The rows (tuples of strings) as left-aligned columns, two spaces apart."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(("".join(f"{c:<{w}}  " for c, w in zip(r, widths)) + r[-1]).rstrip()
                      for r in rows)
+
+
+def name_lines(names) -> str:
+    """One line a model: its registered name, then its ARCH.TAG."""
+    return columns([(n, registry.REGISTRY[n].arch_tag) for n in names])
+
+
+def shipped_table(names) -> str:
+    """One line a shipped model: name, ARCH.TAG, kind, encoder, pretraining, headline numbers."""
+    specs = [registry.REGISTRY[n] for n in names]
+    rows = [("name", "arch.tag", "kind", "encoder", "pretraining",
+             "measured (%, see its MODEL_CARD.md)")]
+    rows += [(s.name, s.arch_tag, s.kind.replace("_", "-"), _encoder(s), s.pretraining,
+              headline(s.metrics)) for s in specs]
+    return columns(rows)
 
 
 def main(argv=None) -> int:
@@ -89,7 +105,7 @@ def main(argv=None) -> int:
               f"{args.pattern!r}{f' of kind {args.kind}' if args.kind else ''}.{hint}",
               file=sys.stderr)
         return 1
-    print(shipped_table(names) if args.shipped else "\n".join(names))
+    print(shipped_table(names) if args.shipped else name_lines(names))
     return 0
 
 

@@ -37,12 +37,13 @@ from tt_zoo.errors import StageError
 from tt_zoo.reproduction import run
 from tt_zoo.reproduction.config import BUDGET_FIELDS, SPLITS, STAGES, ReproduceConfig, budget_with
 from tt_zoo.reproduction.grid import CELLS, GRID
-from tt_zoo.zoo.registry import SHIPPED_FILE
+from tt_zoo.zoo.registry import SHIPPED_FILE, registered_name
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cells", default=",".join(CELLS),
-                   help=f"comma-separated subset of: {', '.join(CELLS)}")
+                   help=f"comma-separated subset of: {', '.join(CELLS)} (or their ARCH.TAG "
+                        "names, tt-zoo list)")
     p.add_argument("--stages", default="data,pretrain,evaluate,report",
                    help=f"comma-separated subset of: {', '.join(STAGES)} (default: all but ship)")
     p.add_argument("--data", type=pathlib.Path,
@@ -79,9 +80,9 @@ def parse_args(argv=None) -> ReproduceConfig:
     """The command line as a `ReproduceConfig`, checked (a bad value exits naming its flag)."""
     p = parsing.command_parser("reproduce", __doc__, add_arguments)
     args = p.parse_args(argv)
-    from tt_zoo.zoo.registry import REGISTRY
-    given = args.cells.split(",")
-    unknown = [c for c in given if c not in REGISTRY]
+    # A cell given by its ARCH.TAG (bert_tiny_512.ict) is the registered name it spells.
+    given = [registered_name(c) or c for c in args.cells.split(",")]
+    unknown = [c for c in given if registered_name(c) is None]
     if unknown:
         p.error(f"--cells: unknown {', '.join(unknown)}; the grid has {', '.join(CELLS)} (any "
                 "registered variant may be evaluated and shipped once its model is in "

@@ -29,6 +29,14 @@ two tasks: the ``lexical`` task, SPAR's training data for its lexical model (Che
 same way on the same two QA tasks (`MULTITASK_COLBERT_RECIPE`): supervision for the
 late-interaction re-ranker, from ``colbert_{pretraining}_{m}``.
 
+Every name has a second spelling in timm's form, ``ARCH.TAG`` (`ModelSpec.arch_tag`): the
+architecture from the spec's encoder, tower size and embedding dimension (`architecture`:
+``bert_tiny_512``, ``bow_mlp_512``; a public checkpoint's own: ``minilm_l6_384``) and a tag
+saying how the weights were made (`ModelSpec.tag`: ``ict_bfs_wlp``,
+``multitask_lexical_ict_bfs_wlp_crop_span_qgen``, ``imported``). `get_spec`, `list_models`'s
+pattern and so `tt_zoo.load` and every ``--model`` take either (`registered_name`); the
+registered name stays the key, the saved_models/ folder and the card's name.
+
 Every spec has a ``kind`` (`tt_zoo.modeling.kinds.KINDS`): what its artifact is and how it
 loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
 ``term_weights`` exports with ``tt_zoo.load_term_weighter``. The shipped list records each
@@ -230,6 +238,9 @@ class ModelSpec:
         makes the pair set only), None for a pretrained variant.
       imported: the public checkpoint it is (`tt_zoo.zoo.imported`), built from its registry
         package into the cache instead of shipping in saved_models/; None for the others.
+      architecture: what the weights fill, as timm names it (`architecture`: ``bert_tiny_512``,
+        ``bow_mlp_512``, ``colbert_tiny_64``; a public checkpoint's family: ``minilm_l6_384``,
+        ``static_minilm_l6_384``); with `tag` it makes `arch_tag`, the name's other spelling.
     """
 
     name: str
@@ -250,6 +261,24 @@ class ModelSpec:
     kind: str = TWO_TOWER
     multitask: Optional[MultitaskRecipe] = None
     imported: Optional[ImportedCheckpoint] = None
+    architecture: str = ""
+
+    @property
+    def tag(self) -> str:
+        """How the weights were made: the pretraining (``ict_bfs_wlp``, ``imported``,
+        ``distilled``), after ``multitask_`` and the tasks the multi-task run adds to the two QA
+        tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant."""
+        if self.multitask is None:
+            return self.pretraining
+        added = [t for t in self.multitask.named_tasks if t not in MULTITASK_RECIPE.named_tasks]
+        return "_".join(["multitask", *added, self.pretraining])
+
+    @property
+    def arch_tag(self) -> str:
+        """``ARCH.TAG`` (timm's ``vit_base_patch16_224.augreg_in21k``): `architecture`, then
+        `tag`; e.g. ``bert_tiny_512.ict_bfs_wlp`` for ``ict_bfs_wlp_512``. `get_spec`,
+        `tt_zoo.load` and every ``--model`` take it beside `name`."""
+        return f"{self.architecture}.{self.tag}"
 
     @property
     def shipped(self) -> bool:
@@ -324,6 +353,16 @@ class ModelSpec:
                 f"--export saved_models/{self.name}")
 
 
+def architecture(encoder: str, tower_size: Optional[str], embedding_dim: int,
+                 kind: str = TWO_TOWER) -> str:
+    """The architecture of a spec's fields: encoder, tower size, embedding dimension
+    (``bert_tiny_512``, ``bert_base_128``, ``bow_mlp_512``, ``colbert_tiny_64``); a term-weight
+    model's one weight per token makes it ``hdct_tiny`` (HDCT's head on the tiny BERT)."""
+    if kind == TERM_WEIGHTS:
+        return f"{TERM_WEIGHT_PREFIX}{tower_size}"
+    return "_".join(part for part in (encoder, tower_size, str(embedding_dim)) if part)
+
+
 def _build_registry() -> Dict[str, ModelSpec]:
     """Every name of every series, with the series' options, recipe and lengths (an
     ``init_from`` template filled with the name's pretraining and dimension)."""
@@ -334,7 +373,9 @@ def _build_registry() -> Dict[str, ModelSpec]:
                             init_from=series.init_from and series.init_from.format(
                                 pretraining=task, dim=dim),
                             options=series.options, kind=series.kind,
-                            multitask=series.multitask)
+                            multitask=series.multitask,
+                            architecture=architecture(series.encoder, series.tower_size, dim,
+                                                      series.kind))
             for prefix, series in SERIES.items() for name, task, dim in series.names(prefix)}
 
 
@@ -361,23 +402,25 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
                       options=c.options, recipe=dataclasses.replace(
                           CPU_RECIPE, document_length=c.document_length))
         static = f"static_{name.rsplit('_', 1)[0]}_{STATIC_DIM}"
+        # The checkpoint's name is its architecture (``minilm_l6_384``), ``static_`` that of the
+        # static model distilled from it; the tag says which weights (`ModelSpec.tag`).
         specs[name] = ModelSpec(
             name=name, encoder="bert", tower_size=None, embedding_dim=c.embedding_dim,
-            pretraining="imported", artifact=name, imported=c, **common,
+            pretraining="imported", artifact=name, imported=c, architecture=name, **common,
             metrics=tuple(sorted(headline(name).items())),
             provenance=f"{c.base_model} (revision {c.revision[:12]}, {c.license}) from "
                        f"{c.requirement}, as published; trained on {c.training_data}")
         specs[f"multitask_{name}"] = ModelSpec(
             name=f"multitask_{name}", encoder="bert", tower_size=None,
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
-            multitask=MULTITASK_CHECKPOINT_RECIPE, **common)
+            multitask=MULTITASK_CHECKPOINT_RECIPE, architecture=name, **common)
         specs[static] = ModelSpec(name=static, encoder="bow_mlp", tower_size=None,
                                   embedding_dim=STATIC_DIM, pretraining=DISTILLED,
-                                  init_from=name, **common)
+                                  init_from=name, architecture=static, **common)
         specs[f"multitask_{static}"] = ModelSpec(
             name=f"multitask_{static}", encoder="bow_mlp", tower_size=None,
             embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=static,
-            multitask=MULTITASK_RECIPE, **common)
+            multitask=MULTITASK_RECIPE, architecture=static, **common)
     return specs
 
 
@@ -389,8 +432,39 @@ _REGISTERED: Dict[str, ModelSpec] = {**_build_registry(), **_CHECKPOINT_SPECS}
 REGISTRY: Dict[str, ModelSpec] = dict(_REGISTERED)
 
 
+def _arch_tag_index(specs: Dict[str, ModelSpec]) -> Dict[str, str]:
+    """ARCH.TAG -> registered name of every spec; ValueError when two names share one."""
+    index: Dict[str, str] = {}
+    for name, spec in specs.items():
+        other = index.setdefault(spec.arch_tag, name)
+        if other != name:
+            raise ValueError(f"{other!r} and {name!r} are both {spec.arch_tag!r}: an ARCH.TAG "
+                             "names one model.")
+    return index
+
+
+# Every registered name's other spelling, timm's ``ARCH.TAG`` (`ModelSpec.arch_tag`) -> the
+# registered name (the key of REGISTRY and shipped_models.json, the folder under saved_models/
+# and the name its card records). Every lookup takes either (`registered_name`).
+ARCH_TAGS: Dict[str, str] = _arch_tag_index(_REGISTERED)
+
+
+def registered_name(name) -> Optional[str]:
+    """The registered name of `name`, given as itself or as its ARCH.TAG
+    (``bert_tiny_512.ict_bfs_wlp`` -> ``ict_bfs_wlp_512``); None when it is neither."""
+    if not isinstance(name, str):
+        return None
+    return name if name in REGISTRY else ARCH_TAGS.get(name)
+
+
+def _spellings(specs) -> List[str]:
+    """Both names of each spec: the registered name and its ARCH.TAG."""
+    return [n for spec in specs for n in (spec.name, spec.arch_tag)]
+
+
 def list_models(pattern: str = "*", shipped_only: Optional[bool] = None,
-                kind: Optional[str] = None, *, include_recipes: bool = False) -> List[str]:
+                kind: Optional[str] = None, *, include_recipes: bool = False,
+                arch_tag: bool = False) -> List[str]:
     """The model names that load, matching a glob pattern, sorted (as timm's
     ``list_models(pretrained=True)`` and keras-hub's presets list only what loads).
 
@@ -400,17 +474,24 @@ def list_models(pattern: str = "*", shipped_only: Optional[bool] = None,
     of the paper's tables (and past them) is a recipe: registered, with the command that trains
     it (`get_spec(name).recipe_command()`), listed with ``include_recipes=True``.
 
+    A model has two names, either of which loads: its registered name (``ict_bfs_wlp_512``)
+    and its ``ARCH.TAG`` (``bert_tiny_512.ict_bfs_wlp``, `ModelSpec.arch_tag`). The pattern
+    matches either; the registered names are listed, the ARCH.TAG names with ``arch_tag=True``.
+
     Args:
-      pattern: a glob over the names, e.g. "*ict_bfs_wlp*".
+      pattern: a glob over the names (either spelling), e.g. "*ict_bfs_wlp*", "bow_mlp_512.*".
       shipped_only: the older spelling: True is the default (only names with weights); False
         is ``include_recipes=True``.
       kind: only the names of one of `KINDS` ("two_tower", "late_interaction",
         "term_weights").
       include_recipes: also the registered names without weights (the recipe catalogue).
+      arch_tag: list the models' ARCH.TAG names instead of their registered names.
 
     Example:
       >>> list_models("ict_bfs_wlp_[0-9]*")
       ['ict_bfs_wlp_128', 'ict_bfs_wlp_256', 'ict_bfs_wlp_512']
+      >>> list_models("bert_tiny_*.ict_bfs_wlp", arch_tag=True)
+      ['bert_tiny_128.ict_bfs_wlp', 'bert_tiny_256.ict_bfs_wlp', 'bert_tiny_512.ict_bfs_wlp']
     """
     if kind is not None and kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)} (got {kind!r}).")
@@ -419,9 +500,9 @@ def list_models(pattern: str = "*", shipped_only: Optional[bool] = None,
                         f"{type(pattern).__name__} {pattern!r}).")
     if shipped_only is not None:
         include_recipes = include_recipes or not shipped_only
-    return sorted(name for name, spec in REGISTRY.items()
-                  if fnmatch.fnmatch(name, pattern) and (include_recipes or loads_by_name(spec))
-                  and kind in (None, spec.kind))
+    return sorted(spec.arch_tag if arch_tag else spec.name for spec in REGISTRY.values()
+                  if any(fnmatch.fnmatch(n, pattern) for n in (spec.name, spec.arch_tag))
+                  and (include_recipes or loads_by_name(spec)) and kind in (None, spec.kind))
 
 
 def loads_by_name(spec: "ModelSpec") -> bool:
@@ -447,8 +528,9 @@ def unknown_model_message(name, where: str = "tt_zoo.list_models()") -> str:
     if not isinstance(name, str) or not name.strip():
         return (f"A model name or an export directory is needed (got {name!r}). "
                 f"{where} lists the models that load.")
-    loadable = [n for n, s in REGISTRY.items() if loads_by_name(s)]
-    close = close_names(name, loadable) or close_names(name, REGISTRY)
+    loadable = [s for s in REGISTRY.values() if loads_by_name(s)]
+    close = (close_names(name, _spellings(loadable))
+             or close_names(name, _spellings(REGISTRY.values())))
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return (f"{name!r} is not a tt_zoo model.{hint} {where} lists the {len(loadable)} models "
             "that load.")
@@ -457,7 +539,7 @@ def unknown_model_message(name, where: str = "tt_zoo.list_models()") -> str:
 def looks_like_path(name_or_path: str) -> bool:
     """True when `name_or_path` names a directory rather than a model: it exists and is no
     registered name, or it holds a path separator or starts with "." (`tt_zoo.load`'s rule)."""
-    return ((pathlib.Path(name_or_path).exists() and name_or_path not in REGISTRY)
+    return ((pathlib.Path(name_or_path).exists() and registered_name(name_or_path) is None)
             or os.sep in name_or_path or name_or_path.startswith("."))
 
 
@@ -469,9 +551,10 @@ def model_name_problem(name_or_path: str, where: str = "tt_zoo.list_models()") -
         return unknown_model_message(name_or_path, where)
     if looks_like_path(name_or_path):
         return None
-    if name_or_path not in REGISTRY:
+    registered = registered_name(name_or_path)
+    if registered is None:
         return unknown_model_message(name_or_path, where)
-    spec = REGISTRY[name_or_path]
+    spec = REGISTRY[registered]
     if not loads_by_name(spec):
         return (f"{name_or_path!r} is a recipe without weights: train it with\n  "
                 f"{spec.recipe_command()}\nand pass the export's directory. {where} lists the "
@@ -480,13 +563,14 @@ def model_name_problem(name_or_path: str, where: str = "tt_zoo.list_models()") -
 
 
 def get_spec(name: str) -> ModelSpec:
-    """The spec of a registered name (with weights or a recipe).
+    """The spec of a registered name or its ARCH.TAG (with weights or a recipe).
 
     Raises:
       UnknownModelError: (a KeyError) an unknown name; the message suggests close matches.
     """
-    if isinstance(name, str) and name in REGISTRY:
-        return REGISTRY[name]
+    registered = registered_name(name)
+    if registered is not None:
+        return REGISTRY[registered]
     raise UnknownModelError(unknown_model_message(name))
 
 

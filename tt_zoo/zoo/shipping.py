@@ -493,8 +493,8 @@ def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
             sha = ModelCard.from_dict(_read_json(candidate / METADATA_FILE)).provenance.sha256
             break
     else:
-        if named in registry.REGISTRY:
-            sha = registry.REGISTRY[named].sha256
+        if registry.registered_name(named) is not None:
+            sha = registry.get_spec(named).sha256
     ours = card.provenance.sha256
     # A re-export keeps the weights (checked array by array): results measured on the export it
     # replaced are measured on these weights.
