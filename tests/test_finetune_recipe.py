@@ -14,7 +14,8 @@ from helpers import load_recipe, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.training import finetuning
 from tt_zoo.evaluation import reqa as reqa_lib
-from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
+from tt_zoo.modeling.models import build_two_tower_model
+from tt_zoo.modeling.pair_model import with_sequence_lengths
 
 COMMAND = [sys.executable, "-m", "tt_zoo.cli", "finetune"]  # as `tt-zoo finetune`
 TINY_SHAPE = dict(num_layers=1, hidden_size=16, num_attention_heads=2, inner_dim=32)

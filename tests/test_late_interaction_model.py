@@ -21,6 +21,8 @@ from tt_zoo.modeling.late_interaction_model import (LateInteractionModel,
                                                     build_late_interaction_model,
                                                     warm_start_from)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
+from tt_zoo.modeling.models import TwoTowerModel
+from tt_zoo.modeling.pair_model import PairModel
 from tt_zoo.modeling.maxsim import maxsim_scores
 from tt_zoo.training.grad_cache import GradCacheError, use_grad_cache
 
@@ -242,10 +244,6 @@ def test_unsupported_options_fail_clearly():
     with pytest.raises(GradCacheError, match="--grad-cache-chunk"):
         use_grad_cache(model, 4)
     use_grad_cache(model, None)  # off is fine
-    with pytest.raises(TtZooError, match="encode_query_tokens"):
-        model.encode_queries(["who?"])
-    with pytest.raises(TtZooError, match="encode_document_tokens"):
-        model.encode_documents(["a passage"])
     with pytest.raises(ValueError, match="similarity='maxsim'"):
         LateInteractionModel(model.query_preprocessor, model.document_preprocessor, model.tower,
                              loss=CorrectedSampledSoftmaxLoss())
@@ -253,6 +251,17 @@ def test_unsupported_options_fail_clearly():
         AugmentedQueryPreprocessor([t for t in VOCAB if t != "[MASK]"], seq_length=8)
     with pytest.raises(ValueError, match="punctuation_ids"):
         LateInteractionTower(len(VOCAB), 8, size="tiny", punctuation_ids=[len(VOCAB)])
+
+
+def test_shares_the_pair_model_not_the_two_tower_encoders():
+    """A late-interaction model is a `PairModel` beside `TwoTowerModel`, not one of them: it has
+    no single-vector encoder (not one that raises), and its one tower is both sides'."""
+    model = tiny_colbert()
+    assert isinstance(model, PairModel) and not isinstance(model, TwoTowerModel)
+    for method in ("encode_queries", "encode_documents", "encode_document_inputs", "_finish"):
+        assert not hasattr(model, method), method
+    assert model.query_tower is model.tower is model.document_tower and model.share_towers
+    assert model.normalize_embeddings  # what run settings record (its token vectors are unit)
 
 
 # ---------------------------------------------------------------- export and tt_zoo.load
@@ -437,6 +446,15 @@ def test_token_cache_tells_augmented_queries_from_plain_ones(pretrain_inputs, tm
     assert (plain[F.QUERY_INPUTS]["input_type_ids"] == 0).all()
     assert (augmented[F.QUERY_INPUTS]["input_type_ids"] == 2).all()
     assert (augmented[F.QUERY_INPUTS]["input_mask"] == 1).all()
+
+
+def test_late_interaction_zoo_model_has_no_single_vector(colbert_export):
+    _, path, _ = colbert_export
+    loaded = tt_zoo.load(path)
+    with pytest.raises(TtZooError, match="no single query vector: use encode_query_tokens"):
+        loaded.encode_queries(["who?"])
+    with pytest.raises(TtZooError, match="no single document vector: use encode_document_tokens"):
+        loaded.encode_documents(["a passage"])
 
 
 def test_single_vector_zoo_model_has_no_token_vectors(pretrain_inputs):

@@ -10,7 +10,7 @@ import tensorflow as tf
 from helpers import tiny_colbert, tiny_model
 from tt_zoo.data import features as F
 from tt_zoo.data.tasks import Document, Task, TaskExample, marker_token, with_marker
-from tt_zoo.modeling.models import with_sequence_lengths
+from tt_zoo.modeling.pair_model import with_sequence_lengths
 from tt_zoo.training import loop, multi_task
 
 

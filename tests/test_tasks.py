@@ -109,7 +109,7 @@ def test_marker_word_is_one_token_once_in_the_vocabulary():
 def test_default_id_is_the_rule_of_text_document_ids():
     import tensorflow as tf  # noqa: PLC0415
 
-    from tt_zoo.modeling.models import text_document_ids  # noqa: PLC0415
+    from tt_zoo.modeling.pair_model import text_document_ids  # noqa: PLC0415
 
     titles, texts = ["Hamlet", "", "Ünïcode"], ["a play", "bare text", "ß and 字"]
     in_graph = text_document_ids(tf.constant(titles), tf.constant(texts)).numpy()

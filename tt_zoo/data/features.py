@@ -12,7 +12,7 @@ DOC_ID = "doc_id"                        # tf.string []: identifies the document
 DOC_SAMPLING_PROB = "doc_sampling_prob"  # tf.float32 []: q(d) for the logQ correction
 TASK = "task"                            # tf.string []: which pretraining task made the pair
 
-# Tokenized on the host (`TwoTowerModel.tokenize_pairs`): dicts of input_word_ids, input_mask,
+# Tokenized on the host (`PairModel.tokenize_pairs`): dicts of input_word_ids, input_mask,
 # input_type_ids [seq_length], in place of QUERY and DOC_TITLE/DOC_TEXT.
 QUERY_INPUTS = "query_inputs"
 DOCUMENT_INPUTS = "document_inputs"

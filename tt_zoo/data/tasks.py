@@ -55,7 +55,7 @@ class TaskFormatError(TtZooError):
 
 def text_document_id(title: str, text: str) -> str:
     """The id of a document given without one: its title and text joined by a unit separator
-    (U+001F), the rule of `tt_zoo.modeling.models.text_document_ids` in Python, so the same
+    (U+001F), the rule of `tt_zoo.modeling.pair_model.text_document_ids` in Python, so the same
     document gets the same id in a task file and in a training batch."""
     return f"{title}\x1f{text}"
 

@@ -8,10 +8,11 @@ hard negatives, cross-replica negatives) over MaxSim scores (``similarity="maxsi
 trains with a softmax over (q, d+, d-) triples (Sec. 3.4); the in-batch softmax scores every
 query against every document of the batch, the same objective with more negatives.
 
-The model is a `TwoTowerModel` with one shared tower, so it tokenizes pairs, trains (`fit`,
-`tt-zoo pretrain`, `tf.distribute`), serialises and exports the same way; what differs is what
-it embeds: token vectors, read with `encode_query_tokens` / `encode_document_tokens`. The
-single-vector `encode_queries` / `encode_documents` raise. GradCache refuses it
+The model is not a `TwoTowerModel`: both are a `PairModel` (`tt_zoo.modeling.pair_model`),
+here with one shared tower, so it tokenizes pairs, trains (`fit`, `tt-zoo pretrain`,
+`tf.distribute`), serialises and exports the same way; what is its own is what it embeds:
+token vectors, read with `encode_query_tokens` / `encode_document_tokens` (there is no
+single-vector `encode_queries` / `encode_documents`). GradCache refuses it
 (`tt_zoo.training.grad_cache.use_grad_cache`): its chunked passes cache one embedding per
 example. With query-token weights (`tt_zoo.modeling.query_token_weights`) each query token
 vector is scaled by its token's weight, so every MaxSim of the model counts rare query words
@@ -36,6 +37,7 @@ from tt_zoo.modeling.late_interaction import (DEFAULT_QUERY_LENGTH, PACKED_KEYS,
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_scores
 from tt_zoo.modeling.models import TwoTowerModel, as_documents, as_string_list, as_texts
+from tt_zoo.modeling.pair_model import PairModel
 from tt_zoo.modeling.towers import BertTower
 
 # `score` keeps its [queries, query tokens, documents, document tokens] block below this size.
@@ -43,7 +45,7 @@ SCORE_BLOCK_FLOATS = 2**24
 
 
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
-class LateInteractionModel(TwoTowerModel):
+class LateInteractionModel(PairModel):
     """ColBERT: one BERT tower giving token vectors, MaxSim scores, the corrected softmax.
 
     Args:
@@ -60,6 +62,11 @@ class LateInteractionModel(TwoTowerModel):
         `set_query_token_weights`) and scales each query token vector by its token's weight.
       **kwargs: passed to `tfrs.Model` (e.g. ``name``).
 
+    What it shares with the two-tower model (tokenizing pairs, the loss and training step,
+    building, the artifact config, the numpy encoders' packing) is
+    `tt_zoo.modeling.pair_model.PairModel`'s; `query_tower` and `document_tower` are both
+    `tower`, so `share_towers` is True.
+
     Example:
       >>> model = build_late_interaction_model(vocab, embedding_dim=64)
       >>> model.compile(tf.keras.optimizers.Adam(1e-4))
@@ -70,6 +77,11 @@ class LateInteractionModel(TwoTowerModel):
     References:
       Khattab & Zaharia, SIGIR 2020, Sec. 3 (ColBERT); Chang et al. 2020, Sec. 2 (the loss).
     """
+
+    # The tower L2-normalises every token vector (Khattab & Zaharia 2020, Sec. 3.2): what a
+    # pretraining run's settings record and `ZooModel.similarity_fn_name` reads ("cosine").
+    normalize_embeddings = True
+    SERIALIZED_LAYERS = ("query_preprocessor", "document_preprocessor", "tower", "loss")
 
     def __init__(self, query_preprocessor: AugmentedQueryPreprocessor,
                  document_preprocessor: TextPreprocessor, tower: LateInteractionTower,
@@ -90,7 +102,7 @@ class LateInteractionModel(TwoTowerModel):
             raise ValueError("A late-interaction model scores with MaxSim: build its loss with "
                              f"similarity='maxsim' (got {loss.similarity!r}).")
         super().__init__(query_preprocessor, document_preprocessor, tower, None, loss=loss,
-                         normalize_embeddings=True, **kwargs)
+                         **kwargs)
         self.query_token_weights = None
         if query_token_weights is not None:
             self._make_weight_table(query_token_weights)
@@ -123,13 +135,13 @@ class LateInteractionModel(TwoTowerModel):
     def tower(self) -> LateInteractionTower:
         return self.query_tower
 
-    # -- token vectors (what `TwoTowerModel`'s embedding and loss methods now carry) ----------
+    # -- token vectors (what `PairModel`'s embedding and loss methods carry here) -------------
     def embed_query_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
         """Packed query ids -> {"token_vectors": float32 [batch, length, m], "mask": int32
         [batch, length]} (every position of an augmented query is scored). With query-token
         weights, each vector is scaled by its token's weight and a token of weight 0 is masked
         (`tt_zoo.modeling.query_token_weights`)."""
-        out = self.query_tower(packed, training=training)
+        out = super().embed_query_inputs(packed, training=training)
         if self.query_token_weights is None:
             return out
         weights = tf.gather(self.query_token_weight_table, packed["input_word_ids"]) * \
@@ -140,18 +152,7 @@ class LateInteractionModel(TwoTowerModel):
     def embed_document_inputs(self, packed, training=None) -> Dict[str, tf.Tensor]:
         """Packed document ids -> token vectors and mask as `embed_query_inputs`, padding and
         punctuation masked."""
-        return self.query_tower(packed, training=training, mask_punctuation=True)
-
-    def encode_queries(self, *args, **kwargs):
-        raise TtZooError(_NO_SINGLE_VECTOR.format(side="query", method="encode_query_tokens"))
-
-    def encode_documents(self, *args, **kwargs):
-        raise TtZooError(_NO_SINGLE_VECTOR.format(side="document",
-                                                  method="encode_document_tokens"))
-
-    def encode_document_inputs(self, *args, **kwargs):
-        raise TtZooError(_NO_SINGLE_VECTOR.format(side="document",
-                                                  method="encode_document_tokens"))
+        return self.tower(packed, training=training, mask_punctuation=True)
 
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_query_tokens(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
@@ -164,7 +165,7 @@ class LateInteractionModel(TwoTowerModel):
         weight 0 are left out. `batch_size` and `show_progress_bar` as
         `TwoTowerModel.encode_queries`."""
         texts, single = as_texts(texts, "texts")
-        cache = self._encode_cache  # TwoTowerModel's: the same packing functions
+        cache = self._encode_cache  # `PairModel`'s: the two-tower model's packing functions
         with progress_bar(show_progress_bar, len(texts), batch_size,
                           "encode query tokens") as bar:
             out = encode_tokens_in_buckets(
@@ -231,18 +232,6 @@ class LateInteractionModel(TwoTowerModel):
                 "tower": serialize(self.query_tower),
                 "loss": serialize(self.retrieval_loss),
                 "query_token_weights": self.query_token_weights}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        for key in ("query_preprocessor", "document_preprocessor", "tower", "loss"):
-            config[key] = tf.keras.layers.deserialize(config[key])
-        return cls(**config)
-
-
-_NO_SINGLE_VECTOR = ("A late-interaction (ColBERT) model has no single {side} vector: use "
-                     "{method} (one vector per token) and MaxSim (score, or the re-ranker and "
-                     "token index of tt_zoo.retrieval).")
 
 
 def encode_tokens_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
@@ -357,7 +346,7 @@ def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
     copied, for the model card.
     """
     tower = model.tower
-    if isinstance(source, LateInteractionModel) or not isinstance(source.query_tower, BertTower):
+    if not isinstance(source, TwoTowerModel) or not isinstance(source.query_tower, BertTower):
         raise TtZooError("warm_start_from copies a single-vector BERT model's encoder (got a "
                          f"{type(source).__name__} with a {type(source.query_tower).__name__}).")
     if source.query_preprocessor.vocabulary_sha256 != model.query_preprocessor.vocabulary_sha256:

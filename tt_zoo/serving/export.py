@@ -57,6 +57,7 @@ from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
+from tt_zoo.modeling.pair_model import PairModel
 from tt_zoo.serving.card_rendering import render_card
 from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
                                        MODEL_CARD_FILE, LateInteractionSettings, ModelCard)
@@ -131,8 +132,9 @@ class _TokenServingModule(tf.Module):
         return self.model.embed_documents(title, passage, training=False, cut_padding=True)
 
 
-def serving_signatures(model: TwoTowerModel) -> tuple:
-    """(module, {signature name: function}) of the SavedModel a model exports to."""
+def serving_signatures(model: PairModel) -> tuple:
+    """(module, {signature name: function}) of the SavedModel a model exports to: token
+    signatures for a `LateInteractionModel`, single-vector ones for a `TwoTowerModel`."""
     if isinstance(model, LateInteractionModel):
         module, names = _TokenServingModule(model), TOKEN_SIGNATURES
     else:
@@ -177,7 +179,7 @@ def _bytes_feature(value):
     return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
 
 
-def count_parameters(model: TwoTowerModel) -> int:
+def count_parameters(model: PairModel) -> int:
     variables = {id(v): v for v in model.trainable_variables}
     return int(sum(v.shape.num_elements() for v in variables.values()))
 
@@ -212,13 +214,13 @@ def is_model_export(path) -> bool:
                for name in (METADATA_FILE, CONFIG_FILE, "saved_model.pb"))
 
 
-def export_saved_model(model: TwoTowerModel, path, metadata: Optional[dict] = None, *,
+def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, *,
                        overwrite: bool = False) -> dict:
     """Exports a model for serving, atomically (built in a temp dir, then renamed; to a URL such
     as gs://, uploaded with metadata.json last: `tt_zoo.atomic_io.write_directory`).
 
     Args:
-      model: a built `TwoTowerModel`.
+      model: a built `TwoTowerModel` or `LateInteractionModel` (a `PairModel`).
       path: the export directory: new, empty, or an earlier tt_zoo export (replaced); any
         other existing folder is refused (FileExistsError) unless `overwrite`.
       metadata: extra fields for metadata.json (name, training data, steps, metrics, ...).
@@ -356,7 +358,7 @@ def late_interaction_settings(model: LateInteractionModel) -> LateInteractionSet
         query_token_weights=model.query_token_weights)
 
 
-def _inference_copy(model: TwoTowerModel) -> TwoTowerModel:
+def _inference_copy(model: PairModel) -> PairModel:
     """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
     if not model.built:
         model.build_by_calling()
@@ -483,7 +485,7 @@ class LoadedEncoder:
             for i in range(0, max(len(texts), 1), step)])
 
 
-def load_keras_model(path) -> TwoTowerModel:
+def load_keras_model(path) -> PairModel:
     """Rebuilds the trainable Keras model of an export from its config and SavedModel variables
     (the files are not re-hashed here: `verify_export` does that)."""
     path = pathlib.Path(path)

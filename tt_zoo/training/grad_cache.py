@@ -35,7 +35,7 @@ from tt_zoo.data import features as F
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 
-# The features `TwoTowerModel.embed_for_loss` reads: the ones a chunk is cut from.
+# The features `PairModel.embed_for_loss` reads: the ones a chunk is cut from.
 EMBEDDED_FEATURES = (F.QUERY_INPUTS, F.DOCUMENT_INPUTS, F.HARD_NEGATIVE_INPUTS, F.QUERY,
                      F.DOC_TITLE, F.DOC_TEXT, F.HARD_NEGATIVE_TITLES, F.HARD_NEGATIVE_TEXTS)
 
@@ -230,7 +230,7 @@ def _batch_size(inputs) -> tf.Tensor:
 
 
 def _embedding_keys(inputs) -> list:
-    """The keys of `TwoTowerModel.embed_for_loss`'s result for this batch."""
+    """The keys of `PairModel.embed_for_loss`'s result for this batch."""
     hard = F.HARD_NEGATIVE_INPUTS in inputs or F.HARD_NEGATIVE_TEXTS in inputs
     return ["query", "document"] + (["hard_negative"] if hard else [])
 

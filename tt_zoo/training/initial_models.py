@@ -81,7 +81,7 @@ def build_untrained(given, lengths, seed: int):
 def load_pretrained(name_or_path: str, lengths, name: Optional[str] = None):
     """(the loaded zoo model, its Keras model at `lengths`, what the card says of it; named
     `name`, else the loaded model's name + _reqa)."""
-    from tt_zoo.modeling.models import with_sequence_lengths  # noqa: PLC0415
+    from tt_zoo.modeling.pair_model import with_sequence_lengths  # noqa: PLC0415
     from tt_zoo.zoo.loading import load  # noqa: PLC0415
 
     zoo_model = load(name_or_path)

@@ -2,7 +2,7 @@
 
 Pretraining (Chang et al. 2020, Sec. 5.1) sees the pair set several times over; tokenizing every
 pair again on every pass wastes the CPU the towers need, so `tokenize_pair_set` runs the model's
-own preprocessors once over the pair set (`TwoTowerModel.tokenize_pairs`: training and serving
+own preprocessors once over the pair set (`PairModel.tokenize_pairs`: training and serving
 cannot tokenize differently) and keeps the ids as NumPy arrays.
 
 `step_batches` then serves batch ``s`` as the rows ``perm_e[(s * batch) % n ...]`` where
@@ -31,7 +31,7 @@ import tensorflow as tf
 
 from tt_zoo.data import features as F
 from tt_zoo.modeling.losses import hash_ids
-from tt_zoo.modeling.models import hard_negative_ids, hard_negative_strings
+from tt_zoo.modeling.pair_model import hard_negative_ids, hard_negative_strings
 
 Arrays = Dict[str, object]  # a nested dict of np.ndarray, all with the same first dimension
 
@@ -66,7 +66,7 @@ def arrays_from_dataset(batches: tf.data.Dataset) -> Arrays:
 def tokenize_on_host(model, batch: dict) -> dict:
     """A raw pair batch as the numbers a compiled training step takes.
 
-    The model's own token ids (`TwoTowerModel.tokenize_pairs`: training and serving cannot
+    The model's own token ids (`PairModel.tokenize_pairs`: training and serving cannot
     tokenize differently), DOC_ID hashed to int64 (`tt_zoo.modeling.losses.hash_ids`) and
     DOC_SAMPLING_PROB as float32 when present; other features are dropped. Mapped over a batched
     `tf.data` pipeline it runs on the host, so the step holds no strings (XLA and TPUs have none).
@@ -96,7 +96,7 @@ def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
     """Tokenizes a pair dataset once with the model's preprocessors into in-memory arrays.
 
     Args:
-      model: a `TwoTowerModel` (its `tokenize_pairs` defines the ids).
+      model: a `PairModel`, two-tower or late interaction (its `tokenize_pairs` defines the ids).
       pairs: unbatched pair dicts (QUERY, DOC_TITLE, DOC_TEXT, DOC_ID, DOC_SAMPLING_PROB).
 
     Returns:

@@ -37,7 +37,8 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
       options: a `tt_zoo.zoo.registry.ModelOptions` overriding the spec's.
     """
     from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-    from tt_zoo.modeling.models import build_two_tower_model, with_sequence_lengths
+    from tt_zoo.modeling.models import build_two_tower_model
+    from tt_zoo.modeling.pair_model import with_sequence_lengths
     if spec.imported is not None:
         from tt_zoo.zoo.loading import load
         return with_sequence_lengths(load(spec.name).keras_model, query_length, document_length)

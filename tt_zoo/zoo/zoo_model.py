@@ -238,7 +238,8 @@ class ZooModel(CardIdentity):
     """A loaded two-tower model: encoders, indexing, and the Keras model for fine-tuning.
 
     Attributes:
-      keras_model: the `tt_zoo.modeling.models.TwoTowerModel` (compile and `fit` it as usual).
+      keras_model: the `tt_zoo.modeling.models.TwoTowerModel` (compile and `fit` it as usual;
+        a `LateInteractionModel` in a `LateInteractionZooModel`).
       spec: the registry spec, when loaded by name.
       metadata: the artifact's metadata.json (typed: `card`).
     """
@@ -289,8 +290,8 @@ class ZooModel(CardIdentity):
         """
         as_texts(texts, "texts")
         texts = self._with_task_marker(texts, task_class)
-        return self.keras_model.encode_queries(texts, batch_size=batch_size,
-                                               show_progress_bar=show_progress_bar, **options)
+        return self._single_vector("query", "encode_queries")(
+            texts, batch_size=batch_size, show_progress_bar=show_progress_bar, **options)
 
     @property
     def task_markers(self) -> dict:
@@ -327,8 +328,19 @@ class ZooModel(CardIdentity):
         """Document embeddings of (title or sentence, passage) pairs, float32 [n, dim]; a single
         string (its title one string or None) gives one [dim] vector. `batch_size`,
         `show_progress_bar` and `options` as `encode_queries`."""
-        return self.keras_model.encode_documents(texts, titles=titles, batch_size=batch_size,
-                                                 show_progress_bar=show_progress_bar, **options)
+        return self._single_vector("document", "encode_documents")(
+            texts, titles=titles, batch_size=batch_size, show_progress_bar=show_progress_bar,
+            **options)
+
+    def _single_vector(self, side: str, method: str):
+        """The Keras model's single-vector encoder `method`; a late-interaction model (a
+        `LateInteractionModel`, not a `TwoTowerModel`) has none: `TtZooError` names its token
+        encoder."""
+        if not hasattr(self.keras_model, method):
+            raise TtZooError(f"A late-interaction (ColBERT) model has no single {side} vector: "
+                             f"use encode_{side}_tokens (one vector per token) and MaxSim "
+                             "(score, or the re-ranker and token index of tt_zoo.retrieval).")
+        return getattr(self.keras_model, method)
 
     # Late-interaction (ColBERT) models: token vectors instead of one vector per text.
     def encode_query_tokens(self, texts: Union[str, Sequence[str]], batch_size: int = 256,
