@@ -211,6 +211,10 @@ RESULTS = {
                              "alone, beside BM25 on the 80% split's test questions",
                              "tt-zoo finetune --model multitask_minilm_l6_384 --json-out ...",
                              "checkpoints.md"),
+    "finetune_reqa_minilm_pass2": ("a second pass of ReQA fine-tuning from that export "
+                                   "(early stopping on validation loss), beside BM25",
+                                   "tt-zoo finetune --model runs/exports/reqa_minilm_l6_384 "
+                                   "--json-out ...", "checkpoints.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
