@@ -250,9 +250,14 @@ class LookupEncoder:
 
 # ---------------------------------------------------------------- clustered embeddings
 
-# Seeded candidates and queries from one mixture of Gaussians: the draw of benchmarks.peers'
-# synthetic search set (--synthetic), one definition for both.
-from benchmarks.peers.embeddings import gaussian_mixture  # noqa: E402,F401
+def gaussian_mixture(*args, **kwargs):
+    """Seeded candidates and queries from one mixture of Gaussians: the draw of
+    benchmarks.peers' synthetic search set (--synthetic), one definition for both. Imported
+    when called: the scripts of tests/scripts/ import this module from their own process,
+    where the repository root (and so `benchmarks`) is not on the path."""
+    from benchmarks.peers.embeddings import gaussian_mixture as draw  # noqa: PLC0415
+
+    return draw(*args, **kwargs)
 
 
 def load_recipe(name: str):
