@@ -71,7 +71,7 @@ def format_report(result: dict) -> str:
              f"({result['wall_s'] / 60:.0f} min on this machine).", "",
              "| model | search | " + " | ".join(COLUMNS) + " |",
              "|---|---|" + "---|" * len(COLUMNS)]
-    b = result["bm25"].get("exact", result["bm25"])  # the recorded JSON predates the "exact" key
+    b = result["bm25"]["exact"]
     lines.append("| BM25 | exact | " + " | ".join(f"{100 * b[c]:.1f}" for c in COLUMNS) + " |")
     for r in result["models"]:
         for search in ("exact", "scann"):

@@ -64,8 +64,7 @@ def test_streaming_encoder_writes_every_row_and_resumes(tmp_path):
 
 
 def test_the_recorded_open_domain_report_re_renders_from_its_json():
-    """results/open_domain.md is benchmarks/open_domain.py's report of its JSON (recorded before
-    BM25's scores sat under an "exact" key: the report reads either)."""
+    """results/open_domain.md is benchmarks/open_domain.py's report of its JSON."""
     from benchmarks.open_domain import format_report
     from conftest import REPO_ROOT
 
