@@ -107,6 +107,13 @@ def json_text(obj, *, where, indent: Optional[int] = 1, sort_keys: bool = False)
                          f"({e}).") from e
 
 
+def read_json(path):
+    """The JSON in the local file `path`, or None while it does not exist (a result not written
+    yet, a folder without its metadata)."""
+    path = pathlib.Path(path)
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
 def write_json(path, obj, *, indent: Optional[int] = 1, sort_keys: bool = False):
     """Writes `obj` as strict JSON (`json_text`, with a final newline) through `write_text`."""
     return write_text(path, json_text(obj, where=path, indent=indent, sort_keys=sort_keys)

@@ -12,8 +12,8 @@ and its report; what a cell's work is made of lives here:
   False: the other cells go on, a rerun retries it); `run_once`: the same, skipped when the file
   the step makes exists, so a grid resumes where it stopped;
 - `spec_key`: the folder and file name of a cell given by a dict of settings;
-- `read_json`, `cached_json`, `read_results`: a result file, a result computed once and kept,
-  every result of a folder of cells;
+- `read_json` (`tt_zoo.atomic_io`'s), `cached_json`, `read_results`: a result file, a result
+  computed once and kept, every result of a folder of cells;
 - `with_earlier_rows`: a report's rows with those of earlier runs kept in place;
 - `write_report`, `save_figure`: the report's JSON, Markdown and plot, each written atomically;
 - `Stopwatch`: a step's wall-clock seconds (a pretraining's CPU seconds are its curve's,
@@ -31,7 +31,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from tt_zoo.atomic_io import open_for_replace, write_json, write_text
+from tt_zoo.atomic_io import open_for_replace, read_json, write_json, write_text
 
 
 class Stopwatch:
@@ -93,12 +93,6 @@ def spec_key(name: str, spec: Dict[str, Any]) -> str:
     ("multi-1a2b3c4d5e"), so a changed setting is a new cell and an unchanged one is found."""
     text = json.dumps(spec, sort_keys=True)
     return f"{name}-{hashlib.sha256(text.encode()).hexdigest()[:10]}"
-
-
-def read_json(path: pathlib.Path):
-    """A result file's JSON, or None before it is written."""
-    path = pathlib.Path(path)
-    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def cached_json(path: pathlib.Path, compute: Callable[[], Any]):

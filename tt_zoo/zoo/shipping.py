@@ -36,7 +36,7 @@ import shutil
 import tempfile
 from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
-from tt_zoo.atomic_io import write_directory, write_json
+from tt_zoo.atomic_io import read_json, write_directory, write_json
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
 from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
@@ -54,10 +54,6 @@ _HEADLINE = {"reqa": ("ReQA", "R@100"), "open_domain_reqa": ("open-domain ReQA",
              "odqa": ("ODQA validation", "R@20")}
 # The results settings naming the model a text benchmark measured.
 _MODEL_SETTINGS = ("colbert", "term_model")
-
-
-def _read_json(path: pathlib.Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 # -- ship -------------------------------------------------------------------------------------
@@ -96,7 +92,7 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
                          f"{name!r} is registered with {spec.embedding_dim}.")
     dest = pathlib.Path(saved_models or registry.SAVED_MODELS_DIR) / name
     if source.resolve() != dest.resolve():
-        current = ModelCard.from_dict(_read_json(dest / METADATA_FILE)).name
+        current = ModelCard.from_dict(read_json(dest / METADATA_FILE) or {}).name
         if dest.exists() and current not in (name, card.name):
             raise TtZooError(f"{dest} holds an export of {current!r}, not of {name!r}; move it "
                              "away first.")
@@ -110,7 +106,7 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
     card = ModelCard.from_dict(verify_export(dest))
     sha256, arch = card.provenance.sha256, card.architecture
     shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
-    shipped = _read_json(shipped_file)
+    shipped = read_json(shipped_file) or {}
     previous = shipped.get(name, {})
     entry = {"kind": kind, "artifact": name, "sha256": sha256,
              "url": download.release_url(name),
@@ -230,7 +226,7 @@ def reexport(name_or_path, reason: str, *, shipped_file=None,
         f"{', '.join(after.architecture.signatures or [])}")
     if spec is not None:
         shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
-        shipped = _read_json(shipped_file)
+        shipped = read_json(shipped_file) or {}
         shipped[spec.name]["sha256"] = after.provenance.sha256
         _write_shipped(shipped_file, shipped, spec.name)
         log(f"{spec.name}: the shipped entry in {shipped_file} records the new sha256")
@@ -322,7 +318,7 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     log(f"recorded {len(tables)} table(s) from {source} in {path / 'MODEL_CARD.md'}")
     if spec is not None:
         shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
-        shipped = _read_json(shipped_file)
+        shipped = read_json(shipped_file) or {}
         entry = shipped[spec.name]
         if entry.get("sha256") != sha256:
             log(f"{spec.name}: the shipped entry's sha256 {str(entry.get('sha256'))[:12]}… is "
@@ -490,7 +486,7 @@ def _check_same_model(settings: dict, card: ModelCard, where, log) -> None:
     sha = None
     for candidate in (pathlib.Path(named), registry.SAVED_MODELS_DIR.parent / named):
         if (candidate / METADATA_FILE).is_file():
-            sha = ModelCard.from_dict(_read_json(candidate / METADATA_FILE)).provenance.sha256
+            sha = ModelCard.from_dict(read_json(candidate / METADATA_FILE) or {}).provenance.sha256
             break
     else:
         if registry.registered_name(named) is not None:
