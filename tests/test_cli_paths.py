@@ -59,17 +59,17 @@ def test_installed_defaults_resolve_in_the_cache_never_in_site_packages(installe
     for path in (pretrain.model.vocab, reproduce.vocab, reproduce.data,
                  common.default_squad_path()):
         assert not pathlib.Path(path).is_relative_to(installed.parents[2]), path
-    assert reproduce.saved_models is None and reproduce.readme is None
+    assert reproduce.saved_models is None and reproduce.shipped is None
 
 
 def test_installed_reproduce_ships_only_to_named_places(installed, tmp_path, capsys):
     reproduce = cli.command_module("reproduce")
     with pytest.raises(SystemExit):
         reproduce.parse_args(["--stages", "ship"])
-    assert "not running from a clone: pass --saved-models, --shipped" in capsys.readouterr().err
+    assert "not running from a clone: pass --saved-models and --shipped" in \
+        capsys.readouterr().err
     args = reproduce.parse_args(["--stages", "ship", "--saved-models", str(tmp_path / "s"),
-                                 "--shipped", str(tmp_path / "s.json"), "--readme",
-                                 str(tmp_path / "README.md")])
+                                 "--shipped", str(tmp_path / "s.json")])
     assert args.saved_models == tmp_path / "s"
 
 

@@ -63,9 +63,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--shipped", type=pathlib.Path, default=None,
                    help="the shipped-model list the ship stage updates (default: the "
                         "registry's, in a git clone)")
-    p.add_argument("--readme", type=pathlib.Path, default=None,
-                   help="the README whose shipped-model list the ship stage regenerates "
-                        "(default: the git clone's README.md)")
     p.add_argument("--squad", type=pathlib.Path,
                    help="SQuAD v1.1 JSON of the ReQA evaluation ($TT_ZOO_DATA/squad/dev-v1.1.json)")
     p.add_argument("--splits", default=",".join(f"{f:g}" for f in SPLITS),
@@ -106,16 +103,14 @@ def parse_args(argv=None) -> ReproduceConfig:
     if "evaluate" in stages and not squad.is_file():
         parsing.exit_missing(p, f"--squad: {squad} does not exist (set TT_ZOO_DATA or "
                                 "pass --squad PATH)")
-    where = {"saved_models": args.saved_models, "shipped": args.shipped, "readme": args.readme}
+    where = {"saved_models": args.saved_models, "shipped": args.shipped}
     root = clone_root()  # the clone's files are the defaults; an installed package has none
     if root is not None:
         where = {"saved_models": args.saved_models or root / "saved_models",
-                 "shipped": args.shipped or SHIPPED_FILE,
-                 "readme": args.readme or root / "README.md"}
+                 "shipped": args.shipped or SHIPPED_FILE}
     elif "ship" in stages and None in where.values():
-        p.error("--stages ship updates a git clone's saved_models/, shipped-model list and "
-                "README; tt_zoo is not running from a clone: pass --saved-models, --shipped "
-                "and --readme")
+        p.error("--stages ship updates a git clone's saved_models/ and shipped-model list; "
+                "tt_zoo is not running from a clone: pass --saved-models and --shipped")
     return ReproduceConfig(
         cells=tuple([c for c in CELLS if c in given] + [c for c in given if c not in CELLS]),
         stages=stages, budget=budget, splits=splits, data=args.data, runs=args.runs,

@@ -8,8 +8,8 @@ ReQA-SQuAD(dev) cold-start splits, with BM25 on the same questions.
 
 The stages are modules of this package, one idea each: `grid` (which runs to make, where their
 outputs live; the data and pretrain stages, as `tt-zoo` subprocesses), `evaluate` (ReQA
-scores), `report` (tables, JSON and plot under results/), `ship` (saved_models/, the shipped
-list and the README, through `tt_zoo.zoo.shipping`); `config` holds the typed settings. A stage
+scores), `report` (tables, JSON and plot under results/), `ship` (saved_models/ and the
+shipped list, through `tt_zoo.zoo.shipping`); `config` holds the typed settings. A stage
 that cannot go on raises `tt_zoo.errors.StageError`. `runner` holds the mechanics every grid
 shares (steps as logged `tt-zoo` processes skipped once done, cached result JSON, the report's
 files), this one's and the benchmarks' (``benchmarks/pretrain_tasks.py``, ``multi_task.py``).

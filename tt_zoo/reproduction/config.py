@@ -45,8 +45,8 @@ class ReproduceConfig:
       splits: cold-start training fractions (Chang et al. 2020, Sec. 5: 1%, 5%, 80%).
       data, runs, vocab, results, squad: the data folder, the work folder (pairs, checkpoints,
         models, cell results), the models' vocabulary, the report's folder, the SQuAD file.
-      saved_models, shipped, readme: what the ship stage updates (None outside a git clone
-        unless given).
+      saved_models, shipped: what the ship stage updates (None outside a git clone unless
+        given).
     """
 
     cells: Tuple[str, ...]
@@ -60,4 +60,3 @@ class ReproduceConfig:
     squad: pathlib.Path
     saved_models: Optional[pathlib.Path] = None
     shipped: Optional[pathlib.Path] = None
-    readme: Optional[pathlib.Path] = None
