@@ -203,6 +203,11 @@ RESULTS = {
                                      "multitask_minilm_l6_384 (ReQA and ODQA)",
                                      "python -m benchmarks.checkpoints --output "
                                      "results/checkpoints_multitask_minilm", "checkpoints.md"),
+    "checkpoints_ict_bfs_wlp_minilm": ("the shipped multi-task MiniLM continued on the paper's "
+                                       "tasks (ICT+BFS+WLP over Wikispeedia) with WebQuestions, "
+                                       "beside its start and BM25 (ReQA and ODQA)",
+                                       "python -m benchmarks.checkpoints --output "
+                                       "results/checkpoints_ict_bfs_wlp_minilm", "checkpoints.md"),
     "beam_encode_minilm": ("`tt-zoo index-corpus` on Beam with the imported all-MiniLM-L6-v2 "
                            "against plain encoding, and its storage recall",
                            "python -m benchmarks.beam_encode --model minilm_l6_384 --limit 1024 "
