@@ -45,6 +45,8 @@ Scripts (results/ file written by default):
   scores one cell, pretrain_tasks_report writes the report
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
+- reqa_misses: where ReQA's R@1 misses go (a sibling sentence of the gold paragraph or another
+  paragraph), BM25 and models, and how many BM25 hard negatives are siblings (reqa_misses)
 - term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
   --output)
 - train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,

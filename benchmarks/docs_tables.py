@@ -294,6 +294,9 @@ RESULTS = {
                      "python -m benchmarks.qgen_samples", "pretraining_tasks.md"),
     "reproduce": ("every cell of the reproduce grid (Tables 3 and 5), with its plot",
                   "tt-zoo reproduce", "reproducing_the_paper.md"),
+    "reqa_misses": ("where ReQA's R@1 misses go, a sibling sentence or another paragraph (BM25, "
+                    "the fine-tuned MiniLMs), and how many BM25 hard negatives are siblings",
+                    "python -m benchmarks.reqa_misses", "checkpoints.md"),
     "reqa_zero_shot_bert": ("ReQA-SQuAD(dev) zero-shot of `ict_bfs_wlp_512` and BM25, all "
                             "questions", "tt-zoo evaluate --bm25 --json-out ...",
                             "reproducing_the_paper.md"),
