@@ -154,6 +154,7 @@ def test_command_line_overrides_the_registry_options():
     assert linear.bow_output_activation is None and linear.temperature == 0.1
 
 
+@pytest.mark.slow  # ~26 s: two pretraining runs in a subprocess on ram://
 def test_every_file_goes_through_gfile(inputs, tmp_path):
     """Pairs, token cache, checkpoints, logs, settings, summary and export on `ram://` (the
     in-memory filesystem behind the same tf.io.gfile API as gs://); the export, copied back,
@@ -183,6 +184,7 @@ def test_every_file_goes_through_gfile(inputs, tmp_path):
     assert model.encode_queries(["who is in paris"]).shape == (1, 128)
 
 
+@pytest.mark.slow  # ~23 s: a pretraining run and export in a subprocess
 def test_mixed_bfloat16_trains_and_exports_a_bfloat16_tower(inputs):
     # The towers compute in bfloat16; the loss, and the layers TFRS makes inside it at call
     # time, stay float32 (a global mixed policy during fit once broke the accidental-hit mask).

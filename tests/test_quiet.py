@@ -102,6 +102,7 @@ def corpus_file(tmp_path):
     return path
 
 
+@pytest.mark.slow  # ~22 s: a load, an XLA encode and `tt-zoo export` in a subprocess
 def test_tensorflow_imported_first_then_tt_zoo_is_as_quiet(exported, tmp_path):
     """`import tensorflow as tf; import tt_zoo` (the order most Keras code has): Keras 2 as
     tf.keras, and after tt_zoo's import no C++ line (TensorFlow read its log level at its own

@@ -66,7 +66,9 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                  log=lambda *_: None)
 
 
-@pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
+@pytest.mark.parametrize("encoder", [
+    pytest.param("bert", marks=pytest.mark.slow),  # ~18 s of XLA compilation (BoW-MLP: fast)
+    "bow_mlp"])
 def test_the_training_step_compiles_with_xla_and_lowers_the_loss(tmp_path, encoder):
     """The stand-in for a TPU's compilation: tokenized batches (no strings in the step) train
     under `compile(jit_compile=True)`, through the same resumable loop and distributed input
