@@ -76,6 +76,7 @@ def main(argv=None) -> int:
     from tt_zoo.mining.hard_negatives import mine_reqa_negatives
     from tt_zoo.reproduction.runner import write_report
     from tt_zoo.retrieval.bm25 import bm25_rankings
+    from tt_zoo.retrieval.search import exact_top_k
 
     start = time.perf_counter()
     reqa = reqa_lib.build_reqa(args.squad)
@@ -88,7 +89,8 @@ def main(argv=None) -> int:
         model = tt_zoo.load(name)
         candidates = metrics.encode_candidates(model, reqa)
         queries = np.asarray(model.encode_queries([q.text for q in questions]))
-        rows[name] = miss_counts(np.argmax(queries @ candidates.T, axis=1), gold, paragraph_of)
+        top1 = exact_top_k(queries, candidates, 1)[0][:, 0]  # the evaluation's exact search
+        rows[name] = miss_counts(top1, gold, paragraph_of)
         print(name, rows[name], flush=True)
     train = reqa.questions_for(split.train)
     negatives = mine_reqa_negatives(reqa, split.train, 1, seed=args.seed).rows[:, 0]
