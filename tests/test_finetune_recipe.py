@@ -211,11 +211,13 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "BM25" in proc.stdout and "R@100" in proc.stdout and "Wall time" in proc.stdout
     check_recipe_outputs(tmp_path)
-    # The export fine-tunes again through --model PATH, with a shorter document budget.
+    # The export fine-tunes again through --model PATH, with a shorter document budget, on
+    # negatives the export itself mines from other passages (Maillard et al. 2021, Sec. 4.4).
     again = recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
                          "--limit-questions", "40", "--train-fraction", "0.5", "--steps", "2",
                          "--batch-size", "4", "--document-length", "24", "--quiet",
-                         "--output", str(tmp_path / "model2")])
+                         "--hard-negatives", "1", "--hard-negatives-from", str(tmp_path / "model"),
+                         "--hard-negatives-other-passages", "--output", str(tmp_path / "model2")])
     assert again["model"]["document_length"] == 24 and again["finetune"]["steps_run"] == 2
     assert again["model"]["base_model"] == str(tmp_path / "model")
     import tt_zoo
@@ -224,6 +226,10 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     lineage = reloaded.metadata["base_model"]  # the card names what it was fine-tuned from
     assert reloaded.metadata["run_config"]["data"]["limit_questions"] == 40
     assert lineage["path"] == str(tmp_path / "model") and lineage["sha256"]
+    mined = reloaded.metadata["finetune"]["hard_negatives"]
+    assert mined["counts"]["questions"] == 18 and "skipped_gold_passage" in mined["counts"]
+    assert "skipping the gold passage's sentences" in mined["source"]
+    assert mined["mined_with"]["sha256"] == lineage["sha256"]  # the very export that mined
     with pytest.raises(ValueError, match="covers at most 32 positions"):
         recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
                      "--train-fraction", "0.5", "--steps", "1", "--document-length", "64"])

@@ -366,6 +366,29 @@ def test_reqa_miner_skips_gold_and_answer_holding_candidates():
                                   mined.rows)
 
 
+def test_reqa_miner_takes_any_ranking_and_can_skip_the_gold_passage():
+    """Candidates 0, 1 are passage 0's sentences (q0's gold is 0), 2, 3 passage 1's, 7 holds
+    q0's answer. A fixed ranking: [0, 1, 7, 3, 2, ...] for every query."""
+    reqa = reqa_lib.build_reqa_from_squad(reqa_squad())
+    assert [c.passage_index for c in reqa.candidates[:4]] == [0, 0, 1, 1]
+    order = np.array([0, 1, 7, 3, 2, 4, 5, 6])
+    calls = []
+
+    def rank(queries, depth):
+        calls.append((list(queries), depth))
+        return np.tile(order[:depth], (len(queries), 1))
+
+    siblings = hn.mine_reqa_negatives(reqa, ["q0"], 2, depth=5, rank=rank)
+    assert siblings.rows[0].tolist() == [1, 3]  # the sibling 1 first; 7 holds the answer
+    assert calls == [(["Who discovered penicillin in 1928?"], 5)]
+    other = hn.mine_reqa_negatives(reqa, ["q0"], 2, depth=5, rank=rank, skip_gold_passage=True)
+    assert other.rows[0].tolist() == [3, 2]  # 0 gold, 1 its sibling, 7 the answer-holder
+    assert other.counts["skipped_gold"] == 1
+    assert other.counts["skipped_gold_passage"] == 1
+    assert other.counts["skipped_containing_answer"] == 1
+    assert "skipped_gold_passage" not in siblings.counts
+
+
 def test_finetuning_feeds_string_negatives_tokenized_with_candidate_ids():
     from tt_zoo.modeling.losses import hash_ids
     from tt_zoo.training import finetuning
@@ -389,3 +412,12 @@ def test_finetuning_feeds_string_negatives_tokenized_with_candidate_ids():
     assert result["hard_negatives"]["num_negatives"] == 2
     assert result["hard_negatives"]["counts"]["questions"] == 3
     assert np.isfinite(result["history"][-1]["loss"])
+    assert result["hard_negatives"]["source"].startswith("BM25")
+
+    mined_by_model = finetuning.finetune(model, reqa, split, steps=1, batch_size=3, eval_every=1,
+                                         hard_negatives=1, hard_negatives_model=model,
+                                         skip_gold_passage=True, progress=False)
+    record = mined_by_model["hard_negatives"]
+    assert "exact inner-product search" in record["source"]
+    assert record["source"].endswith("skipping the gold passage's sentences")
+    assert record["counts"]["questions"] == 3 and "skipped_gold_passage" in record["counts"]

@@ -166,6 +166,19 @@ def test_a_missing_or_broken_file_and_a_missing_required_setting(tmp_path, capsy
     assert f"--config {both}: 'model' and 'init' exclude each other" in err
 
 
+def test_finetune_mining_choices_need_hard_negatives(capsys):
+    """--hard-negatives-from and --hard-negatives-other-passages say how negatives are mined;
+    without --hard-negatives H none are, so the run is refused rather than silently ignored."""
+    base = ["--model", "ict_bfs_wlp_512", "--train-fraction", "0.05"]
+    for extra in (["--hard-negatives-from", "reqa_model"], ["--hard-negatives-other-passages"]):
+        err = refused(finetune.parse_args, base + extra, capsys)
+        assert "give --hard-negatives H (H >= 1) too" in err
+    config = finetune.parse_args(base + ["--hard-negatives", "1", "--hard-negatives-from",
+                                         "reqa_model", "--hard-negatives-other-passages"])
+    assert config.negatives.hard_negatives_from == "reqa_model"
+    assert config.negatives.hard_negatives_other_passages is True
+
+
 def test_from_dict_names_its_source():
     with pytest.raises(RunConfigError, match=r"^recorded: unknown key 'data.pair'"):
         pretrain.PretrainConfig.from_dict({"data": {"pair": "x"}}, source="recorded")

@@ -56,6 +56,10 @@ def parse_args(argv=None) -> FinetuneConfig:
             args.hard_negatives_depth < args.hard_negatives):
         p.error(f"--hard-negatives-depth must be at least --hard-negatives (got "
                 f"{args.hard_negatives_depth} < {args.hard_negatives})")
+    if not args.hard_negatives and (args.hard_negatives_from
+                                    or args.hard_negatives_other_passages):
+        p.error("--hard-negatives-from and --hard-negatives-other-passages choose how the hard "
+                "negatives are mined: give --hard-negatives H (H >= 1) too")
     if args.output:
         check_model_export_target(p, args.output, "--output")
     check_init_vocab(p, args)

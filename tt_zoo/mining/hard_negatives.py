@@ -334,30 +334,44 @@ def mine_pair_negatives(pairs: PairTexts, num_negatives: int, *, depth: int = DE
 
 
 def mine_reqa_negatives(reqa, question_ids: Optional[Sequence[str]], num_negatives: int, *,
-                        depth: int = DEFAULT_DEPTH, seed: int = 0,
-                        progress: bool = False) -> MinedNegatives:
-    """H BM25 hard negatives among the ReQA candidates for each question (MT-DPR style).
+                        depth: int = DEFAULT_DEPTH, seed: int = 0, progress: bool = False,
+                        rank: Optional[Rank] = None,
+                        skip_gold_passage: bool = False) -> MinedNegatives:
+    """H hard negatives among the ReQA candidates for each question (MT-DPR style).
 
-    Skips each question's gold candidate and every candidate whose sentence contains one of its
-    answer texts (`Question.answers`; lower-cased, whitespace collapsed); the random fallback as
-    for pairs. Returns `MinedNegatives` with rows = candidate indices int32 [questions, H].
+    The ranking is BM25 over (sentence + passage) by default, or `rank` over the candidates in
+    index order (`tt_zoo.mining.task_sources.dense_rank` of a trained model: Maillard et al.
+    2021, Sec. 4.4, confounders mined by the model). Skips each question's gold candidate and
+    every candidate whose sentence contains one of its answer texts (`Question.answers`;
+    lower-cased, whitespace collapsed); with `skip_gold_passage`, also every sibling sentence of
+    the gold's passage, so the negatives are other paragraphs (the kind of R@1 miss a dense
+    model makes most, benchmarks/reqa_misses.py). The random fallback as for pairs. Returns
+    `MinedNegatives` with rows = candidate indices int32 [questions, H].
     """
     settings = MiningSettings(num_negatives, depth, seed=seed)
     questions = reqa.questions_for(question_ids)
     if not questions:
         raise ValueError("mine_reqa_negatives: no questions.")
     start = time.perf_counter()
-    retriever = bm25.BM25Retriever(bm25.candidate_texts(reqa, "sentence+passage"))
+    if rank is None:
+        rank = bm25_rank(bm25.BM25Retriever(bm25.candidate_texts(reqa, "sentence+passage")))
     sentences = [normalize_text(c.sentence) for c in reqa.candidates]
+    passages = [c.passage_index for c in reqa.candidates]
     skipped = {"skipped_gold": 0, "skipped_containing_answer": 0}
+    if skip_gold_passage:
+        skipped["skipped_gold_passage"] = 0
 
     def validity(i):
         gold = questions[i].gold_index
+        gold_passage = passages[gold]
         answers = [a for a in map(normalize_text, questions[i].answers) if a]
 
         def is_valid(c):
             if c == gold:
                 skipped["skipped_gold"] += 1
+                return False
+            if skip_gold_passage and passages[c] == gold_passage:
+                skipped["skipped_gold_passage"] += 1
                 return False
             if any(answer in sentences[c] for answer in answers):
                 skipped["skipped_containing_answer"] += 1
@@ -365,10 +379,9 @@ def mine_reqa_negatives(reqa, question_ids: Optional[Sequence[str]], num_negativ
             return True
         return is_valid
 
-    chosen, counts = _mine(bm25_rank(retriever), len(retriever), [q.text for q in questions],
+    chosen, counts = _mine(rank, len(reqa.candidates), [q.text for q in questions],
                            settings.num_negatives, settings.depth, validity, seed, progress,
-                           "BM25 hard negatives",
-                           lambda i: f"Question {questions[i].id!r}")
+                           "hard negatives", lambda i: f"Question {questions[i].id!r}")
     counts = {"questions": counts.pop("examples"), "candidates": len(reqa.candidates),
               **skipped, "queries_without_bm25_results": counts["queries_without_bm25_results"],
               "questions_with_fallback": counts["examples_with_fallback"],

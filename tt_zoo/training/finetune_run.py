@@ -87,6 +87,21 @@ class OutputArguments:
 
 
 @dataclasses.dataclass(frozen=True)
+class FinetuneNegativeArguments(HardNegativeArguments):
+    """Hard negatives among the ReQA candidates beside the in-batch ones: BM25's, or mined by a
+    trained model (Maillard et al. 2021, Sec. 4.4); skipping the gold and answer-holding
+    candidates, and with --hard-negatives-other-passages the gold passage's other sentences."""
+
+    hard_negatives_from: Optional[str] = option(
+        None, "mine the hard negatives with this model's exact search over the candidates "
+              "(a zoo name or export, e.g. an earlier fine-tuned one) instead of BM25",
+        metavar="NAME_OR_PATH")
+    hard_negatives_other_passages: bool = option(
+        False, "never take a sibling sentence of the gold passage as a hard negative: "
+               "negatives from other paragraphs only")
+
+
+@dataclasses.dataclass(frozen=True)
 class FinetuneConfig(RunConfig):
     """Every setting of a `tt-zoo finetune` run; recorded whole in its export and --json-out
     (`RUN_CONFIG_KEY`)."""
@@ -95,7 +110,7 @@ class FinetuneConfig(RunConfig):
     lengths: SequenceLengthArguments
     data: DataArguments
     training: TrainingArguments
-    negatives: HardNegativeArguments
+    negatives: FinetuneNegativeArguments
     output: OutputArguments
 
     ONE_OF = (("model", "init"),)
@@ -209,14 +224,20 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
 
     reqa, split, where, fraction = reqa_and_split(config.data)
     zoo_model, model, info = model_to_finetune(config)
+    negatives = config.negatives
+    miner = None
+    if negatives.hard_negatives_from:
+        from tt_zoo.zoo.loading import load  # noqa: PLC0415 (TensorFlow)
+        miner = load(negatives.hard_negatives_from)
     train = config.training
     result = finetuning.finetune(
         model, reqa, split, steps=train.steps, batch_size=train.batch_size,
         learning_rate=train.learning_rate, eval_every=train.eval_every, patience=train.patience,
         min_delta=train.min_delta, validation_metric=train.validation_metric,
         seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
-        hard_negatives=config.negatives.hard_negatives,
-        hard_negatives_depth=config.negatives.hard_negatives_depth)
+        hard_negatives=negatives.hard_negatives,
+        hard_negatives_depth=negatives.hard_negatives_depth, hard_negatives_model=miner,
+        skip_gold_passage=negatives.hard_negatives_other_passages)
     rows = evaluate(model, info, reqa, split, where, fraction) if config.output.eval else []
 
     training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",
@@ -224,6 +245,10 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
                                        "seconds", "train_pairs_per_s")}
     if "hard_negatives" in result:
         training["hard_negatives"] = result["hard_negatives"]
+        if miner is not None:  # the exact export that mined them
+            training["hard_negatives"]["mined_with"] = {
+                "from": negatives.hard_negatives_from, "name": miner.name,
+                "sha256": miner.metadata.get("sha256")}
     if config.output.output:
         export_finetuned(config, zoo_model, model, info, training, result, rows, where,
                          f"ReQA {reqa.source}: training part of the {where} "

@@ -169,7 +169,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
              patience: int = 5, min_delta: float = 0.0, validation_metric: str = "loss",
              sampling_correction: bool = True, seed: int = 0, log_dir=None,
              progress: bool = True, hard_negatives: int = 0,
-             hard_negatives_depth: Optional[int] = None) -> dict:
+             hard_negatives_depth: Optional[int] = None, hard_negatives_model=None,
+             skip_gold_passage: bool = False) -> dict:
     """Fine-tunes a two-tower model on a ReQA split's training questions (Chang et al., Sec. 5).
 
     Trains with ``model.compile(optimizer=Adam(learning_rate))`` and ``model.fit`` on the
@@ -198,12 +199,17 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       seed: seeds shuffling, dropout and anything else random (`tf.keras.utils.set_random_seed`).
       log_dir: if given, writes the per-evaluation log (CSV) and the returned dict (JSON) there.
       progress: show a tqdm progress bar.
-      hard_negatives: H BM25 hard negatives per training question, beside the in-batch ones
-        (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates, skipping the
+      hard_negatives: H hard negatives per training question (BM25's by default), beside the
+        in-batch ones (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates,
+        skipping the
         gold and candidates whose sentence holds an answer
         (`tt_zoo.mining.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
         batches keep in-batch negatives only, so val_loss stays comparable across H.
-      hard_negatives_depth: BM25 results searched per question (default the miner's).
+      hard_negatives_depth: results searched per question (default the miner's).
+      hard_negatives_model: mine with this model's exact inner-product search over the
+        candidates (a `tt_zoo.ZooModel`, e.g. an earlier fine-tuned export: Maillard et al.
+        2021, Sec. 4.4) instead of BM25 (`tt_zoo.mining.task_sources.dense_rank`).
+      skip_gold_passage: never take a sibling sentence of the gold's passage as a negative.
 
     Returns:
       ``{"history": [{"step", "loss", "val_loss", ...}, ...], "best_step", "best_value",
@@ -252,11 +258,23 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if hard_negatives:
         from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
+        rank, source = None, "BM25 (bm25s) over the ReQA candidates"
+        if hard_negatives_model is not None:
+            from tt_zoo.data.tasks import Document
+            from tt_zoo.mining.task_sources import dense_rank
+            rank = dense_rank(hard_negatives_model,
+                              [Document(str(i), c.sentence, c.passage)
+                               for i, c in enumerate(reqa.candidates)], progress=progress)
+            source = (f"{getattr(hard_negatives_model, 'name', 'the given model')}'s exact "
+                      "inner-product search over the ReQA candidates")
+        if skip_gold_passage:
+            source += ", skipping the gold passage's sentences"
         mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
-                                    depth=hard_negatives_depth, seed=seed, progress=progress)
+                                    depth=hard_negatives_depth, seed=seed, progress=progress,
+                                    rank=rank, skip_gold_passage=skip_gold_passage)
         if mined.counts["questions_with_fallback"]:
             note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
-                 f"had fewer than {hard_negatives} valid BM25 negatives; "
+                 f"had fewer than {hard_negatives} valid mined negatives; "
                  f"{mined.counts['fallback_negatives']} random candidates filled in.")
     train = (reqa_pairs(reqa, split.train, sampling_correction=sampling_correction,
                         hard_negatives=None if mined is None else mined.rows)
@@ -322,7 +340,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if mined is not None:
         result["hard_negatives"] = {
             "num_negatives": hard_negatives, "depth": hard_negatives_depth,
-            "source": "BM25 (bm25s) over the ReQA candidates", "counts": mined.counts,
+            "source": source, "counts": mined.counts,
             "mining_seconds": round(mined.seconds, 1)}
     message = (f"fine-tuned {tracker.step} steps of {batch_size} pairs in {seconds:.1f} s"
                + (f"; best {monitor} {best_value:.4f} at step {best_step} (weights restored)"

@@ -363,7 +363,8 @@ class HardNegativeArguments:
 
     hard_negatives: int = option(
         0, "H BM25 hard negatives per training pair (finetune: per question, skipping the gold "
-           "and answer-holding candidates) beside the in-batch ones (0: none)", metavar="H",
+           "and answer-holding candidates, or mined by --hard-negatives-from) beside the "
+           "in-batch ones (0: none)", metavar="H",
         number=numbers.count(low=0, high=1000))
     hard_negatives_depth: Optional[int] = option(
         None, "BM25 results searched per query when mining (default "
