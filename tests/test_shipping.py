@@ -146,7 +146,8 @@ def sources(tmp_path_factory):
         "init": {"name": "tiny_test"}, "training_data": "pairs from runs/pairs/x",
         "pairs": {"num_pairs": 96, "max_pairs": 64,
                   "make_pairs_config": {"tasks": ["ict", "bfs", "wlp"], "max_doc_tokens": 80}},
-        "command": "python recipes/train_term_weights.py ..."})
+        "command": "python recipes/train_term_weights.py --pairs runs/pairs/x --init-from "
+                   "tiny_test --steps 4 --batch-size 8 --export runs/models/hdct_run"})
     return {"root": root, "colbert": colbert, "term_model": term_model}
 
 
@@ -345,7 +346,12 @@ def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, z
     results_json.write_text(json.dumps(results("HDCT-weighted BM25 (k1 1.5, b 0.75)",
                                                generator="term_weights")))
     assert ship_cli.main([HDCT, "--record-from", str(results_json)]) == 0  # shipped in place
-    assert f"next: python tests/golden/regenerate.py {HDCT}" in capsys.readouterr().out
+    said = capsys.readouterr().out
+    assert f"next: python tests/golden/regenerate.py {HDCT}" in said
+    recipe = tmp_path / "recipes" / "models" / "train-term-weights" / f"{HDCT}.json"
+    assert f"wrote its recipe {recipe}" in said  # beside the (temporary) saved_models/
+    assert json.loads(recipe.read_text())["training"] == {
+        "steps": 4, "batch_size": 8, "learning_rate": 0.0005, "warmup_fraction": 0.1, "seed": 0}
     card = (saved / HDCT / "MODEL_CARD.md").read_text()
     assert "Learned term weights after HDCT" in card and "## Measured quality" in card
     assert "| HDCT-weighted BM25 (k1 1.5, b 0.75) | 50 | 70 | 90 | 60 |" in card

@@ -4,7 +4,8 @@ Copies --export (default saved_models/NAME itself) into saved_models/NAME, lists
 tt_zoo/zoo/shipped_models.json with its kind, sha256, release URL, recipe and provenance
 (`tt_zoo.zoo.shipping.ship`), then writes the model's rows of each --record-from results
 JSON (benchmarks/late_interaction.py, benchmarks/term_weights.py, ...) into its metadata and
-MODEL_CARD.md (`record_results`). Any kind: two-tower, late interaction (colbert_*), term
+MODEL_CARD.md (`record_results`), and writes its recipe: the run config of the command that
+trained it, which `tt-zoo COMMAND --config` reads (`tt_zoo.training.shipped_recipes`). Any kind: two-tower, late interaction (colbert_*), term
 weights (hdct_*).
 
   tt-zoo ship colbert_ict_bfs_wlp_crop_span_qgen_64 --export runs/models/colbert_64
@@ -45,6 +46,7 @@ def parse_args(argv=None):
 def main(argv=None) -> int:
     args = parse_args(argv)
     from tt_zoo.errors import TtZooError
+    from tt_zoo.training import shipped_recipes
     from tt_zoo.zoo import registry, shipping
 
     for path in args.record_from:
@@ -62,8 +64,17 @@ def main(argv=None) -> int:
                                     rows=args.rows, results_path=path)
     except TtZooError as e:  # ArtifactError included
         sys.exit(f"ship {args.name}: {e}")
+    recipe = ""
+    if "command" not in shipped_recipes.recorded_run(args.name):
+        print("no recipe written: the export records no training command")
+    else:
+        try:
+            recipe = f", {shipped_recipes.write_recipe(args.name)}"
+            print(f"wrote its recipe{recipe[1:]}")
+        except ValueError as e:
+            print(f"no recipe written: its recorded command does not parse ({e})")
     print(f"next: python tests/golden/regenerate.py {args.name}, then commit "
-          f"saved_models/{args.name}, {registry.SHIPPED_FILE.name} and "
+          f"saved_models/{args.name}, {registry.SHIPPED_FILE.name}{recipe} and "
           f"tests/golden/{args.name}.json together")
     return 0
 

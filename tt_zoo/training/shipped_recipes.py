@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import pathlib
 import shlex
-from typing import Dict, List, Tuple, Type
+from typing import Dict, List, Optional, Tuple, Type
 
 from tt_zoo.atomic_io import write_json
 from tt_zoo.manifest import read_json_object
@@ -33,7 +33,11 @@ from tt_zoo.zoo import registry
 RUN_CONFIGS: Dict[str, Type[RunConfig]] = {
     "pretrain": PretrainConfig, "finetune": FinetuneConfig, "multitask": MultitaskConfig,
     "train-term-weights": TermWeightConfig}
-RECIPES_DIR = registry.SAVED_MODELS_DIR.parent / "recipes" / "models"
+
+
+def recipes_dir() -> pathlib.Path:
+    """recipes/models/ beside saved_models/ (`registry.SAVED_MODELS_DIR`, read when called)."""
+    return registry.SAVED_MODELS_DIR.parent / "recipes" / "models"
 
 
 def command_words(line: str) -> Tuple[str, List[str]]:
@@ -50,13 +54,23 @@ def command_words(line: str) -> Tuple[str, List[str]]:
     return pathlib.PurePath(words[0]).stem.replace("_", "-"), words[1:]
 
 
+class _RaisingParser(argparse.ArgumentParser):
+    """A parser whose refusal is a `ValueError` naming the command, not an exit."""
+
+    def error(self, message):
+        raise ValueError(f"{self.prog}: {message}")
+
+
 def parse(command: str, argv) -> RunConfig:
     """The run config of `command`'s flags `argv` (``--config FILE`` among them, if given),
     parsed by the command's run-config parser (`RunConfig.parse`: flags over the file over the
     defaults; a setting the run resolves later, such as pretrain's default vocabulary, stays
-    unset)."""
+    unset). Flags the command refuses raise `ValueError`."""
+    if command not in RUN_CONFIGS:
+        raise ValueError(f"tt-zoo {command} trains no model from a run config (those that do: "
+                         f"{', '.join(RUN_CONFIGS)})")
     config_type = RUN_CONFIGS[command]
-    parser = argparse.ArgumentParser(prog=f"tt-zoo {command}")
+    parser = _RaisingParser(prog=f"tt-zoo {command}")
     config_type.add_arguments(parser)
     return config_type.from_namespace(config_type.parse(parser, argv))
 
@@ -70,12 +84,13 @@ def parse_command(line: str) -> Tuple[str, RunConfig]:
 
 def shipped_names() -> List[str]:
     """The models in saved_models/ (``tt_zoo/zoo/shipped_models.json``'s entries)."""
-    return sorted(registry.read_shipped())
+    return sorted(registry.read_shipped(registry.SHIPPED_FILE))
 
 
 def recorded_run(name: str) -> dict:
     """The metadata.json of shipped model `name`, as its export wrote it."""
-    path = registry.SAVED_MODELS_DIR / registry.read_shipped()[name]["artifact"] / METADATA_FILE
+    artifact = registry.read_shipped(registry.SHIPPED_FILE)[name]["artifact"]
+    path = registry.SAVED_MODELS_DIR / artifact / METADATA_FILE
     return read_json_object(path, f"the metadata of shipped model {name}")
 
 
@@ -89,21 +104,24 @@ def shipped_recipe(name: str) -> Tuple[str, dict]:
     return command, config.to_dict()
 
 
-def recipe_path(name: str, command: str, root: pathlib.Path = RECIPES_DIR) -> pathlib.Path:
-    """Where model `name`'s recipe for `command` is: ROOT/COMMAND/NAME.json."""
-    return root / command / f"{name}.json"
+def recipe_path(name: str, command: str, root: Optional[pathlib.Path] = None) -> pathlib.Path:
+    """Where model `name`'s recipe for `command` is: ROOT/COMMAND/NAME.json (default ROOT
+    `recipes_dir()`)."""
+    return (root or recipes_dir()) / command / f"{name}.json"
 
 
-def write_recipes(root: pathlib.Path = RECIPES_DIR) -> List[pathlib.Path]:
+def write_recipe(name: str, root: Optional[pathlib.Path] = None) -> pathlib.Path:
+    """Writes shipped model `name`'s recipe under `root` (`recipe_path`); returns its path."""
+    command, config = shipped_recipe(name)
+    path = recipe_path(name, command, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return write_json(path, config)
+
+
+def write_recipes(root: Optional[pathlib.Path] = None) -> List[pathlib.Path]:
     """Writes the recipe of every shipped model under `root` (`recipe_path`); returns the
     paths."""
-    written = []
-    for name in shipped_names():
-        command, config = shipped_recipe(name)
-        path = recipe_path(name, command, root)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        written.append(write_json(path, config))
-    return written
+    return [write_recipe(name, root) for name in shipped_names()]
 
 
 if __name__ == "__main__":
