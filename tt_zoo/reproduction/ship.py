@@ -88,7 +88,8 @@ def provenance(row: dict, card: ModelCard) -> str:
 def stage_ship(config) -> None:
     """Ships each fully evaluated grid model (a shipped flagship stays: it is the longer run of
     the same variant; the grid's equal-budget run of its variant stays in runs/), records its
-    measured tables in its card and headline numbers in its entry. A model that cannot be shipped raises `StageError` naming it."""
+    measured tables in its card and headline numbers in its entry. A model that cannot be
+    shipped raises `StageError` naming it."""
     from tt_zoo.zoo import shipping
 
     grid = collect(config.cells, config.runs, config.budget, config.splits)
