@@ -18,6 +18,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 import math
@@ -34,6 +35,7 @@ from tt_zoo.evaluation import reqa as reqa_lib
 from tt_zoo.evaluation import metrics as retrieval_metrics
 from tt_zoo.atomic_io import write_json
 from tt_zoo.data.sampling import sampling_probabilities
+from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
 from tt_zoo.training.step_data import tokenize_on_host
 
 logger = logging.getLogger(__name__)
@@ -164,6 +166,27 @@ def _validation_value(model, reqa, question_ids, monitor, val_dataset) -> float:
     return float(metrics[monitor[len("val_"):]])
 
 
+def _mine_negatives(reqa, question_ids, num: int, depth: int, model, skip_gold_passage: bool,
+                    seed: int, progress: bool):
+    """(`MinedNegatives` of the questions, what mined them): BM25's, or `model`'s exact search
+    over the candidates (`task_sources.dense_rank`); the seconds include that encoding."""
+    start = time.perf_counter()
+    rank, source = None, "BM25 (bm25s) over the ReQA candidates"
+    if model is not None:
+        from tt_zoo.data.tasks import Document
+        from tt_zoo.mining.task_sources import dense_rank
+        rank = dense_rank(model, [Document(str(i), c.sentence, c.passage)
+                                  for i, c in enumerate(reqa.candidates)], progress=progress)
+        source = (f"{getattr(model, 'name', 'the given model')}'s exact inner-product search "
+                  "over the ReQA candidates")
+    if skip_gold_passage:
+        source += ", skipping the gold passage's sentences"
+    mined = mine_reqa_negatives(reqa, question_ids, num, depth=depth, seed=seed,
+                                progress=progress, rank=rank,
+                                skip_gold_passage=skip_gold_passage)
+    return dataclasses.replace(mined, seconds=time.perf_counter() - start), source
+
+
 def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = PAPER_BATCH_SIZE,
              learning_rate: float = PAPER_LEARNING_RATE, eval_every: Optional[int] = None,
              patience: int = 5, min_delta: float = 0.0, validation_metric: str = "loss",
@@ -256,22 +279,9 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     tokenize = functools.partial(tokenize_on_host, model)
     mined = None
     if hard_negatives:
-        from tt_zoo.mining.hard_negatives import DEFAULT_DEPTH, mine_reqa_negatives
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
-        rank, source = None, "BM25 (bm25s) over the ReQA candidates"
-        if hard_negatives_model is not None:
-            from tt_zoo.data.tasks import Document
-            from tt_zoo.mining.task_sources import dense_rank
-            rank = dense_rank(hard_negatives_model,
-                              [Document(str(i), c.sentence, c.passage)
-                               for i, c in enumerate(reqa.candidates)], progress=progress)
-            source = (f"{getattr(hard_negatives_model, 'name', 'the given model')}'s exact "
-                      "inner-product search over the ReQA candidates")
-        if skip_gold_passage:
-            source += ", skipping the gold passage's sentences"
-        mined = mine_reqa_negatives(reqa, split.train, hard_negatives,
-                                    depth=hard_negatives_depth, seed=seed, progress=progress,
-                                    rank=rank, skip_gold_passage=skip_gold_passage)
+        mined, source = _mine_negatives(reqa, split.train, hard_negatives, hard_negatives_depth,
+                                        hard_negatives_model, skip_gold_passage, seed, progress)
         if mined.counts["questions_with_fallback"]:
             note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
                  f"had fewer than {hard_negatives} valid mined negatives; "
