@@ -220,6 +220,12 @@ RESULTS = {
                                    "(early stopping on validation loss), beside BM25",
                                    "tt-zoo finetune --model runs/exports/reqa_minilm_l6_384 "
                                    "--json-out ...", "checkpoints.md"),
+    "finetune_reqa_dense_minilm": ("the shipped multi-task MiniLM fine-tuned on ReQA with hard "
+                                   "negatives mined by the ReQA-fine-tuned MiniLM from other "
+                                   "paragraphs, beside BM25",
+                                   "tt-zoo finetune --model multitask_minilm_l6_384 "
+                                   "--hard-negatives-from ... --hard-negatives-other-passages "
+                                   "--json-out ...", "checkpoints.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
