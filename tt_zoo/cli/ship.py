@@ -5,8 +5,8 @@ tt_zoo/zoo/shipped_models.json with its kind, sha256, release URL, recipe and pr
 (`tt_zoo.zoo.shipping.ship`), then writes the model's rows of each --record-from results
 JSON (benchmarks/late_interaction.py, benchmarks/term_weights.py, ...) into its metadata and
 MODEL_CARD.md (`record_results`), and writes its recipe: the run config of the command that
-trained it, which `tt-zoo COMMAND --config` reads (`tt_zoo.training.shipped_recipes`). Any kind: two-tower, late interaction (colbert_*), term
-weights (hdct_*).
+trained it, which `tt-zoo COMMAND --config` reads (`tt_zoo.training.shipped_recipes`). Any
+kind: two-tower, late interaction (colbert_*), term weights (hdct_*).
 
   tt-zoo ship colbert_ict_bfs_wlp_crop_span_qgen_64 --export runs/models/colbert_64
   tt-zoo ship hdct_ict_bfs_wlp_crop_span_qgen --record-from results/term_weights.json

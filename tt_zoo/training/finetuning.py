@@ -224,8 +224,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
       progress: show a tqdm progress bar.
       hard_negatives: H hard negatives per training question (BM25's by default), beside the
         in-batch ones (Multi-task DPR, Maillard et al. 2021): mined among all ReQA candidates,
-        skipping the
-        gold and candidates whose sentence holds an answer
+        skipping the gold and candidates whose sentence holds an answer
         (`tt_zoo.mining.hard_negatives.mine_reqa_negatives`, seeded by `seed`). Validation
         batches keep in-batch negatives only, so val_loss stays comparable across H.
       hard_negatives_depth: results searched per question (default the miner's).
