@@ -69,7 +69,8 @@ def test_shared_groups_are_defined_once():
         a, b = actions(pretrain, name), actions(term_weights, name)
         assert (a.help, a.default) == (b.help.replace(" (required)", ""), b.default), name
     assert issubclass(pretrain_run.NegativeArguments, run_config.HardNegativeArguments)
-    assert finetune.FinetuneConfig.groups()["negatives"] is run_config.HardNegativeArguments
+    assert issubclass(finetune.FinetuneConfig.groups()["negatives"],
+                      run_config.HardNegativeArguments)  # + finetune's --hard-negatives-from
 
 
 # ------------------------------------------------------------------ JSON file -> config
