@@ -212,12 +212,14 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     assert "BM25" in proc.stdout and "R@100" in proc.stdout and "Wall time" in proc.stdout
     check_recipe_outputs(tmp_path)
     # The export fine-tunes again through --model PATH, with a shorter document budget, on
-    # negatives the export itself mines from other passages (Maillard et al. 2021, Sec. 4.4).
+    # negatives the export itself mines from other passages (Maillard et al. 2021, Sec. 4.4)
+    # and one BM25 negative beside each.
     again = recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
                          "--limit-questions", "40", "--train-fraction", "0.5", "--steps", "2",
                          "--batch-size", "4", "--document-length", "24", "--quiet",
                          "--hard-negatives", "1", "--hard-negatives-from", str(tmp_path / "model"),
-                         "--hard-negatives-other-passages", "--output", str(tmp_path / "model2")])
+                         "--hard-negatives-other-passages", "--bm25-negatives", "1",
+                         "--output", str(tmp_path / "model2")])
     assert again["model"]["document_length"] == 24 and again["finetune"]["steps_run"] == 2
     assert again["model"]["base_model"] == str(tmp_path / "model")
     import tt_zoo
@@ -230,6 +232,7 @@ def test_recipe_end_to_end_subprocess_with_export(tmp_path, recipe):
     assert mined["counts"]["questions"] == 18 and "skipped_gold_passage" in mined["counts"]
     assert "skipping the gold passage's sentences" in mined["source"]
     assert mined["mined_with"]["sha256"] == lineage["sha256"]  # the very export that mined
+    assert mined["num_negatives"] == 2 and mined["counts"]["bm25_extra"]["questions"] == 18
     with pytest.raises(ValueError, match="covers at most 32 positions"):
         recipe.main(["--model", str(tmp_path / "model"), "--squad", str(squad),
                      "--train-fraction", "0.5", "--steps", "1", "--document-length", "64"])

@@ -178,6 +178,9 @@ def test_finetune_mining_choices_need_hard_negatives(capsys):
                                          "reqa_model", "--hard-negatives-other-passages"])
     assert config.negatives.hard_negatives_from == "reqa_model"
     assert config.negatives.hard_negatives_other_passages is True
+    err = refused(finetune.parse_args, base + ["--hard-negatives", "1", "--bm25-negatives", "1"],
+                  capsys)
+    assert "--bm25-negatives K adds BM25 negatives to those --hard-negatives-from MODEL" in err
 
 
 def test_from_dict_names_its_source():

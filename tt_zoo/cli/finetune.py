@@ -60,6 +60,10 @@ def parse_args(argv=None) -> FinetuneConfig:
                                     or args.hard_negatives_other_passages):
         p.error("--hard-negatives-from and --hard-negatives-other-passages choose how the hard "
                 "negatives are mined: give --hard-negatives H (H >= 1) too")
+    if args.bm25_negatives and not args.hard_negatives_from:
+        p.error("--bm25-negatives K adds BM25 negatives to those --hard-negatives-from MODEL "
+                "mines: give --hard-negatives-from too (or --hard-negatives H+K for BM25's "
+                "alone)")
     if args.output:
         check_model_export_target(p, args.output, "--output")
     check_init_vocab(p, args)

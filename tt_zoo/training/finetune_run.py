@@ -99,6 +99,10 @@ class FinetuneNegativeArguments(HardNegativeArguments):
     hard_negatives_other_passages: bool = option(
         False, "never take a sibling sentence of the gold passage as a hard negative: "
                "negatives from other paragraphs only")
+    bm25_negatives: int = option(
+        0, "K BM25 negatives per question beside the H --hard-negatives-from mines (other "
+           "candidates; a sibling sentence of the gold passage allowed)", metavar="K",
+        number=numbers.count(low=0, high=1000))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -237,7 +241,8 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
         seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
         hard_negatives=negatives.hard_negatives,
         hard_negatives_depth=negatives.hard_negatives_depth, hard_negatives_model=miner,
-        skip_gold_passage=negatives.hard_negatives_other_passages)
+        skip_gold_passage=negatives.hard_negatives_other_passages,
+        bm25_negatives=negatives.bm25_negatives)
     rows = evaluate(model, info, reqa, split, where, fraction) if config.output.eval else []
 
     training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",

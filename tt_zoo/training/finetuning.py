@@ -167,9 +167,10 @@ def _validation_value(model, reqa, question_ids, monitor, val_dataset) -> float:
 
 
 def _mine_negatives(reqa, question_ids, num: int, depth: int, model, skip_gold_passage: bool,
-                    seed: int, progress: bool):
+                    seed: int, progress: bool, bm25_extra: int = 0):
     """(`MinedNegatives` of the questions, what mined them): BM25's, or `model`'s exact search
-    over the candidates (`task_sources.dense_rank`); the seconds include that encoding."""
+    over the candidates (`task_sources.dense_rank`), then `bm25_extra` BM25 negatives of each
+    question other than those (gold passage allowed); the seconds include the encoding."""
     start = time.perf_counter()
     rank, source = None, "BM25 (bm25s) over the ReQA candidates"
     if model is not None:
@@ -184,6 +185,16 @@ def _mine_negatives(reqa, question_ids, num: int, depth: int, model, skip_gold_p
     mined = mine_reqa_negatives(reqa, question_ids, num, depth=depth, seed=seed,
                                 progress=progress, rank=rank,
                                 skip_gold_passage=skip_gold_passage)
+    if bm25_extra:
+        bm25 = mine_reqa_negatives(reqa, question_ids, num + bm25_extra,
+                                   depth=max(depth, num + bm25_extra), seed=seed,
+                                   progress=progress)
+        extra = [[c for c in row if c not in taken][:bm25_extra]
+                 for row, taken in zip(bm25.rows.tolist(), map(set, mined.rows.tolist()))]
+        mined = dataclasses.replace(mined, rows=np.concatenate(
+            [mined.rows, np.asarray(extra, dtype=np.int32)], axis=1),
+            counts={**mined.counts, "bm25_extra": bm25.counts})
+        source += f"; then {bm25_extra} BM25 negative(s) other than those (siblings allowed)"
     return dataclasses.replace(mined, seconds=time.perf_counter() - start), source
 
 
@@ -193,7 +204,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
              sampling_correction: bool = True, seed: int = 0, log_dir=None,
              progress: bool = True, hard_negatives: int = 0,
              hard_negatives_depth: Optional[int] = None, hard_negatives_model=None,
-             skip_gold_passage: bool = False) -> dict:
+             skip_gold_passage: bool = False, bm25_negatives: int = 0) -> dict:
     """Fine-tunes a two-tower model on a ReQA split's training questions (Chang et al., Sec. 5).
 
     Trains with ``model.compile(optimizer=Adam(learning_rate))`` and ``model.fit`` on the
@@ -232,6 +243,10 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         candidates (a `tt_zoo.ZooModel`, e.g. an earlier fine-tuned export: Maillard et al.
         2021, Sec. 4.4) instead of BM25 (`tt_zoo.mining.task_sources.dense_rank`).
       skip_gold_passage: never take a sibling sentence of the gold's passage as a negative.
+      bm25_negatives: K more BM25 negatives per question beside the H the model mined (other
+        candidates than those; a sibling of the gold passage allowed): the two kinds of R@1
+        miss, another paragraph and a sibling sentence (benchmarks/reqa_misses.py). Needs
+        `hard_negatives_model`.
 
     Returns:
       ``{"history": [{"step", "loss", "val_loss", ...}, ...], "best_step", "best_value",
@@ -251,6 +266,11 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
         raise ValueError(f"patience must be >= 0 (got {patience!r}).")
     if not isinstance(hard_negatives, int) or hard_negatives < 0:
         raise ValueError(f"hard_negatives must be an int >= 0 (got {hard_negatives!r}).")
+    if not isinstance(bm25_negatives, int) or bm25_negatives < 0:
+        raise ValueError(f"bm25_negatives must be an int >= 0 (got {bm25_negatives!r}).")
+    if bm25_negatives and (hard_negatives_model is None or not hard_negatives):
+        raise ValueError("bm25_negatives adds BM25 negatives to those a model mines: give "
+                         "hard_negatives >= 1 and hard_negatives_model too.")
     metric_names = [f"R@{k}" for k in retrieval_metrics.DEFAULT_KS] + ["MRR"]
     if validation_metric != "loss" and validation_metric not in metric_names:
         raise ValueError(f"validation_metric must be 'loss' or one of {metric_names} "
@@ -280,7 +300,8 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if hard_negatives:
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
         mined, source = _mine_negatives(reqa, split.train, hard_negatives, hard_negatives_depth,
-                                        hard_negatives_model, skip_gold_passage, seed, progress)
+                                        hard_negatives_model, skip_gold_passage, seed, progress,
+                                        bm25_extra=bm25_negatives)
         if mined.counts["questions_with_fallback"]:
             note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
                  f"had fewer than {hard_negatives} valid mined negatives; "
@@ -348,7 +369,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     }
     if mined is not None:
         result["hard_negatives"] = {
-            "num_negatives": hard_negatives, "depth": hard_negatives_depth,
+            "num_negatives": hard_negatives + bm25_negatives, "depth": hard_negatives_depth,
             "source": source, "counts": mined.counts,
             "mining_seconds": round(mined.seconds, 1)}
     message = (f"fine-tuned {tracker.step} steps of {batch_size} pairs in {seconds:.1f} s"
