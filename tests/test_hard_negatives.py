@@ -424,9 +424,9 @@ def test_finetuning_feeds_string_negatives_tokenized_with_candidate_ids():
 
     # Both kinds of negative: the model's from another paragraph, then BM25's (siblings allowed).
     # q0's BM25 negatives are [2, 3] (the test above): the first that the model did not take.
-    both, source = finetuning._mine_negatives(reqa, ["q0", "q1", "q2"], 1, 32, model, True, 0,
+    both, record = finetuning._mine_negatives(reqa, ["q0", "q1", "q2"], 1, 32, model, True, 0,
                                               False, bm25_extra=1)
-    assert both.rows.shape == (3, 2) and "then 1 BM25 negative(s)" in source
+    assert both.rows.shape == (3, 2) and "then 1 BM25 negative(s)" in record["source"]
     model_pick = both.rows[0, 0]
     assert reqa.candidates[model_pick].passage_index != 0  # not q0's gold passage
     assert both.rows[0, 1] == (2 if model_pick != 2 else 3)

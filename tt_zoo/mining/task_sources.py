@@ -156,22 +156,24 @@ def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collecti
                 validation=tuple(validation), stats=stats)
 
 
+def reqa_documents(reqa) -> List[Document]:
+    """The ReQA candidates in index order as documents: ``Document(str(index), sentence,
+    passage)``, fine-tuning's DOC_ID / DOC_TITLE / DOC_TEXT
+    (`tt_zoo.evaluation.reqa.training_examples`, `tt_zoo.training.finetuning.reqa_pairs`)."""
+    return [Document(str(i), c.sentence, c.passage) for i, c in enumerate(reqa.candidates)]
+
+
 def reqa_task(name: str, reqa, question_ids: Sequence[str], *, seed: int = 0,
               task_class: str = "qa", validation: Sequence[str] = ()) -> Task:
     """The training part of a ReQA cold-start split as a task: the gold candidate and one BM25
-    confounder (`hard_negatives.mine_reqa_negatives`) per question. A candidate is
-    ``Document(str(index), sentence, passage)``, fine-tuning's DOC_ID / DOC_TITLE / DOC_TEXT
-    (`tt_zoo.evaluation.reqa.training_examples`, `tt_zoo.training.finetuning.reqa_pairs`)."""
+    confounder (`hard_negatives.mine_reqa_negatives`) per question; candidates as documents
+    by `reqa_documents`."""
     start = time.perf_counter()
     questions = reqa.questions_for(question_ids)
     mined = hn.mine_reqa_negatives(reqa, question_ids, 1, seed=seed)
-
-    def candidate(index) -> Document:
-        c = reqa.candidates[int(index)]
-        return Document(str(int(index)), c.sentence, c.passage)
-
-    examples = tuple(TaskExample(q.text, (candidate(q.gold_index),),
-                                 tuple(candidate(c) for c in negatives), tuple(q.answers))
+    documents = reqa_documents(reqa)
+    examples = tuple(TaskExample(q.text, (documents[q.gold_index],),
+                                 tuple(documents[int(c)] for c in negatives), tuple(q.answers))
                      for q, negatives in zip(questions, mined.rows))
     stats = {"questions": len(questions), "candidates": len(reqa.candidates),
              "negatives": f"BM25 top {hn.DEFAULT_DEPTH} (sentence + passage): the first "

@@ -250,10 +250,6 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
                                        "seconds", "train_pairs_per_s")}
     if "hard_negatives" in result:
         training["hard_negatives"] = result["hard_negatives"]
-        if miner is not None:  # the exact export that mined them
-            training["hard_negatives"]["mined_with"] = {
-                "from": negatives.hard_negatives_from, "name": miner.name,
-                "sha256": miner.metadata.get("sha256")}
     if config.output.output:
         export_finetuned(config, zoo_model, model, info, training, result, rows, where,
                          f"ReQA {reqa.source}: training part of the {where} "

@@ -168,18 +168,21 @@ def _validation_value(model, reqa, question_ids, monitor, val_dataset) -> float:
 
 def _mine_negatives(reqa, question_ids, num: int, depth: int, model, skip_gold_passage: bool,
                     seed: int, progress: bool, bm25_extra: int = 0):
-    """(`MinedNegatives` of the questions, what mined them): BM25's, or `model`'s exact search
-    over the candidates (`task_sources.dense_rank`), then `bm25_extra` BM25 negatives of each
-    question other than those (gold passage allowed); the seconds include the encoding."""
+    """(`MinedNegatives` of the questions, its record: what mined them, and which model): BM25's,
+    or `model`'s exact search over the candidates (`task_sources.dense_rank`), then
+    `bm25_extra` BM25 negatives of each question other than those (gold passage allowed); the
+    seconds include the encoding."""
     start = time.perf_counter()
-    rank, source = None, "BM25 (bm25s) over the ReQA candidates"
+    rank, source, record = None, "BM25 (bm25s) over the ReQA candidates", {}
     if model is not None:
-        from tt_zoo.data.tasks import Document
-        from tt_zoo.mining.task_sources import dense_rank
-        rank = dense_rank(model, [Document(str(i), c.sentence, c.passage)
-                                  for i, c in enumerate(reqa.candidates)], progress=progress)
+        from tt_zoo.mining.task_sources import dense_rank, reqa_documents
+        rank = dense_rank(model, reqa_documents(reqa), progress=progress)
         source = (f"{getattr(model, 'name', 'the given model')}'s exact inner-product search "
                   "over the ReQA candidates")
+        metadata = getattr(model, "metadata", None) or {}  # a loaded export: the one that mined
+        if metadata.get("sha256"):
+            record["mined_with"] = {"from": str(getattr(model, "path", None) or model.name),
+                                    "name": model.name, "sha256": metadata["sha256"]}
     if skip_gold_passage:
         source += ", skipping the gold passage's sentences"
     mined = mine_reqa_negatives(reqa, question_ids, num, depth=depth, seed=seed,
@@ -195,7 +198,8 @@ def _mine_negatives(reqa, question_ids, num: int, depth: int, model, skip_gold_p
             [mined.rows, np.asarray(extra, dtype=np.int32)], axis=1),
             counts={**mined.counts, "bm25_extra": bm25.counts})
         source += f"; then {bm25_extra} BM25 negative(s) other than those (siblings allowed)"
-    return dataclasses.replace(mined, seconds=time.perf_counter() - start), source
+    return (dataclasses.replace(mined, seconds=time.perf_counter() - start),
+            {"source": source, **record})
 
 
 def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = PAPER_BATCH_SIZE,
@@ -299,7 +303,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     mined = None
     if hard_negatives:
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
-        mined, source = _mine_negatives(reqa, split.train, hard_negatives, hard_negatives_depth,
+        mined, mined_record = _mine_negatives(reqa, split.train, hard_negatives, hard_negatives_depth,
                                         hard_negatives_model, skip_gold_passage, seed, progress,
                                         bm25_extra=bm25_negatives)
         if mined.counts["questions_with_fallback"]:
@@ -370,7 +374,7 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     if mined is not None:
         result["hard_negatives"] = {
             "num_negatives": hard_negatives + bm25_negatives, "depth": hard_negatives_depth,
-            "source": source, "counts": mined.counts,
+            **mined_record, "counts": mined.counts,
             "mining_seconds": round(mined.seconds, 1)}
     message = (f"fine-tuned {tracker.step} steps of {batch_size} pairs in {seconds:.1f} s"
                + (f"; best {monitor} {best_value:.4f} at step {best_step} (weights restored)"

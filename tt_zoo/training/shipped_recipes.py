@@ -84,12 +84,12 @@ def parse_command(line: str) -> Tuple[str, RunConfig]:
 
 def shipped_names() -> List[str]:
     """The models in saved_models/ (``tt_zoo/zoo/shipped_models.json``'s entries)."""
-    return sorted(registry.read_shipped(registry.SHIPPED_FILE))
+    return sorted(registry.read_shipped())
 
 
 def recorded_run(name: str) -> dict:
     """The metadata.json of shipped model `name`, as its export wrote it."""
-    artifact = registry.read_shipped(registry.SHIPPED_FILE)[name]["artifact"]
+    artifact = registry.read_shipped()[name]["artifact"]
     path = registry.SAVED_MODELS_DIR / artifact / METADATA_FILE
     return read_json_object(path, f"the metadata of shipped model {name}")
 
@@ -98,6 +98,8 @@ def shipped_recipe(name: str) -> Tuple[str, dict]:
     """(command, run config as `RunConfig.to_dict`) of shipped model `name`: the config its
     export records, else the one its recorded command line parses to."""
     meta = recorded_run(name)
+    if "command" not in meta:
+        raise ValueError(f"shipped model {name}'s {METADATA_FILE} records no training command")
     command, config = parse_command(meta["command"])
     if RUN_CONFIG_KEY in meta:
         config = type(config).from_dict(meta[RUN_CONFIG_KEY], source=f"{name}'s {METADATA_FILE}")

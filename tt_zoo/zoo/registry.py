@@ -589,13 +589,15 @@ _SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "document_length", "quer
                    "recipe", "provenance", "metrics")
 
 
-def read_shipped(path: pathlib.Path = SHIPPED_FILE) -> Dict[str, dict]:
-    """The `ModelSpec` fields of every shipped artifact listed in ``path`` ({} if absent).
+def read_shipped(path: Optional[pathlib.Path] = None) -> Dict[str, dict]:
+    """The `ModelSpec` fields of every shipped artifact listed in ``path`` (default
+    `SHIPPED_FILE`, read when called; {} if absent).
 
     Raises:
       ValueError: naming the file and the entry, when an entry is malformed or records a kind
         other than its name's (an entry without ``kind`` is of its name's kind).
     """
+    path = SHIPPED_FILE if path is None else path
     if not path.is_file():
         return {}
     try:
