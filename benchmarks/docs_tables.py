@@ -232,6 +232,14 @@ RESULTS = {
                          "checkpoints.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
+    "float16_storage": ("what storing the shipped multi-task MiniLM's weights in float16 costs "
+                        "in recall against its float32 export (ReQA, ODQA)",
+                        "python -m benchmarks.precision_cost --compare storage --model ...",
+                        "models.md"),
+    "float16_storage_static": ("what storing the shipped multi-task static model's weights in "
+                               "float16 costs in recall against its float32 export (ReQA, ODQA)",
+                               "python -m benchmarks.precision_cost --compare storage --model "
+                               "... --output results/float16_storage_static", "models.md"),
     "checkpoints_odqa_minilm": ("all-MiniLM-L6-v2 as imported on the ODQA validation questions, "
                                 "beside BM25, with RRF and convex fusion",
                                 "python -m benchmarks.checkpoints --benchmarks odqa --model "

@@ -54,3 +54,27 @@ def test_smoke_run_measures_both_precisions_and_reports_the_cost(exported, tmp_p
     assert result["reqa"]["candidates"] == 5 and result["odqa"]["passages"] == 300
     text = (tmp_path / "cost.md").read_text()
     assert "| bfloat16 - float32 |" in text and "ReQA-SQuAD(dev)" in text
+
+
+def test_smoke_run_measures_float16_storage_against_the_float32_export(exported, tmp_path,
+                                                                       monkeypatch):
+    """--compare storage: the export against its float16 artifact, both encoding in float32;
+    the temp artifact and its materialised copy are gone afterwards."""
+    from benchmarks import measure, precision_cost
+    from tt_zoo.zoo import download
+
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
+    monkeypatch.setenv(download.HOME_ENV, str(tmp_path / "home"))
+    squad = write_squad(tmp_path, hand_made_squad())
+    out = tmp_path / "storage"
+    result = precision_cost.main(["--compare", "storage", "--model", str(exported.path),
+                                  "--squad", str(squad), "--data-dir", str(DATA_DIR),
+                                  "--passages", "300", "--output", str(out)])
+    for section in ("reqa", "odqa"):
+        assert list(result[section]["rows"]) == ["float32 weights", "float16 weights"]
+        assert 0.999 < result[section]["smallest_cosine"] <= 1.0
+    assert "arrays cast" in result["storage_note"]
+    text = (tmp_path / "storage.md").read_text()
+    assert "| float16 weights - float32 weights |" in text
+    assert "storing the weights in float16" in text and "--compare storage" in text
+    assert not list((tmp_path / "home" / "float32").iterdir())

@@ -391,6 +391,35 @@ def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, z
     assert rows.shape == (3, 1) and rows[0, 0] == 0  # "penicillin" is in the first only
 
 
+def test_ship_float16_in_place_keeps_the_headline_numbers_and_loads_by_name(sources, zoo,
+                                                                            capsys):
+    """`tt-zoo ship NAME --float16`: the weights stored in float16 in saved_models/, the entry
+    records the compact artifact's sha256 and keeps the numbers measured on the float32 export
+    it was cast from; `tt_zoo.load(NAME)` materialises the float32 copy in the cache."""
+    from tt_zoo.cli import ship as ship_cli
+    saved, shipped_file = zoo
+    entries = json.loads(shipped_file.read_text())
+    float32_sha = entries[COLBERT]["sha256"]
+    entries[COLBERT]["metrics"] = {"ReQA R@1": 50.0}  # as recorded on the float32 weights
+    shipping._write_shipped(shipped_file, entries, COLBERT)
+    assert ship_cli.main([COLBERT, "--float16"]) == 0
+    assert "with its weights in float16" in capsys.readouterr().out
+    entry = json.loads(shipped_file.read_text())[COLBERT]
+    meta = json.loads((saved / COLBERT / "metadata.json").read_text())
+    assert entry["sha256"] == meta["sha256"] != float32_sha
+    assert meta["storage"]["float32_sha256"] == float32_sha
+    assert entry["metrics"] == {"ReQA R@1": 50.0}
+    assert not (saved / COLBERT / "variables").exists()
+    colbert = tt_zoo.load(COLBERT)
+    assert colbert.path.is_relative_to(download.home() / "float32")
+    queries, docs, titles = PAIRS[F.QUERY], PAIRS[F.DOC_TEXT], PAIRS[F.DOC_TITLE]
+    np.testing.assert_allclose(colbert.score(queries, docs, titles=titles),
+                               sources["colbert"].score(queries, docs, titles=titles),
+                               rtol=1e-2, atol=1e-2)
+    with pytest.raises(TtZooError, match="float16 already"):
+        shipping.ship(saved / COLBERT, COLBERT, float16=True)
+
+
 def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
     """`_check_same_model`: a re-export keeps the weights (checked array by array), so results
     measured on the export it replaced (its previous sha256) record; other weights do not."""

@@ -10,6 +10,7 @@ kind: two-tower, late interaction (colbert_*), term weights (hdct_*).
 
   tt-zoo ship colbert_ict_bfs_wlp_crop_span_qgen_64 --export runs/models/colbert_64
   tt-zoo ship hdct_ict_bfs_wlp_crop_span_qgen --record-from results/term_weights.json
+  tt-zoo ship multitask_minilm_l6_384 --float16    # in place: the weights stored in float16
   python tests/golden/regenerate.py colbert_ict_bfs_wlp_crop_span_qgen_64   # then pin its outputs
 """
 
@@ -34,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rows", default=None,
                    help="the label text of the model's rows in the results (default: ColBERT "
                         "for late interaction, HDCT for term weights, the name for two-tower)")
+    p.add_argument("--float16", action="store_true",
+                   help="store the weights in float16 (half the bytes; tt_zoo.load materialises "
+                        "the float32 SavedModel in its cache); measure the recall cost first: "
+                        "python -m benchmarks.precision_cost --compare storage")
     p.add_argument("--provenance", default=None,
                    help="the shipped entry's training data and license line (default: kept, "
                         "or made from the metadata)")
@@ -58,7 +63,7 @@ def main(argv=None) -> int:
         sys.exit(f"ship: {e.args[0]}")
     source = args.export or registry.SAVED_MODELS_DIR / args.name
     try:
-        shipping.ship(source, args.name, provenance=args.provenance)
+        shipping.ship(source, args.name, provenance=args.provenance, float16=args.float16)
         for path in args.record_from:
             shipping.record_results(args.name, json.loads(path.read_text(encoding="utf-8")),
                                     rows=args.rows, results_path=path)

@@ -177,8 +177,19 @@ def _tensorflow_version(card: ModelCard) -> str:
 
 def reexport_lines(card: ModelCard) -> list:
     """The card's lines for each time the export was redone from its own weights
-    (``reexported``, written by `tt_zoo.zoo.shipping.reexport`); [] for none."""
+    (``reexported``, written by `tt_zoo.zoo.shipping.reexport`), and for weights stored in
+    float16 (``storage``, `tt_zoo.serving.float16_storage`); [] for none."""
     lines = []
+    storage = card.provenance.storage
+    if storage is not None and storage.float32_sha256:
+        lines += ["", f"Weights stored in float16 ({_or(storage.arrays, '?')} arrays cast from "
+                      f"the float32 export sha256 {storage.float32_sha256[:12]}…, on which the "
+                      "tables below were measured); `tt_zoo.load` materialises the float32 "
+                      "SavedModel in its cache. What the cast costs in recall, measured side "
+                      "by side with the float32 export: docs/models.md (Weights)."]
+    elif storage is not None and storage.materialised_from:
+        lines += ["", "The float32 copy `tt_zoo.load` materialised from the float16 artifact "
+                      f"sha256 {storage.materialised_from[:12]}…."]
     for note in card.provenance.reexported or []:
         lines += ["", f"Re-exported {_or(note.date, '?')} by {_or(note.by, 'tt_zoo')}, "
                       f"{_or(note.reason, '')} (weights {_or(note.weights, '?')}; the "

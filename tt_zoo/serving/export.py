@@ -403,7 +403,9 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
     """Checks an export is complete and undamaged; returns its metadata.
 
     metadata.json's file manifest must hash to `expected_sha256` (the registry's, for a shipped
-    model) or to the sha256 recorded beside it, and every file must match its entry.
+    model) or to the sha256 recorded beside it, and every file must match its entry. A float32
+    copy materialised from a float16 artifact (`tt_zoo.serving.float16_storage`) whose sha256
+    is `expected_sha256` is checked against its own manifest's.
     Raises `ArtifactError` naming what is missing or differs.
     """
     path = pathlib.Path(path)
@@ -427,6 +429,9 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
     except TtZooError as e:
         raise ArtifactError(f"{meta_path} is not a valid model card: {e}") from e
     expected = expected_sha256 or provenance.sha256
+    storage = provenance.storage
+    if expected_sha256 and storage is not None and storage.materialised_from == expected_sha256:
+        expected = provenance.sha256  # a float32 copy of the registry's float16 artifact
     files = provenance.files
     if not expected or not isinstance(files, dict):
         raise ArtifactError(f"{meta_path} records no sha256 and file manifest, so the files of "
@@ -491,6 +496,9 @@ def load_keras_model(path) -> PairModel:
     path = pathlib.Path(path)
     config_path = path / CONFIG_FILE
     variables = path / "variables" / "variables.index"
+    if not variables.is_file() and (path / "variables_float16").is_dir():
+        raise ArtifactError(f"{path} stores its weights in float16 (variables_float16/): load "
+                            "it with tt_zoo.load, which materialises its float32 SavedModel.")
     for required in (config_path, path / "saved_model.pb", variables):
         if not required.is_file():
             raise ArtifactError(f"{path} is not a complete tt_zoo export: {required.name} is "

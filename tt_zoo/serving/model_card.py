@@ -242,6 +242,19 @@ class Reexport(_Record):
 
 
 @dataclass
+class Storage(_Record):
+    """``storage``: how an export's weights are stored, when not as the float32 SavedModel
+    variables (`tt_zoo.serving.float16_storage`): ``weights`` "float16" for a compact artifact
+    (its float32 arrays cast, made from the export whose sha256 is ``float32_sha256``), or
+    "float32" for the copy materialised from one (``materialised_from``: that artifact's
+    sha256); ``arrays``: how many arrays were cast."""
+    weights: Optional[str] = None  # "float16" or "float32"
+    arrays: Optional[int] = None
+    float32_sha256: Optional[str] = None
+    materialised_from: Optional[str] = None
+
+
+@dataclass
 class Measurement(_Record):
     """One entry of ``measured_by``: the tables a source (a benchmark) recorded, when, from
     which results file, and its headline numbers (`tt_zoo.zoo.shipping.record_tables`)."""
@@ -353,6 +366,7 @@ class Provenance:
     files: Optional[Dict[str, Any]] = None
     sha256: Optional[str] = None
     reexported: Optional[List[Reexport]] = None
+    storage: Optional[Storage] = None
 
 
 _GROUPS = {"architecture": Architecture, "training": Training, "result": TrainingResult,

@@ -21,7 +21,7 @@ from tt_zoo.arguments import as_path  # noqa: E402
 from tt_zoo.atomic_io import recover_replaced  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS  # noqa: E402
-from tt_zoo.serving import export as export_lib  # noqa: E402
+from tt_zoo.serving import export as export_lib, float16_storage  # noqa: E402
 from tt_zoo.serving.model_card import ModelCard  # noqa: E402
 from tt_zoo.zoo import download, registry  # noqa: E402
 from tt_zoo.zoo.registry import ModelSpec, get_spec  # noqa: E402
@@ -36,7 +36,9 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
     ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.zoo.download`; no
-    release is published yet: the weights ship in the git clone). A name of a kind
+    release is published yet: the weights ship in the git clone). An artifact whose weights are
+    stored in float16 gives the path of its float32 copy in the cache
+    (`tt_zoo.serving.float16_storage.loadable`). A name of a kind
     (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
 
     Raises:
@@ -50,7 +52,7 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
     path = as_path(name_or_path, "name_or_path")
     recover_replaced(path)  # a replace killed between its renames: the old version is back
     if path.is_dir():
-        return path, None
+        return float16_storage.loadable(path), None
     if registry.looks_like_path(str(name_or_path)):
         raise export_lib.not_an_export_directory(path)
     spec = get_spec(str(name_or_path))
@@ -64,7 +66,7 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
             f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
             f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
             "by path.")
-    return download.locate(spec), spec
+    return float16_storage.loadable(download.locate(spec), spec.sha256), spec
 
 
 def _wrong_kind(what, kind: str) -> str:

@@ -39,6 +39,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 from tt_zoo.atomic_io import read_json, write_directory, write_json
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
+from tt_zoo.serving import float16_storage
 from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
                                    verify_export)
 from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
@@ -59,8 +60,8 @@ _MODEL_SETTINGS = ("colbert", "term_model")
 # -- ship -------------------------------------------------------------------------------------
 
 def ship(source, name: str, *, provenance: Optional[str] = None,
-         recipe: Optional[Recipe] = None, saved_models=None, shipped_file=None,
-         log: Callable[[str], None] = print) -> dict:
+         recipe: Optional[Recipe] = None, float16: bool = False, saved_models=None,
+         shipped_file=None, log: Callable[[str], None] = print) -> dict:
     """Copies the export at `source` to ``saved_models/<name>`` and lists it as shipped.
 
     Args:
@@ -69,6 +70,10 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
       provenance: the entry's training data and license line (default: from the metadata).
       recipe: the run's recipe, for the entry's settings the export does not record (e.g. the
         fine-tuning budget its measured numbers used; default: the registered name's).
+      float16: ship the weights stored in float16 (`tt_zoo.serving.float16_storage`: half the
+        bytes; `tt_zoo.load` materialises the float32 SavedModel); `source` is a float32
+        export, and may be saved_models/<name> itself. Its cost in recall is measured apart
+        (``python -m benchmarks.precision_cost --compare storage``).
       saved_models, shipped_file: default the registry's (`SAVED_MODELS_DIR`, `SHIPPED_FILE`).
 
     Returns:
@@ -91,17 +96,20 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
         raise TtZooError(f"{source} has embedding_dim {card.architecture.embedding_dim}; "
                          f"{name!r} is registered with {spec.embedding_dim}.")
     dest = pathlib.Path(saved_models or registry.SAVED_MODELS_DIR) / name
-    if source.resolve() != dest.resolve():
+    if source.resolve() != dest.resolve() or float16:
         current = ModelCard.from_dict(read_json(dest / METADATA_FILE) or {}).name
         if dest.exists() and current not in (name, card.name):
             raise TtZooError(f"{dest} holds an export of {current!r}, not of {name!r}; move it "
                              "away first.")
 
         def copy(staging: pathlib.Path) -> None:
-            shutil.copytree(source, staging, dirs_exist_ok=True)
+            if float16:
+                float16_storage.write_float16(source, staging)
+            else:
+                shutil.copytree(source, staging, dirs_exist_ok=True)
 
         write_directory(dest, copy, is_replaceable=is_model_export, what="tt_zoo model export")
-        log(f"copied {source} to {dest}")
+        log(f"copied {source} to {dest}{' with its weights in float16' if float16 else ''}")
     update_metadata(dest, name=name)  # the card names it as it loads, rendered as today
     card = ModelCard.from_dict(verify_export(dest))
     sha256, arch = card.provenance.sha256, card.architecture
@@ -114,9 +122,10 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
              "query_length": _given(arch.query_length, spec.query_length),
              "recipe": dataclasses.asdict(_recipe(card, spec, recipe)),
              "provenance": provenance or previous.get("provenance") or _provenance(card),
-             # headline numbers measured on these weights stay; on other weights they go
-             "metrics": previous.get("metrics", {}) if previous.get("sha256") == sha256
-             else {}}
+             # headline numbers measured on these weights stay (on the float32 export a
+             # float16 one was cast from too: its card says so); on other weights they go
+             "metrics": previous.get("metrics", {}) if previous.get("sha256") in (
+                 sha256, getattr(card.provenance.storage, "float32_sha256", None)) else {}}
     shipped[name] = entry
     _write_shipped(shipped_file, shipped, name)
     log(f"shipped {name} ({kind}): {dest} (sha256 {sha256[:12]}…), listed in "

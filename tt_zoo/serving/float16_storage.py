@@ -1,0 +1,186 @@
+"""float16 storage of an export's weights: half the bytes to ship and download, a float32
+SavedModel again on the user's machine.
+
+A MiniLM-sized export is ~90 MB in float32 (issue 50, "Ship the winners": store weights in
+float16 where the recall cost is measured as nil). A SavedModel's graph reads float32
+variables, and `tt-zoo index-corpus`, serving and ``tf.saved_model.load`` read its variables
+checkpoint directly, so the compact artifact is not a SavedModel: it keeps the export's files
+but ``variables/`` becomes ``variables_float16/``, the same checkpoint keys with every float32
+array cast to float16 (other dtypes, the object graph included, copied). Its card records
+``storage`` (`tt_zoo.serving.model_card.Storage`: weights "float16", the arrays cast and the
+float32 export's sha256) and its own file manifest, which is the registry's sha256.
+
+`tt_zoo.load` (`tt_zoo.zoo.loading.find_artifact`) verifies a compact artifact, then
+`materialise`s it once into the cache (``$TT_ZOO_HOME/float32/<name>-<sha256[:16]>``): the float16
+arrays cast back to float32 under ``variables/``, a card recording ``materialised_from`` (the
+compact artifact's sha256, which `tt_zoo.serving.export.verify_export` accepts for it) and its
+own manifest. Built in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut
+materialisation is never taken for a model; a damaged copy is built again.
+
+The cast rounds each weight to 11 significant bits (relative error <= 2^-11); what that costs in
+recall is measured per shipped model, side by side with the float32 export
+(``python -m benchmarks.precision_cost --compare storage``; results/float16_storage*.md).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from tt_zoo.atomic_io import write_directory
+from tt_zoo.errors import ArtifactError, TtZooError
+from tt_zoo.manifest import describe_files, manifest_digest
+from tt_zoo.serving.export import (MANIFEST_EXCLUDES, METADATA_FILE, verify_export,
+                                   write_metadata_and_card)
+from tt_zoo.serving.model_card import ModelCard, Storage
+
+FLOAT32_DIR = "variables"  # the SavedModel's own
+FLOAT16_DIR = "variables_float16"
+CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-00000-of-00001
+FLOAT16 = "float16"
+MATERIALISED = "float32"  # the cache's folder of materialised copies, and their storage
+_FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def storage_of(metadata: dict) -> Optional[Storage]:
+    """The export's ``storage`` record (None: plain float32 SavedModel variables)."""
+    return ModelCard.from_dict(metadata).provenance.storage
+
+
+def is_float16(metadata: dict) -> bool:
+    """Whether metadata.json describes a compact float16 artifact (to be materialised)."""
+    storage = storage_of(metadata)
+    return storage is not None and storage.weights == FLOAT16
+
+
+def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype) -> int:
+    """Writes every tensor of the checkpoint at `source_prefix` to `target_prefix` under the
+    same key, floating arrays cast to `dtype` (float16 <-> float32); returns how many were."""
+    reader = tf.train.load_checkpoint(source_prefix)
+    names, tensors, cast = [], [], 0
+    for key, key_dtype in sorted(reader.get_variable_to_dtype_map().items()):
+        value = reader.get_tensor(key)
+        if dtype == tf.float16 and key_dtype == tf.float16:  # would come back as float32
+            raise TtZooError(f"{source_prefix}: {key} is a float16 array already; only an "
+                             "export whose floating weights are all float32 is stored so.")
+        if key_dtype in (tf.float32, tf.float16) and key_dtype != dtype:
+            array = np.asarray(value)
+            if dtype == tf.float16 and np.abs(array).max(initial=0.0) > _FLOAT16_MAX:
+                raise TtZooError(f"{source_prefix}: {key} holds a value beyond float16's range "
+                                 f"(|x| > {_FLOAT16_MAX:g}); ship this export in float32.")
+            value = array.astype(dtype.as_numpy_dtype)
+            cast += 1
+        names.append(key)
+        tensors.append(tf.constant(value))
+    tf.raw_ops.SaveV2(prefix=target_prefix, tensor_names=names,
+                      shape_and_slices=[""] * len(names), tensors=tensors)
+    return cast
+
+
+def _stamp(staging: pathlib.Path, card: ModelCard, storage: Storage) -> dict:
+    """The card with `storage` and the manifest of `staging`'s files, written into it."""
+    card.provenance.storage = storage
+    card.provenance.files = describe_files(staging, skip=MANIFEST_EXCLUDES)
+    card.provenance.sha256 = manifest_digest(card.provenance.files)
+    return write_metadata_and_card(staging, card.to_dict())
+
+
+def _copy_beside_weights(source: pathlib.Path, staging: pathlib.Path, weights_dir: str) -> None:
+    """Copies the export's files except its weights folder, metadata.json and the card."""
+    skip = {weights_dir, *MANIFEST_EXCLUDES}
+    for item in source.iterdir():
+        if item.name in skip:
+            continue
+        if item.is_dir():
+            shutil.copytree(item, staging / item.name)
+        else:
+            shutil.copy2(item, staging / item.name)
+
+
+def write_float16(source, staging) -> dict:
+    """Writes the compact float16 artifact of the float32 export at `source` into the (empty)
+    folder `staging`; returns its metadata. `source` is verified first.
+
+    Raises:
+      ArtifactError: `source` is not a complete, undamaged export.
+      TtZooError: it is already float16, or holds a weight beyond float16's range.
+    """
+    source, staging = pathlib.Path(source), pathlib.Path(staging)
+    metadata = verify_export(source)
+    if storage_of(metadata) is not None:
+        raise TtZooError(f"{source} stores its weights as {storage_of(metadata).weights} "
+                         "already; give the float32 export it came from.")
+    _copy_beside_weights(source, staging, FLOAT32_DIR)
+    (staging / FLOAT16_DIR).mkdir()
+    cast = _copy_checkpoint(str(source / FLOAT32_DIR / CHECKPOINT_NAME),
+                            str(staging / FLOAT16_DIR / CHECKPOINT_NAME), tf.float16)
+    card = ModelCard.from_dict(metadata)
+    return _stamp(staging, card, Storage(weights=FLOAT16, arrays=cast,
+                                         float32_sha256=card.provenance.sha256))
+
+
+def materialised_path(path, sha256: str) -> pathlib.Path:
+    """Where the float32 copy of the compact artifact `path` (manifest `sha256`) is kept."""
+    from tt_zoo.zoo.download import home  # noqa: PLC0415 (the cache's one definition)
+    return home() / MATERIALISED / f"{pathlib.Path(path).resolve().name}-{sha256[:16]}"
+
+
+def _is_copy_of(path: pathlib.Path, sha256: str) -> bool:
+    """Whether `path` is an undamaged float32 copy materialised from the artifact `sha256`."""
+    try:
+        storage = storage_of(verify_export(path, sha256))
+    except (ArtifactError, TtZooError):
+        return False
+    return storage is not None and storage.materialised_from == sha256
+
+
+def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
+    """The float32 SavedModel of the compact artifact at `path`: its cached copy when that is
+    complete and undamaged, else built now (after verifying `path` against `expected_sha256`,
+    the registry's, or its own record).
+
+    Raises:
+      ArtifactError: `path` is damaged or is not a float16 artifact.
+    """
+    path = pathlib.Path(path)
+    metadata = verify_export(path, expected_sha256)
+    if not is_float16(metadata):
+        raise ArtifactError(f"{path / METADATA_FILE} records no float16 storage: it is a "
+                            "SavedModel to load as it is.")
+    card = ModelCard.from_dict(metadata)
+    sha256 = card.provenance.sha256
+    dest = materialised_path(path, sha256)
+    if _is_copy_of(dest, sha256):
+        return dest
+
+    def build(staging: pathlib.Path) -> None:
+        _copy_beside_weights(path, staging, FLOAT16_DIR)
+        (staging / FLOAT32_DIR).mkdir()
+        cast = _copy_checkpoint(str(path / FLOAT16_DIR / CHECKPOINT_NAME),
+                                str(staging / FLOAT32_DIR / CHECKPOINT_NAME), tf.float32)
+        _stamp(staging, card, Storage(weights=MATERIALISED, arrays=cast,
+                                      materialised_from=sha256))
+
+    # The cache's own folder: whatever is there (a damaged copy) is replaced.
+    return write_directory(dest, build, overwrite=True, what="float32 copy of a tt_zoo export")
+
+
+def loadable(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
+    """`path` itself for a SavedModel export; the `materialise`d copy for a float16 artifact
+    (the one way a loader turns what it found into what it reads)."""
+    path = pathlib.Path(path)
+    try:
+        metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
+        compact = isinstance(metadata, dict) and is_float16(metadata)
+    except (OSError, ValueError, TtZooError):
+        return path  # not readable here: the loader's verify_export names what is wrong
+    return materialise(path, expected_sha256) if compact else path
+
+
+__all__ = ["FLOAT16_DIR", "storage_of", "is_float16", "write_float16", "materialised_path",
+           "materialise", "loadable"]
