@@ -193,6 +193,11 @@ def report(result: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _mib(folder) -> float:
+    """The MiB of every file under `folder`."""
+    return sum(f.stat().st_size for f in pathlib.Path(folder).rglob("*") if f.is_file()) / 2**20
+
+
 @contextlib.contextmanager
 def float16_copy(path):
     """The float16 artifact of the float32 export at `path`, loaded as `tt_zoo.load` loads a
@@ -206,10 +211,8 @@ def float16_copy(path):
         compact.mkdir()
         meta = float16_storage.write_float16(path, compact)
         model = tt_zoo.load(compact)
-        data = sum(f.stat().st_size for f in compact.rglob("*") if f.is_file())
-        whole = sum(f.stat().st_size for f in pathlib.Path(path).rglob("*") if f.is_file())
-        note = (f"{meta['storage']['arrays']} arrays cast; {data / 2**20:.1f} MiB against "
-                f"{whole / 2**20:.1f} MiB")
+        note = (f"{meta['storage']['arrays']} arrays cast; {_mib(compact):.1f} MiB against "
+                f"{_mib(path):.1f} MiB")
         try:
             yield model, note
         finally:
