@@ -226,6 +226,13 @@ RESULTS = {
                                    "tt-zoo finetune --model multitask_minilm_l6_384 "
                                    "--hard-negatives-from ... --hard-negatives-other-passages "
                                    "--json-out ...", "checkpoints.md"),
+    "finetune_reqa_both_minilm": ("the shipped multi-task MiniLM fine-tuned on ReQA with two "
+                                  "hard negatives a question (the trained MiniLM's from other "
+                                  "paragraphs and BM25's), stopped on validation R@1, beside "
+                                  "BM25",
+                                  "tt-zoo finetune --model multitask_minilm_l6_384 "
+                                  "--hard-negatives-from ... --bm25-negatives 1 "
+                                  "--validation-metric R@1 --json-out ...", "checkpoints.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
