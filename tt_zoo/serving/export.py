@@ -496,9 +496,12 @@ def load_keras_model(path) -> PairModel:
     path = pathlib.Path(path)
     config_path = path / CONFIG_FILE
     variables = path / "variables" / "variables.index"
-    if not variables.is_file() and (path / "variables_float16").is_dir():
-        raise ArtifactError(f"{path} stores its weights in float16 (variables_float16/): load "
-                            "it with tt_zoo.load, which materialises its float32 SavedModel.")
+    if not variables.is_file():
+        from tt_zoo.serving.float16_storage import FLOAT16_DIR  # noqa: PLC0415 (imports this)
+        if (path / FLOAT16_DIR).is_dir():
+            raise ArtifactError(f"{path} stores its weights in float16 ({FLOAT16_DIR}/): load "
+                                "it with tt_zoo.load, which materialises its float32 "
+                                "SavedModel.")
     for required in (config_path, path / "saved_model.pb", variables):
         if not required.is_file():
             raise ArtifactError(f"{path} is not a complete tt_zoo export: {required.name} is "

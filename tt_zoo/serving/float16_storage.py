@@ -112,9 +112,10 @@ def write_float16(source, staging) -> dict:
     """
     source, staging = pathlib.Path(source), pathlib.Path(staging)
     metadata = verify_export(source)
-    if storage_of(metadata) is not None:
-        raise TtZooError(f"{source} stores its weights as {storage_of(metadata).weights} "
-                         "already; give the float32 export it came from.")
+    storage = storage_of(metadata)
+    if storage is not None:
+        raise TtZooError(f"{source} stores its weights as {storage.weights} already; give "
+                         "the float32 export it came from.")
     _copy_beside_weights(source, staging, FLOAT32_DIR)
     (staging / FLOAT16_DIR).mkdir()
     cast = _copy_checkpoint(str(source / FLOAT32_DIR / CHECKPOINT_NAME),

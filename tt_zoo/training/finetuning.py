@@ -303,9 +303,9 @@ def finetune(model, reqa, split, *, steps: int = PAPER_STEPS, batch_size: int = 
     mined = None
     if hard_negatives:
         hard_negatives_depth = hard_negatives_depth or DEFAULT_DEPTH
-        mined, mined_record = _mine_negatives(reqa, split.train, hard_negatives, hard_negatives_depth,
-                                        hard_negatives_model, skip_gold_passage, seed, progress,
-                                        bm25_extra=bm25_negatives)
+        mined, mined_record = _mine_negatives(
+            reqa, split.train, hard_negatives, hard_negatives_depth, hard_negatives_model,
+            skip_gold_passage, seed, progress, bm25_extra=bm25_negatives)
         if mined.counts["questions_with_fallback"]:
             note(f"{mined.counts['questions_with_fallback']} of {n_train} training questions "
                  f"had fewer than {hard_negatives} valid mined negatives; "
