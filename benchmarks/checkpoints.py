@@ -33,9 +33,7 @@ SPEED_PASSAGES = 512  # 100-word Wikispeedia passages encoded per speed run
 
 def parse_args(argv=None):
     p = arguments.parser(__doc__)
-    p.add_argument("--depth", type=int, default=100,
-                   help="candidates of each searcher fused per query (default: %(default)s)")
-    p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    fusion.add_fusion_arguments(p)
     p.add_argument("--speed-runs", type=int, default=3,
                    help="timed encodings of the speed passages per model (default: %(default)s)")
     p.add_argument("--record", action="store_true",
@@ -49,8 +47,9 @@ def parse_args(argv=None):
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
     fusion.check_fuse_with(p, args)
-    if args.depth < 1 or args.speed_runs < 1:
-        p.error("--depth and --speed-runs must be at least 1")
+    fusion.check_fusion_arguments(p, args)
+    if args.speed_runs < 1:
+        p.error(f"--speed-runs must be at least 1 (got {args.speed_runs})")
     text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")
     return args
 
@@ -145,7 +144,8 @@ def report(out: dict) -> str:
     lines = text_rows.report_head(out, NAME, "Starting from a public checkpoint (all-MiniLM-L6-v2)", (
         "Rows: BM25 (bm25s); each model by exact inner-product search; RRF (rrf_k "
         f"{s['rrf_k']:g}) and convex fusion w * minmax(BM25) + (1 - w) * minmax(model) of "
-        f"each searcher's top {s['depth']}, w chosen on questions not reported ("
+        f"each searcher's top {s['depth']}{fusion.filled(s)}, w chosen on questions not "
+        "reported ("
         f"{text_rows.chosen_on_text(s)}). **Supervised start**: all-MiniLM-L6-v2 was trained on "
         "about 1B sentence pairs that include NQ and SQuAD questions, so every MiniLM-derived "
         "row (the static BoW distilled from it included) is not zero-shot on these question "

@@ -29,17 +29,33 @@ FLAGSHIPS = text_rows.FLAGSHIPS
 
 def parse_args(argv=None):
     p = arguments.parser(__doc__)
-    p.add_argument("--depth", type=int, default=100,
-                   help="candidates of each searcher fused per query (default: %(default)s)")
-    p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    add_fusion_arguments(p)
     add_fuse_with(p)
     text_rows.add_arguments(p)
     args = text_rows.finish_arguments(p, p.parse_args(argv), NAME)
     check_fuse_with(p, args)
-    if args.depth < 1:
-        p.error(f"--depth must be at least 1 (got {args.depth})")
+    check_fusion_arguments(p, args)
     text_rows.require_reqa_with_open_domain(p, args.benchmarks, "--benchmarks", "weight")
     return args
+
+
+def add_fusion_arguments(p) -> None:
+    """--depth, --rrf-k and --fill-depth of every fused row (`FusionSearcher`'s settings)."""
+    p.add_argument("--depth", type=int, default=100,
+                   help="candidates of each searcher fused per query (default: %(default)s)")
+    p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
+    p.add_argument("--fill-depth", type=int, default=None, metavar="N",
+                   help="search each searcher to N (> --depth) and fill in the scores of the "
+                        "other's candidates it holds there (default: a missing candidate gets "
+                        "the list's floor)")
+
+
+def check_fusion_arguments(p, args) -> None:
+    """--depth at least 1, --fill-depth above it; the parser exits naming the option otherwise."""
+    if args.depth < 1:
+        p.error(f"--depth must be at least 1 (got {args.depth})")
+    if args.fill_depth is not None and args.fill_depth <= args.depth:
+        p.error(f"--fill-depth must be above --depth ({args.depth}); got {args.fill_depth}")
 
 
 def fusion_rows(ctx: text_rows.Context) -> dict:
@@ -50,7 +66,8 @@ def fusion_rows(ctx: text_rows.Context) -> dict:
     args, bench, bm25, rows, fused = ctx.args, ctx.bench, ctx.bm25, {}, {}
     for name, dense in ctx.dense.items():
         both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
-        rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k)
+        rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k,
+                             fill_depth=args.fill_depth)
         label = f"RRF(BM25, {name})"
         rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
         convex = convex_fusion(ctx, name, bm25, dense)
@@ -102,17 +119,26 @@ def convex_fusion(ctx: text_rows.Context, key: str, first, second):
     from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
 
     bench, depth = ctx.bench, ctx.args.depth
+    fill_depth = getattr(ctx.args, "fill_depth", None)
     if bench.validation is not None:
         t = time.perf_counter()
         fit = choose_fusion_weight(first, second, bench.validation.queries,
-                                   bench.validation.metric, depth=depth)
+                                   bench.validation.metric, depth=depth, fill_depth=fill_depth)
         ctx.out["weights"].setdefault(bench.name, {})[key] = {
             **fit.as_dict(), "chosen_on": bench.validation.name,
             "metric": bench.validation.metric_name, "seconds": time.perf_counter() - t}
         weight = fit.weight
     else:
         weight = ctx.out["weights"]["reqa"][key]["weight"]
-    return FusionSearcher(first, second, method="convex", weight=weight, depth=depth)
+    return FusionSearcher(first, second, method="convex", weight=weight, depth=depth,
+                          fill_depth=fill_depth)
+
+
+def filled(settings: dict) -> str:
+    """The report's words for --fill-depth ("" without it)."""
+    n = settings.get("fill_depth")
+    return "" if n is None else (f", a candidate missing from one list scored from that "
+                                 f"searcher's top {n} (filled scores)")
 
 
 def main(argv=None) -> dict:
@@ -127,7 +153,8 @@ def report(out: dict) -> str:
         "Rows: BM25 (bm25s); each dense model by exact inner-product search; RRF "
         f"(reciprocal-rank fusion, Cormack et al. 2009, rrf_k {s['rrf_k']:g}) and a convex "
         "combination w * minmax(BM25) + (1 - w) * minmax(model) (Bruch et al. 2023) of each "
-        f"searcher's top {s['depth']} (`tt_zoo.retrieval.fusion.FusionSearcher`). w is "
+        f"searcher's top {s['depth']}{filled(s)} (`tt_zoo.retrieval.fusion.FusionSearcher`). "
+        "w is "
         "chosen from 0.00..1.00 by 0.05 on questions not reported: ReQA by "
         f"{s['reqa_metric']} on the training questions of the "
         f"{100 * s['split_fraction']:g}% cold-start split, ODQA by {s['odqa_metric']} on "

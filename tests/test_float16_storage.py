@@ -125,3 +125,13 @@ def test_a_plain_export_loads_from_where_it_is(exported, home):
     assert not (home / "float32").exists()
     assert json.loads((exported.path / "metadata.json").read_text()).get("storage") is None
     assert os.path.isdir(exported.path / "variables")
+
+
+def test_a_float16_artifact_is_not_reexported_in_place(compact):
+    from tt_zoo.zoo import shipping
+
+    before = sorted(p.name for p in compact.rglob("*"))
+    with pytest.raises(TtZooError, match=r"tiny_float16 stores its weights in float16 "
+                                         r"\(variables_float16/\); re-export the float32 export"):
+        shipping.reexport(compact, "a test", log=lambda line: None)
+    assert sorted(p.name for p in compact.rglob("*")) == before

@@ -75,6 +75,59 @@ def test_depth_cuts_each_list_before_normalising():
                                                        "depth": 100, "rrf_k": 60}
 
 
+def test_filled_scores_replace_the_floor_with_the_deeper_lists_own():
+    # depth 2, fill_depth 3. First's top 2 a (3), b (2) -> a 1, b 0; deeper, c (1) -> (1-2)/1 = -1.
+    # Second's top 2 c (.9), a (.5) -> c 1, a 0; deeper, d (.1) -> (.1-.5)/.4 = -1; b is not in
+    # its top 3, so it gets that list's lowest, -1. w = 0.5: a .5, c (-1 + 1)/2 = 0, b -.5
+    # (the floor gave c .5, b 0). d is in neither top 2: not ranked.
+    fused = FusionSearcher(FIRST, SECOND, method="convex", weight=0.5, depth=2, fill_depth=3)
+    out = fused.search(["q"], k=4)
+    assert out.rows.tolist() == [[0, 2, 1, -1]]
+    np.testing.assert_allclose(out.scores[0, :3], [0.5, 0.0, -0.5], atol=1e-12)
+    assert fused.describe()["fill_depth"] == 3
+    # RRF reads the deeper ranks: c is third in the first list; b is in no top 3 of the second.
+    out = FusionSearcher(FIRST, SECOND, method="rrf", depth=2, fill_depth=3).search(["q"], k=3)
+    np.testing.assert_allclose(out.scores[0], [1 / 61 + 1 / 62, 1 / 63 + 1 / 61, 1 / 62])
+    # A deeper list cut short (two results for a fill depth of 4) gives its own lowest: the same.
+    out = FusionSearcher(FIRST, Fixed({"q": ([2, 0], [0.9, 0.5])}), method="convex",
+                         weight=0.5, depth=2, fill_depth=4).search(["q"], k=3)
+    np.testing.assert_allclose(out.scores[0], [0.5, 0.0, 0.0], atol=1e-12)  # a, c, b (floor 0)
+    # fill_depth must lie beyond depth.
+    for bad in (2, 1, 2.5, True):
+        with pytest.raises(ValueError, match="fill_depth must be None or a whole number above "
+                                             r"depth \(2\)"):
+            FusionSearcher(FIRST, SECOND, depth=2, fill_depth=bad)
+
+
+def test_filled_scores_of_many_queries_match_a_per_query_reference():
+    # Random lists of 3 queries over 30 candidates: every fused score equals the one worked
+    # query by query with dictionaries (depth 5, fill 12).
+    rng = np.random.default_rng(0)
+    ids = [str(i) for i in range(30)]
+    lists = []
+    for _ in range(2):
+        results = {}
+        for q in "xyz":
+            rows = rng.permutation(30)[:12]
+            results[q] = (list(rows), sorted(rng.normal(size=12), reverse=True))
+        lists.append(Fixed(results, ids))
+    out = FusionSearcher(*lists, method="convex", weight=0.3, depth=5, fill_depth=12).search(
+        list("xyz"), k=10)
+    for i, q in enumerate("xyz"):
+        norms = []
+        for searcher in lists:
+            rows, scores = searcher.results[q]
+            low, high = min(scores[:5]), max(scores[:5])
+            norms.append({r: (s - low) / (high - low) for r, s in zip(rows, scores)})
+        union = set(lists[0].results[q][0][:5]) | set(lists[1].results[q][0][:5])
+        want = {r: 0.3 * norms[0].get(r, min(norms[0].values()))
+                + 0.7 * norms[1].get(r, min(norms[1].values())) for r in union}
+        got = {int(r): float(s) for r, s in zip(out.rows[i], out.scores[i]) if r >= 0}
+        assert got.keys() == union
+        for r in union:
+            assert got[r] == pytest.approx(want[r], abs=1e-6)  # results hold float32
+
+
 def test_ties_go_to_the_first_searchers_order_then_the_seconds():
     # (In a convex combination below weight .5 they go to the second's order first.)
     first = Fixed({"q": ([0, 1], [1.0, 0.0])})

@@ -100,6 +100,30 @@ def test_fuse_with_adds_a_three_way_row_its_weight_chosen_on_validation(exported
         fusion.parse_args(["--model", str(partner), "--fuse-with", "not_a_model"])
 
 
+def test_fill_depth_fuses_with_filled_scores_and_says_so(exported, tmp_path, monkeypatch):
+    from benchmarks import fusion
+    from benchmarks import measure
+
+    monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
+    out = fusion.main([
+        "--model", str(exported.path), "--squad", str(write_squad(tmp_path, hand_made_squad())),
+        "--benchmarks", "reqa", "--split-fraction", "0.5", "--depth", "2", "--fill-depth", "4",
+        "--no-progress", "--work", str(tmp_path / "work"),
+        "--output", str(tmp_path / "out" / "fusion")])
+    for row in ("RRF(BM25, tiny_test)", "convex(BM25, tiny_test)"):
+        settings = out["results"]["reqa"][row]["settings"]
+        assert settings["depth"] == 2 and settings["fill_depth"] == 4
+    report = (tmp_path / "out" / "fusion.md").read_text()
+    assert "scored from that searcher's top 4 (filled scores)" in report
+    from benchmarks import checkpoints
+
+    for parse in (fusion.parse_args, checkpoints.parse_args):  # both take the fusion settings
+        assert parse(["--depth", "5", "--fill-depth", "50"]).fill_depth == 50
+        for bad in (["--fill-depth", "100"], ["--depth", "5", "--fill-depth", "3"]):
+            with pytest.raises(SystemExit):
+                parse(bad)
+
+
 def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
     from benchmarks import fusion
 

@@ -60,6 +60,19 @@ def test_fuse_hand_worked_convex_and_rrf_scores():
     assert tt_zoo.fuse(fused, first, method="rrf").search_batch([], k=2) == []
 
 
+def test_fuse_fills_a_missing_candidates_score_from_the_deeper_list():
+    first, second = fixed([0, 1, 2], [3.0, 2.0, 1.0]), fixed([1, 2, 0], [0.9, 0.5, 0.1])
+    # depth 2: first a 1, b 0, and c (1 - 2) / 1 = -1 from its third; second b 1, c 0, and a
+    # (0.1 - 0.5) / 0.4 = -1. Weight 0.7: a 0.7 - 0.3 = 0.4; b 0.3; c -0.7 (the floor: 0.7, 0.3, 0).
+    fused = tt_zoo.fuse(first, second, weight=0.7, depth=2, fill_depth=3)
+    hits = fused.search("any question", k=3)
+    assert [h.id for h in hits] == ["a", "b", "c"]
+    np.testing.assert_allclose([h.score for h in hits], [0.4, 0.3, -0.7], atol=1e-6)
+    assert fused.settings["fill_depth"] == 3
+    floor = tt_zoo.fuse(first, second, weight=0.7, depth=2).search("any question", k=3)
+    np.testing.assert_allclose([h.score for h in floor], [0.7, 0.3, 0.0], atol=1e-6)
+
+
 def test_fuse_refuses_what_it_cannot_fuse():
     a = fixed([0], [1.0])
     with pytest.raises(ValueError, match="convex combination needs weight"):

@@ -12,6 +12,13 @@ Each searcher's top `depth` candidates of a query are merged into one ranking, b
   of that query: its best candidate gets 1, its `depth`-th 0, and a candidate missing from that
   list gets the list's floor, 0. A list whose scores all tie gives each of its candidates 1.
 
+**Filled scores** (``fill_depth``): the floor of 0 is a guess, and an optimistic one: a
+candidate missing from a list scores below that list's `depth`-th. With ``fill_depth > depth``
+each searcher is searched to `fill_depth`, and a candidate of the other list's top `depth` that
+this list holds deeper gets its own normalised score (below 0: the same min and max of the
+top `depth`) and its own rank; one missing even there gets the `fill_depth`-th score's (the
+bound on its own). The union, and the normalisation, stay those of the two top-`depth` lists.
+
 Only candidates in either top-`depth` list are ranked, so a result is at most ``2 * depth`` long
 (then -1 padded to ``min(k, number of candidates)``). Equal fused scores go to the first
 searcher's order, then the second's, then the lower row (in a convex combination with weight
@@ -78,23 +85,26 @@ def check_same_candidates(first, second) -> Tuple[str, ...]:
 
 
 def _ranked_list(result: SearchResult, depth: int, num_queries: int, num_candidates: int,
-                 what: str):
+                 what: str, fill_depth: Optional[int] = None):
     """One sub-result's top `depth`: rows (-1 where missing), 1-based ranks (inf where missing),
-    min-max normalised scores (0 where missing), all float64 but the rows."""
+    min-max normalised scores (0 where missing), all float64 but the rows. With `fill_depth`, also
+    its top `fill_depth` normalised by the same min and max, as `_Fill`."""
     if not isinstance(result, SearchResult):
         raise TypeError(f"score fusion: {what}.search returned {type(result).__name__}, not a "
                         "SearchResult.")
     if len(result) != num_queries:
         raise ValueError(f"score fusion: {what} returned {len(result)} result rows for "
                          f"{num_queries} queries.")
-    rows = result.rows[:, :depth]
-    scores = result.scores[:, :depth].astype(np.float64)
+    deep_rows = result.rows[:, :fill_depth or depth]
+    deep_scores = result.scores[:, :fill_depth or depth].astype(np.float64)
+    rows, scores = deep_rows[:, :depth], deep_scores[:, :depth]
     valid = (rows >= 0) & np.isfinite(scores)
-    if (rows >= num_candidates).any():
-        raise ValueError(f"score fusion: {what} returned row {int(rows.max())}, beyond its "
-                         f"{num_candidates} candidates.")
+    if (deep_rows >= num_candidates).any():
+        raise ValueError(f"score fusion: {what} returned row {int(deep_rows.max())}, beyond "
+                         f"its {num_candidates} candidates.")
     rows = np.where(valid, rows, -1)
-    ordered = np.sort(rows, axis=1)
+    deep_valid = (deep_rows >= 0) & np.isfinite(deep_scores)
+    ordered = np.sort(np.where(deep_valid, deep_rows, -1), axis=1)
     repeated = (ordered[:, 1:] == ordered[:, :-1]) & (ordered[:, 1:] >= 0)
     if repeated.any():
         q, j = np.argwhere(repeated)[0]
@@ -105,7 +115,43 @@ def _ranked_list(result: SearchResult, depth: int, num_queries: int, num_candida
     low = np.where(valid, scores, np.inf).min(axis=1, initial=np.inf)[:, None]
     spread = np.where(high > low, high - low, 1.0)
     normalised = np.where(valid, np.where(high > low, (scores - low) / spread, 1.0), 0.0)
-    return rows, ranks, normalised
+    if fill_depth is None:
+        return rows, ranks, normalised, None
+    deep = np.where(deep_valid, np.where(high > low, (deep_scores - low) / spread, 1.0), np.inf)
+    return rows, ranks, normalised, _Fill(np.where(deep_valid, deep_rows, -1), deep,
+                                          num_candidates)
+
+
+class _Fill:
+    """One searcher's top `fill_depth` of each query, looked up by (query, row): each row's
+    1-based rank and normalised score there; a row it does not hold gets rank inf and the lowest
+    normalised score it returned (0 where it returned none)."""
+
+    def __init__(self, rows: np.ndarray, normalised: np.ndarray, num_candidates: int):
+        self.n = num_candidates
+        held = rows >= 0
+        self.floor = np.where(held, normalised, np.inf).min(axis=1, initial=np.inf)
+        self.floor = np.where(np.isfinite(self.floor), self.floor, 0.0)
+        keys = self._keys(rows)[held]
+        order = np.argsort(keys, kind="stable")
+        self.keys = keys[order]
+        self.ranks = np.cumsum(held, axis=1)[held][order].astype(np.float64)
+        self.normalised = normalised[held][order]
+
+    def _keys(self, rows: np.ndarray) -> np.ndarray:
+        return np.arange(len(rows))[:, None] * (self.n + 1) + rows
+
+    def lookup(self, rows: np.ndarray):
+        """(ranks, normalised) of `rows` (int64 `[num_queries, width]`, -1 pads)."""
+        keys = self._keys(rows)
+        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
+        found = (rows >= 0) & (len(self.keys) > 0)
+        if len(self.keys):
+            found &= self.keys[at] == keys
+        ranks = np.where(found, self.ranks[at] if len(self.keys) else np.inf, np.inf)
+        normalised = np.where(found, self.normalised[at] if len(self.keys) else 0.0,
+                              self.floor[:, None])
+        return ranks, np.where(rows >= 0, normalised, 0.0)
 
 
 class FusionInputs:
@@ -118,16 +164,16 @@ class FusionInputs:
       ranks: float64 `[2, num_queries, width]`, each candidate's 1-based rank in the first and
         second list (inf where missing).
       normalised: float64 `[2, num_queries, width]`, its min-max normalised score in each list
-        (0 where missing).
+        (0 where missing; with `fill_depth`, filled from the deeper lists, see the module).
     """
 
     def __init__(self, first: SearchResult, second: SearchResult, *, depth: int,
-                 candidate_ids: Sequence[str]):
+                 candidate_ids: Sequence[str], fill_depth: Optional[int] = None):
         n = len(candidate_ids)
         num_queries = len(first)
         self.candidate_ids = candidate_ids
         self.num_candidates = n
-        parts = [_ranked_list(r, depth, num_queries, n, what)
+        parts = [_ranked_list(r, depth, num_queries, n, what, fill_depth)
                  for r, what in ((first, "the first searcher"), (second, "the second searcher"))]
         widths = [p[0].shape[1] for p in parts]
         # Every (query, list entry) joins the group of its row: sort the two lists' rows together
@@ -146,7 +192,7 @@ class FusionInputs:
         self.ranks = np.full((2, num_queries * width), np.inf)
         self.normalised = np.zeros((2, num_queries * width))
         source = order.ravel()
-        for i, (rows, ranks, normalised) in enumerate(parts):
+        for i, (rows, ranks, normalised, _) in enumerate(parts):
             offset = 0 if i == 0 else widths[0]
             mine = (source >= offset) & (source < offset + widths[i])
             mine &= ordered.ravel() < n
@@ -156,6 +202,12 @@ class FusionInputs:
             self.normalised[i, flat[mine]] = normalised[query, column]
         self.ranks = self.ranks.reshape(2, num_queries, width)
         self.normalised = self.normalised.reshape(2, num_queries, width)
+        for i, fill in enumerate(p[3] for p in parts):
+            if fill is not None:
+                missing = (self.rows >= 0) & np.isinf(self.ranks[i])
+                ranks, normalised = fill.lookup(self.rows)
+                self.ranks[i] = np.where(missing, ranks, self.ranks[i])
+                self.normalised[i] = np.where(missing, normalised, self.normalised[i])
         # Tie orders: one list's order, then the other's, then the lower row (the union is in
         # row order); each by stable sorts from the last key to the first.
         self._tie_orders = []
@@ -200,6 +252,17 @@ class FusionInputs:
         return self.top(self.convex_scores(weight), k, ties_to=0 if weight >= 0.5 else 1)
 
 
+def check_fill_depth(fill_depth, depth: int) -> Optional[int]:
+    """None, or a whole number above `depth` (ValueError naming both otherwise)."""
+    if fill_depth is None:
+        return None
+    if isinstance(fill_depth, bool) or not isinstance(fill_depth, (int, np.integer)) \
+            or fill_depth <= depth:
+        raise ValueError(f"fill_depth must be None or a whole number above depth ({depth}); "
+                         f"got {fill_depth!r}.")
+    return int(fill_depth)
+
+
 def _check_weight(weight) -> float:
     if isinstance(weight, bool) or not isinstance(weight, (int, float, np.floating, np.integer)) \
             or not 0.0 <= float(weight) <= 1.0:
@@ -218,6 +281,9 @@ class FusionSearcher:
       weight: the first searcher's share in "convex" (the second gets 1 - weight).
       depth: how many of each searcher's candidates are fused per query.
       rrf_k: the constant of "rrf".
+      fill_depth: None (a candidate missing from one list gets its floor), or a depth beyond
+        `depth` to which each searcher is searched, to fill in the scores and ranks of the
+        other list's candidates (the module's "filled scores").
 
     Example:
     >>> fused = FusionSearcher(bm25, dense, method="convex", weight=0.3)  # doctest: +SKIP
@@ -225,7 +291,8 @@ class FusionSearcher:
     """
 
     def __init__(self, first, second, *, method: str = "rrf", weight: float = 0.5,
-                 depth: int = DEFAULT_DEPTH, rrf_k: float = DEFAULT_RRF_K):
+                 depth: int = DEFAULT_DEPTH, rrf_k: float = DEFAULT_RRF_K,
+                 fill_depth: Optional[int] = None):
         if method not in METHODS:
             raise ValueError(f"method must be one of {METHODS} (got {method!r}).")
         self.ids = check_same_candidates(first, second)
@@ -237,6 +304,7 @@ class FusionSearcher:
                 math.isfinite(rrf_k) and rrf_k >= 0):
             raise ValueError(f"rrf_k must be a finite number >= 0 (got {rrf_k!r}).")
         self.rrf_k = rrf_k
+        self.fill_depth = check_fill_depth(fill_depth, self.depth)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -246,19 +314,24 @@ class FusionSearcher:
         return f"FusionSearcher({settings})"
 
     def describe(self) -> dict:
-        """The settings: method, weight (convex only), depth, rrf_k (rrf only)."""
+        """The settings: method, weight (convex only), depth, rrf_k (rrf only), fill_depth
+        (when given)."""
         return {"method": self.method,
                 "weight": self.weight if self.method == "convex" else None,
                 "depth": self.depth,
-                "rrf_k": self.rrf_k if self.method == "rrf" else None}
+                "rrf_k": self.rrf_k if self.method == "rrf" else None,
+                **({"fill_depth": self.fill_depth} if self.fill_depth else {})}
 
     def search_both(self, queries) -> FusionInputs:
         """Each searcher's top `depth` of each query, merged (`FusionInputs`)."""
         if isinstance(queries, (str, bytes)):
             raise ValueError("FusionSearcher.search: queries must be a sequence, not one string.")
         depth = min(self.depth, len(self))
-        return FusionInputs(self.first.search(queries, depth), self.second.search(queries, depth),
-                            depth=depth, candidate_ids=self.ids)
+        searched = min(self.fill_depth or depth, len(self))
+        return FusionInputs(self.first.search(queries, searched),
+                            self.second.search(queries, searched), depth=depth,
+                            candidate_ids=self.ids,
+                            fill_depth=searched if searched > depth else None)
 
     def search(self, queries, k: int = 10) -> SearchResult:
         """The fused top-k of each query (at most 2 * depth candidates, -1 padding the rest)."""
@@ -296,7 +369,8 @@ class WeightChoice:
 
 def choose_fusion_weight(first, second, queries, metric: Callable[[np.ndarray], float], *,
                          grid: Sequence[float] = WEIGHT_GRID, depth: int = DEFAULT_DEPTH,
-                         k: Optional[int] = None) -> WeightChoice:
+                         k: Optional[int] = None,
+                         fill_depth: Optional[int] = None) -> WeightChoice:
     """Chooses the convex combination's weight on validation queries.
 
     Each searcher is searched once per query at `depth`; every grid weight is then a re-sort
@@ -311,6 +385,7 @@ def choose_fusion_weight(first, second, queries, metric: Callable[[np.ndarray], 
       grid: the weights tried (each in [0, 1]).
       depth: the fusion depth.
       k: the fused result length the metric sees (default `depth`).
+      fill_depth: as `FusionSearcher`.
 
     Returns:
       A `WeightChoice`.
@@ -321,7 +396,7 @@ def choose_fusion_weight(first, second, queries, metric: Callable[[np.ndarray], 
     if isinstance(queries, (str, bytes)) or len(queries) == 0:
         raise ValueError("choose_fusion_weight: no validation queries (a non-empty sequence of "
                          "queries is needed).")
-    fusion = FusionSearcher(first, second, method="convex", depth=depth)
+    fusion = FusionSearcher(first, second, method="convex", depth=depth, fill_depth=fill_depth)
     k = fusion.depth if k is None else check_k(k)
     inputs = fusion.search_both(queries)
     values = {}

@@ -242,7 +242,8 @@ def weighted_bm25_index(weighter, passages, titles=None, ids=None, *, k1: float 
 
 
 def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str] = None,
-         depth: int = DEFAULT_DEPTH, rrf_k: float = DEFAULT_RRF_K) -> PassageIndex:
+         depth: int = DEFAULT_DEPTH, rrf_k: float = DEFAULT_RRF_K,
+         fill_depth: Optional[int] = None) -> PassageIndex:
     """One `TextSearcher` fusing two over the same passages (same ids, same order): each one's
     top `depth` of a query merged (`tt_zoo.retrieval.fusion`).
 
@@ -254,6 +255,9 @@ def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str]
       method: "convex" (the default when `weight` is given) or "rrf", reciprocal-rank fusion,
         ``1 / (rrf_k + rank)`` summed (Cormack et al., SIGIR 2009; the default without weight).
       depth, rrf_k: as `tt_zoo.retrieval.fusion.FusionSearcher`.
+      fill_depth: None, or a depth beyond `depth` to which each searcher is searched so that a
+        candidate of the other's top `depth` gets its own score rather than the floor
+        (`tt_zoo.retrieval.fusion`, "filled scores").
 
     Example:
     >>> colbert = tt_zoo.load("colbert_ict_bfs_wlp_crop_span_qgen_64")
@@ -280,7 +284,7 @@ def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str]
                          "passages (in the same order) with both.")
     searcher = FusionSearcher(first.searcher, second.searcher, method=method,
                               weight=0.5 if weight is None else weight, depth=depth,
-                              rrf_k=rrf_k)
+                              rrf_k=rrf_k, fill_depth=fill_depth)
     share = f", weight {searcher.weight:g}" if method == "convex" else ""
     return PassageIndex(searcher, first.texts, first.titles, description=(
         f"{method}({_describe(first)}, {_describe(second)}{share})"),

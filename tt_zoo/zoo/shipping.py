@@ -207,7 +207,12 @@ def reexport(name_or_path, reason: str, *, shipped_file=None,
     from tt_zoo.serving import export as export_lib, term_weight_export
 
     path, spec = export_path(name_or_path)
-    card = ModelCard.from_dict(verify_export(path, spec.sha256 if spec else None))
+    metadata = verify_export(path, spec.sha256 if spec else None)
+    if float16_storage.is_float16(metadata):
+        raise TtZooError(f"{path} stores its weights in float16 ({float16_storage.FLOAT16_DIR}/)"
+                         "; re-export the float32 export it was cast from, then ship that with "
+                         "--float16.")
+    card = ModelCard.from_dict(metadata)
     provenance, before_sha256 = card.provenance, card.provenance.sha256
     if card.artifact_kind == TERM_WEIGHTS:
         read, write = (term_weight_export.load_term_weight_model,
