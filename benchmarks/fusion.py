@@ -20,6 +20,7 @@ from __future__ import annotations
 import pathlib
 import sys
 import time
+from typing import Optional
 
 from benchmarks import arguments, text_rows
 
@@ -60,25 +61,33 @@ def check_fusion_arguments(p, args) -> None:
 
 def fusion_rows(ctx: text_rows.Context) -> dict:
     """RRF and convex fusion of BM25 with each dense model on one benchmark; the convex weight
-    chosen on the benchmark's validation queries (open-domain ReQA: ReQA's)."""
+    chosen on the benchmark's validation queries (open-domain ReQA: ReQA's). With --fill-depth,
+    each fused row twice, side by side: as it was (the floor) and with filled scores."""
     from tt_zoo.retrieval.fusion import FusionSearcher
 
     args, bench, bm25, rows, fused = ctx.args, ctx.bench, ctx.bm25, {}, {}
+    fills = (None,) if args.fill_depth is None else (None, args.fill_depth)
     for name, dense in ctx.dense.items():
         both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
-        rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k,
-                             fill_depth=args.fill_depth)
-        label = f"RRF(BM25, {name})"
-        rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
-        convex = convex_fusion(ctx, name, bm25, dense)
-        source = bench.name if bench.validation is not None else "reqa"
-        label = f"convex(BM25, {name})"
-        rows[label] = text_rows.score_row(bench, label, convex, both_s,
-                                          {**convex.describe(), "weight_chosen_on": source})
-        fused[name] = convex
+        for fill in fills:
+            rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k,
+                                 fill_depth=fill)
+            label = f"RRF(BM25, {name}){filled_tag(fill)}"
+            rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
+            convex = convex_fusion(ctx, f"{name}{filled_tag(fill)}", bm25, dense, fill)
+            source = bench.name if bench.validation is not None else "reqa"
+            label = f"convex(BM25, {name}){filled_tag(fill)}"
+            rows[label] = text_rows.score_row(bench, label, convex, both_s,
+                                              {**convex.describe(), "weight_chosen_on": source})
+            fused[name] = convex  # the three-way rows fuse the last: filled, when asked
     if args.fuse_with is not None:
         rows.update(three_way_rows(ctx, fused, text_rows.model_name(ctx, args.fuse_with)))
     return rows
+
+
+def filled_tag(fill_depth) -> str:
+    """A fused row's label suffix: "" for the floor, " filled@N" with filled scores."""
+    return "" if fill_depth is None else f" filled@{fill_depth}"
 
 
 def add_fuse_with(p, fused: str = "each convex(BM25, model)") -> None:
@@ -100,12 +109,12 @@ def three_way_rows(ctx: text_rows.Context, fused: dict, partner: str) -> dict:
     its own kind of match, the second weight chosen as the first (`convex_fusion`)."""
     from tt_zoo.evaluation.text_benchmarks import ReusedSearcher
 
-    rows = {}
+    rows, fill = {}, ctx.args.fill_depth
     for name, convex in fused.items():
         if name == partner:
             continue
-        label = f"convex(convex(BM25, {name}), {partner})"
-        three = convex_fusion(ctx, label, ReusedSearcher(convex), ctx.dense[partner])
+        label = f"convex(convex(BM25, {name}), {partner}){filled_tag(fill)}"
+        three = convex_fusion(ctx, label, ReusedSearcher(convex), ctx.dense[partner], fill)
         both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
         rows[label] = text_rows.score_row(bench=ctx.bench, label=label, searcher=three,
                                           build_seconds=both_s + ctx.build_seconds[partner],
@@ -113,13 +122,13 @@ def three_way_rows(ctx: text_rows.Context, fused: dict, partner: str) -> dict:
     return rows
 
 
-def convex_fusion(ctx: text_rows.Context, key: str, first, second):
-    """convex(first, second) at --depth, its weight chosen on the benchmark's validation
-    questions (recorded in ``out["weights"]``), or ReQA's for open-domain ReQA."""
+def convex_fusion(ctx: text_rows.Context, key: str, first, second,
+                  fill_depth: Optional[int] = None):
+    """convex(first, second) at --depth (and `fill_depth`), its weight chosen on the benchmark's
+    validation questions (recorded in ``out["weights"]``), or ReQA's for open-domain ReQA."""
     from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
 
     bench, depth = ctx.bench, ctx.args.depth
-    fill_depth = getattr(ctx.args, "fill_depth", None)
     if bench.validation is not None:
         t = time.perf_counter()
         fit = choose_fusion_weight(first, second, bench.validation.queries,
@@ -137,8 +146,9 @@ def convex_fusion(ctx: text_rows.Context, key: str, first, second):
 def filled(settings: dict) -> str:
     """The report's words for --fill-depth ("" without it)."""
     n = settings.get("fill_depth")
-    return "" if n is None else (f", a candidate missing from one list scored from that "
-                                 f"searcher's top {n} (filled scores)")
+    return "" if n is None else (
+        f"; a row marked filled@{n} gives a candidate missing from one list that searcher's own "
+        f"score from its top {n} instead of the floor 0 (filled scores)")
 
 
 def main(argv=None) -> dict:

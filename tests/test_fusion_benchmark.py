@@ -110,11 +110,17 @@ def test_fill_depth_fuses_with_filled_scores_and_says_so(exported, tmp_path, mon
         "--benchmarks", "reqa", "--split-fraction", "0.5", "--depth", "2", "--fill-depth", "4",
         "--no-progress", "--work", str(tmp_path / "work"),
         "--output", str(tmp_path / "out" / "fusion")])
-    for row in ("RRF(BM25, tiny_test)", "convex(BM25, tiny_test)"):
-        settings = out["results"]["reqa"][row]["settings"]
-        assert settings["depth"] == 2 and settings["fill_depth"] == 4
+    rows = out["results"]["reqa"]
+    assert list(rows) == ["BM25", "tiny_test", "RRF(BM25, tiny_test)", "convex(BM25, tiny_test)",
+                          "RRF(BM25, tiny_test) filled@4", "convex(BM25, tiny_test) filled@4"]
+    for row in ("RRF(BM25, tiny_test)", "convex(BM25, tiny_test)"):  # side by side
+        assert rows[row]["settings"]["depth"] == 2 and "fill_depth" not in rows[row]["settings"]
+        filled = rows[f"{row} filled@4"]["settings"]
+        assert filled["depth"] == 2 and filled["fill_depth"] == 4
+    assert set(out["weights"]["reqa"]) == {"tiny_test", "tiny_test filled@4"}
     report = (tmp_path / "out" / "fusion.md").read_text()
-    assert "scored from that searcher's top 4 (filled scores)" in report
+    assert "own score from its top 4 instead of the floor 0 (filled scores)" in report
+    assert "| convex(BM25, tiny_test) filled@4 |" in report
     from benchmarks import checkpoints
 
     for parse in (fusion.parse_args, checkpoints.parse_args):  # both take the fusion settings
