@@ -130,6 +130,35 @@ def test_fill_depth_fuses_with_filled_scores_and_says_so(exported, tmp_path, mon
                 parse(bad)
 
 
+def test_a_validation_set_a_model_trained_on_is_named_in_the_report(tmp_path, monkeypatch):
+    """Weights chosen on questions a model trained on lean to it: the report says so."""
+    import types
+
+    from benchmarks import text_rows
+    from tt_zoo.serving.model_card import ModelCard
+
+    card = ModelCard.from_dict({"name": "m", "multi_task": {"tasks": [
+        {"name": "webquestions", "stats": {"question_set": "webquestions-trainmodel"}},
+        {"name": "reqa", "stats": {"questions": 7610}}]}})
+    model = types.SimpleNamespace(card=card)
+    assert text_rows.trained_question_sets(model) == {"webquestions-trainmodel"}
+    assert text_rows.trained_question_sets(types.SimpleNamespace(card=ModelCard.from_dict(
+        {"name": "plain"}))) == set()
+    (tmp_path / "odqa" / "webquestions").mkdir(parents=True)
+    file = tmp_path / "odqa" / "webquestions" / "trainmodel.json"
+    file.write_text("[]")
+    for given in ("webquestions-trainmodel", str(file)):
+        assert text_rows.validation_set_name(given, tmp_path) == "webquestions-trainmodel"
+    assert text_rows.validation_set_name("webquestions-devtest", tmp_path) == \
+        "webquestions-devtest"
+    out = {"settings": {"smoke": False}, "machine": {}, "wall_s": 60,
+           "validation_trained_on": {"m": "webquestions-trainmodel"}}
+    monkeypatch.setattr(text_rows, "machine_line", lambda info: "Machine: -")
+    head = "\n".join(text_rows.report_head(out, "fusion", "T", "About."))
+    assert ("**The ODQA settings lean to m**: they were chosen on webquestions-trainmodel, which "
+            "it trained on; choose them on questions no model trained on") in head
+
+
 def test_a_smoke_run_never_writes_over_the_results(monkeypatch):
     from benchmarks import fusion
 
