@@ -420,6 +420,23 @@ def test_ship_float16_in_place_keeps_the_headline_numbers_and_loads_by_name(sour
         shipping.ship(saved / COLBERT, COLBERT, float16=True)
 
 
+def test_ship_float16_of_a_term_weight_model_loads_by_name(sources, zoo):
+    """The term-weight (HDCT) kind in float16 too: `load_term_weighter(NAME)` reads the
+    materialised float32 copy, its weights within float16's rounding of the source's."""
+    saved, shipped_file = zoo
+    shipping.ship(saved / HDCT, HDCT, float16=True, log=lambda line: None)
+    meta = json.loads((saved / HDCT / "metadata.json").read_text())
+    assert meta["storage"]["weights"] == "float16" and not (saved / HDCT / "variables").exists()
+    assert json.loads(shipped_file.read_text())[HDCT]["sha256"] == meta["sha256"]
+    weighter = tt_zoo.load_term_weighter(HDCT)
+    titles, docs = PAIRS[F.DOC_TITLE], PAIRS[F.DOC_TEXT]
+    direct = direct_weights(sources["term_model"])
+    weighed = weighter.weigh(titles, docs)
+    assert [w.weights.keys() for w in weighed] == [w.weights.keys() for w in direct]
+    np.testing.assert_allclose([v for w in weighed for v in w.weights.values()],
+                               [v for w in direct for v in w.weights.values()], atol=1e-2)
+
+
 def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
     """`_check_same_model`: a re-export keeps the weights (checked array by array), so results
     measured on the export it replaced (its previous sha256) record; other weights do not."""
