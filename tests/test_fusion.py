@@ -92,6 +92,11 @@ def test_filled_scores_replace_the_floor_with_the_deeper_lists_own():
     out = FusionSearcher(FIRST, Fixed({"q": ([2, 0], [0.9, 0.5])}), method="convex",
                          weight=0.5, depth=2, fill_depth=4).search(["q"], k=3)
     np.testing.assert_allclose(out.scores[0], [0.5, 0.0, 0.0], atol=1e-12)  # a, c, b (floor 0)
+    # A searcher that finds nothing (BM25 for a query without an indexed term): the other's.
+    out = FusionSearcher(FIRST, Fixed({"q": ([], [])}), method="convex", weight=0.5, depth=2,
+                         fill_depth=3).search(["q"], k=2)
+    assert out.ids == (("a", "b"),)
+    np.testing.assert_allclose(out.scores[0], [0.5, 0.0], atol=1e-12)
     # fill_depth must lie beyond depth.
     for bad in (2, 1, 2.5, True):
         with pytest.raises(ValueError, match="fill_depth must be None or a whole number above "

@@ -143,15 +143,14 @@ class _Fill:
 
     def lookup(self, rows: np.ndarray):
         """(ranks, normalised) of `rows` (int64 `[num_queries, width]`, -1 pads)."""
-        keys = self._keys(rows)
-        at = np.minimum(np.searchsorted(self.keys, keys), max(len(self.keys) - 1, 0))
-        found = (rows >= 0) & (len(self.keys) > 0)
-        if len(self.keys):
-            found &= self.keys[at] == keys
-        ranks = np.where(found, self.ranks[at] if len(self.keys) else np.inf, np.inf)
-        normalised = np.where(found, self.normalised[at] if len(self.keys) else 0.0,
-                              self.floor[:, None])
-        return ranks, np.where(rows >= 0, normalised, 0.0)
+        floor = np.where(rows >= 0, self.floor[:, None], 0.0)
+        if not len(self.keys):
+            return np.full(rows.shape, np.inf), floor
+        keys = self._keys(rows)  # a pad's key is no row's: (query - 1, row n)
+        at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        found = (rows >= 0) & (self.keys[at] == keys)
+        return (np.where(found, self.ranks[at], np.inf),
+                np.where(found, self.normalised[at], floor))
 
 
 class FusionInputs:
