@@ -237,9 +237,9 @@ RESULTS = {
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
                          "checkpoints.md"),
-    "fusion_filled": ("BM25 fused with the multi-task MiniLM and static models on the ODQA "
-                      "validation questions, at the floor and with filled scores side by side, "
-                      "the weights chosen on WebQuestions devtest (never trained on)",
+    "fusion_filled": ("BM25 fused with the multi-task MiniLM on the ODQA validation "
+                      "questions, at the floor and with filled scores side by side, the weights "
+                      "chosen on WebQuestions devtest (never trained on)",
                       "python -m benchmarks.checkpoints --benchmarks odqa --fill-depth 1000 "
                       "--odqa-validation webquestions-devtest ...", "checkpoints.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
