@@ -67,16 +67,17 @@ def fusion_rows(ctx: text_rows.Context) -> dict:
 
     args, bench, bm25, rows, fused = ctx.args, ctx.bench, ctx.bm25, {}, {}
     fills = (None,) if args.fill_depth is None else (None, args.fill_depth)
+    source = bench.name if bench.validation is not None else "reqa"  # where the weights come from
     for name, dense in ctx.dense.items():
         both_s = ctx.build_seconds["BM25"] + ctx.build_seconds[name]
         for fill in fills:
+            tag = filled_tag(fill)
             rrf = FusionSearcher(bm25, dense, method="rrf", depth=args.depth, rrf_k=args.rrf_k,
                                  fill_depth=fill)
-            label = f"RRF(BM25, {name}){filled_tag(fill)}"
+            label = f"RRF(BM25, {name}){tag}"
             rows[label] = text_rows.score_row(bench, label, rrf, both_s, rrf.describe())
-            convex = convex_fusion(ctx, f"{name}{filled_tag(fill)}", bm25, dense, fill)
-            source = bench.name if bench.validation is not None else "reqa"
-            label = f"convex(BM25, {name}){filled_tag(fill)}"
+            convex = convex_fusion(ctx, f"{name}{tag}", bm25, dense, fill)
+            label = f"convex(BM25, {name}){tag}"
             rows[label] = text_rows.score_row(bench, label, convex, both_s,
                                               {**convex.describe(), "weight_chosen_on": source})
             fused[name] = convex  # the three-way rows fuse the last: filled, when asked
