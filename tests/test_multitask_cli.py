@@ -158,7 +158,10 @@ def test_the_library_entry_point_runs_a_config_without_the_command(task_files, t
         run_multitask(named)
 
 
-@pytest.mark.parametrize("init", ["export", "none"])
+# From an export (~21 s) is slow: the command routes the same from scratch; a per-class export
+# (BoW-MLP) is tests/test_multi_task.py::test_a_per_class_model_exports_its_routing and the
+# per-class BERT towers test_task_query_towers_start_as_the_shared_tower.
+@pytest.mark.parametrize("init", [pytest.param("export", marks=pytest.mark.slow), "none"])
 def test_per_class_query_towers_route_the_export_by_task_class(init, task_files, tmp_path,
                                                               exported):
     """--query-towers per-class with --task-class (Maillard et al. 2021, Sec. 4.3): from an

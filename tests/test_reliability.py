@@ -6,8 +6,6 @@ test_rerun_of_a_finished_run_and_resume_with_other_settings.
 """
 
 import json
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -15,7 +13,6 @@ import pytest
 import tensorflow as tf
 
 import tt_zoo
-from conftest import REPO_ROOT
 from helpers import graph_ops, load_recipe, pair_dataset, tiny_model
 from tt_zoo import atomic_io
 from tt_zoo.serving import export
@@ -36,7 +33,7 @@ def users_folder(tmp_path):
     return folder
 
 
-def test_saving_over_a_users_folder_is_refused(exported, tmp_path):
+def test_saving_over_a_users_folder_is_refused(exported, tmp_path, capsys):
     """1. TextIndex.save, ZooModel.export and pretrain --export never delete a user's folder."""
     model = tt_zoo.load(exported.path)
     folder = users_folder(tmp_path)
@@ -57,11 +54,10 @@ def test_saving_over_a_users_folder_is_refused(exported, tmp_path):
 
     (tmp_path / "other").mkdir()
     theirs = users_folder(tmp_path / "other")
-    proc = subprocess.run([sys.executable, str(REPO_ROOT / "recipes" / "pretrain.py"),
-                           "--variant", "none_512", "--export", str(theirs)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode != 0, proc.stdout[-2000:]
-    assert "--export:" in proc.stderr and "not a tt_zoo model export" in proc.stderr
+    with pytest.raises(SystemExit) as stop:  # the command's main, in this process
+        load_recipe("pretrain").main(["--variant", "none_512", "--export", str(theirs)])
+    said = f"{stop.value.code}\n{capsys.readouterr().err}"
+    assert "--export:" in said and "not a tt_zoo model export" in said
     assert (theirs / "thesis.tex").read_text() == "keep"
 
 
