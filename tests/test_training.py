@@ -43,6 +43,10 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                       log=lambda *_: None)
     assert (result.steps_done, result.resumed_from, len(result.step_seconds)) == (6, 0, 6)
     assert result.pairs_per_s_over(first=True) > 0 and np.isfinite(result.final_loss)
+    # The optimizer's slots exist before fit (`build_optimizer`): the step traced once, not
+    # once creating them and again without.
+    assert model.train_function.experimental_get_tracing_count() == 1
+    assert len(model.optimizer.variables) == 1 + 2 * len(model.trainable_variables)
     points = [json.loads(line) for line in (tmp_path / "curve.jsonl").read_text().splitlines()]
     assert [p["step"] for p in points] == [0, 3, 6]
     assert points[1]["pairs_seen"] == 12 and points[0]["loss"] is None

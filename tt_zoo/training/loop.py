@@ -290,6 +290,20 @@ class _Checkpointer(tf.keras.callbacks.Callback):
                 self.writer.flush()
 
 
+def build_optimizer(model: tf.keras.Model) -> None:
+    """Creates the compiled optimizer's slot variables for `model`'s trainable variables, in
+    the strategy the model was built under, before `fit`. Left to the first step, their
+    creation makes tf.function trace the training step twice (once creating variables, once
+    not): a tiny BERT's run starts ~4 s sooner. Numbers are unchanged (the slots start at zero
+    either way); a checkpoint restored before this fills them as they are created."""
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is None or not hasattr(optimizer, "build") or not model.built:
+        return  # not compiled, a legacy optimizer (no `build`), or no variables yet
+    if model.trainable_variables:
+        with model.distribute_strategy.scope():
+            optimizer.build(model.trainable_variables)
+
+
 def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data.Dataset], *,
                     steps: int, global_batch: int, checkpoint_dir: str,
                     checkpoint_every: int, settings: Optional[dict] = None,
@@ -365,6 +379,8 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     earlier = read_train_time(checkpoint_dir, resumed_from, log=log)
     saver = _Checkpointer(manager, optimizer, checkpoint_every, writer, earlier)
     start = time.perf_counter()
+    if resumed_from < steps:
+        build_optimizer(model)
     try:
         if resumed_from < steps:
             model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
