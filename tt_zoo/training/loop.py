@@ -22,6 +22,7 @@ from official.modeling.optimization import lr_schedule
 
 from tt_zoo.atomic_io import json_text, write_json, write_text
 from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.pair_model import build_optimizer
 
 STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
 
@@ -288,20 +289,6 @@ class _Checkpointer(tf.keras.callbacks.Callback):
             self.save(step)
             if self.writer is not None:
                 self.writer.flush()
-
-
-def build_optimizer(model: tf.keras.Model) -> None:
-    """Creates the compiled optimizer's slot variables for `model`'s trainable variables, in
-    the strategy the model was built under, before `fit`. Left to the first step, their
-    creation makes tf.function trace the training step twice (once creating variables, once
-    not): a tiny BERT's run starts ~4 s sooner. Numbers are unchanged (the slots start at zero
-    either way); a checkpoint restored before this fills them as they are created."""
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None or not hasattr(optimizer, "build") or not model.built:
-        return  # not compiled, a legacy optimizer (no `build`), or no variables yet
-    if model.trainable_variables:
-        with model.distribute_strategy.scope():
-            optimizer.build(model.trainable_variables)
 
 
 def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data.Dataset], *,
