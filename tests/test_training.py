@@ -1,6 +1,8 @@
 """tt_zoo.training.loop: settings recorded and checked on resume, the zero-shot curve callback."""
 
+import gc
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -26,7 +28,7 @@ def test_settings_are_recorded_then_checked(tmp_path):
     assert "learning_rate" not in message  # only what differs is named
 
 
-def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
+def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path, caplog):
     reqa = build_reqa_from_squad(hand_made_squad())
     model = tiny_model(pooling="mean", share_towers=True)
     model.build_by_calling()
@@ -56,6 +58,22 @@ def test_train_resumable_resumes_in_one_fit_and_records_the_curve(tmp_path):
                                      checkpoint_dir=str(tmp_path / "ckpt"), checkpoint_every=3,
                                      settings=settings, progress=False, log=lambda *_: None)
     assert again.final_loss is None and again.steps_done == 6  # nothing left to do
+    # A fresh model on the finished run (a rerun of the command): nothing to do, and no
+    # warnings about the optimizer's slots it never built when the checkpoint is deleted.
+    fresh = tiny_model(pooling="mean", share_towers=True)
+    fresh.build_by_calling()
+    fresh.compile(optimizer=tf.keras.optimizers.Adam(1e-2))
+    with caplog.at_level(logging.WARNING):
+        rerun = training.train_resumable(fresh, make, steps=6, global_batch=4,
+                                         checkpoint_dir=str(tmp_path / "ckpt"),
+                                         checkpoint_every=3, settings=settings, progress=False,
+                                         log=lambda *_: None)
+        np.testing.assert_array_equal(fresh.get_weights()[0], model.get_weights()[0])
+        del fresh  # the restored objects go, as at the command's exit
+        gc.collect()
+    assert rerun.steps_done == 6 and rerun.resumed_from == 6
+    assert not [r for r in caplog.records if "unrestored" in r.getMessage()
+                or "could not be found" in r.getMessage()]
     # The run's training time is kept beside its checkpoints: a run resumed at its end reports
     # the first segment's time and rate, not 0 s.
     recorded = json.loads((tmp_path / "ckpt" / training.TRAIN_TIME_FILE).read_text())

@@ -333,11 +333,12 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
         log(f"removed {debris}, a checkpoint write cut off by an earlier kill")
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
-    latest = newest_good_checkpoint(manager, log)
+    latest, restored = newest_good_checkpoint(manager, log), None
     if latest:
         check_run_settings(checkpoint_dir, settings, resuming=True)
         try:
-            checkpoint.restore(latest).assert_existing_objects_matched()
+            restored = checkpoint.restore(latest)
+            restored.assert_existing_objects_matched()
         except (AssertionError, ValueError, tf.errors.OpError) as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
             raise SettingsMismatchError(
@@ -352,6 +353,10 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
             log(f"{checkpoint_dir} holds no readable checkpoint: starting fresh")
         check_run_settings(checkpoint_dir, settings, resuming=False)
     resumed_from = int(optimizer.iterations.numpy())
+    if restored is not None and resumed_from >= steps:
+        # A finished run takes no step: the optimizer's slots are never built to receive their
+        # values. Expected, not hundreds of warnings when the checkpoint is deleted.
+        restored.expect_partial()
     if resumed_from > steps:
         raise ValueError(f"The checkpoint in {checkpoint_dir} is at step {resumed_from}, past the "
                          f"requested {steps} steps.")
