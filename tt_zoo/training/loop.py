@@ -371,10 +371,9 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
     earlier = read_train_time(checkpoint_dir, resumed_from, log=log)
     saver = _Checkpointer(manager, optimizer, checkpoint_every, writer, earlier)
     start = time.perf_counter()
-    if resumed_from < steps:
-        build_optimizer(model)
     try:
         if resumed_from < steps:
+            build_optimizer(model)  # (`PairModel.fit` does too; any other Keras model needs it)
             model.fit(make_dataset(resumed_from), epochs=1, steps_per_epoch=steps - resumed_from,
                       verbose=0, callbacks=[_StopOnNonFiniteLoss(optimizer, checkpoint_dir),
                                             monitor, *data_callbacks, saver, *callbacks])
