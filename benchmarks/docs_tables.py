@@ -233,6 +233,17 @@ RESULTS = {
                                   "tt-zoo finetune --model multitask_minilm_l6_384 "
                                   "--hard-negatives-from ... --bm25-negatives 1 "
                                   "--validation-metric R@1 --json-out ...", "checkpoints.md"),
+    "remined_minilm_reqa": ("round 2 of re-mining (Maillard et al. Sec. 4.4): the shipped "
+                            "multi-task MiniLM after 300 more steps with WebQuestions "
+                            "confounders mined by itself, on ReQA beside BM25",
+                            "python -m benchmarks.checkpoints --benchmarks reqa --model ... "
+                            "--split-fraction 0.8 --reqa-choose-on validation", "checkpoints.md"),
+    "remined_minilm_odqa": ("that round-2 model on the ODQA validation questions beside round 1 "
+                            "and BM25, fused two and three ways (weights chosen on WebQuestions "
+                            "devtest)",
+                            "python -m benchmarks.checkpoints --benchmarks odqa --model ... "
+                            "--fuse-with multitask_minilm_l6_384 --odqa-validation "
+                            "webquestions-devtest", "checkpoints.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",
