@@ -244,6 +244,13 @@ RESULTS = {
                             "python -m benchmarks.checkpoints --benchmarks odqa --model ... "
                             "--fuse-with multitask_minilm_l6_384 --odqa-validation "
                             "webquestions-devtest", "checkpoints.md"),
+    "adapted_minilm": ("the multi-task MiniLM with its query tower adapted to its own index "
+                       "of the ODQA passages (tt-zoo adapt-queries, ADORE), beside its base and "
+                       "BM25 on ReQA and the ODQA validation questions, fused two and three ways",
+                       "python -m benchmarks.checkpoints --benchmarks reqa,odqa --model ... "
+                       "--model multitask_minilm_l6_384 --fuse-with multitask_minilm_l6_384 "
+                       "--odqa-validation webquestions-devtest --split-fraction 0.8 "
+                       "--reqa-choose-on validation", "checkpoints.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",

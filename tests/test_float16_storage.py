@@ -135,3 +135,48 @@ def test_a_float16_artifact_is_not_reexported_in_place(compact):
                                          r"\(variables_float16/\); re-export the float32 export"):
         shipping.reexport(compact, "a test", log=lambda line: None)
     assert sorted(p.name for p in compact.rglob("*")) == before
+
+
+def test_arrays_another_model_holds_are_shared_not_stored_again(tmp_path, home):
+    """A query-adapted model (its own query tower, its base's document tower) written with
+    share_with stores its query tower only; materialised, it is the same float32 model as the
+    artifact written without sharing. A base that changed since is named."""
+    from helpers import tiny_model
+    from tt_zoo.training.multi_task import untie_towers
+
+    base, base_model = tmp_path / "base_float32", tiny_model(share_towers=True)
+    base_model.build_by_calling()
+    export_saved_model(base_model, base, {"name": "tiny_base"})
+    adapted = untie_towers(base_model)
+    adapted.query_tower.set_weights([w + 0.01 for w in adapted.query_tower.get_weights()])
+    export_saved_model(adapted, tmp_path / "adapted", {"name": "tiny_adapted"})
+    whole, shared = tmp_path / "whole16", tmp_path / "shared16"
+    whole.mkdir()
+    shared.mkdir()
+    float16_storage.write_float16(tmp_path / "adapted", whole)
+    meta = float16_storage.write_float16(tmp_path / "adapted", shared, share_with=str(base))
+    storage = meta["storage"]
+    reader = tf.train.load_checkpoint(str(tmp_path / "adapted" / "variables" / "variables"))
+    shapes = reader.get_variable_to_shape_map()
+    large = {k for k in shapes if k.startswith("model/document_tower/")
+             and np.prod(shapes[k]) >= float16_storage.MIN_SHARED_VALUES}
+    assert large and set(storage["shared_arrays"]) == large  # the query tower's all changed
+    assert storage["shared_from"] == str(base)
+    assert storage["shared_sha256"] == verify_export(base)["sha256"]
+    stored = tf.train.load_checkpoint(str(shared / "variables_float16" / "variables"))
+    assert not set(storage["shared_arrays"]) & set(stored.get_variable_to_dtype_map())
+    assert data_bytes(shared / "variables_float16") < data_bytes(whole / "variables_float16")
+    a, b = tt_zoo.load(str(whole)), tt_zoo.load(str(shared))
+    for encode in ("encode_queries", "encode_documents"):
+        np.testing.assert_array_equal(getattr(a, encode)(QUERIES), getattr(b, encode)(QUERIES))
+    # The shared model re-exported with other weights: the artifact refuses to mix them.
+    base_model.query_tower.set_weights([w + 1.0 for w in base_model.query_tower.get_weights()])
+    shutil.rmtree(base)
+    export_saved_model(base_model, base, {"name": "tiny_base"})
+    shutil.rmtree(float16_storage.materialised_path(shared, meta["sha256"]))
+    with pytest.raises(ArtifactError, match="ship the two together"):
+        tt_zoo.load(str(shared))
+    with pytest.raises(TtZooError, match="nothing to share"):
+        other = tmp_path / "other16"
+        other.mkdir()
+        float16_storage.write_float16(tmp_path / "adapted", other, share_with=str(base))

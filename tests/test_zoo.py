@@ -41,6 +41,10 @@ def test_every_registered_variant_is_consistent(name):
         if spec.imported is not None:
             assert spec.shipped and spec.artifact == name and spec.sha256 is None
             assert train == f"tt-zoo import-checkpoint --name {name} --export saved_models/{name}"
+        elif spec.adapted is not None:  # its query tower adapted to its base's passage index
+            assert name == f"adapted_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
+            assert spec.tag == f"adapted_{REGISTRY[spec.init_from].tag}"
+            assert train.startswith(f"tt-zoo adapt-queries --model {spec.init_from} ")
         elif spec.multitask is not None:
             assert name == f"multitask_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
             assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")

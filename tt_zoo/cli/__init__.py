@@ -47,6 +47,8 @@ COMMANDS = {
     "finetune": ("finetune", "fine-tune on a ReQA split and evaluate (Sec. 5)"),
     "multitask": ("multitask", "train one retriever on several tasks (Maillard et al. 2021), "
                                "resumable, export"),
+    "adapt-queries": ("adapt_queries", "train a model's query tower against its own passage "
+                                       "index (ADORE), resumable, export"),
     "evaluate": ("evaluate", "ReQA R@k and MRR of models and BM25 (Table 3's shape)"),
     "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),

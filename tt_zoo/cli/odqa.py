@@ -96,14 +96,14 @@ def run(args) -> dict:
         seconds["BM25"] = round(time.perf_counter() - t, 1)
     if args.model:
         import tt_zoo  # noqa: PLC0415
+        from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
 
     for name in args.model:
         t = time.perf_counter()
         model = tt_zoo.load(name)
         path = None
         if cache is not None:
-            path = cache / f"passages-{model.metadata.get('sha256', model.name)[:16]}-" \
-                           f"{len(benchmark.collection)}.npy"
+            path = cache / f"passages-{model_tag(model)}-{len(benchmark.collection)}.npy"
         results[model.name] = benchmark.score_model(model, path, args.ks,
                                                     progress=not args.no_progress)
         seconds[model.name] = round(time.perf_counter() - t, 1)

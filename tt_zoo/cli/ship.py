@@ -39,6 +39,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="store the weights in float16 (half the bytes; tt_zoo.load materialises "
                         "the float32 SavedModel in its cache); measure the recall cost first: "
                         "python -m benchmarks.precision_cost --compare storage")
+    p.add_argument("--share-with", default=None, metavar="NAME",
+                   help="with --float16: a shipped model whose arrays the export holds too (a "
+                        "query-adapted model's base); they are read from it on load, not stored "
+                        "again")
     p.add_argument("--provenance", default=None,
                    help="the shipped entry's training data and license line (default: kept, "
                         "or made from the metadata)")
@@ -63,7 +67,8 @@ def main(argv=None) -> int:
         sys.exit(f"ship: {e.args[0]}")
     source = args.export or registry.SAVED_MODELS_DIR / args.name
     try:
-        shipping.ship(source, args.name, provenance=args.provenance, float16=args.float16)
+        shipping.ship(source, args.name, provenance=args.provenance, float16=args.float16,
+                      share_with=args.share_with)
         for path in args.record_from:
             shipping.record_results(args.name, json.loads(path.read_text(encoding="utf-8")),
                                     rows=args.rows, results_path=path)

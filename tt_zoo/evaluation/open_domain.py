@@ -57,15 +57,22 @@ def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
     """Every document's embedding psi(title, text) in a float32 ``.npy`` at `path`
     (memory-mapped, returned), written `chunk` rows at a time; ``path.with_suffix('.json')``
     records the rows done and the model, so a rerun with the same model resumes there and
-    another model starts over."""
+    another model starts over. Models are the same when their document sides are
+    (`tt_zoo.evaluation.text_benchmarks.model_tag`, recorded as ``encoder``; a record written
+    before that field compares the model's path)."""
+    from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
+
     path = pathlib.Path(path)
     n, dim = len(texts), model.keras_model.embedding_dim
     if len(titles) != n:
         raise ValueError(f"encode_documents_to_file: {len(titles)} titles for {n} texts.")
     state_path = path.with_suffix(".json")
     state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-    if state.get("shape") != [n, dim] or state.get("model") != str(model.path):
-        state = {"shape": [n, dim], "model": str(model.path), "done": 0}
+    encoder = model_tag(model)
+    same = (state.get("encoder") == encoder if "encoder" in state
+            else state.get("model") == str(model.path))
+    if state.get("shape") != [n, dim] or not same:
+        state = {"shape": [n, dim], "model": str(model.path), "encoder": encoder, "done": 0}
     path.parent.mkdir(parents=True, exist_ok=True)
     array = np.lib.format.open_memmap(path, mode="r+" if state["done"] and path.is_file()
                                       else "w+", dtype=np.float32, shape=(n, dim))

@@ -389,9 +389,13 @@ def bm25_searcher(bench):
 
 
 def model_tag(model) -> str:
-    """What names a model's cached embeddings: its artifact's sha256 (16 hex digits), else its
-    name (as `tt-zoo odqa` names them)."""
-    return str(model.metadata.get("sha256", model.name))[:16]
+    """What names a model's cached document embeddings: the sha256 (16 hex digits) of the
+    artifact whose document side encodes them, the model's own or, for a query-adapted model,
+    its base's (``document_encoder``, `tt_zoo.training.query_adaptation`); else its name (as
+    `tt-zoo odqa` names them)."""
+    metadata = getattr(model, "metadata", None) or {}
+    encoder = metadata.get("document_encoder") or {}
+    return str(encoder.get("sha256") or metadata.get("sha256", model.name))[:16]
 
 
 def embedding_cache_path(bench, model, cache_dir) -> pathlib.Path:

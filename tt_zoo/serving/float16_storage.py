@@ -17,6 +17,14 @@ compact artifact's sha256, which `tt_zoo.serving.export.verify_export` accepts f
 own manifest. Built in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut
 materialisation is never taken for a model; a damaged copy is built again.
 
+A model that holds arrays another shipped model holds already (a query-adapted model's document
+tower and token table are its base model's, `tt_zoo.training.query_adaptation`) is written with
+``share_with``: an array (of `MIN_SHARED_VALUES` or more) whose float16 value equals one of
+that model's is left out and recorded
+(``Storage.shared_arrays``, with the model's name and the sha256 of its float32 SavedModel), and
+`materialise` reads it from that model (found and verified by `tt_zoo.zoo.loading.find_artifact`).
+Such an artifact ships at the size of what it adds.
+
 The cast rounds each weight to 11 significant bits (relative error <= 2^-11); what that costs in
 recall is measured per shipped model, side by side with the float32 export
 (``python -m benchmarks.precision_cost --compare storage``; results/float16_storage*.md).
@@ -24,10 +32,11 @@ recall is measured per shipped model, side by side with the float32 export
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pathlib
 import shutil
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -45,6 +54,9 @@ CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-000
 FLOAT16 = "float16"
 MATERIALISED = "float32"  # the cache's folder of materialised copies, and their storage
 _FLOAT16_MAX = float(np.finfo(np.float16).max)
+# Arrays smaller than this are stored even when shared: biases and norms cost little, and a
+# constant array (zeros, ones) would otherwise tie models that have nothing else in common.
+MIN_SHARED_VALUES = 1024
 
 
 def storage_of(metadata: dict) -> Optional[Storage]:
@@ -58,13 +70,24 @@ def is_float16(metadata: dict) -> bool:
     return storage is not None and storage.weights == FLOAT16
 
 
-def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype) -> int:
+def _array_digest(array: np.ndarray) -> str:
+    return hashlib.sha256(f"{array.dtype}{array.shape}".encode() + array.tobytes()).hexdigest()
+
+
+def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype,
+                     shared: Optional[Dict[str, str]] = None,
+                     share=None, fill: Optional[Dict[str, np.ndarray]] = None) -> int:
     """Writes every tensor of the checkpoint at `source_prefix` to `target_prefix` under the
-    same key, floating arrays cast to `dtype` (float16 <-> float32); returns how many were."""
+    same key, floating arrays cast to `dtype` (float16 <-> float32); returns how many were.
+    `share` (float16 digest -> a key of the shared model) leaves out each cast array it names,
+    recording the pair in `shared`; `fill` adds arrays (key -> array, cast the same way)."""
     reader = tf.train.load_checkpoint(source_prefix)
     names, tensors, cast = [], [], 0
-    for key, key_dtype in sorted(reader.get_variable_to_dtype_map().items()):
-        value = reader.get_tensor(key)
+    items = sorted(reader.get_variable_to_dtype_map().items())
+    for key, array in sorted((fill or {}).items()):
+        items.append((key, tf.as_dtype(array.dtype)))
+    for key, key_dtype in items:
+        value = fill[key] if fill and key in fill else reader.get_tensor(key)
         if dtype == tf.float16 and key_dtype == tf.float16:  # would come back as float32
             raise TtZooError(f"{source_prefix}: {key} is a float16 array already; only an "
                              "export whose floating weights are all float32 is stored so.")
@@ -75,6 +98,9 @@ def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype) -> int:
                                  f"(|x| > {_FLOAT16_MAX:g}); ship this export in float32.")
             value = array.astype(dtype.as_numpy_dtype)
             cast += 1
+            if share and value.size >= MIN_SHARED_VALUES and _array_digest(value) in share:
+                shared[key] = share[_array_digest(value)]
+                continue
         names.append(key)
         tensors.append(tf.constant(value))
     tf.raw_ops.SaveV2(prefix=target_prefix, tensor_names=names,
@@ -102,13 +128,25 @@ def _copy_beside_weights(source: pathlib.Path, staging: pathlib.Path, weights_di
             shutil.copy2(item, staging / item.name)
 
 
-def write_float16(source, staging) -> dict:
+def _shared_model(name: str) -> Tuple[str, str]:
+    """(the checkpoint prefix, the sha256) of the float32 SavedModel of the model `name` (a
+    registered name or a path) whose arrays an artifact shares."""
+    from tt_zoo.zoo.loading import find_artifact  # noqa: PLC0415 (it imports this module)
+
+    path, _ = find_artifact(name)
+    card = ModelCard.from_dict(verify_export(path))
+    return str(pathlib.Path(path) / FLOAT32_DIR / CHECKPOINT_NAME), card.provenance.sha256
+
+
+def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
     """Writes the compact float16 artifact of the float32 export at `source` into the (empty)
-    folder `staging`; returns its metadata. `source` is verified first.
+    folder `staging`; returns its metadata. `source` is verified first. With `share_with` (a
+    shipped model's name), the arrays equal to that model's are left out (module docstring).
 
     Raises:
       ArtifactError: `source` is not a complete, undamaged export.
-      TtZooError: it is already float16, or holds a weight beyond float16's range.
+      TtZooError: it is already float16, holds a weight beyond float16's range, or shares no
+        array with `share_with`.
     """
     source, staging = pathlib.Path(source), pathlib.Path(staging)
     metadata = verify_export(source)
@@ -116,13 +154,41 @@ def write_float16(source, staging) -> dict:
     if storage is not None:
         raise TtZooError(f"{source} stores its weights as {storage.weights} already; give "
                          "the float32 export it came from.")
+    share, shared, shared_sha256 = None, {}, None
+    if share_with is not None:
+        prefix, shared_sha256 = _shared_model(share_with)
+        reader = tf.train.load_checkpoint(prefix)
+        share = {_array_digest(np.asarray(reader.get_tensor(key)).astype(np.float16)): key
+                 for key, key_dtype in reader.get_variable_to_dtype_map().items()
+                 if key_dtype == tf.float32}
     _copy_beside_weights(source, staging, FLOAT32_DIR)
     (staging / FLOAT16_DIR).mkdir()
     cast = _copy_checkpoint(str(source / FLOAT32_DIR / CHECKPOINT_NAME),
-                            str(staging / FLOAT16_DIR / CHECKPOINT_NAME), tf.float16)
+                            str(staging / FLOAT16_DIR / CHECKPOINT_NAME), tf.float16,
+                            shared=shared, share=share)
+    if share_with is not None and not shared:
+        raise TtZooError(f"{source} holds no array equal to one of {share_with!r}'s: nothing "
+                         "to share; ship it without share_with.")
     card = ModelCard.from_dict(metadata)
-    return _stamp(staging, card, Storage(weights=FLOAT16, arrays=cast,
-                                         float32_sha256=card.provenance.sha256))
+    return _stamp(staging, card, Storage(
+        weights=FLOAT16, arrays=cast, float32_sha256=card.provenance.sha256,
+        shared_from=share_with, shared_sha256=shared_sha256, shared_arrays=shared or None))
+
+
+def _shared_arrays(storage: Storage, path: pathlib.Path) -> Dict[str, np.ndarray]:
+    """The arrays the artifact at `path` left out, read from the model it shares them with
+    (float32), which must be the one it was written against."""
+    if not storage.shared_arrays:
+        return {}
+    prefix, sha256 = _shared_model(storage.shared_from)
+    if sha256 != storage.shared_sha256:
+        raise ArtifactError(f"{path}: its arrays {sorted(storage.shared_arrays)[:2]}... are "
+                            f"{storage.shared_from!r}'s of sha256 {storage.shared_sha256[:16]}…, "
+                            f"but {storage.shared_from!r} is now {sha256[:16]}…: ship the two "
+                            "together.")
+    reader = tf.train.load_checkpoint(prefix)
+    return {key: np.asarray(reader.get_tensor(there), np.float16)
+            for key, there in storage.shared_arrays.items()}
 
 
 def materialised_path(path, sha256: str) -> pathlib.Path:
@@ -159,11 +225,14 @@ def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
     if _is_copy_of(dest, sha256):
         return dest
 
+    fill = _shared_arrays(card.provenance.storage, path)
+
     def build(staging: pathlib.Path) -> None:
         _copy_beside_weights(path, staging, FLOAT16_DIR)
         (staging / FLOAT32_DIR).mkdir()
         cast = _copy_checkpoint(str(path / FLOAT16_DIR / CHECKPOINT_NAME),
-                                str(staging / FLOAT32_DIR / CHECKPOINT_NAME), tf.float32)
+                                str(staging / FLOAT32_DIR / CHECKPOINT_NAME), tf.float32,
+                                fill=fill)
         _stamp(staging, card, Storage(weights=MATERIALISED, arrays=cast,
                                       materialised_from=sha256))
 

@@ -247,11 +247,17 @@ class Storage(_Record):
     variables (`tt_zoo.serving.float16_storage`): ``weights`` "float16" for a compact artifact
     (its float32 arrays cast, made from the export whose sha256 is ``float32_sha256``), or
     "float32" for the copy materialised from one (``materialised_from``: that artifact's
-    sha256); ``arrays``: how many arrays were cast."""
+    sha256); ``arrays``: how many arrays were cast. A compact artifact may leave out the
+    arrays another shipped model holds already (``shared_from``, whose float32 SavedModel's
+    sha256 is ``shared_sha256``; ``shared_arrays``: {key here: key there}), e.g. a
+    query-adapted model's document tower and token table, its base model's."""
     weights: Optional[str] = None  # "float16" or "float32"
     arrays: Optional[int] = None
     float32_sha256: Optional[str] = None
     materialised_from: Optional[str] = None
+    shared_from: Optional[str] = None
+    shared_sha256: Optional[str] = None
+    shared_arrays: Optional[Dict[str, str]] = None
 
 
 @dataclass
@@ -336,6 +342,10 @@ class Lineage:
     base_model: Optional[Union[Origin, str]] = None
     fine_tuning: Optional[FineTuning] = None
     finetune: Optional[FinetuneRun] = None  # tt-zoo finetune's run
+    # The export whose document side (tower and preprocessor) this model's is, unchanged (a
+    # query-adapted model, `tt_zoo.training.query_adaptation`): its passage embeddings are this
+    # model's (`tt_zoo.evaluation.text_benchmarks.model_tag`).
+    document_encoder: Optional[Origin] = None
 
 
 @dataclass

@@ -25,6 +25,7 @@ from tt_zoo.serving.model_card import METADATA_FILE
 from tt_zoo.training.finetune_run import FinetuneConfig
 from tt_zoo.training.multitask_config import MultitaskConfig
 from tt_zoo.training.pretrain_run import PretrainConfig
+from tt_zoo.training.query_adaptation_run import AdaptQueriesConfig
 from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig
 from tt_zoo.training.term_weight_config import TermWeightConfig
 from tt_zoo.zoo import registry
@@ -32,7 +33,7 @@ from tt_zoo.zoo import registry
 # The commands that train a model from a run config, by name.
 RUN_CONFIGS: Dict[str, Type[RunConfig]] = {
     "pretrain": PretrainConfig, "finetune": FinetuneConfig, "multitask": MultitaskConfig,
-    "train-term-weights": TermWeightConfig}
+    "train-term-weights": TermWeightConfig, "adapt-queries": AdaptQueriesConfig}
 
 
 def recipes_dir() -> pathlib.Path:

@@ -121,6 +121,27 @@ class MultitaskRecipe:
 
 
 MULTITASK_RECIPE = MultitaskRecipe()
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptationRecipe:
+    """The `tt-zoo adapt-queries` run of the ``adapted_`` names: the `init_from` model's query
+    tower trained alone against its own index of the Wikispeedia passages (ADORE, Zhan et al.
+    2021; `tt_zoo.training.query_adaptation`), on the WebQuestions questions it may train on.
+    The epochs were chosen on webquestions-devtest's fused top-20 (docs/checkpoints.md)."""
+
+    epochs: float = 10.0
+    batch_size: int = 32
+    learning_rate: float = 1e-5
+    base_tag: str = ""  # the tag of the model adapted (`ModelSpec.tag`)
+
+    def command(self, init_from: str, name: str) -> str:
+        return (f"tt-zoo adapt-queries --model {init_from} --epochs {self.epochs:g} "
+                f"--batch-size {self.batch_size} --learning-rate {self.learning_rate:g} "
+                f"--export saved_models/{name}")
+
+
+ADAPTATION_RECIPE = AdaptationRecipe()
 # ``multitask_lexical_bow_mlp_``: the two QA tasks with BM25 as a teacher beside them (the lexical
 # task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
 # over MULTITASK_RECIPE in the median of three seeds, every seed above every seed without it
@@ -236,6 +257,8 @@ class ModelSpec:
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
       multitask: the `tt-zoo multitask` run that trains it from `init_from` (its recipe then
         makes the pair set only), None for a pretrained variant.
+      adapted: the `tt-zoo adapt-queries` run that adapts `init_from`'s query tower to its
+        passage index (``adapted_`` names), None for the others.
       imported: the public checkpoint it is (`tt_zoo.zoo.imported`), built from its registry
         package into the cache instead of shipping in saved_models/; None for the others.
       architecture: what the weights fill, as timm names it (`architecture`: ``bert_tiny_512``,
@@ -262,12 +285,16 @@ class ModelSpec:
     multitask: Optional[MultitaskRecipe] = None
     imported: Optional[ImportedCheckpoint] = None
     architecture: str = ""
+    adapted: Optional[AdaptationRecipe] = None
 
     @property
     def tag(self) -> str:
         """How the weights were made: the pretraining (``ict_bfs_wlp``, ``imported``,
         ``distilled``), after ``multitask_`` and the tasks the multi-task run adds to the two QA
-        tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant."""
+        tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant;
+        ``adapted_`` and its base's tag for a query-adapted one."""
+        if self.adapted is not None:
+            return f"adapted_{self.adapted.base_tag}"
         if self.multitask is None:
             return self.pretraining
         added = [t for t in self.multitask.named_tasks if t not in MULTITASK_RECIPE.named_tasks]
@@ -294,6 +321,8 @@ class ModelSpec:
         """The commands that train and export this variant."""
         if self.imported is not None:
             return f"tt-zoo import-checkpoint --name {self.name} --export saved_models/{self.name}"
+        if self.adapted is not None:
+            return self.adapted.command(self.init_from, self.name)
         if self.pretraining == DISTILLED and self.multitask is None:
             return (f"tt-zoo distill-static --model {self.init_from} --corpus "
                     f"$TT_ZOO_DATA/wikispeedia --dim {self.embedding_dim} "
@@ -395,7 +424,7 @@ DISTILLED = "distilled"  # the pretraining of a static model distilled from its 
 def _checkpoint_specs() -> Dict[str, ModelSpec]:
     """For every public checkpoint of `tt_zoo.zoo.imported`: the imported model (a mean-pooled,
     normalised BERT of the checkpoint's shape, found in the cache, built there from its
-    package) and the three models made from it."""
+    package) and the four models made from it."""
     specs = {}
     for name, c in CHECKPOINTS.items():
         common = dict(query_length=c.query_length, document_length=c.document_length,
@@ -414,6 +443,12 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
             name=f"multitask_{name}", encoder="bert", tower_size=None,
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
             multitask=MULTITASK_CHECKPOINT_RECIPE, architecture=name, **common)
+        specs[f"adapted_multitask_{name}"] = ModelSpec(
+            name=f"adapted_multitask_{name}", encoder="bert", tower_size=None,
+            embedding_dim=c.embedding_dim, pretraining="imported", init_from=f"multitask_{name}",
+            adapted=dataclasses.replace(ADAPTATION_RECIPE,
+                                        base_tag=specs[f"multitask_{name}"].tag),
+            architecture=name, **common)
         specs[static] = ModelSpec(name=static, encoder="bow_mlp", tower_size=None,
                                   embedding_dim=STATIC_DIM, pretraining=DISTILLED,
                                   init_from=name, architecture=static, **common)

@@ -60,7 +60,8 @@ _MODEL_SETTINGS = ("colbert", "term_model")
 # -- ship -------------------------------------------------------------------------------------
 
 def ship(source, name: str, *, provenance: Optional[str] = None,
-         recipe: Optional[Recipe] = None, float16: bool = False, saved_models=None,
+         recipe: Optional[Recipe] = None, float16: bool = False,
+         share_with: Optional[str] = None, saved_models=None,
          shipped_file=None, log: Callable[[str], None] = print) -> dict:
     """Copies the export at `source` to ``saved_models/<name>`` and lists it as shipped.
 
@@ -74,6 +75,8 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
         bytes; `tt_zoo.load` materialises the float32 SavedModel); `source` is a float32
         export, and may be saved_models/<name> itself. Its cost in recall is measured apart
         (``python -m benchmarks.precision_cost --compare storage``).
+      share_with: with `float16`, a shipped model whose arrays the export holds too (a
+        query-adapted model's base): they are read from it, not stored again.
       saved_models, shipped_file: default the registry's (`SAVED_MODELS_DIR`, `SHIPPED_FILE`).
 
     Returns:
@@ -85,6 +88,8 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
         another model's export.
     """
     spec = registry.get_spec(name)
+    if share_with is not None and not float16:
+        raise TtZooError("share_with: arrays are shared by a float16 artifact; give float16 too.")
     source = pathlib.Path(source)
     card = ModelCard.from_dict(verify_export(source))
     kind = card.artifact_kind
@@ -104,7 +109,7 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
 
         def copy(staging: pathlib.Path) -> None:
             if float16:
-                float16_storage.write_float16(source, staging)
+                float16_storage.write_float16(source, staging, share_with=share_with)
             else:
                 shutil.copytree(source, staging, dirs_exist_ok=True)
 

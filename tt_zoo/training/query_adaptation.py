@@ -1,0 +1,184 @@
+"""Query-side adaptation against a fixed passage index (ADORE, Zhan et al., SIGIR 2021, Sec. 4).
+
+A trained two-tower model has embedded a collection once with its document tower psi (for a
+MiniLM, hours of CPU for 130K passages here). Its query tower phi is then trained alone against
+those fixed embeddings: each training question is scored against *every* passage, and the loss is
+the softmax over the whole index with each passage that holds one of the question's answers a
+positive (DPR's distant supervision, Karpukhin et al. 2020, Sec. 5.1):
+
+    s_j = <phi(q), psi(d_j)> / tau
+    loss(q) = logsumexp_j s_j - logsumexp_{j in P(q)} s_j
+
+Nothing is sampled: the negatives are the index itself, so the passages the current phi ranks
+highest are always in the denominator (ADORE's dynamic hard negatives, exact here rather than
+its top-k). Only phi changes, so the index stays valid: no passage is encoded again, and the
+adapted model's document side is the base model's, recorded on its card
+(`tt_zoo.serving.model_card.Lineage.document_encoder`) so cached passage embeddings are reused
+(`tt_zoo.evaluation.text_benchmarks.model_tag`).
+
+Chang et al. 2020 train both towers on every task (Sec. 2); this is the step after them, for a
+user with questions and a collection already indexed: the model's own index, its own failures
+as negatives. A shared tower is untied first (`tt_zoo.training.multi_task.untie_towers`); the
+token embeddings stay frozen by default, so the two towers keep one vocabulary table (and a
+float16 artifact can store it once).
+"""
+
+from __future__ import annotations
+
+from typing import List, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+QUESTION_ROW = "question_row"  # a batch's rows into the training questions (their positives)
+QUERY_INPUTS = "query_inputs"
+
+
+def multi_positive_softmax_loss(scores: tf.Tensor, positive_mask: tf.Tensor) -> tf.Tensor:
+    """Per-question loss [batch]: logsumexp of all `scores` [batch, n] minus logsumexp of those
+    where `positive_mask` [batch, n] (bool) holds. A question's loss is -log of the softmax mass
+    on its positives; it is 0 when every passage is a positive. Each row needs a positive."""
+    lowest = tf.fill(tf.shape(scores), tf.constant(scores.dtype.min, scores.dtype))
+    return (tf.reduce_logsumexp(scores, axis=1)
+            - tf.reduce_logsumexp(tf.where(positive_mask, scores, lowest), axis=1))
+
+
+def token_embedding_layer(tower) -> tf.keras.layers.Layer:
+    """The tower's token (WordPiece) embedding table: a BERT tower's word embeddings or a
+    bag-of-words tower's token vectors."""
+    from tt_zoo.modeling.towers import BertTower, BowMlpTower  # noqa: PLC0415
+
+    if isinstance(tower, BertTower):
+        return tower.encoder.get_embedding_layer()
+    if isinstance(tower, BowMlpTower):
+        return tower.token_embeddings
+    raise ValueError(f"token_embedding_layer: a {type(tower).__name__} has no token embedding "
+                     "table this knows (BertTower or BowMlpTower).")
+
+
+class QueryAdapter(tf.keras.Model):
+    """A query tower trained against fixed passage embeddings with the full-index softmax.
+
+    Args:
+      model: the two-tower model (`TwoTowerModel`) whose query tower trains; its preprocessor
+        packs the questions and its `normalize_embeddings` applies to phi(q).
+      passage_embeddings: float32 [n, dim], the model's document embeddings of the collection
+        (row j is psi of passage j).
+      positives: for each training question, the rows of the passages holding an answer
+        (at least one each).
+      temperature: tau (the model's own loss temperature for a cosine model).
+      train_token_embeddings: also train the query tower's token embedding table (frozen by
+        default: the vocabulary's vectors stay the document tower's).
+
+    `fit` takes batches of {QUERY_INPUTS: packed ids, QUESTION_ROW: rows into `positives`}
+    (`question_arrays`, through `tt_zoo.training.step_data.step_batches`); only the query
+    tower's variables get gradients.
+
+    Example:
+      >>> adapter = QueryAdapter(untied, embeddings, positives, temperature=0.05)
+      >>> adapter.compile(tf.keras.optimizers.Adam(1e-5))
+      >>> adapter.fit(batches, steps_per_epoch=65, epochs=3)
+    """
+
+    def __init__(self, model, passage_embeddings: np.ndarray, positives: Sequence[np.ndarray], *,
+                 temperature: float, train_token_embeddings: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        passage_embeddings = np.asarray(passage_embeddings, np.float32)
+        if passage_embeddings.ndim != 2 or passage_embeddings.shape[1] != model.embedding_dim:
+            raise ValueError(f"QueryAdapter: passage embeddings of shape "
+                             f"{passage_embeddings.shape}; expected [passages, "
+                             f"{model.embedding_dim}] (the model's embedding size).")
+        lengths = np.array([len(p) for p in positives], np.int64)
+        if len(lengths) == 0 or lengths.min() == 0:
+            raise ValueError("QueryAdapter: every training question needs at least one positive "
+                             "passage (keep the answerable questions only).")
+        values = np.concatenate([np.asarray(p, np.int64) for p in positives])
+        if values.min() < 0 or values.max() >= len(passage_embeddings):
+            raise ValueError(f"QueryAdapter: positive rows outside [0, {len(passage_embeddings)}).")
+        if not temperature > 0:
+            raise ValueError(f"QueryAdapter: the temperature must be positive (got {temperature}).")
+        self.query_preprocessor = model.query_preprocessor
+        self.query_tower = model.query_tower
+        self.normalize = bool(model.normalize_embeddings)
+        self.temperature = float(temperature)
+        self.passages = tf.constant(passage_embeddings)
+        self.positives = tf.RaggedTensor.from_row_lengths(values, lengths)
+        self.frozen = [] if train_token_embeddings else [token_embedding_layer(self.query_tower)]
+        for layer in self.frozen:
+            layer.trainable = False
+
+    def release(self) -> None:
+        """Makes the frozen token embeddings trainable again (before the model is exported, so a
+        later fine-tuning of the export trains them as any other)."""
+        for layer in self.frozen:
+            layer.trainable = True
+
+    def embed(self, packed, training=None) -> tf.Tensor:
+        embeddings = tf.cast(self.query_tower(packed, training=training), tf.float32)
+        return tf.math.l2_normalize(embeddings, axis=-1) if self.normalize else embeddings
+
+    def call(self, packed, training=None) -> tf.Tensor:
+        """Packed query ids -> scores against every passage / tau, [batch, passages]."""
+        return tf.matmul(self.embed(packed, training), self.passages,
+                         transpose_b=True) / self.temperature
+
+    def positive_mask(self, rows: tf.Tensor) -> tf.Tensor:
+        """[batch, passages] bool: the positives of the training questions `rows`."""
+        positives = tf.gather(self.positives, rows)
+        indices = tf.stack([positives.value_rowids(), positives.values], axis=1)
+        shape = tf.stack([tf.shape(rows, out_type=tf.int64)[0],
+                          tf.shape(self.passages, out_type=tf.int64)[0]])
+        counts = tf.scatter_nd(indices, tf.ones_like(positives.values, tf.int32), shape)
+        return counts > 0
+
+    def train_step(self, batch):
+        mask = self.positive_mask(batch[QUESTION_ROW])
+        variables = self.query_tower.trainable_variables
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(multi_positive_softmax_loss(
+                self(batch[QUERY_INPUTS], training=True), mask))
+        self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+        return {"loss": loss}
+
+
+def question_arrays(model, questions: Sequence[str]) -> dict:
+    """{QUERY_INPUTS: the questions packed by the model's query preprocessor (cut to the
+    longest), QUESTION_ROW: 0..n-1}: the arrays `step_batches` serves to `QueryAdapter.fit`."""
+    from tt_zoo.modeling.inference import cut_to_longest  # noqa: PLC0415
+
+    packed = cut_to_longest(model.query_preprocessor(tf.constant(list(questions))))
+    return {QUERY_INPUTS: {k: v.numpy() for k, v in packed.items()},
+            QUESTION_ROW: np.arange(len(questions), dtype=np.int64)}
+
+
+def check_passage_embeddings(model, embeddings: np.ndarray, titles: Sequence[str],
+                             texts: Sequence[str], where: str, sample: int = 8,
+                             min_cosine: float = 0.999) -> List[float]:
+    """Checks that `embeddings` (from `where`) are the model's document embeddings of the
+    passages (titles, texts), row for row: their shape, and `sample` rows spread over the file
+    encoded again, each within `min_cosine` of the stored row. Returns the cosines.
+
+    Raises:
+      ValueError: naming `where`, the row and what was expected.
+    """
+    n, dim = len(texts), model.embedding_dim
+    if tuple(embeddings.shape) != (n, dim):
+        raise ValueError(f"{where}: embeddings of shape {tuple(embeddings.shape)}; expected "
+                         f"({n:,}, {dim}): one row of the model's embedding size per passage.")
+    rows = np.unique(np.linspace(0, n - 1, min(sample, n)).astype(np.int64))
+    fresh = model.encode_documents([texts[r] for r in rows], titles=[titles[r] for r in rows])
+    stored = np.asarray(embeddings[rows], np.float32)
+    cosines = []
+    for row, a, b in zip(rows, stored, fresh):
+        cosine = float(a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-12))
+        if cosine < min_cosine:
+            raise ValueError(f"{where}: row {row} has cosine {cosine:.4f} with the model's own "
+                             f"embedding of passage {row} (expected >= {min_cosine}): these are "
+                             "not this model's document embeddings of these passages, in this "
+                             "order.")
+        cosines.append(cosine)
+    return cosines
+
+
+__all__ = ["multi_positive_softmax_loss", "token_embedding_layer", "QueryAdapter",
+           "question_arrays", "check_passage_embeddings", "QUERY_INPUTS", "QUESTION_ROW"]

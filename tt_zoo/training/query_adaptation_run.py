@@ -1,0 +1,293 @@
+"""A query-adaptation run: a trained two-tower model's query tower trained against its own passage
+index (ADORE, Zhan et al., SIGIR 2021; `tt_zoo.training.query_adaptation`); `adapt_queries(config)`
+runs it (``tt-zoo adapt-queries`` parses its flags into `AdaptQueriesConfig` and calls it).
+
+The questions are factoid questions with answers (WebQuestions JSON, CuratedTREC TSV, or JSONL of
+``{"question", "answers" | "answer_regex"}``; named sets resolve under ``$TT_ZOO_DATA/odqa``,
+`tt_zoo.evaluation.odqa`); the passages are an article source cut into 100-word blocks with
+titles, as the ODQA benchmark cuts them. A question trains when some passage holds one of its
+answers; those passages are its positives. The passages' embeddings are read from
+``--passage-embeddings`` (the ``.npy`` `tt-zoo odqa` or the benchmarks cache, checked against
+the model on a sample of rows) or encoded into the workdir first (resumable). Training
+checkpoints in the workdir and resumes exactly (`tt_zoo.training.loop.train_resumable`); the
+export's card records the base model, the questions, and its document side as the base
+model's (``document_encoder``), so the base model's cached passage embeddings serve it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import pathlib
+import time
+from typing import List, Optional, Sequence, Tuple
+
+from tt_zoo import numbers
+from tt_zoo.errors import TtZooError
+from tt_zoo.training.run_config import (RUN_CONFIG_KEY, RunConfig, RunError, TrainOutputArguments,
+                                        option, recorded_command)
+
+COMMAND = "adapt-queries"
+DEFAULT_QUESTIONS = ("webquestions-trainmodel",)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelArguments:
+    """The trained two-tower model whose query tower is adapted."""
+
+    model: Optional[str] = option(None, "a registered model name or an export directory "
+                                        "(tt_zoo.load)", metavar="NAME_OR_PATH")
+    name: Optional[str] = option(
+        None, "model name written to the export's metadata (default: the model's + _adapted)")
+
+
+@dataclasses.dataclass(frozen=True)
+class DataArguments:
+    """The training questions and the passages they are asked over."""
+
+    questions: Tuple[str, ...] = option(
+        (), "a question set: a name under $TT_ZOO_DATA/odqa (default: webquestions-trainmodel) "
+            "or a WebQuestions JSON, CuratedTREC TSV or JSONL file; repeat for several",
+        metavar="NAME_OR_PATH")
+    articles: Optional[str] = option(
+        None, "the article source cut into passages (default: $TT_ZOO_DATA/wikispeedia)")
+    words: int = option(100, "words per passage (DPR's 100)", number=numbers.count(high=10000))
+    passage_embeddings: Optional[str] = option(
+        None, "the model's document embeddings of those passages, one float32 row per passage "
+              "in order (.npy; e.g. the file tt-zoo odqa --cache-dir writes); checked on a sample "
+              "of rows. Default: encoded into the workdir first (resumable)")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingArguments:
+    """The query tower's training: Adam at a constant rate, the full-index softmax."""
+
+    epochs: float = option(3.0, "passes over the answerable training questions",
+                           number=numbers.positive(1000.0))
+    batch_size: int = option(32, "questions a step", number=numbers.count())
+    learning_rate: float = option(1e-5, "Adam learning rate", number=numbers.LEARNING_RATE)
+    temperature: Optional[float] = option(
+        None, "softmax temperature tau (default: the model's own loss temperature, else 1)",
+        number=numbers.positive(100.0))
+    train_token_embeddings: bool = option(
+        False, "train the query tower's token embedding table too (default frozen: the two "
+               "towers keep one vocabulary table)")
+    seed: int = option(0, "seed of the batch order and dropout", number=numbers.SEED)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputArguments(TrainOutputArguments):
+    """Checkpoints, the export and the JSON record."""
+
+    json_out: Optional[str] = option(None, "write the run's record (settings, counts, loss) as "
+                                           "JSON")
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptQueriesConfig(RunConfig):
+    """Every setting of a `tt-zoo adapt-queries` run; recorded whole in its export."""
+
+    model: ModelArguments
+    data: DataArguments
+    training: TrainingArguments
+    output: OutputArguments
+
+
+def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:
+    return pathlib.Path(config.output.workdir or pathlib.Path("runs") / "adapt_queries" / name)
+
+
+def training_questions(config: AdaptQueriesConfig, collection, data_dir, log=print):
+    """(question texts, their positive rows, per-set counts): the answerable questions of every
+    --questions set over `collection`."""
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+
+    index = odqa.AnswerIndex(collection.texts)
+    texts: List[str] = []
+    rows: list = []
+    counts = {}
+    for given in config.data.questions or DEFAULT_QUESTIONS:
+        try:
+            question_set = odqa.load_question_set(given, data_dir)
+        except (OSError, ValueError) as e:
+            raise RunError(f"--questions {given}: {e}") from None
+        sets = odqa.answerable(question_set, index)
+        counts[question_set.name] = {"questions": sets.num_questions,
+                                     "answerable": sets.num_answerable}
+        texts += [q.text for q in sets.questions]
+        rows += [sorted(r) for r in sets.rows]
+        log(f"--questions {given}: {sets.num_answerable:,} of {sets.num_questions:,} questions "
+            f"have an answer in a passage")
+    if not texts:
+        raise RunError("--questions: no question has an answer in any passage: nothing to train "
+                       "on (check the question files and --articles)")
+    return texts, rows, counts
+
+
+def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdir: pathlib.Path,
+                       log=print):
+    """The model's document embeddings of the passages: --passage-embeddings (checked), or
+    encoded into the workdir (resumable)."""
+    import numpy as np  # noqa: PLC0415
+
+    from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
+    from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation import check_passage_embeddings  # noqa: PLC0415
+
+    given = config.data.passage_embeddings
+    if given is None:
+        path = workdir / f"passages-{model_tag(zoo_model)}-{len(collection)}.npy"
+        log(f"Encoding the {len(collection):,} passages into {path} (resumable)")
+        return np.asarray(encode_documents_to_file(
+            zoo_model, collection.texts, collection.titles, path,
+            progress=not config.output.no_progress))
+    try:
+        embeddings = np.load(given, mmap_mode="r")
+    except (OSError, ValueError) as e:
+        raise RunError(f"--passage-embeddings {given}: not a readable .npy array ({e})") from None
+    try:
+        cosines = check_passage_embeddings(zoo_model.keras_model, embeddings, collection.titles,
+                                           collection.texts, f"--passage-embeddings {given}")
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    log(f"--passage-embeddings {given}: {len(cosines)} rows encoded again agree "
+        f"(cosine >= {min(cosines):.5f})")
+    return np.asarray(embeddings, np.float32)
+
+
+def loaded_two_tower(name_or_path: str):
+    """The zoo model, refused with a `RunError` unless it is a two-tower model with one query
+    tower."""
+    from tt_zoo.modeling.models import TwoTowerModel  # noqa: PLC0415
+    from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: PLC0415
+    from tt_zoo.zoo.loading import load  # noqa: PLC0415
+
+    try:
+        zoo_model = load(name_or_path)
+    except (OSError, ValueError) as e:
+        raise RunError(f"--model {name_or_path}: {e}") from None
+    model = zoo_model.keras_model
+    if not isinstance(model, TwoTowerModel):
+        raise RunError(f"--model {name_or_path}: a {type(model).__name__}; query adaptation "
+                       "trains a two-tower model's single-vector query tower against its passage "
+                       "embeddings")
+    if isinstance(model.query_tower, TaskRoutedTower):
+        raise RunError(f"--model {name_or_path}: its queries route to one tower per task class; "
+                       "adapt a model with one query tower")
+    return zoo_model
+
+
+def default_temperature(model) -> float:
+    """The model's own loss temperature (a cosine model's), else 1."""
+    return float(model.retrieval_loss.temperature or 1.0)
+
+
+def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command: str,
+              num_passages: int):
+    """The export's card: the base model's lineage, the questions, and its document side as
+    the base model's (`Lineage.document_encoder`)."""
+    from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+
+    card = zoo_model.card.fine_tuned(
+        name=name, base_name=zoo_model.name,
+        base_path=str(zoo_model.path) if zoo_model.path and zoo_model.spec is None else None,
+        steps=summary["steps_done"],
+        finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    options = card.architecture.model_options
+    card.architecture.model_options = None if options is None else {**options,
+                                                                    "share_towers": False}
+    base_card = zoo_model.card
+    card.lineage.document_encoder = base_card.lineage.document_encoder or Origin(
+        name=zoo_model.name, sha256=base_card.provenance.sha256,
+        copied="the document tower and preprocessor, unchanged")
+    run = card.training
+    run.training_data = (
+        "query adaptation against a fixed passage index (ADORE, Zhan et al. 2021): "
+        + " + ".join(f"{n} ({c['answerable']:,} answerable questions)" for n, c in counts.items())
+        + f" over {num_passages:,} {config.data.words}-word passages")
+    run.batch_size, run.learning_rate = config.training.batch_size, config.training.learning_rate
+    run.seed, run.command, run.run_config = config.training.seed, command, config.to_dict()
+    card.result.train_wall_time_s = summary["train_wall_time_s"]
+    card.result.final_loss = summary["final_loss"]
+    return card
+
+
+def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] = (),
+                  log=print) -> dict:
+    """Trains the query tower against the passage index and exports (module docstring);
+    returns (and writes to WORKDIR/summary.json and --json-out) the run's record. Raises
+    `RunError` naming the flag for bad input."""
+    t_start = time.perf_counter()
+    data_dir = pathlib.Path(data_dir)
+    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+
+    articles = config.data.articles or data_dir / "wikispeedia"
+    try:
+        collection = odqa.passage_collection(articles, config.data.words,
+                                             progress=not config.output.no_progress)
+    except (OSError, ValueError) as e:
+        raise RunError(f"--articles {articles}: {e}") from None
+    log(f"{len(collection):,} passages of {config.data.words} words from {articles}")
+    questions, positives, counts = training_questions(config, collection, data_dir, log)
+
+    import tensorflow as tf  # noqa: PLC0415
+
+    from tt_zoo.training import loop  # noqa: PLC0415
+    from tt_zoo.training.multi_task import untie_towers  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation import QueryAdapter, question_arrays  # noqa: PLC0415
+    from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
+
+    train = config.training
+    loop.enable_checkpointable_randomness(train.seed)
+    zoo_model = loaded_two_tower(config.model.model)
+    name = config.model.name or f"{zoo_model.name}_adapted"
+    workdir = workdir_of(config, name)
+    embeddings = passage_embeddings(config, zoo_model, collection, workdir, log)
+    model = untie_towers(zoo_model.keras_model)
+    temperature = train.temperature or default_temperature(model)
+    adapter = QueryAdapter(model, embeddings, positives, temperature=temperature,
+                           train_token_embeddings=train.train_token_embeddings)
+    arrays = question_arrays(model, questions)
+    batch = min(train.batch_size, len(questions))
+    steps = loop.steps_for_epochs(len(questions), batch, train.epochs)
+    tf.keras.utils.set_random_seed(train.seed)
+    adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
+    adapter(step_batches(arrays, batch, seed=train.seed, start_step=0).take(1)
+            .get_single_element()["query_inputs"])  # builds the variables before the restore
+    settings = {"kind": "query_adaptation", "steps": steps, "batch_size": batch,
+                "learning_rate": train.learning_rate, "temperature": temperature,
+                "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,
+                "questions": counts, "passages": len(collection),
+                "base_model": zoo_model.card.provenance.sha256}
+    log(f"Training the query tower: {len(questions):,} questions, {steps} steps of {batch}, "
+        f"lr {train.learning_rate:g}, tau {temperature:g}, against {len(collection):,} passages")
+    try:
+        result = loop.train_resumable(
+            adapter, lambda first: step_batches(arrays, batch, seed=train.seed, start_step=first),
+            steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
+            checkpoint_every=config.output.checkpoint_every, settings=settings,
+            progress=not config.output.no_progress, log=log)
+    except TtZooError as e:  # a checkpoint of other settings in the workdir
+        raise RunError(str(e)) from None
+    adapter.release()
+    summary = {"steps_done": result.steps_done, "resumed_from": result.resumed_from,
+               "train_wall_time_s": round(result.total_wall_time_s, 1),
+               "final_loss": None if result.final_loss is None else round(result.final_loss, 4)}
+    card = make_card(config, zoo_model, name, summary, counts,
+                     recorded_command(COMMAND, argv), len(collection))
+    if config.output.export:
+        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        export_saved_model(model, config.output.export, card.to_dict())
+        log(f"Exported the query-adapted model to {config.output.export}")
+    output = {"name": name, "base_model": zoo_model.name, "workdir": str(workdir),
+              "questions": counts, "passages": len(collection), "settings": settings,
+              "train": summary, "export": config.output.export, "argv": list(argv),
+              RUN_CONFIG_KEY: config.to_dict(),
+              "wall_seconds": round(time.perf_counter() - t_start, 1)}
+    from tt_zoo.atomic_io import write_json  # noqa: PLC0415
+    write_json(workdir / "summary.json", output)
+    if config.output.json_out:
+        write_json(config.output.json_out, output)
+        log(f"Wrote {config.output.json_out}")
+    log(f"Wall time: {output['wall_seconds']:.1f} s ({summary['steps_done']} steps of {batch})")
+    return output
