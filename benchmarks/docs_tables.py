@@ -91,11 +91,17 @@ def _bm25(all_tables: list, wanted, metric: str):
     return collections.Counter(values).most_common(1)[0][0] if values else None
 
 
+def _lineage(spec, registry) -> list:
+    """The spec and each it was trained from (``init_from``), in that order."""
+    chain = [spec]
+    while chain[-1].init_from:
+        chain.append(registry.get_spec(chain[-1].init_from))
+    return chain
+
+
 def _root(spec, registry):
     """The spec a model's lineage starts from (its first ``init_from`` without one)."""
-    while spec.init_from:
-        spec = registry.get_spec(spec.init_from)
-    return spec
+    return _lineage(spec, registry)[-1]
 
 
 def _tower(spec, registry) -> str:
@@ -118,6 +124,9 @@ def _training(spec, registry) -> str:
 
     if spec.imported is not None:
         return "imported as published (supervised start ‡)"
+    if spec.adapted is not None:
+        return (f"`{spec.init_from}` (supervised start ‡), then its query tower adapted to its "
+                f"index of the ODQA passages on webquestions, {spec.adapted.epochs:g} epochs")
     if spec.pretraining == "distilled":
         what = f"distilled from `{_root(spec, registry).name}`"
     elif spec.pretraining == "none":
@@ -157,7 +166,8 @@ def shipped_models_markdown() -> str:
         tables = _card_tables(spec)
         every_card.append(tables)
         own = _own_label(spec, tables)
-        trained_on_reqa = spec.multitask is not None and "reqa" in spec.multitask.named_tasks
+        trained_on_reqa = any(s.multitask is not None and "reqa" in s.multitask.named_tasks
+                              for s in _lineage(spec, registry))
         cells = [f"`{spec.name}`" + (" †" if trained_on_reqa else ""), f"`{spec.arch_tag}`",
                  spec.kind.replace("_", " "), _tower(spec, registry), _training(spec, registry),
                  "exact search" if own == spec.name else own,

@@ -452,3 +452,18 @@ def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
         {"previous_sha256": "c" * 64, "weights": "unchanged"}]})
     with pytest.raises(TtZooError, match=r"measured .*\(sha256 aaaaaaaaaaaa…\), not these weights"):
         shipping._check_same_model({"colbert": str(measured)}, other, "r.json", print)
+
+
+def test_tables_say_how_the_model_met_the_questions():
+    """A query-adapted card (its document side another model's) gets "after query adaptation
+    on ..." in its tables' titles, never "zero-shot"."""
+    from tt_zoo.serving.model_card import ModelCard
+
+    adapted = ModelCard.from_dict({"name": "a", "document_encoder": {"name": "b", "sha256": "x"},
+                                   "run_config": {"data": {"questions": ["my_questions.jsonl"]}}})
+    assert shipping._regime(adapted, []) == "after query adaptation on my_questions.jsonl"
+    default = ModelCard.from_dict({"name": "a", "document_encoder": {"name": "b"}})
+    assert shipping._regime(default, []) == "after query adaptation on webquestions-trainmodel"
+    assert shipping._regime(ModelCard.from_dict({"name": "a"}), []) == "zero-shot"
+    assert shipping._regime(adapted, ["webquestions", "reqa"]) == (
+        "after multi-task training on webquestions + reqa")

@@ -38,7 +38,7 @@ from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 
 from tt_zoo.atomic_io import read_json, write_directory, write_json
 from tt_zoo.errors import TtZooError
-from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.serving import float16_storage
 from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
                                    verify_export)
@@ -451,12 +451,16 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
                          "numbers are not the benchmark's, and are not recorded.")
     _check_same_model(settings, card, where, log)
     marker = rows or ROW_MARKERS.get(card.artifact_kind) or card.name
+    if rows and card.artifact_kind == TWO_TOWER and rows != card.name:
+        # the model's rows under the name it ships as (the run named its export otherwise)
+        out = {**out, "results": {bench: {label.replace(rows, card.name): row
+                                          for label, row in results.items()}
+                                  for bench, results in out.get("results", {}).items()}}
+        marker = card.name
     run = card.training.multi_task if card.training is not None else None
     trained_on = [t.name for t in (run.tasks or [])] if run is not None else []
     tables = benchmark_tables(
-        out, marker, regime=("after multi-task training on " + " + ".join(trained_on)
-                             if trained_on else "zero-shot"),
-        trained_on_reqa="reqa" in trained_on)
+        out, marker, regime=_regime(card, trained_on), trained_on_reqa="reqa" in trained_on)
     if not tables:
         raise TtZooError(f"{where} has no row labelled with {marker!r} (rows: "
                          f"{sorted({r for res in out.get('results', {}).values() for r in res})}).")
@@ -465,6 +469,19 @@ def record_results(name_or_path, out: dict, *, rows: Optional[str] = None,
                          summary=headline_numbers(out, marker, own_row_only=marker == card.name,
                                                   trained_on_reqa="reqa" in trained_on),
                          shipped_file=shipped_file, log=log)
+
+
+def _regime(card: ModelCard, trained_on) -> str:
+    """How the card's model met the benchmark's questions, for its tables' titles: after a
+    multi-task run's tasks, after query adaptation on its questions, else zero-shot."""
+    if trained_on:
+        return "after multi-task training on " + " + ".join(trained_on)
+    if card.lineage.document_encoder is not None:  # tt-zoo adapt-queries
+        from tt_zoo.training.query_adaptation_run import DEFAULT_QUESTIONS  # noqa: PLC0415
+        data = (card.training.run_config or {}).get("data", {}) if card.training else {}
+        return ("after query adaptation on "
+                + " + ".join(data.get("questions") or DEFAULT_QUESTIONS))
+    return "zero-shot"
 
 
 def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
