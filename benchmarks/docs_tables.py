@@ -261,6 +261,14 @@ RESULTS = {
                        "--model multitask_minilm_l6_384 --fuse-with multitask_minilm_l6_384 "
                        "--odqa-validation webquestions-devtest --split-fraction 0.8 "
                        "--reqa-choose-on validation", "checkpoints.md"),
+    "adapted_minilm_float16": ("what float16 storage costs the adapted MiniLM: the shipped "
+                               "artifact (float16, its document tower shared with its base) "
+                               "beside its float32 export, every question, the same cached "
+                               "passage embeddings",
+                               "python -m benchmarks.checkpoints --benchmarks reqa,odqa --model "
+                               "adapted_multitask_minilm_l6_384 --model ... --odqa-validation "
+                               "webquestions-devtest --split-fraction 0.8 --reqa-choose-on "
+                               "validation --speed-runs 1", "models.md"),
     "fusion_three_way": ("BM25, the multi-task MiniLM and the multi-task static model fused "
                          "three ways on the ODQA validation questions",
                          "python -m benchmarks.checkpoints --benchmarks odqa --fuse-with ...",

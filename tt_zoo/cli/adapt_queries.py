@@ -16,7 +16,7 @@ model) to skip encoding the passages; it is checked against the model on a sampl
 Examples:
   tt-zoo adapt-queries --model multitask_minilm_l6_384 \\
       --passage-embeddings runs/odqa_cache/passages-c2cba18bfc5821bc-130638.npy \\
-      --epochs 3 --export runs/exports/adapted_multitask_minilm_l6_384
+      --epochs 10 --export runs/exports/adapted_multitask_minilm_l6_384
   tt-zoo odqa --model runs/exports/adapted_multitask_minilm_l6_384 --bm25
 
 --config run.json reads the settings from a JSON file ({"group": {"setting": value}}, as the

@@ -74,11 +74,7 @@ class TwoTowerModel(PairModel):
         return self._finish(super().embed_document_inputs(packed, training=training))
 
     def _finish(self, embeddings: tf.Tensor) -> tf.Tensor:
-        # Scores and the loss stay float32 under a mixed bfloat16 policy.
-        embeddings = tf.cast(embeddings, tf.float32)
-        if self.normalize_embeddings:
-            embeddings = tf.math.l2_normalize(embeddings, axis=-1)
-        return embeddings
+        return finished_embeddings(embeddings, self.normalize_embeddings)
 
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
@@ -155,6 +151,13 @@ class TwoTowerModel(PairModel):
                 "document_tower": None if self.share_towers else serialize(self.document_tower),
                 "loss": serialize(self.retrieval_loss),
                 "normalize_embeddings": self.normalize_embeddings}
+
+
+def finished_embeddings(embeddings: tf.Tensor, normalize: bool) -> tf.Tensor:
+    """A tower's output as the model scores it: float32 (scores and the loss stay float32 under
+    a mixed bfloat16 policy), L2-normalised when the model's scores are cosines."""
+    embeddings = tf.cast(embeddings, tf.float32)
+    return tf.math.l2_normalize(embeddings, axis=-1) if normalize else embeddings
 
 
 def as_string_list(values, name: str) -> list:

@@ -19,11 +19,11 @@ materialisation is never taken for a model; a damaged copy is built again.
 
 A model that holds arrays another shipped model holds already (a query-adapted model's document
 tower and token table are its base model's, `tt_zoo.training.query_adaptation`) is written with
-``share_with``: an array (of `MIN_SHARED_VALUES` or more) whose float16 value equals one of
-that model's is left out and recorded
-(``Storage.shared_arrays``, with the model's name and the sha256 of its float32 SavedModel), and
-`materialise` reads it from that model (found and verified by `tt_zoo.zoo.loading.find_artifact`).
-Such an artifact ships at the size of what it adds.
+``share_with``: an array (of `MIN_SHARED_VALUES` or more) whose float16 value equals one of that
+model's is left out and recorded (``Storage.shared_arrays``, with the model's name and the
+sha256 of its float32 SavedModel), and `materialise` reads it from that model (found by
+`tt_zoo.zoo.loading.find_artifact`, refused if its sha256 changed). Such an artifact ships at
+the size of what it adds.
 
 The cast rounds each weight to 11 significant bits (relative error <= 2^-11); what that costs in
 recall is measured per shipped model, side by side with the float32 export
@@ -98,9 +98,11 @@ def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype,
                                  f"(|x| > {_FLOAT16_MAX:g}); ship this export in float32.")
             value = array.astype(dtype.as_numpy_dtype)
             cast += 1
-            if share and value.size >= MIN_SHARED_VALUES and _array_digest(value) in share:
-                shared[key] = share[_array_digest(value)]
-                continue
+            if share and value.size >= MIN_SHARED_VALUES:
+                there = share.get(_array_digest(value))
+                if there is not None:  # the shared model holds it: left out, recorded
+                    shared[key] = there
+                    continue
         names.append(key)
         tensors.append(tf.constant(value))
     tf.raw_ops.SaveV2(prefix=target_prefix, tensor_names=names,

@@ -30,6 +30,8 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tt_zoo.modeling.models import finished_embeddings
+
 QUESTION_ROW = "question_row"  # a batch's rows into the training questions (their positives)
 QUERY_INPUTS = "query_inputs"
 
@@ -113,14 +115,10 @@ class QueryAdapter(tf.keras.Model):
         for layer in self.frozen:
             layer.trainable = True
 
-    def embed(self, packed, training=None) -> tf.Tensor:
-        embeddings = tf.cast(self.query_tower(packed, training=training), tf.float32)
-        return tf.math.l2_normalize(embeddings, axis=-1) if self.normalize else embeddings
-
     def call(self, packed, training=None) -> tf.Tensor:
         """Packed query ids -> scores against every passage / tau, [batch, passages]."""
-        return tf.matmul(self.embed(packed, training), self.passages,
-                         transpose_b=True) / self.temperature
+        queries = finished_embeddings(self.query_tower(packed, training=training), self.normalize)
+        return tf.matmul(queries, self.passages, transpose_b=True) / self.temperature
 
     def positive_mask(self, rows: tf.Tensor) -> tf.Tensor:
         """[batch, passages] bool: the positives of the training questions `rows`."""

@@ -234,7 +234,8 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
 
     from tt_zoo.training import loop  # noqa: PLC0415
     from tt_zoo.training.multi_task import untie_towers  # noqa: PLC0415
-    from tt_zoo.training.query_adaptation import QueryAdapter, question_arrays  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation import (QUERY_INPUTS, QueryAdapter,  # noqa: PLC0415
+                                                  question_arrays)
     from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
 
     train = config.training
@@ -253,7 +254,7 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     tf.keras.utils.set_random_seed(train.seed)
     adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
     adapter(step_batches(arrays, batch, seed=train.seed, start_step=0).take(1)
-            .get_single_element()["query_inputs"])  # builds the variables before the restore
+            .get_single_element()[QUERY_INPUTS])  # builds the variables before the restore
     settings = {"kind": "query_adaptation", "steps": steps, "batch_size": batch,
                 "learning_rate": train.learning_rate, "temperature": temperature,
                 "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,
