@@ -35,7 +35,7 @@ def test_an_unknown_model_name_fails_at_once_with_a_suggestion(tmp_path):
     assert result.returncode == 2
     assert ("argument --model: 'ict_bfs_wlp_51' is not a tt_zoo model. Did you mean "
             "'ict_bfs_wlp_512'") in result.stderr
-    assert "'tt-zoo list' lists the 21 models that load" in result.stderr
+    assert "'tt-zoo list' lists the 22 models that load" in result.stderr
     assert seconds < 3, f"{seconds:.2f} s (measured ~0.5 s; TensorFlow alone takes ~5 s)"
 
 

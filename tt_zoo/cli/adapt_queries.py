@@ -48,8 +48,6 @@ def parse_args(argv=None) -> AdaptQueriesConfig:
     if not articles.exists():
         parsing.exit_missing(p, f"--articles: {articles} does not exist (set TT_ZOO_DATA or "
                                 "pass --articles PATH)")
-    if args.passage_embeddings and not pathlib.Path(args.passage_embeddings).is_file():
-        p.error(f"--passage-embeddings: {args.passage_embeddings} does not exist")
     if args.export:
         check_model_export_target(p, args.export, "--export")
     return AdaptQueriesConfig.from_namespace(args)

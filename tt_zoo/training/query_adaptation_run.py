@@ -141,6 +141,9 @@ def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdi
         return np.asarray(encode_documents_to_file(
             zoo_model, collection.texts, collection.titles, path,
             progress=not config.output.no_progress))
+    if not pathlib.Path(given).is_file():
+        raise RunError(f"--passage-embeddings {given} does not exist (leave the flag out to "
+                       "encode the passages into the workdir)")
     try:
         embeddings = np.load(given, mmap_mode="r")
     except (OSError, ValueError) as e:
