@@ -96,14 +96,14 @@ def run(args) -> dict:
         seconds["BM25"] = round(time.perf_counter() - t, 1)
     if args.model:
         import tt_zoo  # noqa: PLC0415
-        from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
+        from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark, cache_file  # noqa: PLC0415
 
     for name in args.model:
         t = time.perf_counter()
         model = tt_zoo.load(name)
         path = None
         if cache is not None:
-            path = cache / f"passages-{model_tag(model)}-{len(benchmark.collection)}.npy"
+            path = cache_file(cache, OdqaBenchmark.cache_prefix, model, len(benchmark.collection))
         results[model.name] = benchmark.score_model(model, path, args.ks,
                                                     progress=not args.no_progress)
         seconds[model.name] = round(time.perf_counter() - t, 1)

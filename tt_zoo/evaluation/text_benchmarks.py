@@ -411,7 +411,13 @@ def embedding_cache_path(bench, model, cache_dir) -> pathlib.Path:
         if (state.get("shape", [None])[0] == n and state.get("done") == n
                 and state.get("model") == str(model.path)):
             return earlier
-    return cache_dir / f"{bench.cache_prefix}-{model_tag(model)}-{n}.npy"
+    return cache_file(cache_dir, bench.cache_prefix, model, n)
+
+
+def cache_file(cache_dir, prefix: str, model, n: int) -> pathlib.Path:
+    """``{cache_dir}/{prefix}-{model_tag}-{n}.npy``: the one name of a model's cached embeddings
+    of `n` candidates (ODQA's `prefix` is "passages", `OdqaBenchmark.cache_prefix`)."""
+    return pathlib.Path(cache_dir) / f"{prefix}-{model_tag(model)}-{n}.npy"
 
 
 def dense_searcher(model, bench, cache_path=None, progress: bool = False) -> QueryEncodingSearcher:

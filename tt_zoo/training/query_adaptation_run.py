@@ -17,7 +17,6 @@ model's (``document_encoder``), so the base model's cached passage embeddings se
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import pathlib
 import time
 from typing import List, Optional, Sequence, Tuple
@@ -97,31 +96,39 @@ def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:
     return pathlib.Path(config.output.workdir or pathlib.Path("runs") / "adapt_queries" / name)
 
 
-def training_questions(config: AdaptQueriesConfig, collection, data_dir, log=print):
-    """(question texts, their positive rows, per-set counts): the answerable questions of every
-    --questions set over `collection`."""
+def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print):
+    """(the passages, the question texts, their positive rows, per-set counts): every
+    --questions set's answerable questions over `articles` cut into passages
+    (`odqa.Benchmark.build`)."""
     from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
-    index = odqa.AnswerIndex(collection.texts)
+    given = config.data.questions or DEFAULT_QUESTIONS
+    question_sets = []
+    for name in given:
+        try:
+            question_sets.append(odqa.load_question_set(name, data_dir))
+        except (OSError, ValueError) as e:
+            raise RunError(f"--questions {name}: {e}") from None
+    try:
+        benchmark = odqa.Benchmark.build(articles, question_sets, config.data.words,
+                                         progress=not config.output.no_progress)
+    except (OSError, ValueError) as e:
+        raise RunError(f"--articles {articles}: {e}") from None
+    collection = benchmark.collection
+    log(f"{len(collection):,} passages of {config.data.words} words from {articles}")
     texts: List[str] = []
     rows: list = []
     counts = {}
-    for given in config.data.questions or DEFAULT_QUESTIONS:
-        try:
-            question_set = odqa.load_question_set(given, data_dir)
-        except (OSError, ValueError) as e:
-            raise RunError(f"--questions {given}: {e}") from None
-        sets = odqa.answerable(question_set, index)
-        counts[question_set.name] = {"questions": sets.num_questions,
-                                     "answerable": sets.num_answerable}
+    for name, sets in zip(given, benchmark.sets):
+        counts[sets.name] = {"questions": sets.num_questions, "answerable": sets.num_answerable}
         texts += [q.text for q in sets.questions]
         rows += [sorted(r) for r in sets.rows]
-        log(f"--questions {given}: {sets.num_answerable:,} of {sets.num_questions:,} questions "
+        log(f"--questions {name}: {sets.num_answerable:,} of {sets.num_questions:,} questions "
             f"have an answer in a passage")
     if not texts:
         raise RunError("--questions: no question has an answer in any passage: nothing to train "
                        "on (check the question files and --articles)")
-    return texts, rows, counts
+    return collection, texts, rows, counts
 
 
 def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdir: pathlib.Path,
@@ -131,12 +138,12 @@ def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdi
     import numpy as np  # noqa: PLC0415
 
     from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
-    from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
+    from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark, cache_file  # noqa: PLC0415
     from tt_zoo.training.query_adaptation import check_passage_embeddings  # noqa: PLC0415
 
     given = config.data.passage_embeddings
     if given is None:
-        path = workdir / f"passages-{model_tag(zoo_model)}-{len(collection)}.npy"
+        path = cache_file(workdir, OdqaBenchmark.cache_prefix, zoo_model, len(collection))
         log(f"Encoding the {len(collection):,} passages into {path} (resumable)")
         return np.asarray(encode_documents_to_file(
             zoo_model, collection.texts, collection.titles, path,
@@ -191,11 +198,7 @@ def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command
     the base model's (`Lineage.document_encoder`)."""
     from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
 
-    card = zoo_model.card.fine_tuned(
-        name=name, base_name=zoo_model.name,
-        base_path=str(zoo_model.path) if zoo_model.path and zoo_model.spec is None else None,
-        steps=summary["steps_done"],
-        finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    card = zoo_model.fine_tuned_card(name, summary["steps_done"])
     options = card.architecture.model_options
     card.architecture.model_options = None if options is None else {**options,
                                                                     "share_towers": False}
@@ -222,16 +225,9 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     `RunError` naming the flag for bad input."""
     t_start = time.perf_counter()
     data_dir = pathlib.Path(data_dir)
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
-
     articles = config.data.articles or data_dir / "wikispeedia"
-    try:
-        collection = odqa.passage_collection(articles, config.data.words,
-                                             progress=not config.output.no_progress)
-    except (OSError, ValueError) as e:
-        raise RunError(f"--articles {articles}: {e}") from None
-    log(f"{len(collection):,} passages of {config.data.words} words from {articles}")
-    questions, positives, counts = training_questions(config, collection, data_dir, log)
+    collection, questions, positives, counts = training_questions(config, articles, data_dir,
+                                                                  log)
 
     import tensorflow as tf  # noqa: PLC0415
 
@@ -256,8 +252,8 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     steps = loop.steps_for_epochs(len(questions), batch, train.epochs)
     tf.keras.utils.set_random_seed(train.seed)
     adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
-    adapter(step_batches(arrays, batch, seed=train.seed, start_step=0).take(1)
-            .get_single_element()[QUERY_INPUTS])  # builds the variables before the restore
+    # builds the variables before a restore
+    adapter({k: v[:batch] for k, v in arrays[QUERY_INPUTS].items()})
     settings = {"kind": "query_adaptation", "steps": steps, "batch_size": batch,
                 "learning_rate": train.learning_rate, "temperature": temperature,
                 "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,

@@ -523,6 +523,15 @@ class ZooModel(CardIdentity):
         """The Keras model's ``summary`` (its towers, preprocessors and parameter counts)."""
         return self.keras_model.summary(*args, **kwargs)
 
+    def fine_tuned_card(self, name: str, steps: int):
+        """The card of weights trained `steps` steps further from this model's, finished now
+        (`ModelCard.fine_tuned`): its lineage names this model, and its folder only when it was
+        loaded by path (a registered name's folder, the clone or the cache, is this machine's)."""
+        return self.card.fine_tuned(
+            name=name, base_name=self.name,
+            base_path=str(self.path) if self.path and self.spec is None else None, steps=steps,
+            finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+
     def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
         """Writes a serving SavedModel (see `tt_zoo.serving.export.export_saved_model`).
 
@@ -538,14 +547,7 @@ class ZooModel(CardIdentity):
             card = self.card
             card.provenance.sha256 = None  # the export's own
         else:
-            card = self.card.fine_tuned(
-                name=f"{self.name}_finetuned", base_name=self.name,
-                # A registered name is the base model; its folder (the clone, the cache) is
-                # this machine's, so only a model loaded by path records it.
-                base_path=str(self.path) if self.path and self.spec is None else None,
-                steps=steps,
-                finished=datetime.datetime.now(datetime.timezone.utc).isoformat(
-                    timespec="seconds"))
+            card = self.fine_tuned_card(f"{self.name}_finetuned", steps)
         if metadata is not None and not isinstance(metadata, dict):
             raise TypeError(f"metadata must be a dict or None (got {type(metadata).__name__}).")
         meta = {**card.to_dict(), **(metadata or {})}
