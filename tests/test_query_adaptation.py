@@ -155,4 +155,6 @@ def test_bad_input_is_named(base_export, tmp_path, capsys):
     refused(["--model", str(tmp_path / "colbert"), "--workdir", str(tmp_path / "w4"), *common],
             "query adaptation trains a two-tower model's single-vector query tower")
     refused(["--questions", str(questions)], "give --model NAME_OR_PATH")
+    refused(["--model", "ict_bfs_wlp_51", "--workdir", str(tmp_path / "w6"), *common],
+            "--model ict_bfs_wlp_51: 'ict_bfs_wlp_51' is not a tt_zoo model. Did you mean")
     assert not list(tmp_path.glob("w*/checkpoints"))  # refused before any training

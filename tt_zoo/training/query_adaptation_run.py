@@ -174,8 +174,9 @@ def loaded_two_tower(name_or_path: str):
 
     try:
         zoo_model = load(name_or_path)
-    except (OSError, ValueError) as e:
-        raise RunError(f"--model {name_or_path}: {e}") from None
+    except (KeyError, OSError, TtZooError) as e:  # an unknown name, a damaged export, ...
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e
+        raise RunError(f"--model {name_or_path}: {message}") from None
     model = zoo_model.keras_model
     if not isinstance(model, TwoTowerModel):
         raise RunError(f"--model {name_or_path}: a {type(model).__name__}; query adaptation "
