@@ -34,6 +34,8 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, 
 
 import numpy as np
 
+from tt_zoo import hardware
+
 BENCH_INSTALL_HINT = "pip install -e .[bench]"
 # Distribution names whose versions every section records (absent ones as "not installed").
 VERSIONED = ("tt_zoo", "tensorflow", "tf-keras", "numpy", "scann", "torch", "transformers",
@@ -236,7 +238,7 @@ def machine_info(threads: Optional[Mapping[str, object]] = None) -> dict:
             "load_average_1_5_15": [round(x, 2) for x in load],
             "other_busy_cores_at_start": busy_cores(),
             "python": platform.python_version(), "versions": versions(),
-            "threads": dict(threads or {}),
+            "threads": dict(threads or {}), "matrix_units": hardware.matrix_units(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
 
 
@@ -252,7 +254,10 @@ def machine_line(info: Mapping) -> str:
     threads = ", ".join(f"{k} {x}" for k, x in info.get("threads", {}).items())
     busy = [info.get(f"other_busy_cores_at_{when}") for when in ("start", "end")]
     busy_text = " / ".join("?" if b is None else f"{b:.2f}" for b in busy)
-    return (f"Machine: {info['cpu']}, {info['cores']} cores, cores kept busy by other processes "
+    units = info.get("matrix_units") or {}
+    amx = ("" if not units else ", AMX in use (bfloat16 by default)" if units.get("amx")
+           else ", no AMX (float32 by default)")
+    return (f"Machine: {info['cpu']}, {info['cores']} cores{amx}, cores kept busy by other processes "
             f"at start / end {busy_text}; "
             f"Python {info['python']}; " + ", ".join(f"{k} {x}" for k, x in v.items())
             + (f"; threads: {threads}" if threads else "") + f"; {info['date']}.")

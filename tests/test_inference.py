@@ -183,12 +183,12 @@ def test_auto_xla_only_for_a_corpus_through_bert_layers(encoder, models, monkeyp
     auto = inference.EncodeOptions(jit_compile="auto")
     layers = inference.EncodeOptions(jit_compile="auto", plain_inference=False)
     big = inference.XLA_AUTO_MIN_DOCUMENTS
-    assert layers.resolve_jit_compile(big - 1, model.document_tower).jit_compile is False
-    assert layers.resolve_jit_compile(big, model.document_tower).jit_compile is (
+    assert layers.resolve(big - 1, model.document_tower).jit_compile is False
+    assert layers.resolve(big, model.document_tower).jit_compile is (
         encoder == "bert")
     # The plain inference graph (the default) runs as fast without XLA: "auto" leaves it off.
-    assert auto.resolve_jit_compile(big, model.document_tower).jit_compile is False
-    assert inference.EncodeOptions(jit_compile=True).resolve_jit_compile(
+    assert auto.resolve(big, model.document_tower).jit_compile is False
+    assert inference.EncodeOptions(jit_compile=True).resolve(
         1, model.document_tower).jit_compile is True
     # encode_documents defaults to "auto": with the threshold at 3, these 4 texts run a BERT
     # tower's layers under XLA (the same embeddings), and 2 texts, or the plain graph, do not.

@@ -112,8 +112,8 @@ def test_auto_xla_for_routed_bert_sub_towers_only():
 
     layers = inference.EncodeOptions(jit_compile="auto", plain_inference=False)
     big = inference.XLA_AUTO_MIN_DOCUMENTS
-    assert layers.resolve_jit_compile(big, routed([bert(0), bert(1)])).jit_compile is True
-    assert layers.resolve_jit_compile(big - 1, routed([bert(0), bert(1)])).jit_compile is False
-    assert layers.resolve_jit_compile(big, routed([bow(0), bow(1)])).jit_compile is False
-    assert inference.EncodeOptions(jit_compile="auto").resolve_jit_compile(  # plain graph
+    assert layers.resolve(big, routed([bert(0), bert(1)])).jit_compile is True
+    assert layers.resolve(big - 1, routed([bert(0), bert(1)])).jit_compile is False
+    assert layers.resolve(big, routed([bow(0), bow(1)])).jit_compile is False
+    assert inference.EncodeOptions(jit_compile="auto").resolve(  # plain graph
         big, routed([bert(0), bert(1)])).jit_compile is False

@@ -21,11 +21,17 @@ what a tower computes:
   within float32 round-off). On the 2-core AMD EPYC of `results/encode_speed.md` the tiny BERT
   embeds 100-word passages with titles at 901 docs/s against 651 through the layers (1.38x),
   as fast as the layers under XLA (919), without XLA's compile time.
-* ``precision="bfloat16"``: the towers run as a ``mixed_bfloat16`` copy (matmuls in bfloat16,
-  the Model Garden keeps layer norms in float32; embeddings are returned as float32; a BERT
-  copy runs the layers, not the plain graph). The copy re-reads the model's weights at every
-  call, so fine-tuning between calls is seen. It paid against the layers (1.26x); against the
-  plain graph it gains nothing on that CPU (892 docs/s).
+* ``precision``: "auto" (the default) runs a BERT tower in bfloat16 on a CPU with AMX
+  (`tt_zoo.hardware`) when a call embeds at least `AUTO_BFLOAT16_MIN_TEXTS` texts, float32
+  elsewhere; "float32" and "bfloat16" decide outright (``TT_ZOO_PRECISION=float32`` turns the
+  default back to float32). In bfloat16 the towers run as a ``mixed_bfloat16`` copy that
+  re-reads the model's weights at every call (fine-tuning between calls is seen); a BERT tower's
+  copy runs `tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`: its matmuls on the AMX
+  units, the elementwise work between them in XLA kernels, compiled once per shape, so batches
+  are cut to a multiple of `LENGTH_MULTIPLE` tokens and partial batches padded, as under XLA.
+  MiniLM embeds 100-word passages 2x faster than in float32, at cosine 0.9999 to float32
+  (`results/amx_encode.md`). Below `AUTO_BFLOAT16_MIN_TEXTS` texts (a few queries) the
+  compilations would cost more than they save, so "auto" stays float32.
 * ``jit_compile=True``: the towers run under XLA (one compilation per (rows, length) shape; the
   last, partial batch of a window is padded to a power-of-two number of rows to bound them).
   ``"auto"`` (the default of `encode_documents`) turns it on for a BERT tower run through its
@@ -59,7 +65,8 @@ from tt_zoo.errors import TtZooError
 PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
-PRECISIONS = ("float32", "bfloat16")
+PRECISIONS = ("auto", "float32", "bfloat16")
+AUTO_BFLOAT16_MIN_TEXTS = 64  # precision="auto": bfloat16 from this many texts (AMX CPUs)
 XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for BERT layers from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
 
@@ -71,15 +78,16 @@ class EncodeOptions:
     Args:
       bucketing: sort texts by token length and pad each batch only to its longest member
         (rounded up to `LENGTH_MULTIPLE`); False pads every text to the full sequence length.
-      precision: "float32" or "bfloat16" (a mixed_bfloat16 copy of the towers).
-      jit_compile: run the towers under XLA; "auto": `resolve_jit_compile` decides per call.
+      precision: "auto", "float32" or "bfloat16" (a mixed_bfloat16 copy of the towers);
+        "auto": `resolve` decides per call.
+      jit_compile: run the towers under XLA; "auto": `resolve` decides per call.
       plain_inference: a float32 BERT tower runs its encoder as the fused plain-matmul graph of
         `tt_zoo.modeling.bert_inference` (the same embeddings within float32 round-off);
         False runs the Model Garden layers (the training graph).
     """
 
     bucketing: bool = True
-    precision: str = "float32"
+    precision: str = "auto"
     jit_compile: Union[bool, str] = False
     plain_inference: bool = True
 
@@ -95,19 +103,34 @@ class EncodeOptions:
             raise TtZooError("jit_compile must be True, False or 'auto' (got "
                              f"{self.jit_compile!r}).")
 
-    def resolve_jit_compile(self, num_texts: int, tower) -> "EncodeOptions":
-        """These options with "auto" made True or False for one call: True for a BERT tower
-        (`tt_zoo.modeling.towers.BertTower`, or a `TaskRoutedTower` of BERT sub-towers) run
-        through its layers (not `plain_inference`) embedding at least `XLA_AUTO_MIN_DOCUMENTS`
-        texts, where XLA's compile time pays (see the module docstring)."""
-        if self.jit_compile != "auto":
-            return self
+    @property
+    def bounded_shapes(self) -> bool:
+        """Whether batches take bounded shapes (lengths rounded up to `LENGTH_MULTIPLE`,
+        partial batches padded): what is compiled per shape, XLA or bfloat16's epilogues."""
+        return bool(self.jit_compile) or self.precision == "bfloat16"
+
+    def resolve(self, num_texts: int, tower) -> "EncodeOptions":
+        """These options made concrete for one call of `num_texts` texts through `tower`:
+        "auto" XLA is True for a BERT tower (`tt_zoo.modeling.towers.BertTower`, or a
+        `TaskRoutedTower` of BERT sub-towers) run through its layers (not `plain_inference`)
+        embedding at least `XLA_AUTO_MIN_DOCUMENTS` texts, where XLA's compile time pays;
+        "auto" precision is bfloat16 for a BERT tower's plain graph embedding at least
+        `AUTO_BFLOAT16_MIN_TEXTS` texts where `tt_zoo.hardware.default_precision` says so
+        (see the module docstring), float32 otherwise."""
+        from tt_zoo.hardware import resolve_precision  # pylint: disable=import-outside-toplevel
         from tt_zoo.modeling.routed_tower import TaskRoutedTower  # pylint: disable=import-outside-toplevel
         from tt_zoo.modeling.towers import BertTower  # pylint: disable=import-outside-toplevel
         towers = tower.towers if isinstance(tower, TaskRoutedTower) else [tower]
-        on = (all(isinstance(t, BertTower) for t in towers) and not self.plain_inference
-              and num_texts >= XLA_AUTO_MIN_DOCUMENTS)
-        return dataclasses.replace(self, jit_compile=on)
+        bert = all(isinstance(t, BertTower) for t in towers)
+        jit = self.jit_compile
+        if jit == "auto":
+            jit = bert and not self.plain_inference and num_texts >= XLA_AUTO_MIN_DOCUMENTS
+        precision = self.precision
+        if precision == "auto":
+            fast = (bert and self.plain_inference and not jit
+                    and num_texts >= AUTO_BFLOAT16_MIN_TEXTS)
+            precision = resolve_precision("auto") if fast else "float32"
+        return dataclasses.replace(self, jit_compile=jit, precision=precision)
 
 
 def bucket_length(longest: int, seq_length: int, multiple: int = LENGTH_MULTIPLE) -> int:
@@ -214,9 +237,9 @@ def encode_in_buckets(pack: Callable[[int, int], Dict[str, tf.Tensor]],
         packed = {k: v.numpy() for k, v in pack(start, end).items()}
         lengths = packed["input_mask"].sum(axis=1)
         for rows, length in plan_batches(lengths, batch_size, seq_length, options.bucketing,
-                                         LENGTH_MULTIPLE if options.jit_compile else 1):
+                                         LENGTH_MULTIPLE if options.bounded_shapes else 1):
             batch = {k: packed[k][rows, :length] for k in PACKED_KEYS}
-            if options.jit_compile:
+            if options.bounded_shapes:
                 target = padded_row_count(len(rows), batch_size)
                 batch = {k: np.pad(v, [(0, target - len(rows)), (0, 0)])
                          for k, v in batch.items()}
@@ -304,7 +327,8 @@ class EncodeCache:
             sync_weights(copy, tower)
             tower = copy
         key = (role, options.precision, options.jit_compile, options.plain_inference)
-        if options.jit_compile:
+        if options.bounded_shapes:  # XLA logs its first compilation; grappler's cost model
+            # warns of every bfloat16 softmax
             from tt_zoo._native_logs import quiet_xla  # pylint: disable=import-outside-toplevel
             quiet_xla()
         if key not in self._tower_fns:

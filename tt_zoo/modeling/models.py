@@ -79,15 +79,15 @@ class TwoTowerModel(PairModel):
     # -- numpy conveniences ---------------------------------------------------------------------
     def encode_queries(self, texts: Union[str, Sequence[str]], batch_size: int = 256, *,
                        show_progress_bar: Optional[bool] = None, bucketing: bool = True,
-                       precision: str = "float32", jit_compile: Union[bool, str] = False,
+                       precision: str = "auto", jit_compile: Union[bool, str] = False,
                        plain_inference: bool = True) -> np.ndarray:
         """Embeds query strings; returns float32 [len(texts), dim] in the order given, or [dim]
         for a single string (as sentence-transformers does).
 
         `batch_size` texts go through the tower at a time. `show_progress_bar`: a tqdm bar on
         stderr; None shows one for more than a few batches at a terminal or in a notebook
-        (`tt_zoo.modeling.inference.progress_bar`). `bucketing`, `precision` ("float32" or
-        "bfloat16") and `jit_compile` (True, False or "auto") choose how the tower runs
+        (`tt_zoo.modeling.inference.progress_bar`). `bucketing`, `precision` ("auto": bfloat16 on a
+        CPU with AMX for calls of many texts, else float32; "float32" or "bfloat16") and `jit_compile` (True, False or "auto") choose how the tower runs
         (`tt_zoo.modeling.inference.EncodeOptions`); bucketing gives the same embeddings as
         padding every text to the full length, for fewer FLOPs.
         """
@@ -101,7 +101,7 @@ class TwoTowerModel(PairModel):
     def encode_documents(self, texts: Union[str, Sequence[str]],
                          titles: Union[None, str, Sequence[str]] = None,
                          batch_size: int = 256, *, show_progress_bar: Optional[bool] = None,
-                         bucketing: bool = True, precision: str = "float32",
+                         bucketing: bool = True, precision: str = "auto",
                          jit_compile: Union[bool, str] = "auto",
                          plain_inference: bool = True) -> np.ndarray:
         """Embeds (title or sentence, passage) documents; returns float32 [len(texts), dim] in
@@ -119,7 +119,7 @@ class TwoTowerModel(PairModel):
 
     def encode_document_inputs(self, packed: dict, batch_size: int = 256, *,
                                show_progress_bar: Optional[bool] = None, bucketing: bool = True,
-                               precision: str = "float32",
+                               precision: str = "auto",
                                jit_compile: Union[bool, str] = "auto",
                                plain_inference: bool = True) -> np.ndarray:
         """Embeds documents already tokenized: `packed` holds int arrays [n, length] of
@@ -134,8 +134,7 @@ class TwoTowerModel(PairModel):
     def _encode(self, role: str, pack, n: int, batch_size: int, options: EncodeOptions,
                 show_progress_bar: Optional[bool], desc: str) -> np.ndarray:
         preprocessor = self.query_preprocessor if role == "query" else self.document_preprocessor
-        options = options.resolve_jit_compile(
-            n, self.query_tower if role == "query" else self.document_tower)
+        options = options.resolve(n, self.query_tower if role == "query" else self.document_tower)
         with progress_bar(show_progress_bar, n, batch_size, desc) as bar:
             tower_fn = self._encode_cache.tower_fn(role, options) if n else None
             return encode_in_buckets(pack, tower_fn, n, self.embedding_dim,

@@ -1,0 +1,104 @@
+"""bfloat16 on the AMX units by default where the CPU has them (tt_zoo.hardware): the choice,
+the switch back, and the kernel oneDNN actually runs (read from ONEDNN_VERBOSE, not a flag)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+from helpers import tiny_model
+from tt_zoo import hardware
+from tt_zoo.errors import TtZooError
+from tt_zoo.modeling import inference
+
+TEXTS = [f"passage {i} about {'penicillin ' * (i % 7)}and mould" for i in range(70)]
+
+
+def test_default_precision_follows_the_cpu_and_the_switch(monkeypatch):
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE, raising=False)
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "amx_bf16",
+                                                                  "amx_tile"}))
+    assert hardware.default_precision() == "bfloat16"
+    assert hardware.training_dtype_policy() == "mixed_bfloat16"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "float32")
+    assert hardware.default_precision() == "float32"
+    assert hardware.training_dtype_policy() == "float32"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "fp8")
+    with pytest.raises(TtZooError, match="TT_ZOO_PRECISION must be one of .* 'fp8'"):
+        hardware.default_precision()
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE)
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN: no AMX
+    assert hardware.default_precision() == "float32"
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
+    assert hardware.default_precision() == "float32"
+    assert hardware.matrix_units() == {"flags": ["avx512_bf16"], "amx": False,
+                                       "default_precision": "float32"}
+
+
+def test_auto_is_bfloat16_only_for_a_bert_plain_graph_on_many_texts(monkeypatch):
+    monkeypatch.setattr(hardware, "default_precision", lambda: "bfloat16")
+    bert, bow = tiny_model(), tiny_model("bow_mlp")
+    auto = inference.EncodeOptions()
+    many = inference.AUTO_BFLOAT16_MIN_TEXTS
+    assert auto.resolve(many, bert.query_tower).precision == "bfloat16"
+    assert auto.resolve(many, bert.query_tower).bounded_shapes
+    assert auto.resolve(many - 1, bert.query_tower).precision == "float32"
+    assert auto.resolve(many, bow.query_tower).precision == "float32"
+    layers = inference.EncodeOptions(plain_inference=False)
+    assert layers.resolve(many, bert.query_tower).precision == "float32"
+    assert inference.EncodeOptions(precision="float32").resolve(
+        many, bert.query_tower).precision == "float32"
+    monkeypatch.setattr(hardware, "default_precision", lambda: "float32")
+    assert auto.resolve(many, bert.query_tower).precision == "float32"
+
+
+def test_bfloat16_encoding_stays_within_rounding_of_float32():
+    model = tiny_model()
+    f32 = model.encode_documents(TEXTS, titles=TEXTS[::-1], precision="float32")
+    bf16 = model.encode_documents(TEXTS, titles=TEXTS[::-1], precision="bfloat16")
+    cosine = (f32 * bf16).sum(-1) / np.linalg.norm(f32, axis=-1) / np.linalg.norm(bf16, axis=-1)
+    assert cosine.min() > 0.999
+    assert np.abs(f32 - bf16).max() > 1e-5  # bfloat16 rounding shows: it ran
+    # Lengths are cut to a multiple of 16 and the partial batch padded: the same vectors as
+    # one text at a time.
+    one = np.stack([model.encode_documents(t, titles=s, precision="bfloat16")
+                    for t, s in zip(TEXTS[:3], TEXTS[::-1][:3])])
+    np.testing.assert_allclose(one, bf16[:3], atol=2e-2)
+
+
+@pytest.mark.skipif(not hardware.has_amx(), reason="this CPU has no AMX bfloat16 tiles "
+                    "(amx_bf16, amx_tile in /proc/cpuinfo), or oneDNN is off")
+def test_the_default_encoding_runs_on_the_amx_units():
+    """The default (precision="auto") of a corpus-sized call on this CPU: oneDNN's verbose log
+    names the AMX kernel for bfloat16 matmuls, and no float32 inner product (the fused
+    MatMul + BiasAdd of the float32 graph) runs. Fails if the fast path falls back. (The tiny
+    model's [CLS] projection, a Keras Dense, is a bfloat16 inner product.)"""
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO_ROOT / 'tests')!r})
+        from helpers import tiny_model
+        model = tiny_model()
+        texts = {TEXTS!r}
+        model.encode_documents(texts[:2], precision="float32")  # built, outside the log
+        print("=== encode", flush=True)
+        model.encode_documents(texts, titles=texts)
+    """)
+    env = dict(os.environ, ONEDNN_VERBOSE="1", TT_ZOO_PRECISION="auto",
+               TF_CPP_MIN_LOG_LEVEL="3")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=300, check=True)
+    log = run.stdout.split("=== encode", 1)[1].splitlines()
+    executed = [line.split(",") for line in log if line.startswith("onednn_verbose")
+                and ",exec," in line]
+    kernels = {(fields[5], fields[6], fields[8].split(":")[1]) for fields in executed
+               if len(fields) > 8 and ":" in fields[8]}  # primitive, kernel, source dtype
+    assert any(p == "matmul" and "amx" in impl and dtype == "bf16"
+               for p, impl, dtype in kernels), sorted(kernels)
+    assert not any(p == "inner_product" and dtype == "f32" for p, _, dtype in kernels), \
+        sorted(kernels)

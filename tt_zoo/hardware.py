@@ -1,0 +1,77 @@
+"""What this CPU's matrix units allow, read at run time, and the precision tt_zoo defaults to.
+
+On a CPU with AMX (Intel Sapphire Rapids and later: `amx_bf16` and `amx_tile` in
+/proc/cpuinfo), oneDNN runs bfloat16 matmuls on the tile units, about 5x the float32 rate
+measured here (docs/speed.md). tt_zoo then encodes and trains in bfloat16 by default
+(`tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`; training under Keras'
+``mixed_bfloat16`` policy, float32 weights); elsewhere nothing changes.
+
+The switch back: ``TT_ZOO_PRECISION=float32`` in the environment (or ``precision="float32"``
+in a call, ``--precision float32`` on a command); ``TT_ZOO_PRECISION=bfloat16`` asks for
+bfloat16 on any CPU. TensorFlow started with ``TF_ENABLE_ONEDNN_OPTS=0`` has no oneDNN, hence no
+AMX: the default is float32 there.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Dict
+
+from tt_zoo.errors import TtZooError
+
+PRECISION_VARIABLE = "TT_ZOO_PRECISION"
+PRECISION_CHOICES = ("auto", "float32", "bfloat16")
+_AMX_FLAGS = ("amx_bf16", "amx_tile")
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_flags() -> frozenset:
+    """The CPU's feature flags from /proc/cpuinfo (empty where there is none)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def has_amx() -> bool:
+    """True when the CPU has AMX bfloat16 tiles and TensorFlow's oneDNN kernels are on."""
+    onednn_off = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("0", "false")
+    return not onednn_off and all(flag in cpu_flags() for flag in _AMX_FLAGS)
+
+
+def default_precision() -> str:
+    """"bfloat16" on a CPU with AMX, "float32" elsewhere, unless ``TT_ZOO_PRECISION`` says."""
+    chosen = os.environ.get(PRECISION_VARIABLE, "").strip().lower() or "auto"
+    if chosen not in PRECISION_CHOICES:
+        raise TtZooError(f"{PRECISION_VARIABLE} must be one of {PRECISION_CHOICES} (got "
+                         f"{os.environ[PRECISION_VARIABLE]!r}).")
+    if chosen == "auto":
+        return "bfloat16" if has_amx() else "float32"
+    return chosen
+
+
+def resolve_precision(precision: str) -> str:
+    """`precision` ("auto", "float32" or "bfloat16") made concrete: "auto" is
+    `default_precision()`."""
+    if precision not in PRECISION_CHOICES:
+        raise TtZooError(f"precision must be one of {PRECISION_CHOICES} (got {precision!r}).")
+    return default_precision() if precision == "auto" else precision
+
+
+def training_dtype_policy(precision: str = "auto") -> str:
+    """The Keras dtype policy a training run uses for `precision`: "mixed_bfloat16" (float32
+    weights, bfloat16 matmuls) or "float32"."""
+    return "mixed_bfloat16" if resolve_precision(precision) == "bfloat16" else "float32"
+
+
+def matrix_units() -> Dict[str, object]:
+    """What a benchmark records of the CPU's matrix units: the AMX, AVX512-BF16 and VNNI flags,
+    whether tt_zoo uses AMX, and the precision it chose."""
+    return {"flags": sorted(f for f in cpu_flags()
+                            if f.startswith(("amx", "avx512_bf16", "avx512_vnni"))),
+            "amx": has_amx(), "default_precision": default_precision()}
