@@ -68,7 +68,7 @@ def test_the_compact_artifact_holds_the_float32_weights_cast_to_float16(exported
 
 def test_load_materialises_the_float32_copy_once(exported, compact, home):
     model = tt_zoo.load(compact)
-    copy = float16_storage.materialised_path(compact, verify_export(compact)["sha256"])
+    copy = float16_storage.materialised_path(compact, verify_export(compact))
     assert model.path == copy and copy.is_relative_to(home)
     assert verify_export(copy)["storage"]["materialised_from"] == verify_export(compact)[
         "sha256"]
@@ -173,7 +173,7 @@ def test_arrays_another_model_holds_are_shared_not_stored_again(tmp_path, home):
     base_model.query_tower.set_weights([w + 1.0 for w in base_model.query_tower.get_weights()])
     shutil.rmtree(base)
     export_saved_model(base_model, base, {"name": "tiny_base"})
-    shutil.rmtree(float16_storage.materialised_path(shared, meta["sha256"]))
+    shutil.rmtree(float16_storage.materialised_path(shared, meta))
     with pytest.raises(ArtifactError, match="ship the two together"):
         tt_zoo.load(str(shared))
     with pytest.raises(TtZooError, match="nothing to share"):

@@ -11,7 +11,8 @@ Questions are a named set under $TT_ZOO_DATA/odqa (default webquestions-trainmod
 the validation sets, webquestions-val and curatedtrec-train) or a WebQuestions JSON, CuratedTREC
 TSV or JSONL file; passages are --articles (default $TT_ZOO_DATA/wikispeedia) cut into 100-word
 blocks with titles. Give --passage-embeddings (the .npy `tt-zoo odqa --cache-dir` writes for the
-model) to skip encoding the passages; it is checked against the model on a sample of rows.
+model) to skip encoding the passages; every row must be finite and not zero, and 64 rows are
+encoded again and checked against the model.
 
 Examples:
   tt-zoo adapt-queries --model multitask_minilm_l6_384 \\

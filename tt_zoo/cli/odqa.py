@@ -25,6 +25,9 @@ from tt_zoo.cli.common import default_data_dir
 from tt_zoo.evaluation import odqa  # numpy only: --help stays fast
 
 
+CUTOFF = numbers.count(high=100_000)  # each --k: as `tt-zoo search --k` takes it
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", action="append", default=[], metavar="NAME_OR_PATH",
                    type=parsing.model_name_or_path,
@@ -54,11 +57,11 @@ def parse_args(argv=None):
     if not args.model and not args.bm25:
         p.error("nothing to score: pass --model NAME_OR_PATH and/or --bm25")
     try:
-        args.ks = tuple(sorted({int(k) for k in args.k.split(",") if k.strip()}))
-    except ValueError:
-        p.error(f"--k must be comma-separated positive integers (got {args.k!r})")
-    if not args.ks or min(args.ks) < 1:
-        p.error(f"--k must be comma-separated positive integers (got {args.k!r})")
+        args.ks = tuple(sorted({CUTOFF(k.strip()) for k in args.k.split(",") if k.strip()}))
+    except argparse.ArgumentTypeError as e:
+        p.error(f"--k: each comma-separated cut-off {e}")
+    if not args.ks:
+        p.error(f"--k: expected comma-separated cut-offs such as 1,5,20,100 (got {args.k!r})")
     if args.passage_words < 1:
         p.error(f"--passage-words must be positive (got {args.passage_words})")
     data = default_data_dir()

@@ -17,7 +17,6 @@ kind: two-tower, late interaction (colbert_*), term weights (hdct_*).
 from __future__ import annotations
 
 import argparse
-import json
 import pathlib
 import sys
 
@@ -40,9 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "the float32 SavedModel in its cache); measure the recall cost first: "
                         "python -m benchmarks.precision_cost --compare storage")
     p.add_argument("--share-with", default=None, metavar="NAME",
-                   help="with --float16: a shipped model whose arrays the export holds too (a "
-                        "query-adapted model's base); they are read from it on load, not stored "
-                        "again")
+                   help="with --float16: the registered name of a shipped model whose arrays "
+                        "the export holds too (a query-adapted model's base); they are read "
+                        "from it on load, not stored again")
     p.add_argument("--provenance", default=None,
                    help="the shipped entry's training data and license line (default: kept, "
                         "or made from the metadata)")
@@ -58,9 +57,13 @@ def main(argv=None) -> int:
     from tt_zoo.training import shipped_recipes
     from tt_zoo.zoo import registry, shipping
 
-    for path in args.record_from:
-        if not path.is_file():
-            sys.exit(f"--record-from: {path} does not exist")
+    from tt_zoo.manifest import read_json_object
+
+    try:  # every results file read before anything ships
+        results = [(path, read_json_object(path, "a text-benchmark results JSON",
+                                           error=TtZooError)) for path in args.record_from]
+    except TtZooError as e:
+        sys.exit(f"--record-from: {e}")
     try:
         registry.get_spec(args.name)
     except KeyError as e:
@@ -69,9 +72,8 @@ def main(argv=None) -> int:
     try:
         shipping.ship(source, args.name, provenance=args.provenance, float16=args.float16,
                       share_with=args.share_with)
-        for path in args.record_from:
-            shipping.record_results(args.name, json.loads(path.read_text(encoding="utf-8")),
-                                    rows=args.rows, results_path=path)
+        for path, out in results:
+            shipping.record_results(args.name, out, rows=args.rows, results_path=path)
     except TtZooError as e:  # ArtifactError included
         sys.exit(f"ship {args.name}: {e}")
     recipe = ""

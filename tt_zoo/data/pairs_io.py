@@ -349,6 +349,25 @@ def read_manifest(output_dir: str, *, verify: str = "size") -> dict:
     return manifest
 
 
+@contextlib.contextmanager
+def named_damage(output_dir: str):
+    """Around a read of a pair directory's records: a record TensorFlow cannot read back (a
+    byte changed in a shard, its size unchanged, so `read_manifest`'s cheap check passed)
+    becomes an `IncompleteOutputError` naming the shard whose sha256 differs from the
+    manifest's (or the directory, when every shard matches)."""
+    try:
+        yield
+    except tf.errors.DataLossError as e:
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        try:
+            read_manifest(output_dir, verify="sha256")
+        except IncompleteOutputError as damaged:
+            raise IncompleteOutputError(f"{damaged} Reading it failed ({first}); make the "
+                                        "pairs again.") from e
+        raise IncompleteOutputError(f"{output_dir}: a record cannot be read ({first}), though "
+                                    f"every shard matches {MANIFEST}.") from e
+
+
 def manifest_sha256(output_dir: str) -> str:
     """The sha256 of a pair directory's ``manifest.json`` bytes: the identity of its pairs (the
     manifest lists every shard's sha256), which artifacts derived from them record (the token
@@ -417,8 +436,9 @@ def iter_pair_records(output_dir: str, *, verify: str = "size") -> Iterator[dict
     """Yields each pair of a directory as a plain dict of ``str`` (and float q(d)), in order."""
     manifest = read_manifest(output_dir, verify=verify)
     for path in _shard_files(output_dir, manifest, "pairs"):
-        for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
-            yield _parse_pair_fields(raw)
+        with named_damage(output_dir):
+            for raw in tf.data.TFRecordDataset(path).as_numpy_iterator():
+                yield _parse_pair_fields(raw)
 
 
 @dataclasses.dataclass
@@ -446,9 +466,10 @@ def read_pair_texts(pairs_dir: str, max_pairs: Optional[int] = None,
     keys = (features.QUERY, features.DOC_ID, features.DOC_TITLE, features.DOC_TEXT,
             features.TASK)
     columns = {key: [] for key in keys}
-    for batch in pairs.batch(batch_size).as_numpy_iterator():
-        for key in keys:
-            columns[key].extend(value.decode("utf-8") for value in batch[key])
+    with named_damage(pairs_dir):
+        for batch in pairs.batch(batch_size).as_numpy_iterator():
+            for key in keys:
+                columns[key].extend(value.decode("utf-8") for value in batch[key])
     return PairTexts(*(columns[key] for key in keys))
 
 

@@ -174,6 +174,22 @@ def as_string_list(values, name: str) -> list:
     return values
 
 
+def decoded(values: list, name: str) -> list:
+    """`values` (strings, as `as_string_list` gives them) with each bytes item decoded as
+    UTF-8, for what keeps text as text (an index's passages, saved as JSON). Bytes that are not
+    UTF-8 raise ValueError naming ``name[i]``."""
+    out = []
+    for i, value in enumerate(values):
+        if isinstance(value, bytes):
+            try:
+                value = value.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{name}[{i}] is bytes that are not UTF-8 ({e.reason} at byte "
+                                 f"{e.start}: {value[:40]!r}); give str, or UTF-8 bytes.") from None
+        out.append(value)
+    return out
+
+
 def as_texts(values, name: str) -> Tuple[list, bool]:
     """``(texts, single)``: a single string as one text (single True), else `as_string_list`."""
     if isinstance(values, (str, bytes)):

@@ -4,10 +4,12 @@ grid budget with ``--budget FIELD=VALUE`` changes (`budget_with`)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import pathlib
 from typing import Optional, Sequence, Tuple
 
+from tt_zoo import numbers
 from tt_zoo.zoo.recipe import Recipe
 
 STAGES = ("data", "pretrain", "evaluate", "report", "ship")
@@ -16,16 +18,29 @@ SPLITS = (0.01, 0.05, 0.8)
 # its variant's recipe says).
 BUDGET_FIELDS = tuple(f.name for f in dataclasses.fields(Recipe)
                       if f.name not in ("vocab_size", "warmup_fraction"))
+# Each field's range: the one of the flag of the command the grid runs it with (tt-zoo
+# pretrain, make-pairs, finetune), so a budget holds what those commands would take.
+BUDGET_RANGES = {
+    "batch_size": numbers.count(), "steps": numbers.count(),
+    "learning_rate": numbers.LEARNING_RATE, "pairs_per_article": numbers.count(high=1_000_000),
+    "max_doc_tokens": numbers.count(high=1_000_000), "document_length": numbers.TOKEN_BUDGET,
+    "finetune_steps": numbers.count(), "finetune_batch_size": numbers.count(),
+    "finetune_learning_rate": numbers.LEARNING_RATE, "finetune_eval_every": numbers.count(),
+    "seed": numbers.SEED}
+assert set(BUDGET_RANGES) == set(BUDGET_FIELDS), "every budget field needs its range"
 
 
 def _budget_item(item: str):
-    """FIELD=VALUE of the grid budget, the value cast to the field's type."""
+    """FIELD=VALUE of the grid budget, the value parsed and range-checked as the field's flag
+    is (`BUDGET_RANGES`); a ValueError names the field and its range."""
     name, sep, value = item.partition("=")
-    types = {f.name: f.type for f in dataclasses.fields(Recipe) if f.name in BUDGET_FIELDS}
-    if not sep or name not in types:
-        raise ValueError(f"expected FIELD=VALUE with FIELD one of {', '.join(types)} "
+    if not sep or name not in BUDGET_RANGES:
+        raise ValueError(f"expected FIELD=VALUE with FIELD one of {', '.join(BUDGET_FIELDS)} "
                          f"(got {item!r})")
-    return name, (float if types[name] in ("float", float) else int)(value)
+    try:
+        return name, BUDGET_RANGES[name](value)
+    except argparse.ArgumentTypeError as e:
+        raise ValueError(f"{name} {e}") from None
 
 
 def budget_with(budget: Recipe, changes: Sequence[str]) -> Recipe:

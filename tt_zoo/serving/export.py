@@ -5,7 +5,7 @@ TF Serving serves it. Signatures:
 
 - ``encode_query``: ``query`` tf.string [batch] -> ``embedding`` float32 [batch, dim].
 - ``encode_document``: ``title`` (title or sentence), ``passage`` tf.string [batch] ->
-  ``embedding`` [batch, dim].
+  ``embedding`` [batch, dim] (titles and passages of other counts: InvalidArgument).
 - The ReQA convention (Ahmad et al. 2019), so the ReQA evaluation tool scores a tt_zoo model
   unchanged: ``query_encoder`` and ``response_encoder`` each take ``examples``, serialized
   `tf.train.Example` strings [batch] with bytes features ``inp_text``, ``inp_context`` (query
@@ -33,10 +33,12 @@ and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` com
 rendered by `tt_zoo.serving.card_rendering.render_card`).
 
 metadata.json holds the manifest, so it is not in it; what of it changes what the model
-computes is pinned by files that are: the keys only the card records (task markers,
-`BEHAVIOUR_KEYS`) are copied into ``behaviour.json`` and must agree with it, and the facts the
-weights determine (dimension, token budgets, vocabulary size, kind) must agree with the model
-config.json rebuilds (`check_card_matches_model`). An edited card is refused, not obeyed.
+computes is pinned by files that are: the keys only the card records (task markers, a compact
+artifact's float16 ``storage`` with the arrays it shares, `BEHAVIOUR_KEYS`) are copied into
+``behaviour.json`` and must agree with it; the kind must be the one config.json's model class is
+(`check_kind`); and the facts the weights determine (dimension, token budgets, vocabulary size,
+scoring) must agree with the model config.json rebuilds (`check_card_matches_model`). An edited
+card is refused, not obeyed.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from tt_zoo.atomic_io import (json_text, recover_replaced, write_directory, writ
                               write_text)
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import check_format_version, describe_files, manifest_digest, verify_files
+from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
 from tt_zoo.modeling.pair_model import PairModel
@@ -67,8 +70,15 @@ MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 # The keys of metadata.json that change what a loaded model computes and that nothing else in
 # the export records: copied into BEHAVIOUR_FILE, which the file manifest covers, and checked
 # against it on load (`check_behaviour`). An export without the file records none of them.
-BEHAVIOUR_KEYS = ("task_markers", "default_task_class")
+# ``storage`` counts when it describes a compact float16 artifact (`COMPACT_WEIGHTS`: which
+# arrays it reads from which shipped model, `tt_zoo.serving.float16_storage`); the record of a
+# float32 copy materialised from one is provenance (its weights are its own variables/).
+BEHAVIOUR_KEYS = ("task_markers", "default_task_class", "storage")
 BEHAVIOUR_FILE = "behaviour.json"
+COMPACT_WEIGHTS = "float16"  # `Storage.weights` of a compact artifact
+# The model class config.json rebuilds, by the kind an export's card states (`check_kind`).
+KIND_CLASSES = {TWO_TOWER: "TwoTowerModel", LATE_INTERACTION: "LateInteractionModel",
+                TERM_WEIGHTS: "TermWeightModel"}
 DOCUMENT_SIGNATURE = "encode_document"
 SIGNATURES = ("encode_query", DOCUMENT_SIGNATURE, "query_encoder", "response_encoder")
 # A late-interaction model's signatures (token vectors and their mask).
@@ -85,6 +95,16 @@ FORMAT_VERSION = 1
 FORMAT_NAME = "tt_zoo model export"  # how the format is named in errors
 
 
+def check_same_rows(signature: str, title, passage) -> None:
+    """In a document signature: an InvalidArgument error unless `title` and `passage` hold as
+    many rows (one title a passage; "" for none), which the request then gets, not the
+    shorter count."""
+    tf.debugging.assert_equal(
+        tf.size(title), tf.size(passage),
+        message=f"{signature}: title and passage must hold as many rows (one title, or \"\", a "
+                "passage)")
+
+
 class _ServingModule(tf.Module):
     """The SavedModel root: the Keras model under `model`, and the four signatures."""
 
@@ -99,6 +119,7 @@ class _ServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
                                   tf.TensorSpec([None], tf.string, name="passage")])
     def encode_document(self, title, passage):
+        check_same_rows(DOCUMENT_SIGNATURE, title, passage)
         return {"embedding": self.model.embed_documents(title, passage, training=False,
                                                       cut_padding=True)}
 
@@ -129,6 +150,7 @@ class _TokenServingModule(tf.Module):
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="title"),
                                   tf.TensorSpec([None], tf.string, name="passage")])
     def encode_document_tokens(self, title, passage):
+        check_same_rows(TOKEN_SIGNATURES[1], title, passage)
         return self.model.embed_documents(title, passage, training=False, cut_padding=True)
 
 
@@ -231,10 +253,12 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
       (`tt_zoo.manifest`).
 
     Raises:
-      TtZooError: a `metadata` value of the wrong type (`ModelCard`), before anything is
-        written.
+      TtZooError: a `metadata` value of the wrong type (`ModelCard`), or task markers the
+        loader would refuse (`check_markers`), before anything is written.
     """
     card = ModelCard.from_dict(metadata or {})
+    check_markers(card.architecture.task_markers, card.architecture.default_task_class,
+                  f"the metadata of export {path}")
     meta = {}
 
     def build(staging: pathlib.Path) -> None:
@@ -266,16 +290,43 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
 
 
 def behaviour_of(metadata: dict) -> dict:
-    """The `BEHAVIOUR_KEYS` a card's metadata sets (None counts as not set)."""
-    return {key: metadata[key] for key in BEHAVIOUR_KEYS if metadata.get(key) is not None}
+    """The `BEHAVIOUR_KEYS` a card's metadata sets (None counts as not set; ``storage`` only a
+    compact artifact's)."""
+    values = {key: metadata[key] for key in BEHAVIOUR_KEYS if metadata.get(key) is not None}
+    storage = values.get("storage")
+    if isinstance(storage, dict) and storage.get("weights") != COMPACT_WEIGHTS:
+        del values["storage"]
+    return values
 
 
 def write_behaviour(card: ModelCard, staging: pathlib.Path) -> None:
-    """Writes `BEHAVIOUR_FILE` into an export being built, when its card sets a behaviour key
-    (before the manifest is taken, so the manifest covers it)."""
+    """Writes `BEHAVIOUR_FILE` into an export being built when its card sets a behaviour key,
+    else removes one copied in (before the manifest is taken, so the manifest covers it)."""
     values = behaviour_of(card.to_dict())
     if values:
         write_json(staging / BEHAVIOUR_FILE, values, indent=2, sort_keys=True)
+    elif (staging / BEHAVIOUR_FILE).is_file():
+        (staging / BEHAVIOUR_FILE).unlink()
+
+
+def check_markers(markers, default, where) -> None:
+    """Raises `TtZooError` naming `where` unless `markers` (task class -> marker word) and the
+    `default` class are what a loader takes: both None, or a mapping of each class to one
+    word with `default` one of its classes. `export_saved_model` checks before it writes,
+    `check_behaviour` when it loads."""
+    if markers is not None and (not isinstance(markers, dict) or not markers or not all(
+            isinstance(k, str) and isinstance(v, str) and v.strip() and len(v.split()) == 1
+            for k, v in markers.items())):
+        raise TtZooError(f"{where}: task_markers must map each task class to one marker word "
+                         f"(got {markers!r}).")
+    if (markers is None) != (default is None) or (markers and default not in markers):
+        raise TtZooError(f"{where}: default_task_class {default!r} must be one of the classes "
+                         f"of task_markers ({sorted(markers or {})}).")
+
+
+def _short(values: dict) -> str:
+    """`values` for a message: each value's repr cut to 120 characters."""
+    return "{" + ", ".join(f"{k!r}: {repr(v)[:120]}" for k, v in sorted(values.items())) + "}"
 
 
 def check_behaviour(path: pathlib.Path, metadata: dict, files: dict) -> None:
@@ -291,21 +342,42 @@ def check_behaviour(path: pathlib.Path, metadata: dict, files: dict) -> None:
             raise ArtifactError(f"{path / BEHAVIOUR_FILE} cannot be read ({e}).") from e
     recorded = behaviour_of(metadata)
     if recorded != pinned:
-        keys = sorted(set(recorded) | set(pinned))
+        keys = sorted(k for k in set(recorded) | set(pinned) if recorded.get(k) != pinned.get(k))
+        differ = {k: recorded[k] for k in keys if k in recorded}
+        written = {k: pinned[k] for k in keys if k in pinned}
         raise ArtifactError(
-            f"{meta_path}: {', '.join(keys)} {recorded or 'absent'} differ from what the export "
-            f"was written with ({BEHAVIOUR_FILE}, covered by the file manifest: "
-            f"{pinned or 'none'}); metadata.json was edited after the export, and these keys "
-            "change the model's embeddings. Restore metadata.json, or export the model again.")
-    markers, default = recorded.get("task_markers"), recorded.get("default_task_class")
-    if markers is not None and (not markers or not all(
-            isinstance(k, str) and isinstance(v, str) and v.strip() and len(v.split()) == 1
-            for k, v in markers.items())):
-        raise ArtifactError(f"{meta_path}: task_markers must map each task class to one marker "
-                            f"word (got {markers!r}).")
-    if (markers is None) != (default is None) or (markers and default not in markers):
-        raise ArtifactError(f"{meta_path}: default_task_class {default!r} must be one of the "
-                            f"classes of task_markers ({sorted(markers or {})}).")
+            f"{meta_path}: {', '.join(keys)} {_short(differ) if differ else 'absent'} differ "
+            f"from what the export was written with ({BEHAVIOUR_FILE}, covered by the file "
+            f"manifest: {_short(written) if written else 'none'}); metadata.json was edited "
+            "after the export, and these keys change the model's embeddings. Restore "
+            "metadata.json, or export the model again.")
+    try:
+        check_markers(recorded.get("task_markers"), recorded.get("default_task_class"),
+                      meta_path)
+    except TtZooError as e:
+        raise ArtifactError(str(e)) from None
+
+
+def check_kind(path: pathlib.Path, metadata: dict, files: dict) -> None:
+    """Raises `ArtifactError` naming metadata.json when the kind its card states (``kind``,
+    ``scoring``: `ModelCard.artifact_kind`) is not the kind of the model class config.json (in
+    the file manifest `files`, already verified) rebuilds: how an export loads follows its
+    kind, and config.json pins it."""
+    if CONFIG_FILE not in files:
+        return
+    try:
+        config = json.loads((path / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # the loader names what is wrong with config.json
+    model_class = config.get("class_name") if isinstance(config, dict) else None
+    kind = ModelCard.from_dict(metadata).artifact_kind
+    if model_class in KIND_CLASSES.values() and KIND_CLASSES.get(kind) != model_class:
+        raise ArtifactError(
+            f"{path / METADATA_FILE} says the export is a {kind} model (kind "
+            f"{metadata.get('kind')!r}, scoring {metadata.get('scoring')!r}), but "
+            f"{path / CONFIG_FILE} (covered by the file manifest) rebuilds a {model_class}: the "
+            "card was edited after the export. Restore metadata.json, or export the model "
+            "again.")
 
 
 def check_card_matches_model(path, metadata: dict, model) -> None:
@@ -439,13 +511,28 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
                             "them. Export the model again.")
     actual = manifest_digest(files)
     if actual != expected:
-        raise ArtifactError(
-            f"Saved model {path} is corrupted or truncated: its file manifest hashes to "
-            f"{actual[:16]}… but {'the registry' if expected_sha256 else 'metadata.json'} "
-            f"records {expected[:16]}…. Re-train it or restore the directory from git.")
+        raise ArtifactError(_manifest_mismatch(path, actual, expected, expected_sha256,
+                                               provenance.sha256))
     verify_files(path, files, listed_in=meta_path)
     check_behaviour(path, metadata, files)
+    check_kind(path, metadata, files)
     return metadata
+
+
+def _manifest_mismatch(path, actual: str, expected: str, registry_sha256: Optional[str],
+                       recorded: Optional[str]) -> str:
+    """Why an export's manifest is not the expected one: another whole export than the
+    registry's (its manifest is the one its metadata.json records: a ship cut short before
+    it updated the registry, or a folder replaced), else damage."""
+    if registry_sha256 and actual == recorded:
+        return (f"{path} holds another export than the registry's model: its file manifest "
+                f"hashes to {actual[:16]}… (as its metadata.json records), the registry "
+                f"records {expected[:16]}…. A `tt-zoo ship` that was cut short after it copied "
+                "the export leaves this: run it again to finish (it lists the new sha256), or "
+                "restore the directory from git.")
+    return (f"Saved model {path} is corrupted or truncated: its file manifest hashes to "
+            f"{actual[:16]}… but {'the registry' if registry_sha256 else 'metadata.json'} "
+            f"records {expected[:16]}…. Re-train it or restore the directory from git.")
 
 
 def not_an_export_directory(path) -> ArtifactError:

@@ -8,14 +8,17 @@ checkpoint directly, so the compact artifact is not a SavedModel: it keeps the e
 but ``variables/`` becomes ``variables_float16/``, the same checkpoint keys with every float32
 array cast to float16 (other dtypes, the object graph included, copied). Its card records
 ``storage`` (`tt_zoo.serving.model_card.Storage`: weights "float16", the arrays cast and the
-float32 export's sha256) and its own file manifest, which is the registry's sha256.
+float32 export's sha256), which ``behaviour.json`` pins under the file manifest
+(`tt_zoo.serving.export.BEHAVIOUR_KEYS`: a swapped shared array or an edited cast is refused at
+load, naming metadata.json), and its own file manifest, which is the registry's sha256.
 
 `tt_zoo.load` (`tt_zoo.zoo.loading.find_artifact`) verifies a compact artifact, then
-`materialise`s it once into the cache (``$TT_ZOO_HOME/float32/<name>-<sha256[:16]>``): the float16
-arrays cast back to float32 under ``variables/``, a card recording ``materialised_from`` (the
-compact artifact's sha256, which `tt_zoo.serving.export.verify_export` accepts for it) and its
-own manifest. Built in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut
-materialisation is never taken for a model; a damaged copy is built again.
+`materialise`s it once into the cache (``$TT_ZOO_HOME/float32/<name>-<key>``, the key a digest of
+the manifest's sha256 and the pinned storage facts: `cache_key`): the float16 arrays cast back
+to float32 under ``variables/``, a card recording ``materialised_from`` (the compact artifact's
+sha256, which `tt_zoo.serving.export.verify_export` accepts for it) and its own manifest. Built
+in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut materialisation is
+never taken for a model; a damaged copy is built again.
 
 A model that holds arrays another shipped model holds already (a query-adapted model's document
 tower and token table are its base model's, `tt_zoo.training.query_adaptation`) is written with
@@ -44,14 +47,15 @@ import tensorflow as tf
 from tt_zoo.atomic_io import write_directory
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import describe_files, manifest_digest
-from tt_zoo.serving.export import (MANIFEST_EXCLUDES, METADATA_FILE, verify_export,
+from tt_zoo.serving.export import (COMPACT_WEIGHTS, MANIFEST_EXCLUDES, METADATA_FILE,
+                                   behaviour_of, verify_export, write_behaviour,
                                    write_metadata_and_card)
 from tt_zoo.serving.model_card import ModelCard, Storage
 
 FLOAT32_DIR = "variables"  # the SavedModel's own
 FLOAT16_DIR = "variables_float16"
 CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-00000-of-00001
-FLOAT16 = "float16"
+FLOAT16 = COMPACT_WEIGHTS
 MATERIALISED = "float32"  # the cache's folder of materialised copies, and their storage
 _FLOAT16_MAX = float(np.finfo(np.float16).max)
 # Arrays smaller than this are stored even when shared: biases and norms cost little, and a
@@ -111,8 +115,11 @@ def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype,
 
 
 def _stamp(staging: pathlib.Path, card: ModelCard, storage: Storage) -> dict:
-    """The card with `storage` and the manifest of `staging`'s files, written into it."""
+    """The card with `storage`, pinned in behaviour.json (a compact artifact's:
+    `tt_zoo.serving.export.write_behaviour`), and the manifest of `staging`'s files, written
+    into it."""
     card.provenance.storage = storage
+    write_behaviour(card, staging)
     card.provenance.files = describe_files(staging, skip=MANIFEST_EXCLUDES)
     card.provenance.sha256 = manifest_digest(card.provenance.files)
     return write_metadata_and_card(staging, card.to_dict())
@@ -142,8 +149,10 @@ def _shared_model(name: str) -> Tuple[str, str]:
 
 def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
     """Writes the compact float16 artifact of the float32 export at `source` into the (empty)
-    folder `staging`; returns its metadata. `source` is verified first. With `share_with` (a
-    shipped model's name), the arrays equal to that model's are left out (module docstring).
+    folder `staging`; returns its metadata. `source` is verified first; it may be the float32
+    copy `materialise` made of a compact artifact (whose float32 export it then names: the
+    arrays come back to the same float16 values). With `share_with` (a shipped model's name),
+    the arrays equal to that model's are left out (module docstring).
 
     Raises:
       ArtifactError: `source` is not a complete, undamaged export.
@@ -153,7 +162,7 @@ def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
     source, staging = pathlib.Path(source), pathlib.Path(staging)
     metadata = verify_export(source)
     storage = storage_of(metadata)
-    if storage is not None:
+    if storage is not None and storage.weights != MATERIALISED:
         raise TtZooError(f"{source} stores its weights as {storage.weights} already; give "
                          "the float32 export it came from.")
     share, shared, shared_sha256 = None, {}, None
@@ -172,8 +181,10 @@ def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
         raise TtZooError(f"{source} holds no array equal to one of {share_with!r}'s: nothing "
                          "to share; ship it without share_with.")
     card = ModelCard.from_dict(metadata)
+    float32_sha256 = (storage.float32_sha256 if storage is not None and storage.float32_sha256
+                      else card.provenance.sha256)
     return _stamp(staging, card, Storage(
-        weights=FLOAT16, arrays=cast, float32_sha256=card.provenance.sha256,
+        weights=FLOAT16, arrays=cast, float32_sha256=float32_sha256,
         shared_from=share_with, shared_sha256=shared_sha256, shared_arrays=shared or None))
 
 
@@ -193,10 +204,21 @@ def _shared_arrays(storage: Storage, path: pathlib.Path) -> Dict[str, np.ndarray
             for key, there in storage.shared_arrays.items()}
 
 
-def materialised_path(path, sha256: str) -> pathlib.Path:
-    """Where the float32 copy of the compact artifact `path` (manifest `sha256`) is kept."""
+def cache_key(metadata: dict) -> str:
+    """The sha256 of what a float32 copy is made from: the compact artifact's manifest sha256
+    and the facts of its card that change the weights (its storage: the arrays cast, those
+    read from another model and which; `tt_zoo.serving.export.behaviour_of`)."""
+    facts = {"sha256": ModelCard.from_dict(metadata).provenance.sha256,
+             "behaviour": behaviour_of(metadata)}
+    return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def materialised_path(path, metadata: dict) -> pathlib.Path:
+    """Where the float32 copy of the compact artifact `path` (its `metadata`) is kept: a
+    folder named by `cache_key`, so a copy made from other storage facts is never taken."""
     from tt_zoo.zoo.download import home  # noqa: PLC0415 (the cache's one definition)
-    return home() / MATERIALISED / f"{pathlib.Path(path).resolve().name}-{sha256[:16]}"
+    return (home() / MATERIALISED
+            / f"{pathlib.Path(path).resolve().name}-{cache_key(metadata)[:16]}")
 
 
 def _is_copy_of(path: pathlib.Path, sha256: str) -> bool:
@@ -223,7 +245,7 @@ def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
                             "SavedModel to load as it is.")
     card = ModelCard.from_dict(metadata)
     sha256 = card.provenance.sha256
-    dest = materialised_path(path, sha256)
+    dest = materialised_path(path, metadata)
     if _is_copy_of(dest, sha256):
         return dest
 
@@ -235,8 +257,9 @@ def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
         cast = _copy_checkpoint(str(path / FLOAT16_DIR / CHECKPOINT_NAME),
                                 str(staging / FLOAT32_DIR / CHECKPOINT_NAME), tf.float32,
                                 fill=fill)
-        _stamp(staging, card, Storage(weights=MATERIALISED, arrays=cast,
-                                      materialised_from=sha256))
+        _stamp(staging, card, Storage(
+            weights=MATERIALISED, arrays=cast, materialised_from=sha256,
+            float32_sha256=card.provenance.storage.float32_sha256))
 
     # The cache's own folder: whatever is there (a damaged copy) is replaced.
     return write_directory(dest, build, overwrite=True, what="float32 copy of a tt_zoo export")

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import re
 import statistics
 import time
 from typing import Callable, List, Optional, Sequence
@@ -100,13 +101,72 @@ def read_train_time(checkpoint_dir: str, step: int, log=print) -> float:
     path = os.path.join(checkpoint_dir, TRAIN_TIME_FILE)
     if step == 0 or not tf.io.gfile.exists(path):
         return 0.0
-    with tf.io.gfile.GFile(path) as f:
-        record = json.load(f)
+    record = read_run_record(path, 'the training time up to a checkpoint: {"step", "seconds"}')
+    if not isinstance(record.get("seconds"), (int, float)):
+        raise TtZooError(f"{path} records no training seconds (got {record!r}); delete it to "
+                         "count the wall time from this run on.")
     if record.get("step") != step:
         log(f"{path} records the training time up to step {record.get('step')}, not the "
             f"checkpoint's step {step}: the run's total wall time counts {record['seconds']:.0f} s "
             "for the steps before this run")
     return float(record["seconds"])
+
+
+def read_run_record(path: str, what: str) -> dict:
+    """The JSON object of a record a run keeps beside its checkpoints (`SETTINGS_FILE`,
+    `TRAIN_TIME_FILE`; any filesystem), or `TtZooError` naming the file and `what` it holds."""
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            value = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise TtZooError(f"{path} is not valid JSON ({e}); it holds {what}. Restore it, or "
+                         "start a new run with another --workdir.") from None
+    if not isinstance(value, dict):
+        raise TtZooError(f"{path} must hold a JSON object ({what}; got "
+                         f"{type(value).__name__}).")
+    return value
+
+
+_CHECKPOINT_INDEX = re.compile(r"ckpt-(\d+)\.index")
+STATE_FILE = "checkpoint"  # TensorFlow's list of a directory's checkpoints
+
+
+def checkpoint_files(checkpoint_dir: str) -> List[str]:
+    """The prefixes (``DIR/ckpt-N``) of the checkpoints whose ``.index`` file is in
+    `checkpoint_dir`, oldest first: what is there, whatever the state file says."""
+    found = []
+    for path in tf.io.gfile.glob(os.path.join(checkpoint_dir, "ckpt-*.index")):
+        match = _CHECKPOINT_INDEX.fullmatch(os.path.basename(path))
+        if match:
+            found.append((int(match.group(1)), path[:-len(".index")]))
+    return [prefix for _, prefix in sorted(found)]
+
+
+def repair_checkpoint_state(checkpoint_dir: str, log=print) -> None:
+    """Rewrites `STATE_FILE` from the ``ckpt-N`` files themselves when it is unreadable (not
+    UTF-8, garbage) or lists other checkpoints than are there, so a resumed run finds them and
+    never starts fresh over them (its first checkpoints would overwrite them)."""
+    found = checkpoint_files(checkpoint_dir) if tf.io.gfile.isdir(checkpoint_dir) else []
+    if not found:
+        return
+    try:
+        state = tf.train.get_checkpoint_state(checkpoint_dir)
+        listed = [os.path.basename(p) for p in state.all_model_checkpoint_paths] if state else []
+        problem = None if listed == [os.path.basename(p) for p in found] else (
+            f"it lists {listed or 'none'}")
+    except Exception as e:  # noqa: BLE001 (not UTF-8, not a state proto: any failure)
+        problem = f"it cannot be read: {_first_line(e)}"
+    if problem is None:
+        return
+    # Each with its file's time, after the last preserved one: the manager keeps (and rotates)
+    # only checkpoints newer than that.
+    times = [tf.io.gfile.stat(f"{p}.index").mtime_nsec / 1e9 for p in found]
+    tf.compat.v1.train.update_checkpoint_state(
+        checkpoint_dir, found[-1], all_model_checkpoint_paths=found,
+        all_model_checkpoint_timestamps=times, last_preserved_timestamp=min(times) - 1)
+    log(f"{os.path.join(checkpoint_dir, STATE_FILE)} did not list the checkpoints there "
+        f"({problem}): rewritten from the files, "
+        f"{', '.join(os.path.basename(p) for p in found)}")
 
 
 class SettingsMismatchError(TtZooError):
@@ -134,8 +194,7 @@ def check_run_settings(checkpoint_dir: str, settings: Optional[dict], resuming: 
     settings = json.loads(json.dumps(settings))  # what JSON will give back, for a fair compare
     path = os.path.join(checkpoint_dir, SETTINGS_FILE)
     if resuming and tf.io.gfile.exists(path):
-        with tf.io.gfile.GFile(path) as f:
-            recorded = json.load(f)
+        recorded = read_run_record(path, "the settings the checkpoints were trained with")
         differ = sorted(k for k in set(recorded) | set(settings)
                         if recorded.get(k) != settings.get(k))
         if differ:
@@ -314,6 +373,8 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
       steps: total optimizer steps.
       global_batch: pairs per step (for pairs/s).
       checkpoint_dir: where checkpoints live; a missing directory starts fresh (and says so).
+        The checkpoints are the ``ckpt-N`` files there: an unreadable state file is
+        rewritten from them (`repair_checkpoint_state`), never taken for a fresh start.
       checkpoint_every: steps between checkpoints.
       settings: what defines the run (batch, learning rate, steps, model config, data, seed).
       log_dir: TensorBoard directory (scalars: loss, learning_rate, pairs_per_second).
@@ -331,6 +392,7 @@ def train_resumable(model: tf.keras.Model, make_dataset: Callable[[int], tf.data
                                      dropout_generators=dropout_generators(model))
     for debris in remove_checkpoint_debris(checkpoint_dir):
         log(f"removed {debris}, a checkpoint write cut off by an earlier kill")
+    repair_checkpoint_state(checkpoint_dir, log)
     manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=2,
                                          step_counter=optimizer.iterations)
     latest, restored = newest_good_checkpoint(manager, log), None

@@ -150,20 +150,26 @@ def question_arrays(model, questions: Sequence[str]) -> dict:
 
 
 def check_passage_embeddings(model, embeddings: np.ndarray, titles: Sequence[str],
-                             texts: Sequence[str], where: str, sample: int = 8,
+                             texts: Sequence[str], where: str, sample: int = 64,
                              min_cosine: float = 0.999) -> List[float]:
     """Checks that `embeddings` (from `where`) are the model's document embeddings of the
-    passages (titles, texts), row for row: their shape, and `sample` rows spread over the file
-    encoded again, each within `min_cosine` of the stored row. Returns the cosines.
+    passages (titles, texts), row for row: a floating array of their shape; every row finite
+    and not zero (`_check_every_row`); and `sample` rows (`_sample_rows`: spread evenly over
+    the file, and as many at seeded random places) encoded again, each within `min_cosine` of
+    the stored row. Returns the cosines.
 
     Raises:
       ValueError: naming `where`, the row and what was expected.
     """
     n, dim = len(texts), model.embedding_dim
+    if getattr(embeddings, "dtype", np.dtype(object)).kind != "f":
+        raise ValueError(f"{where}: an array of {getattr(embeddings, 'dtype', type(embeddings))} "
+                         f"values; expected float embeddings, one row per passage.")
     if tuple(embeddings.shape) != (n, dim):
         raise ValueError(f"{where}: embeddings of shape {tuple(embeddings.shape)}; expected "
                          f"({n:,}, {dim}): one row of the model's embedding size per passage.")
-    rows = np.unique(np.linspace(0, n - 1, min(sample, n)).astype(np.int64))
+    _check_every_row(embeddings, where)
+    rows = _sample_rows(n, sample)
     fresh = model.encode_documents([texts[r] for r in rows], titles=[titles[r] for r in rows])
     stored = np.asarray(embeddings[rows], np.float32)
     cosines = []
@@ -176,6 +182,32 @@ def check_passage_embeddings(model, embeddings: np.ndarray, titles: Sequence[str
                              "order.")
         cosines.append(cosine)
     return cosines
+
+
+def _check_every_row(embeddings: np.ndarray, where: str, chunk: int = 65536) -> None:
+    """Raises ValueError naming the first row of `embeddings` (read `chunk` rows at a time, a
+    memory map included) that holds a NaN or an infinity, or is all zeros: no model embeds a
+    passage so."""
+    for start in range(0, len(embeddings), chunk):
+        block = np.asarray(embeddings[start:start + chunk], np.float32)
+        bad = ~np.isfinite(block).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{where}: row {start + int(np.argmax(bad))} is not finite (NaN or "
+                             "infinite): not a model's embedding.")
+        zero = ~block.any(axis=1)
+        if zero.any():
+            raise ValueError(f"{where}: row {start + int(np.argmax(zero))} is all zero: not a "
+                             "model's embedding.")
+
+
+def _sample_rows(n: int, sample: int, seed: int = 0) -> np.ndarray:
+    """Up to `sample` distinct rows of `n`: half spread evenly (first and last included), half
+    at seeded random places, so neither a regular pattern nor a block of bad rows hides."""
+    even = np.linspace(0, n - 1, min(sample // 2 or 1, n)).astype(np.int64)
+    rest = np.setdiff1d(np.arange(n), even)
+    extra = np.random.default_rng(seed).choice(rest, min(sample - len(even), len(rest)),
+                                               replace=False)
+    return np.unique(np.concatenate([even, extra]).astype(np.int64))
 
 
 __all__ = ["multi_positive_softmax_loss", "token_embedding_layer", "QueryAdapter",

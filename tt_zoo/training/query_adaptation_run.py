@@ -7,9 +7,10 @@ The questions are factoid questions with answers (WebQuestions JSON, CuratedTREC
 `tt_zoo.evaluation.odqa`); the passages are an article source cut into 100-word blocks with
 titles, as the ODQA benchmark cuts them. A question trains when some passage holds one of its
 answers; those passages are its positives. The passages' embeddings are read from
-``--passage-embeddings`` (the ``.npy`` `tt-zoo odqa` or the benchmarks cache, checked against
-the model on a sample of rows) or encoded into the workdir first (resumable). Training
-checkpoints in the workdir and resumes exactly (`tt_zoo.training.loop.train_resumable`); the
+``--passage-embeddings`` (the ``.npy`` `tt-zoo odqa` or the benchmarks cache, every row
+checked finite and not zero, 64 of them against the model: `check_passage_embeddings`) or
+encoded into the workdir first (resumable). Training checkpoints in the workdir and resumes
+exactly (`tt_zoo.training.loop.train_resumable`); the
 export's card records the base model, the questions, and its document side as the base
 model's (``document_encoder``), so the base model's cached passage embeddings serve it.
 """

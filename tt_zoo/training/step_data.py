@@ -138,13 +138,14 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
     changed input gives a new name, never a stale hit. Written to a temporary name, then renamed.
     """
     from tt_zoo.atomic_io import open_for_replace
-    from tt_zoo.data.pairs_io import manifest_sha256, read_pairs
+    from tt_zoo.data.pairs_io import manifest_sha256, named_damage, read_pairs
 
     pairs = read_pairs(pairs_dir)
     if max_pairs:
         pairs = pairs.take(max_pairs)
     if not cache_dir:
-        return tokenize_pair_set(model, pairs, log=log)
+        with named_damage(pairs_dir):
+            return tokenize_pair_set(model, pairs, log=log)
     key = hashlib.sha256(json.dumps({
         "manifest": manifest_sha256(pairs_dir), "max_pairs": max_pairs,
         **model.query_preprocessor.tokenizer_settings(),
@@ -158,7 +159,8 @@ def cached_tokenize_pair_set(model, pairs_dir: str, cache_dir: Optional[str], *,
             arrays = _unflatten({name: stored[name] for name in stored.files})
         log(f"read {num_rows(arrays):,} tokenized pairs from {path}")
         return arrays
-    arrays = tokenize_pair_set(model, pairs, log=log)
+    with named_damage(pairs_dir):
+        arrays = tokenize_pair_set(model, pairs, log=log)
     with open_for_replace(path, "wb") as f:
         np.savez(f, **_flatten(arrays))
     return arrays

@@ -13,7 +13,12 @@ A shipped model is looked for, in order:
    ``MODEL_CARD.md``, into a temp folder beside the cache entry, each checked against its size
    and sha256; the folder is renamed into place only when complete
    (`tt_zoo.atomic_io.write_directory`), so a cut or damaged download is never taken for a
-   model.
+   model. A download has a deadline (`deadline_s`: by default one a connection of
+   `MIN_RATE` bytes a second meets, ``$TT_ZOO_DOWNLOAD_DEADLINE_S`` seconds when set), so a
+   server that stalls or trickles ends in a `DownloadError`, never a hang.
+
+A replace of either folder killed between its two renames is put back first
+(`tt_zoo.atomic_io.recover_replaced`), as a load by path does.
 
 `RELEASE_BASE_URL` is where tt_zoo's releases are to publish ``saved_models/``; **nothing is
 published there yet** (the host is not chosen, and the placeholder's reserved ``.invalid``
@@ -26,15 +31,18 @@ failed and the folder where the files may be placed.
 from __future__ import annotations
 
 import http.client
+import math
 import os
 import pathlib
 import posixpath
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
-from tt_zoo.errors import ArtifactError, DownloadError
+from tt_zoo.atomic_io import recover_replaced
+from tt_zoo.errors import ArtifactError, DownloadError, TtZooError
 
 HOME_ENV = "TT_ZOO_HOME"
 DEFAULT_HOME = pathlib.Path("~") / ".cache" / "tt_zoo"
@@ -45,13 +53,26 @@ BASE_URL_ENV = "TT_ZOO_BASE_URL"
 RELEASE_BASE_URL = "https://tt-zoo-releases.invalid/v0.1.0/saved_models"
 URL_SCHEMES = ("https", "http", "file")  # what $TT_ZOO_BASE_URL may name
 TIMEOUT_S = 60  # per connection attempt and per read
+# A download's deadline: TIMEOUT_S, plus its bytes at MIN_RATE (100 MiB: about 17 minutes), or
+# $TT_ZOO_DOWNLOAD_DEADLINE_S seconds. A server that sends a byte now and then never trips the
+# per-read timeout; the deadline ends it.
+DEADLINE_ENV = "TT_ZOO_DOWNLOAD_DEADLINE_S"
+MIN_RATE = 100 * 1024  # bytes a second
 _CHUNK = 1 << 20
 _MAX_METADATA_BYTES = 16 << 20
 
 
 def home() -> pathlib.Path:
-    """tt_zoo's cache folder: ``$TT_ZOO_HOME``, default ``~/.cache/tt_zoo``."""
-    return pathlib.Path(os.environ.get(HOME_ENV) or DEFAULT_HOME).expanduser()
+    """tt_zoo's cache folder: ``$TT_ZOO_HOME``, default ``~/.cache/tt_zoo``.
+
+    Raises:
+      TtZooError: the path exists and is not a folder (naming the variable)."""
+    path = pathlib.Path(os.environ.get(HOME_ENV) or DEFAULT_HOME).expanduser()
+    if path.exists() and not path.is_dir():
+        raise TtZooError(f"{HOME_ENV}={str(path)!r}: {path} is not a folder; tt_zoo keeps "
+                         "its cache of downloaded and materialised models there. Point "
+                         f"{HOME_ENV} at a folder (it is created when missing).")
+    return path
 
 
 def cache_path(artifact: str) -> pathlib.Path:
@@ -72,9 +93,13 @@ def release_url(artifact: str) -> str:
 def artifact_url(spec) -> str:
     """The folder URL a shipped model downloads from: ``$TT_ZOO_BASE_URL/<artifact>`` if set,
     else its registry entry's ``url``, else `release_url`."""
-    base = os.environ.get(BASE_URL_ENV)
+    base = (os.environ.get(BASE_URL_ENV) or "").strip()
     if base:
-        if urllib.parse.urlsplit(base.strip()).scheme.lower() not in URL_SCHEMES:
+        try:
+            scheme = urllib.parse.urlsplit(base).scheme.lower()
+        except ValueError:  # e.g. "http://[::1": an unclosed IPv6 host
+            scheme = None
+        if scheme not in URL_SCHEMES:
             raise DownloadError(f"{BASE_URL_ENV}={base!r} is not a URL tt_zoo can download "
                                 f"from: expected {', '.join(f'{s}://' for s in URL_SCHEMES)} "
                                 "and a folder laid out like saved_models/ (e.g. "
@@ -89,9 +114,12 @@ def locate(spec) -> pathlib.Path:
     cache's, else the cache's after `download_export`. The caller verifies it
     (`tt_zoo.serving.export.verify_export`)."""
     clone = spec.artifact_path
-    if clone is not None and clone.is_dir():
-        return clone
+    if clone is not None:
+        recover_replaced(clone)  # a ship killed between its renames: the old version is back
+        if clone.is_dir():
+            return clone
     cached = cache_path(spec.artifact)
+    recover_replaced(cached)
     if cached.is_dir() and any(cached.iterdir()):  # an empty folder is filled, not refused
         return cached
     return download_export(spec, cached)
@@ -119,10 +147,52 @@ def _offline_message(spec, url: str, reason, dest: pathlib.Path) -> str:
             f"in {dest} by hand, or set {BASE_URL_ENV} to a reachable copy of saved_models/.")
 
 
-def _open(spec, url: str, dest: pathlib.Path):
+def deadline_s(num_bytes: int) -> float:
+    """Seconds a download of `num_bytes` may take: ``$TT_ZOO_DOWNLOAD_DEADLINE_S`` when set (a
+    number above 0), else `TIMEOUT_S` plus the bytes at `MIN_RATE`."""
+    given = os.environ.get(DEADLINE_ENV, "").strip()
+    if not given:
+        return TIMEOUT_S + num_bytes / MIN_RATE
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise DownloadError(f"{DEADLINE_ENV}={given!r} must be a number of seconds above 0 "
+                            f"(unset it for the default: {TIMEOUT_S} s plus 1 s per "
+                            f"{MIN_RATE // 1024} KiB).")
+    return seconds
+
+
+class _Deadline:
+    """When a download must be done (`time.monotonic`), and the error once it is past."""
+
+    def __init__(self, num_bytes: int):
+        self.seconds = deadline_s(num_bytes)
+        self.start = time.monotonic()
+
+    def extend_to(self, num_bytes: int) -> None:
+        """The deadline of `num_bytes` in all (once the manifest gives the total)."""
+        self.seconds = deadline_s(num_bytes)
+
+    def left(self) -> float:
+        return self.start + self.seconds - time.monotonic()
+
+    def check(self, spec, url: str, size: int, dest: pathlib.Path) -> None:
+        if self.left() <= 0:
+            rule = (f"{DEADLINE_ENV}" if os.environ.get(DEADLINE_ENV, "").strip() else
+                    f"{TIMEOUT_S} s plus 1 s per {MIN_RATE // 1024} KiB; set {DEADLINE_ENV} "
+                    "to allow more")
+            raise DownloadError(_offline_message(
+                spec, url, f"too slow: {size:,} bytes in {time.monotonic() - self.start:.1f} s, "
+                f"past the download's deadline of {self.seconds:g} s ({rule})", dest))
+
+
+def _open(spec, url: str, dest: pathlib.Path, deadline: _Deadline):
     try:
         request = urllib.request.Request(url, headers={"User-Agent": "tt_zoo"})
-        return urllib.request.urlopen(request, timeout=TIMEOUT_S)
+        timeout = max(min(TIMEOUT_S, deadline.left()), 0.1)
+        return urllib.request.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as e:
         raise DownloadError(_offline_message(spec, url, f"HTTP {e.code} {e.reason}", dest)) from e
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as e:
@@ -131,14 +201,16 @@ def _open(spec, url: str, dest: pathlib.Path):
 
 
 def _fetch(spec, url: str, target: pathlib.Path, dest: pathlib.Path, limit: int,
-           progress=None) -> None:
-    """Streams `url` into `target`, refusing more than `limit` bytes."""
+           deadline: _Deadline, progress=None) -> None:
+    """Streams `url` into `target`, refusing more than `limit` bytes or a stream still going
+    at `deadline`."""
     target.parent.mkdir(parents=True, exist_ok=True)
     size = 0
-    with _open(spec, url, dest) as response, open(target, "wb") as f:
+    with _open(spec, url, dest, deadline) as response, open(target, "wb") as f:
         while True:
+            deadline.check(spec, url, size, dest)
             try:
-                block = response.read(_CHUNK)
+                block = response.read1(_CHUNK)  # what has arrived: the deadline is checked
             except (OSError, http.client.HTTPException) as e:
                 raise DownloadError(_offline_message(spec, url, e, dest)) from e
             if not block:
@@ -178,8 +250,10 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
     base = artifact_url(spec)
     meta_url = _file_url(base, METADATA_FILE)
 
+    deadline = _Deadline(_MAX_METADATA_BYTES)
+
     def build(staging: pathlib.Path) -> None:
-        _fetch(spec, meta_url, staging / METADATA_FILE, dest, _MAX_METADATA_BYTES)
+        _fetch(spec, meta_url, staging / METADATA_FILE, dest, _MAX_METADATA_BYTES, deadline)
         try:
             files = json.loads((staging / METADATA_FILE).read_text(encoding="utf-8"))["files"]
             digest = manifest_digest(files)
@@ -193,6 +267,7 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
                 f"manifest hashes to {digest[:16]}…, the registry records {spec.sha256[:16]}…. "
                 f"Nothing was fetched into {dest}.")
         total = sum(int(entry["size"]) for entry in files.values())
+        deadline.extend_to(total + _MAX_METADATA_BYTES)
         print(f"tt_zoo: downloading {spec.name} ({total / 2**20:.1f} MiB) from {base}/ to {dest}",
               file=sys.stderr)
         with tqdm(total=total, unit="B", unit_scale=True, unit_divisor=1024,
@@ -200,18 +275,20 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
             for relpath, entry in sorted(files.items()):
                 relpath = _safe_relpath(relpath, meta_url)
                 url = _file_url(base, relpath)
-                _fetch(spec, url, staging / relpath, dest, int(entry["size"]), progress)
+                _fetch(spec, url, staging / relpath, dest, int(entry["size"]), deadline,
+                       progress)
                 try:
                     verify_file(staging / relpath, entry, listed_in=meta_url)
                 except ArtifactError as e:
                     raise ArtifactError(f"The download of {url} is damaged: {e} Nothing was "
                                         f"saved in {dest}.") from e
         _fetch(spec, _file_url(base, MODEL_CARD_FILE), staging / MODEL_CARD_FILE, dest,
-               _MAX_METADATA_BYTES)
+               _MAX_METADATA_BYTES, deadline)
 
     return write_directory(dest, build, is_replaceable=is_model_export,
                            what="tt_zoo model export")
 
 
-__all__ = ["HOME_ENV", "BASE_URL_ENV", "RELEASE_BASE_URL", "home", "cache_path", "in_cache",
-           "release_url", "artifact_url", "locate", "download_export"]
+__all__ = ["HOME_ENV", "BASE_URL_ENV", "DEADLINE_ENV", "RELEASE_BASE_URL", "home",
+           "cache_path", "in_cache", "release_url", "artifact_url", "locate", "deadline_s",
+           "download_export"]

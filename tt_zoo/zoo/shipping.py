@@ -74,9 +74,12 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
       float16: ship the weights stored in float16 (`tt_zoo.serving.float16_storage`: half the
         bytes; `tt_zoo.load` materialises the float32 SavedModel); `source` is a float32
         export, and may be saved_models/<name> itself. Its cost in recall is measured apart
-        (``python -m benchmarks.precision_cost --compare storage``).
-      share_with: with `float16`, a shipped model whose arrays the export holds too (a
-        query-adapted model's base): they are read from it, not stored again.
+        (``python -m benchmarks.precision_cost --compare storage``). A `source` stored in
+        float16 already is shipped again from its materialised float32 copy: the same float16
+        arrays, written by today's code (e.g. to pin what an older tt_zoo left unpinned).
+      share_with: with `float16`, the registered name of a shipped model whose arrays the
+        export holds too (a query-adapted model's base): they are read from it, not stored
+        again. A path is refused: the artifact records the name, and a path moves.
       saved_models, shipped_file: default the registry's (`SAVED_MODELS_DIR`, `SHIPPED_FILE`).
 
     Returns:
@@ -90,8 +93,12 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
     spec = registry.get_spec(name)
     if share_with is not None and not float16:
         raise TtZooError("share_with: arrays are shared by a float16 artifact; give float16 too.")
+    _check_shipped_name(share_with)
     source = pathlib.Path(source)
     card = ModelCard.from_dict(verify_export(source))
+    source_sha256 = card.provenance.sha256
+    if float16 and float16_storage.is_float16(card.to_dict()):
+        source = float16_storage.materialise(source)  # cast back to the same float16 arrays
     kind = card.artifact_kind
     if kind != spec.kind:
         raise TtZooError(f"{source} is a {kind} export; {name!r} is registered as a "
@@ -130,12 +137,27 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
              # headline numbers measured on these weights stay (on the float32 export a
              # float16 one was cast from too: its card says so); on other weights they go
              "metrics": previous.get("metrics", {}) if previous.get("sha256") in (
-                 sha256, getattr(card.provenance.storage, "float32_sha256", None)) else {}}
+                 sha256, source_sha256,
+                 getattr(card.provenance.storage, "float32_sha256", None)) else {}}
     shipped[name] = entry
     _write_shipped(shipped_file, shipped, name)
     log(f"shipped {name} ({kind}): {dest} (sha256 {sha256[:12]}…), listed in "
         f"{shipped_file}")
     return entry
+
+
+def _check_shipped_name(share_with: Optional[str]) -> None:
+    """Raises `TtZooError` unless `share_with` is None or a registered name with shipped
+    weights (what a float16 artifact may record as the model it shares arrays with)."""
+    if share_with is None:
+        return
+    name = registry.registered_name(share_with)
+    if name is None or not registry.get_spec(name).shipped:
+        raise TtZooError(f"share_with {share_with!r} is not a registered, shipped model: a "
+                         "shipped artifact reads the arrays it shares from a model it names, "
+                         "found as tt_zoo.load finds it (a path would not be where it was on "
+                         "another machine). Ship that model first and give its name "
+                         "(tt_zoo.list_models(shipped_only=True)).")
 
 
 def _write_shipped(shipped_file: pathlib.Path, shipped: dict, name: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import hashlib
 import json
+import numbers
 import pathlib
 from typing import List, Optional, Sequence, Union
 
@@ -24,7 +25,8 @@ _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a c
 from tt_zoo.arguments import as_path  # noqa: E402
 from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
-from tt_zoo.modeling.models import as_documents, as_texts  # noqa: E402
+from tt_zoo.modeling.models import (as_documents, as_string_list, as_texts,  # noqa: E402
+                                    decoded)
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.serving.model_card import ModelCard  # noqa: E402
@@ -123,7 +125,7 @@ class TextIndex:
         if isinstance(queries, (str, bytes)):
             raise ValueError("search_batch: queries must be a sequence of strings, not one "
                              "string (search takes one).")
-        queries = list(queries)
+        queries = as_string_list(queries, "queries")
         return self.search(queries, k, **encode_options) if queries else []
 
     def search(self, queries: Union[str, Sequence[str]], k: int = 10,
@@ -132,9 +134,8 @@ class TextIndex:
         `tt_zoo.retrieval.search.SearchResult` of `embedding_index` (a `Searcher`) for the
         encoded queries, seen as `Hit`s. A single string gives its one list of hits.
         `encode_options` go to `ZooModel.encode_queries` (`batch_size`, `show_progress_bar`)."""
-        single = as_texts(queries, "queries")[1]
-        embeddings = self.model.encode_queries([queries] if single else queries,
-                                               **encode_options)
+        queries, single = as_texts(queries, "queries")  # (an iterable is read once, here)
+        embeddings = self.model.encode_queries(queries, **encode_options)
         hits = self.embedding_index.search(embeddings, k).hits(self.texts, self.titles)
         return hits[0] if single else hits
 
@@ -288,8 +289,8 @@ class ZooModel(CardIdentity):
           ValueError: `task_class` names a class the model has no marker for (the message
             lists those it has).
         """
-        as_texts(texts, "texts")
-        texts = self._with_task_marker(texts, task_class)
+        listed, single = as_texts(texts, "texts")  # (an iterable is read once, here)
+        texts = self._with_task_marker(listed[0] if single else listed, task_class)
         return self._single_vector("query", "encode_queries")(
             texts, batch_size=batch_size, show_progress_bar=show_progress_bar, **options)
 
@@ -384,17 +385,15 @@ class ZooModel(CardIdentity):
         """Encodes passages and builds a ScaNN (or exact brute-force) index over them.
 
         `titles` (or sentences) pair with the passages as `encode_documents` takes them; `ids`
-        default to "0", "1", ...; a single passage string (with a single title and id) indexes
-        that one passage. `batch_size` and `show_progress_bar` go to `encode_documents`;
+        (str, UTF-8 bytes or int) default to "0", "1", ...; a single passage string (with a
+        single title and id) indexes that one passage. Bytes passages and titles are UTF-8 text
+        (kept and saved as str). `batch_size` and `show_progress_bar` go to `encode_documents`;
         `embeddings` skips the encoding when the passages' embeddings are already at hand.
         """
         from tt_zoo.retrieval.index import EmbeddingIndex
-        single = isinstance(passages, (str, bytes))
-        passages, titles, _ = as_documents(passages, titles)
-        if isinstance(ids, (str, bytes)) and not single:
-            raise TypeError(f"ids must be a sequence of ids, not a single string ({ids!r}).")
-        ids = [str(i) for i in range(len(passages))] if ids is None else (
-            [str(ids)] if single and isinstance(ids, (str, bytes)) else [str(i) for i in ids])
+        passages, titles, single = as_documents(passages, titles)
+        passages, titles = decoded(passages, "texts"), decoded(titles, "titles")
+        ids = _passage_ids(ids, len(passages), single)
         if embeddings is None:
             embeddings = self.encode_documents(passages, titles=titles, batch_size=batch_size,
                                                show_progress_bar=show_progress_bar)
@@ -553,6 +552,29 @@ class ZooModel(CardIdentity):
         meta = {**card.to_dict(), **(metadata or {})}
         return export_lib.export_saved_model(self.keras_model, as_path(path, "path"), meta,
                                              overwrite=overwrite)
+
+
+def _passage_ids(ids, count: int, single: bool) -> List[str]:
+    """`ZooModel.index`'s `ids` as strings: None gives "0".."count-1"; a single passage takes
+    one id; else a sequence of `count` ids (str, UTF-8 bytes or int). Raises TypeError or
+    ValueError naming `ids`."""
+    if ids is None:
+        return [str(i) for i in range(count)]
+    if single and isinstance(ids, (str, bytes, numbers.Integral)) and not isinstance(ids, bool):
+        ids = [ids]
+    elif isinstance(ids, (str, bytes)):
+        raise TypeError(f"ids must be a sequence of ids, not a single string ({ids!r}).")
+    elif isinstance(ids, (dict, set)) or not hasattr(ids, "__iter__"):
+        raise TypeError(f"ids must be a sequence of ids (str or int), one a passage (got "
+                        f"{type(ids).__name__}: {ids!r:.80}).")
+    ids = list(ids)
+    for i, value in enumerate(ids):
+        if isinstance(value, bool) or not isinstance(value, (str, bytes, numbers.Integral)):
+            raise TypeError(f"ids[{i}] must be a str or an int (got {type(value).__name__}: "
+                            f"{value!r:.80}).")
+    if len(ids) != count:
+        raise ValueError(f"ids and texts differ in length ({len(ids)} vs {count}).")
+    return [str(i) for i in decoded(ids, "ids")]
 
 
 def _pair_dataset(pairs, batch_size: int):

@@ -14,6 +14,7 @@ checkpoint's own function (the tests compare it with an independent NumPy forwar
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from typing import Dict, List, Optional
 
@@ -24,6 +25,9 @@ from tt_zoo.errors import ArtifactError
 # What the imported model pools and whether it normalises (sentence-transformers' Pooling and
 # Normalize modules; a plain BERT checkpoint has neither: [CLS], raw inner products).
 POOLINGS = ("mean", "cls")
+# The LayerNorm epsilon of the Model Garden encoder a checkpoint is imported into (fixed there:
+# `BertEncoderV2` takes no other); a checkpoint trained with another is refused.
+ENCODER_LAYER_NORM_EPS = 1e-12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -106,8 +110,11 @@ def expected_shapes(config: BertConfig) -> Dict[str, tuple]:
 
 def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
     """Raises `ArtifactError` naming the source and the tensor when a weight the config calls
-    for is missing or of another shape."""
-    for name, shape in expected_shapes(checkpoint.config).items():
+    for is missing, of another shape, or not finite, or when the checkpoint holds encoder
+    weights the config has no place for (a layer beyond ``num_hidden_layers``: the import would
+    drop it and compute another function)."""
+    expected = expected_shapes(checkpoint.config)
+    for name, shape in expected.items():
         if name not in checkpoint.weights:
             raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a BERT of "
                                 f"{checkpoint.config.num_layers} layers needs it).")
@@ -115,6 +122,18 @@ def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
         if got != shape:
             raise ArtifactError(f"{checkpoint.source}: weight {name!r} has shape {got}, "
                                 f"expected {shape} from the config.")
+    unused = sorted(n for n in checkpoint.weights
+                    if n.startswith(("embeddings.", "encoder.")) and n not in expected)
+    if unused:
+        raise ArtifactError(
+            f"{checkpoint.source}: {len(unused)} encoder weights ({', '.join(unused[:3])}"
+            f"{', ...' if len(unused) > 3 else ''}) have no place in a BERT of "
+            f"{checkpoint.config.num_layers} layers as its config describes: the import would "
+            "drop them. Check num_hidden_layers in the config.")
+    for name, value in sorted(checkpoint.weights.items()):
+        if not np.isfinite(value).all():
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} holds NaN or infinite "
+                                "values: a damaged or diverged checkpoint.")
 
 
 _LEGACY_NORM = re.compile(r"LayerNorm\.(gamma|beta)$")
@@ -198,9 +217,27 @@ def hidden_activation(name: str, source: str, *, tanh_gelu: bool = False) -> str
     return known[name]
 
 
-def as_int(config: dict, key: str, source: str, default: Optional[int] = None) -> int:
-    """``config[key]`` as a positive int, or `ArtifactError` naming the file and the key."""
+def as_int(config: dict, key: str, source: str, default: Optional[int] = None,
+           low: int = 1) -> int:
+    """``config[key]`` as an int of at least `low` (default: positive), or `ArtifactError`
+    naming the file and the key."""
     value = config.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ArtifactError(f"{source}: {key!r} must be a positive integer (got {value!r}).")
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        what = "a positive integer" if low == 1 else f"an integer of at least {low}"
+        raise ArtifactError(f"{source}: {key!r} must be {what} (got {value!r}).")
     return value
+
+
+def layer_norm_eps(config: dict, source: str) -> float:
+    """``config["layer_norm_eps"]`` (default `ENCODER_LAYER_NORM_EPS`), which must be the
+    encoder's: `ArtifactError` naming the file and the key for another value or a non-number."""
+    value = config.get("layer_norm_eps", ENCODER_LAYER_NORM_EPS)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
+            value) or value <= 0:
+        raise ArtifactError(f"{source}: 'layer_norm_eps' must be a number above 0 (got "
+                            f"{value!r}).")
+    if not math.isclose(value, ENCODER_LAYER_NORM_EPS, rel_tol=1e-3):
+        raise ArtifactError(f"{source}: 'layer_norm_eps' {value:g} is not the "
+                            f"{ENCODER_LAYER_NORM_EPS:g} of the encoder tt_zoo imports into; "
+                            "its LayerNorms would compute other vectors than the checkpoint's.")
+    return float(value)

@@ -18,7 +18,7 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_file, read_json_object as read_json
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
                                                          canonical_weight_names,
-                                                         hidden_activation)
+                                                         hidden_activation, layer_norm_eps)
 
 WEIGHTS_FILE = "model.safetensors"
 SUPPORTED_TYPES = ("bert",)
@@ -53,7 +53,7 @@ def read_config(folder: pathlib.Path) -> BertConfig:
                       max_position_embeddings=as_int(config, "max_position_embeddings", src),
                       type_vocab_size=as_int(config, "type_vocab_size", src, 2),
                       inner_activation=hidden_activation(config.get("hidden_act", "gelu"), src),
-                      layer_norm_eps=float(config.get("layer_norm_eps", 1e-12)))
+                      layer_norm_eps=layer_norm_eps(config, src))
 
 
 def read_vocabulary(folder: pathlib.Path) -> list:
@@ -88,13 +88,30 @@ def read_lower_case(folder: pathlib.Path) -> bool:
     return True
 
 
+def read_modules(path: pathlib.Path) -> list:
+    """sentence-transformers' ``modules.json``: a JSON list of module objects (``type``,
+    ``path``), or `ArtifactError` naming the file."""
+    try:
+        modules = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ArtifactError(f"{path} is not valid JSON ({e}); expected sentence-transformers' "
+                            "list of modules.") from e
+    if not isinstance(modules, list) or not all(
+            isinstance(m, dict) and isinstance(m.get("type", ""), str)
+            and isinstance(m.get("path", ""), str) for m in modules):
+        raise ArtifactError(f"{path} must hold a JSON list of module objects with a \"type\" "
+                            f"and a \"path\" (sentence-transformers' modules.json; got "
+                            f"{json.dumps(modules)[:120]}).")
+    return modules
+
+
 def read_sentence_transformers(folder: pathlib.Path, config: BertConfig):
     """(pooling, normalize, max_seq_length) of a sentence-transformers folder; a plain BERT
     folder gives ("cls", False, its position table's length)."""
     modules_path = folder / "modules.json"
     if not modules_path.is_file():
         return "cls", False, config.max_position_embeddings
-    modules = json.loads(modules_path.read_text(encoding="utf-8"))
+    modules = read_modules(modules_path)
     kinds = [str(m.get("type", "")) for m in modules]
     normalize = any(k.endswith("Normalize") for k in kinds)
     pooling_dirs = [m.get("path", "") for m in modules if str(m.get("type", "")).endswith("Pooling")]
@@ -112,7 +129,7 @@ def read_sentence_transformers(folder: pathlib.Path, config: BertConfig):
     st_config = folder / "sentence_bert_config.json"
     if st_config.is_file():
         max_len = as_int(read_json(st_config, "sentence-transformers' config"), "max_seq_length",
-                         str(st_config), max_len)
+                         str(st_config), max_len, low=3)  # [CLS], a token, [SEP]
     return pooling, normalize, min(max_len, config.max_position_embeddings)
 
 
