@@ -28,6 +28,7 @@ import importlib.metadata
 import importlib.util
 import os
 import platform
+import re
 import statistics
 import time
 from typing import Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
@@ -261,4 +262,30 @@ def machine_line(info: Mapping) -> str:
             f"at start / end {busy_text}; "
             f"Python {info['python']}; " + ", ".join(f"{k} {x}" for k, x in v.items())
             + (f"; threads: {threads}" if threads else "") + f"; {info['date']}.")
+
+
+def onednn_kernels(log: Iterable[str]) -> Dict[str, int]:
+    """Executions per oneDNN kernel in an ``ONEDNN_VERBOSE=1`` log, keyed
+    "primitive kernel source-dtype" (e.g. "matmul brg_matmul:avx10_1_512_amx bf16": the AMX
+    tiles; "inner_product x64:gemm:jit f32": the float32 fused MatMul + BiasAdd)."""
+    counts: Dict[str, int] = {}
+    for line in log:
+        fields = line.strip().split(",")
+        if len(fields) > 8 and fields[0] == "onednn_verbose" and fields[3] == "exec":
+            dtype = re.match(r"src[:_]([a-z0-9]+)", fields[8])
+            key = f"{fields[5]} {fields[6] or '-'} {dtype.group(1) if dtype else '?'}"
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def kernels_of(script: str, timeout: float = 900) -> Dict[str, int]:
+    """The oneDNN kernels a Python `script` runs after it prints "=== measure" (the setup
+    before it, loading and tracing, is not counted): `onednn_kernels` of its verbose log."""
+    import subprocess  # pylint: disable=import-outside-toplevel
+    import sys  # pylint: disable=import-outside-toplevel
+
+    env = dict(os.environ, ONEDNN_VERBOSE="1", TF_CPP_MIN_LOG_LEVEL="3")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, timeout=timeout, check=True)
+    return onednn_kernels(run.stdout.split("=== measure", 1)[-1].splitlines())
 

@@ -1,9 +1,6 @@
 """bfloat16 on the AMX units by default where the CPU has them (tt_zoo.hardware): the choice,
 the switch back, and the kernel oneDNN actually runs (read from ONEDNN_VERBOSE, not a flag)."""
 
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -79,26 +76,21 @@ def test_the_default_encoding_runs_on_the_amx_units():
     names the AMX kernel for bfloat16 matmuls, and no float32 inner product (the fused
     MatMul + BiasAdd of the float32 graph) runs. Fails if the fast path falls back. (The tiny
     model's [CLS] projection, a Keras Dense, is a bfloat16 inner product.)"""
+    from benchmarks.measure import kernels_of
+
     script = textwrap.dedent(f"""
-        import sys
+        import os, sys
+        os.environ["TT_ZOO_PRECISION"] = "auto"
         sys.path.insert(0, {str(REPO_ROOT / 'tests')!r})
         from helpers import tiny_model
         model = tiny_model()
         texts = {TEXTS!r}
         model.encode_documents(texts[:2], precision="float32")  # built, outside the log
-        print("=== encode", flush=True)
+        print("=== measure", flush=True)
         model.encode_documents(texts, titles=texts)
     """)
-    env = dict(os.environ, ONEDNN_VERBOSE="1", TT_ZOO_PRECISION="auto",
-               TF_CPP_MIN_LOG_LEVEL="3")
-    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         env=env, timeout=300, check=True)
-    log = run.stdout.split("=== encode", 1)[1].splitlines()
-    executed = [line.split(",") for line in log if line.startswith("onednn_verbose")
-                and ",exec," in line]
-    kernels = {(fields[5], fields[6], fields[8].split(":")[1]) for fields in executed
-               if len(fields) > 8 and ":" in fields[8]}  # primitive, kernel, source dtype
-    assert any(p == "matmul" and "amx" in impl and dtype == "bf16"
-               for p, impl, dtype in kernels), sorted(kernels)
-    assert not any(p == "inner_product" and dtype == "f32" for p, _, dtype in kernels), \
-        sorted(kernels)
+    kernels = kernels_of(script, timeout=300)
+    assert any(k.startswith("matmul ") and "amx" in k and k.endswith(" bf16") for k in kernels), \
+        kernels
+    assert not any(k.startswith("inner_product ") and k.endswith(" f32") for k in kernels), \
+        kernels

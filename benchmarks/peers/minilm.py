@@ -172,6 +172,9 @@ def run(args, log) -> dict:
         try:
             out.update(measure(model, peer, (titles, texts), questions, run_train, s, work,
                                log))
+            log("minilm: reading the oneDNN kernels each precision runs (ONEDNN_VERBOSE)")
+            out["kernels"] = {p: kernels_used(inputs, p, out["batches"]["tt_zoo"])
+                              for p in ("float32", "bfloat16")}
         finally:
             if peer is not None:
                 peer.close()
@@ -193,15 +196,18 @@ def measure(model, peer, documents, questions, run_train, s: dict, work: str, lo
         s["batches"], log, "tt_zoo encode_documents")
     out = {"batch_tuning": {"tt_zoo": tuning}, "batches": {"tt_zoo": tt_batch}}
     docs: Dict[str, Callable[[], float]] = {
-        "tt_zoo": stopwatch(lambda: model.encode_documents(texts, titles=titles,
-                                                           batch_size=tt_batch)),
+        "tt_zoo": stopwatch(lambda: model.encode_documents(
+            texts, titles=titles, batch_size=tt_batch, precision="float32")),
         "tt_zoo bfloat16": stopwatch(lambda: model.encode_documents(
             texts, titles=titles, batch_size=tt_batch, precision="bfloat16")),
     }
     log("minilm: exporting the model to time its encode_document signature")
     signature = signature_encoder(model.keras_model, os.path.join(work, "export"), tt_batch)
     docs["tt_zoo signature"] = stopwatch(lambda: signature(titles, texts))
-    queries = {"tt_zoo": stopwatch(lambda: model.encode_queries(questions, batch_size=128))}
+    queries = {"tt_zoo": stopwatch(lambda: model.encode_queries(questions, batch_size=128,
+                                                                precision="float32")),
+               "tt_zoo bfloat16": stopwatch(lambda: model.encode_queries(
+                   questions, batch_size=128, precision="bfloat16"))}
     train = {"tt_zoo": run_train}
     peer_batch = None
     if peer is not None:
@@ -211,6 +217,8 @@ def measure(model, peer, documents, questions, run_train, s: dict, work: str, lo
         out["batch_tuning"]["sentence-transformers"] = tuning
         out["batches"]["sentence-transformers"] = peer_batch
         docs["sentence-transformers"] = peer.runner(op="encode_documents", batch=peer_batch)
+        docs["sentence-transformers bfloat16"] = peer.runner(
+            op="encode_documents", batch=peer_batch, autocast="bfloat16")
         queries["sentence-transformers"] = peer.runner(op="encode_queries", batch=128)
         train["pytorch"] = peer.runner(op="train", steps=s["steps"])
         peer.ask(op="train", steps=s["warmup"])
@@ -228,13 +236,30 @@ def measure(model, peer, documents, questions, run_train, s: dict, work: str, lo
     return out
 
 
+def kernels_used(inputs: str, precision: str, batch: int) -> dict:
+    """The oneDNN kernels (`benchmarks.measure.onednn_kernels`) of ``encode_documents`` at
+    `precision` on the first 256 passages of `inputs`, in a process of its own."""
+    from benchmarks.measure import kernels_of
+
+    return kernels_of(f"""
+import json
+import tt_zoo
+data = json.load(open({inputs!r}, encoding="utf-8"))
+titles, texts = data["titles"][:256], data["texts"][:256]
+model = tt_zoo.load({NAME!r})
+model.encode_documents(texts, titles=titles, batch_size={batch}, precision={precision!r})
+print("=== measure", flush=True)
+model.encode_documents(texts, titles=titles, batch_size={batch}, precision={precision!r})
+""")
+
+
 def identity(model, peer, titles, texts, tt_batch, peer_batch) -> dict:
     """Token ids and vectors of both sides on every document."""
     import numpy as np
 
     from benchmarks.measure import min_cosine
 
-    ours = model.encode_documents(texts, titles=titles, batch_size=tt_batch)
+    ours = model.encode_documents(texts, titles=titles, batch_size=tt_batch, precision="float32")
     bf16 = model.encode_documents(texts, titles=titles, batch_size=tt_batch,
                                   precision="bfloat16")
     out = {"documents": len(texts), "bfloat16_min_cosine_to_float32": min_cosine(bf16, ours)}
@@ -261,11 +286,17 @@ def rows(seconds: Dict[str, Sequence[float]], units: int, peer: str) -> list:
     out = [{"implementation": name, **rate_row(secs, units)} for name, secs in seconds.items()]
     base = next((r for r in out if r["implementation"] == peer), None)
     add_ratio(out, "median_per_s", "vs_peer", lambda _: base)
+    float32 = next((r for r in out if r["implementation"] == "tt_zoo"), None)
+    add_ratio(out, "median_per_s", "vs_tt_zoo_float32",
+              lambda r: float32 if r["implementation"].startswith("tt_zoo ") else None)
     return out
 
 
-LABELS = {"tt_zoo": "tt_zoo `encode_documents` / `encode_queries` / `fit` (float32)",
-          "tt_zoo bfloat16": "tt_zoo `encode_documents(precision=\"bfloat16\")`",
+LABELS = {"tt_zoo": "tt_zoo `encode_documents` / `encode_queries` / `fit`, float32",
+          "tt_zoo bfloat16": "tt_zoo `encode_*(precision=\"bfloat16\")` (the default on a CPU "
+                             "with AMX)",
+          "sentence-transformers bfloat16": "sentence-transformers `encode` under "
+                                            "`torch.autocast(\"cpu\", torch.bfloat16)`",
           "tt_zoo signature": "tt_zoo exported SavedModel `encode_document` signature",
           "sentence-transformers": "sentence-transformers `encode` (PyTorch)",
           "pytorch": "PyTorch loop: BertModel, mean pool, cross-entropy, AdamW"}
@@ -290,6 +321,10 @@ def render(part: dict) -> list:
                   f"{100 * ident['same_token_ids']:.1f}%, smallest cosine between the two "
                   f"libraries' float32 vectors {ident['min_cosine']:.6f}; bfloat16 against "
                   f"float32 {ident['bfloat16_min_cosine_to_float32']:.6f}."]
+    for precision, kernels in part.get("kernels", {}).items():
+        top = ", ".join(f"`{k}` {n:,}" for k, n in list(kernels.items())[:4])
+        lines += ["", f"oneDNN kernels of `encode_documents` in {precision} (256 passages, "
+                  f"executions): {top}."]
     batches = ", ".join(f"{k} {v}" for k, v in part.get("batches", {}).items())
     for key, unit, what in (
             ("documents", "docs/s", f"{ident.get('documents', s['passages']):,} 100-word "
@@ -300,10 +335,10 @@ def render(part: dict) -> list:
                                  f" {s['steps']} steps a round")):
         if key not in part:
             continue
-        lines += ["", f"**{what}**", "", f"| implementation | median {unit} | range | vs peer |",
-                  "| --- | --- | --- | --- |"]
+        lines += ["", f"**{what}**", "", f"| implementation | median {unit} | range | vs peer "
+                  "| vs tt_zoo float32 |", "| --- | --- | --- | --- | --- |"]
         for r in part[key]:
-            ratio = f"x{r['vs_peer']:.2f}" if "vs_peer" in r else ""
+            ratios = [f"x{r[k]:.2f}" if k in r else "" for k in ("vs_peer", "vs_tt_zoo_float32")]
             lines.append(f"| {LABELS.get(r['implementation'], r['implementation'])} | "
-                         f"{speed_cells(r, 'per_s', 1)} | {ratio} |")
+                         f"{speed_cells(r, 'per_s', 1)} | {' | '.join(ratios)} |")
     return lines

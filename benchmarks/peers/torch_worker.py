@@ -8,6 +8,8 @@ stdout, so the parent can interleave its rounds with tt_zoo's (A B A B ...) whil
 keeps its own process, threads and allocator:
 
   {"op": "encode_documents", "batch": 32}   -> {"seconds": s}   (the (title, passage) pairs;
+                                                 "autocast": "bfloat16" runs them under
+                                                 torch.autocast("cpu", torch.bfloat16);
                                                                   "limit": the first N only)
   {"op": "encode_queries", "batch": 64}     -> {"seconds": s}
   {"op": "train", "steps": 5}               -> {"seconds": s}   (in-batch softmax steps)
@@ -77,6 +79,15 @@ class Trainer:
         self.optimizer.step()
 
 
+def autocast(torch, dtype):
+    """PyTorch's own mixed precision on the CPU for `dtype` ("bfloat16"), or no change."""
+    import contextlib
+
+    if dtype is None:
+        return contextlib.nullcontext()
+    return torch.autocast("cpu", dtype=getattr(torch, dtype))
+
+
 def main(folder: str, inputs: str, arrays: str, work: str, temperature: float,
          learning_rate: float) -> None:
     import numpy as np
@@ -96,7 +107,8 @@ def main(folder: str, inputs: str, arrays: str, work: str, temperature: float,
         op = command["op"]
         start = time.perf_counter()
         if op == "encode_documents":
-            model.encode(pairs[:command.get("limit")], batch_size=command["batch"])
+            with autocast(torch, command.get("autocast")):
+                model.encode(pairs[:command.get("limit")], batch_size=command["batch"])
         elif op == "encode_queries":
             model.encode(data["questions"], batch_size=command["batch"])
         elif op == "train":
