@@ -2,7 +2,7 @@
 
 The field's strongest unsupervised retrievers start from a pretrained BERT before their pair
 tasks (Contriever, Izacard et al. 2021, Sec. 4; Spider, Ram et al. 2022, Sec. 4), and the MLM
-baseline of Chang et al. 2020 (Sec. 5.1) *is* the BERT checkpoint. A `BertCheckpoint` is what
+baseline of Chang et al. 2020 (Sec. 5.1) *is* the BERT checkpoint. A `Checkpoint` is what
 every reader of this package returns (`huggingface.read_huggingface_folder`,
 `google_bert.read_google_checkpoint`): the encoder's shape, its weights under Hugging Face's
 `BertModel` names (linear weights as [out, in]), the vocabulary, how the text is cased and how
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -45,15 +45,21 @@ class BertConfig:
         """hidden / heads: the attention scale is 1 / sqrt(head size) (all-MiniLM-L6-v2: 32)."""
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def max_length(self) -> int:
+        """The longest input its absolute positions cover."""
+        return self.max_position_embeddings
+
 
 @dataclasses.dataclass
-class BertCheckpoint:
-    """A BERT checkpoint read into memory.
+class Checkpoint:
+    """A checkpoint read into memory (a BERT, or another registered architecture's).
 
     Attributes:
-      config: the encoder's shape.
-      weights: Hugging Face `BertModel` names (``embeddings.word_embeddings.weight``,
-        ``encoder.layer.N.attention.self.query.weight`` as [out, in], ...) -> float32 arrays.
+      config: the encoder's shape (`BertConfig`, or its family's config).
+      weights: Hugging Face base-model names (BERT's: `BertModel`'s
+        ``embeddings.word_embeddings.weight``, ``encoder.layer.N.attention.self.query.weight``
+        as [out, in], ...) -> float32 arrays.
       vocabulary: the WordPiece tokens in id order.
       lower_case: the tokenizer lower-cases and strips accents (BERT uncased).
       pooling: "mean" (over real tokens) or "cls".
@@ -62,9 +68,11 @@ class BertCheckpoint:
         ``max_seq_length``; the position table may cover more).
       source: where it was read from, for messages and the card.
       files: {file name: sha256} of the weight files read.
+      encoder: its architecture (`tt_zoo.modeling.architectures`), which checks its weights'
+        shapes and builds its tower.
     """
 
-    config: BertConfig
+    config: Any
     weights: Dict[str, np.ndarray]
     vocabulary: List[str]
     lower_case: bool
@@ -73,6 +81,7 @@ class BertCheckpoint:
     max_seq_length: int
     source: str
     files: Dict[str, str] = dataclasses.field(default_factory=dict)
+    encoder: str = "bert"
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
@@ -104,12 +113,16 @@ def expected_shapes(config: BertConfig) -> Dict[str, tuple]:
     return shapes
 
 
-def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
+def check_weight_shapes(checkpoint: Checkpoint) -> None:
     """Raises `ArtifactError` naming the source and the tensor when a weight the config calls
-    for is missing or of another shape."""
-    for name, shape in expected_shapes(checkpoint.config).items():
+    for (its architecture's `expected_shapes`) is missing or of another shape."""
+    from tt_zoo.modeling import architectures
+
+    converter = architectures.get(checkpoint.encoder).converter
+    for name, shape in converter.expected_shapes(checkpoint.config).items():
         if name not in checkpoint.weights:
-            raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a BERT of "
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a "
+                                f"{checkpoint.encoder} encoder of "
                                 f"{checkpoint.config.num_layers} layers needs it).")
         got = tuple(checkpoint.weights[name].shape)
         if got != shape:
@@ -134,7 +147,7 @@ def canonical_weight_names(weights: Dict[str, np.ndarray]) -> Dict[str, np.ndarr
     return out
 
 
-def set_encoder_weights(encoder, checkpoint: BertCheckpoint) -> None:
+def set_encoder_weights(encoder, checkpoint: Checkpoint) -> None:
     """Copies `checkpoint`'s weights into a built Model Garden `BertEncoderV2` of its shape.
 
     The query, key and value projections ([out, in] = [hidden, hidden]) become the encoder's
