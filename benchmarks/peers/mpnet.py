@@ -49,6 +49,8 @@ def settings(args) -> dict:
 
 
 def run(args, log) -> dict:
+    import numpy as np
+
     import tt_zoo
     from benchmarks.peers.encode import passage_documents
     from benchmarks.peers.minilm import TorchPeer, peer_reason
@@ -68,9 +70,8 @@ def run(args, log) -> dict:
     seconds = time.perf_counter() - start
     out["tt_zoo"] = {"seconds": seconds, "docs_per_s": len(texts) / seconds}
     log(f"mpnet: tt_zoo encoded {len(texts):,} passages in {seconds:.1f} s")
-    ours = {"documents": _concat(model.encode_documents(
-                QUICKSTART["texts"], titles=QUICKSTART["titles"]), ours),
-            "singles": model.encode_queries(singles)}
+    quick = model.encode_documents(QUICKSTART["texts"], titles=QUICKSTART["titles"])
+    ours = {"documents": np.concatenate([quick, ours]), "singles": model.encode_queries(singles)}
     reason = peer_reason(s["peer_python"])
     if reason:
         out["skipped"] = reason
@@ -96,12 +97,6 @@ def run(args, log) -> dict:
         if not args.quick:
             write_golden(theirs, singles)
     return out
-
-
-def _concat(a, b):
-    import numpy as np
-
-    return np.concatenate([a, b])
 
 
 def identity(model, ours: dict, theirs: dict, titles, texts, singles) -> dict:

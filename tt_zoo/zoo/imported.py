@@ -19,7 +19,6 @@ import contextlib
 import dataclasses
 import datetime
 import importlib.metadata
-import importlib.util
 import json
 import pathlib
 import sys
