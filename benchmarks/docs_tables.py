@@ -108,7 +108,9 @@ def _tower(spec, registry) -> str:
     bert = f"{spec.tower_size} BERT" if spec.tower_size else "BERT"
     root = _root(spec, registry)  # a model trained from an imported checkpoint has its tower
     if root.imported is not None:
-        bert = f"{root.imported.base_model.split('/')[-1]} (BERT)"
+        family = {"bert": "BERT", "mpnet": "MPNet"}.get(root.imported.encoder,
+                                                        root.imported.encoder)
+        bert = f"{root.imported.base_model.split('/')[-1]} ({family})"
     if spec.kind == "late_interaction":
         return f"ColBERT on {bert}, {spec.embedding_dim}-d token vectors"
     if spec.kind == "term_weights":
@@ -123,7 +125,8 @@ def _training(spec, registry) -> str:
     from tt_zoo.reproduction.report import label
 
     if spec.imported is not None:
-        return "imported as published (supervised start ‡)"
+        how = f", by `{spec.imported.install}`" if spec.imported.optional else ""
+        return f"imported as published{how} (supervised start ‡)"
     if spec.adapted is not None:
         return (f"`{spec.init_from}` (supervised start ‡), then its query tower adapted to its "
                 f"index of the ODQA passages on webquestions, {spec.adapted.epochs:g} epochs")
@@ -341,6 +344,11 @@ RESULTS = {
     "multi_task": ("multi-task retrieval (Maillard et al. 2021) at this scale: task-specific "
                    "against multi-task, markers, towers, confounders, few-shot",
                    "python -m benchmarks.multi_task", "multi_task.md"),
+    "mpnet_import": ("all-mpnet-base-v2 imported as an MPNet tower against sentence-transformers "
+                     "on the same folder: token agreement and the smallest cosine on 1,024 "
+                     "passages with titles and the README quick start's texts",
+                     "python -m benchmarks.peers --sections mpnet --output results/mpnet_import "
+                     "--peer-python ...", "checkpoints.md"),
     "odqa": ("open-domain QA answer recall (top-k) of BM25 and the shipped models",
              "python -m benchmarks.odqa", "pretraining_tasks.md"),
     "open_domain": ("open-domain ReQA (the paper's Table 6 on this data): 578,086 candidates",

@@ -86,6 +86,18 @@ def assert_one_fit_step(layer, inputs):
     assert np.isfinite(history.history["loss"]).all(), history.history
 
 
+# The models that load by name on a fresh `make setup`; the optional teacher (`make teacher`:
+# mpnet_base_768) adds one once imported into the cache.
+SETUP_MODELS = 22
+
+
+def loadable_models() -> int:
+    """How many names `tt_zoo.list_models()` lists on this machine: `SETUP_MODELS`, plus the
+    teacher when its import step has run."""
+    from tt_zoo.zoo import imported, registry
+    return SETUP_MODELS + imported.is_imported(registry.get_spec("mpnet_base_768"))
+
+
 # ---------------------------------------------------------------- a tiny two-tower model
 
 PAIRS = {

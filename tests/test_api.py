@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import tt_zoo
-from helpers import PAIRS
+from helpers import PAIRS, loadable_models
 from tt_zoo.data import features as F
 from tt_zoo.zoo import registry
 
@@ -30,9 +30,12 @@ def test_list_models_is_exactly_the_names_load_accepts_without_training():
         except FileNotFoundError as e:
             assert "Train it with" in str(e) and name not in listed, (name, e)
             continue
+        except tt_zoo.TtZooError as e:  # the optional teacher, its packages not installed
+            assert "`make teacher`" in str(e) and name not in listed, (name, e)
+            continue
         assert spec.name == name and path.is_dir(), name
         accepted.append(name)
-    assert listed == accepted and len(listed) == 22, listed
+    assert listed == accepted and len(listed) == loadable_models(), listed
     assert "minilm_l6_384" in listed and "bert_base_ict_512" not in listed
 
 
@@ -63,7 +66,8 @@ def test_an_unknown_name_is_one_clear_error_with_a_case_change_suggested():
     message = str(caught.value)
     # Printed as written (a bare KeyError quoted it twice: "'\'ICT...'"), one suggestion.
     assert message.startswith("'ICT_BFS_WLP_512' is not a tt_zoo model. Did you mean "
-                              "'ict_bfs_wlp_512'? tt_zoo.list_models() lists the 22 models")
+                              f"'ict_bfs_wlp_512'? tt_zoo.list_models() lists the "
+                              f"{loadable_models()} models")
     assert isinstance(caught.value, KeyError) and isinstance(caught.value, tt_zoo.TtZooError)
     with pytest.raises(KeyError, match="Did you mean 'ict_bfs_wlp_512'"):
         tt_zoo.get_spec("ict_bfs_wlp_51")

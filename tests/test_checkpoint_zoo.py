@@ -71,6 +71,21 @@ def test_a_wrong_sha256_leaves_nothing_in_the_cache(tmp_path, monkeypatch):
     assert list((tmp_path / "models").iterdir()) == []
 
 
+def test_a_damaged_package_file_leaves_nothing_in_the_cache(tmp_path, monkeypatch):
+    """Every package file is checked against its pinned sha256 before it is unzipped."""
+    _installed()
+    import dataclasses
+
+    from tt_zoo.errors import ArtifactError
+    from tt_zoo.zoo import imported
+    files = tuple(dataclasses.replace(f, sha256="0" * 64) for f in imported.MINILM_L6.files)
+    wrong = dataclasses.replace(imported.MINILM_L6, files=files)
+    monkeypatch.setitem(imported.CHECKPOINTS, "minilm_l6_384", wrong)
+    with pytest.raises(ArtifactError, match="model.zip: sha256 .* does not match the pinned"):
+        imported.build("minilm_l6_384", tmp_path / "models" / "minilm_l6_384")
+    assert list((tmp_path / "models").iterdir()) == []
+
+
 def test_a_missing_package_says_how_to_install_it(monkeypatch):
     import importlib.metadata
 

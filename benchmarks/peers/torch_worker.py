@@ -13,7 +13,8 @@ keeps its own process, threads and allocator:
                                                                   "limit": the first N only)
   {"op": "encode_queries", "batch": 64}     -> {"seconds": s}
   {"op": "train", "steps": 5}               -> {"seconds": s}   (in-batch softmax steps)
-  {"op": "dump", "batch": 32}               -> {"vectors": path, "token_ids": path}
+  {"op": "dump", "batch": 32}               -> {"vectors": path, "token_ids": path, "seconds": s}
+                                               ("texts": "questions": the single texts)
   {"op": "quit"}
 
 Inputs come from a JSON file written by the parent (titles, texts, questions) and an .npz of the
@@ -115,15 +116,21 @@ def main(folder: str, inputs: str, arrays: str, work: str, temperature: float,
             for _ in range(command["steps"]):
                 trainer.step()
         elif op == "dump":
-            vectors = model.encode(pairs, batch_size=command["batch"], convert_to_numpy=True)
-            ids = [model.tokenizer(t, x, truncation="longest_first",
+            # The (title, passage) pairs, or with "texts": "questions" the single texts.
+            single = command.get("texts") == "questions"
+            items = data["questions"] if single else pairs
+            stem = "questions" if single else "peer"
+            vectors = model.encode(items, batch_size=command["batch"], convert_to_numpy=True)
+            seconds = time.perf_counter() - start
+            ids = [model.tokenizer(*((x,) if single else x), truncation="longest_first",
                                    max_length=model.max_seq_length)["input_ids"]
-                   for t, x in pairs]
-            np.save(os.path.join(work, "peer_vectors.npy"), vectors)
-            with open(os.path.join(work, "peer_token_ids.json"), "w", encoding="utf-8") as f:
+                   for x in items]
+            np.save(os.path.join(work, f"{stem}_vectors.npy"), vectors)
+            with open(os.path.join(work, f"{stem}_token_ids.json"), "w", encoding="utf-8") as f:
                 json.dump(ids, f)
-            reply({"vectors": os.path.join(work, "peer_vectors.npy"),
-                   "token_ids": os.path.join(work, "peer_token_ids.json")})
+            reply({"vectors": os.path.join(work, f"{stem}_vectors.npy"),
+                   "token_ids": os.path.join(work, f"{stem}_token_ids.json"),
+                   "seconds": seconds})
             continue
         elif op == "quit":
             return

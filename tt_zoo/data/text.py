@@ -18,6 +18,7 @@ Public API:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import operator
 import os
@@ -37,6 +38,56 @@ SEP = "[SEP]"
 MASK = "[MASK]"
 REQUIRED_SPECIAL_TOKENS = (PAD, UNK, CLS, SEP)
 DEFAULT_RESERVED_TOKENS = (PAD, UNK, CLS, SEP, MASK)
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialTokens:
+    """A tokenizer mapping: which vocabulary tokens play the packing roles, and how a pair is
+    joined. BERT packs ``[CLS] a [SEP]`` and ``[CLS] a [SEP] b [SEP]`` (Devlin et al. 2019,
+    Sec. 3); RoBERTa and MPNet pack ``<s> a </s>`` and ``<s> a </s></s> b </s>`` (Hugging Face's
+    ``RobertaProcessing``), padding with ``<pad>``. Each architecture family registers its own
+    (`tt_zoo.modeling.architectures`).
+
+    Args:
+      pad, unk, cls, sep: the tokens of those roles (each must be in the vocabulary).
+      mask: the masked-LM token, optional in the vocabulary.
+      pair_separators: how many ``sep`` tokens join the two segments of a pair (1 or 2).
+    """
+
+    pad: str = "[PAD]"
+    unk: str = "[UNK]"
+    cls: str = "[CLS]"
+    sep: str = "[SEP]"
+    mask: str = "[MASK]"
+    pair_separators: int = 1
+
+    def __post_init__(self):
+        if self.pair_separators not in (1, 2):
+            raise ValueError(f"pair_separators must be 1 or 2 (got {self.pair_separators!r}).")
+
+    @property
+    def required(self) -> tuple:
+        return (self.pad, self.unk, self.cls, self.sep)
+
+    @classmethod
+    def from_config(cls, config) -> "SpecialTokens":
+        """From `to_config`'s dict (None: BERT's)."""
+        if config is None:
+            return BERT_SPECIAL_TOKENS
+        if isinstance(config, SpecialTokens):
+            return config
+        if not isinstance(config, dict) or set(config) - {f.name for f in
+                                                           dataclasses.fields(cls)}:
+            raise ValueError(f"special_tokens must be a dict of {[f.name for f in dataclasses.fields(cls)]}"
+                             f" (got {config!r}).")
+        return cls(**config)
+
+    def to_config(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+BERT_SPECIAL_TOKENS = SpecialTokens()
+
 # How an uncased tokenizer lower-cases: see `TextPreprocessor`'s ``case_folding``.
 CASE_FOLDINGS = ("nfkc_casefold", "unicode_lower")
 DEFAULT_CASE_FOLDING = "nfkc_casefold"
@@ -49,13 +100,15 @@ _REPLACEMENT_CHAR = 0xFFFD
 # Vocabulary files.
 # --------------------------------------------------------------------------------------------
 
-def validate_vocab(tokens: Sequence[str], source: str = "vocabulary") -> list[str]:
+def validate_vocab(tokens: Sequence[str], source: str = "vocabulary",
+                   special_tokens: SpecialTokens = BERT_SPECIAL_TOKENS) -> list[str]:
     """Checks a token list and returns it as a plain ``list[str]``.
 
     Raises ``ValueError`` naming ``source`` and the first problem: a token that is not a string,
     empty, or holds whitespace (with its 1-based line number), a duplicate token (both lines), a
-    missing required special token (``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``), or ``[PAD]``
-    not at id 0 (padding with 0 must mean ``[PAD]``).
+    missing required special token (``[PAD]``, ``[UNK]``, ``[CLS]``, ``[SEP]``, or the roles of
+    another `special_tokens` mapping), or, with BERT's mapping, ``[PAD]`` not at id 0 (padding
+    with 0 must mean ``[PAD]``; another mapping pads with its own pad id).
     """
     tokens = list(tokens)
     if not tokens:
@@ -76,23 +129,26 @@ def validate_vocab(tokens: Sequence[str], source: str = "vocabulary") -> list[st
                 f"{source}: line {line}: duplicate token {token!r} "
                 f"(first seen on line {first_line[token]}).")
         first_line[token] = line
-    missing = [t for t in REQUIRED_SPECIAL_TOKENS if t not in first_line]
+    required = special_tokens.required
+    missing = [t for t in required if t not in first_line]
     if missing:
         raise ValueError(
             f"{source}: missing required special token(s) {missing} "
-            f"(a vocabulary needs {list(REQUIRED_SPECIAL_TOKENS)}).")
-    if tokens[0] != PAD:
+            f"(a vocabulary needs {list(required)}).")
+    if special_tokens == BERT_SPECIAL_TOKENS and tokens[0] != PAD:
         raise ValueError(
             f"{source}: {PAD} must be id 0 (line 1), found it on line {first_line[PAD]}; "
             f"line 1 holds {tokens[0]!r}.")
     return tokens
 
 
-def load_vocab(path: str | os.PathLike) -> list[str]:
+def load_vocab(path: str | os.PathLike,
+               special_tokens: SpecialTokens = BERT_SPECIAL_TOKENS) -> list[str]:
     """Reads a BERT-style ``vocab.txt`` (UTF-8, one token per line; token id = line index).
 
     Args:
         path: the vocabulary file.
+        special_tokens: the mapping whose tokens it must hold (:func:`validate_vocab`).
 
     Returns:
         The tokens, in id order.
@@ -115,7 +171,7 @@ def load_vocab(path: str | os.PathLike) -> list[str]:
     text = text.replace("\r\n", "\n")
     if text.endswith("\n"):
         text = text[:-1]
-    return validate_vocab(text.split("\n"), source=str(path))
+    return validate_vocab(text.split("\n"), source=str(path), special_tokens=special_tokens)
 
 
 def save_vocab(tokens: Sequence[str], path: str | os.PathLike) -> pathlib.Path:
@@ -263,6 +319,9 @@ class TextPreprocessor(tf.keras.layers.Layer):
             ``BertNormalizer``: accents stripped after NFD, then plain Unicode lower-casing,
             nothing else folded. A checkpoint imported from either keeps its own rule
             (`tt_zoo.modeling.checkpoints`), so its token ids match the original's.
+        special_tokens: the tokenizer mapping (:class:`SpecialTokens`, or its dict); None is
+            BERT's (``[CLS]``/``[SEP]``/``[PAD]``). An MPNet tower's packs ``<s> a </s>`` and
+            ``<s> a </s></s> b </s>``, padded with ``<pad>``.
         **kwargs: passed to ``tf.keras.layers.Layer`` (``name``, ...).
 
     Example:
@@ -282,12 +341,14 @@ class TextPreprocessor(tf.keras.layers.Layer):
     """
 
     def __init__(self, vocabulary, seq_length=64, lower_case=True,
-                 case_folding=DEFAULT_CASE_FOLDING, **kwargs):
+                 case_folding=DEFAULT_CASE_FOLDING, special_tokens=None, **kwargs):
         super().__init__(**kwargs)
+        self.special_tokens = SpecialTokens.from_config(special_tokens)
         if isinstance(vocabulary, (str, os.PathLike)):
-            tokens = load_vocab(vocabulary)
+            tokens = load_vocab(vocabulary, self.special_tokens)
         else:
-            tokens = validate_vocab(vocabulary, source=f"vocabulary of layer {self.name!r}")
+            tokens = validate_vocab(vocabulary, source=f"vocabulary of layer {self.name!r}",
+                                    special_tokens=self.special_tokens)
         try:
             valid = not isinstance(seq_length, bool) and operator.index(seq_length) >= 3
         except TypeError:
@@ -306,18 +367,19 @@ class TextPreprocessor(tf.keras.layers.Layer):
         self.case_folding = case_folding
 
         ids = {token: i for i, token in enumerate(tokens)}
+        special = self.special_tokens
         self.vocab_size = len(tokens)
-        self.pad_id = ids[PAD]
-        self.unk_id = ids[UNK]
-        self.cls_id = ids[CLS]
-        self.sep_id = ids[SEP]
-        self.mask_id = ids.get(MASK)  # None when the vocabulary has no [MASK].
+        self.pad_id = ids[special.pad]
+        self.unk_id = ids[special.unk]
+        self.cls_id = ids[special.cls]
+        self.sep_id = ids[special.sep]
+        self.mask_id = ids.get(special.mask)  # None when the vocabulary has no mask token.
 
         # FastBertTokenizer: BERT's basic tokenizer and WordPiece in one linear-time kernel
         # (Song et al. 2021, "Fast WordPiece Tokenization"); it gives the classic
         # BertTokenizer's ids (tests/test_text.py pins them) about 10x faster.
         self._tokenizer = tf_text.FastBertTokenizer(
-            list(tokens), token_out_type=tf.int32, unknown_token=UNK,
+            list(tokens), token_out_type=tf.int32, unknown_token=special.unk,
             lower_case_nfd_strip_accents=self.lower_case and not self._unicode_lower)
 
     @property
@@ -325,12 +387,15 @@ class TextPreprocessor(tf.keras.layers.Layer):
         return self.lower_case and self.case_folding == "unicode_lower"
 
     def tokenizer_settings(self) -> dict:
-        """What decides the token ids besides the texts: the vocabulary's sha256 and the casing
-        (``case_folding`` only when it is not the default, so keys made before it stay valid).
+        """What decides the token ids besides the texts: the vocabulary's sha256, the casing and
+        the packing (``case_folding`` and ``special_tokens`` only when not the default, so keys
+        made before them stay valid).
         Caches of tokenized data key on it."""
         settings = {"vocabulary": self.vocabulary_sha256, "lower_case": self.lower_case}
         if self.case_folding != DEFAULT_CASE_FOLDING:
             settings["case_folding"] = self.case_folding
+        if self.special_tokens != BERT_SPECIAL_TOKENS:
+            settings["special_tokens"] = self.special_tokens.to_config()
         return settings
 
     @property
@@ -401,7 +466,9 @@ class TextPreprocessor(tf.keras.layers.Layer):
         else:
             segments = [self.tokenize(self._check_strings(inputs, "TextPreprocessor input"))]
 
-        budget = self.seq_length - len(segments) - 1  # [CLS] + one [SEP] per segment.
+        # [CLS] + [SEP], and the pair's separators (one for BERT, two for MPNet).
+        budget = self.seq_length - 2 - (self.special_tokens.pair_separators
+                                        if len(segments) == 2 else 0)
         if len(segments) == 1:
             segments = [segments[0][:, :budget]]
         else:
@@ -428,6 +495,9 @@ class TextPreprocessor(tf.keras.layers.Layer):
         word_ids = tf.where(position == end, self.sep_id, word_ids)
         type_ids = tf.zeros_like(word_ids)
         if len(segments) == 2:
+            for _ in range(self.special_tokens.pair_separators - 1):  # "</s></s>" joins a pair
+                end = end + 1
+                word_ids = tf.where(position == end, self.sep_id, word_ids)
             second = position > end
             word_ids = tf.where(second, gathered(pieces[1], end + 1), word_ids)
             end = end + sizes[1] + 1
@@ -466,4 +536,6 @@ class TextPreprocessor(tf.keras.layers.Layer):
         })
         if self.case_folding != DEFAULT_CASE_FOLDING:  # configs saved before it stay identical
             config["case_folding"] = self.case_folding
+        if self.special_tokens != BERT_SPECIAL_TOKENS:  # (so do BERT's)
+            config["special_tokens"] = self.special_tokens.to_config()
         return config

@@ -63,11 +63,19 @@ def _f32(variable) -> tf.Tensor:
     return tf.cast(variable, tf.float32)
 
 
-def _dense_2d(x: tf.Tensor, dense, units: int) -> tf.Tensor:
-    """An `EinsumDense` (or `Dense`) applied to rows x [n, in] as one float32 MatMul + BiasAdd
-    (which TensorFlow fuses into one oneDNN call)."""
-    return tf.nn.bias_add(tf.matmul(x, tf.reshape(_f32(dense.kernel), [-1, units])),
-                          tf.reshape(_f32(dense.bias), [units]))
+def _matmul(a: tf.Tensor, b: tf.Tensor, dtype: tf.DType, **kwargs) -> tf.Tensor:
+    """``tf.matmul`` with its inputs in `dtype` (float32 or bfloat16; no-op casts in float32)."""
+    return tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs)
+
+
+def _dense_2d(x: tf.Tensor, dense, units: int, dtype: tf.DType = tf.float32,
+              out: tf.DType = tf.float32) -> tf.Tensor:
+    """An `EinsumDense` (or `Dense`) applied to rows x [n, in] as one MatMul + BiasAdd in
+    `dtype` (which TensorFlow fuses into one oneDNN inner product), the result in `out`.
+    (MPNet's single training and inference graph uses it in bfloat16 too.)"""
+    kernel = tf.reshape(dense.kernel, [-1, units])
+    bias = tf.cast(tf.reshape(dense.bias, [units]), dtype)
+    return tf.cast(tf.nn.bias_add(_matmul(x, kernel, dtype), bias), out)
 
 
 def _query_scale(attention) -> float:

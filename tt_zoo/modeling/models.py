@@ -19,9 +19,12 @@ from tt_zoo.modeling.inference import PACKED_KEYS, EncodeOptions, encode_in_buck
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.pair_model import PairModel
 from tt_zoo.data.text import DEFAULT_CASE_FOLDING, TextPreprocessor
-from tt_zoo.modeling.towers import BertTower, BowMlpTower
-# Registered for deserialization: a model's query tower may route per task class.
+from tt_zoo.modeling import architectures
+# Registered for deserialization: a model's query tower may route per task class, and every
+# family's tower class (`architectures.FAMILY_MODULES`) must be known to load its export.
 from tt_zoo.modeling.routed_tower import TaskRoutedTower  # noqa: F401
+
+architectures.get("bert")  # imports the family modules
 
 
 @tf.keras.utils.register_keras_serializable(package="tt_zoo")
@@ -231,7 +234,8 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
 
     Args:
       vocabulary: a vocab.txt path or a list of WordPiece tokens.
-      encoder: "bert" (Transformer tower) or "bow_mlp".
+      encoder: a registered architecture (`tt_zoo.modeling.architectures`): "bert"
+        (Transformer tower), "bow_mlp" or "mpnet"; it also chooses the tokenizer mapping.
       size: BERT tower size name ("tiny", "mini", "small", "base"); see `BertTower`.
       embedding_dim: output dimension of both towers (paper: 512; ablations 128, 256).
       query_length, document_length: token budgets (paper: 64 and 288).
@@ -245,27 +249,27 @@ def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[s
       case_folding: how it lower-cases; see `TextPreprocessor`.
       max_sequence_length: positions a BERT tower covers (default: the longer token budget).
       **bert_shape: explicit num_layers / hidden_size / num_attention_heads / inner_dim, and
-        `BertTower`'s type_vocab_size / inner_activation / projection.
+        the Transformer tower's own options (`BertTower`'s type_vocab_size / inner_activation /
+        projection; `MPNetTower`'s).
     """
+    architecture = architectures.get(encoder)  # the one lookup of the encoder string
+    special = architecture.special_tokens
     query_pre = TextPreprocessor(vocabulary, seq_length=query_length, lower_case=lower_case,
-                                 case_folding=case_folding, name="query_preprocessor")
+                                 case_folding=case_folding, special_tokens=special,
+                                 name="query_preprocessor")
     doc_pre = TextPreprocessor(query_pre.vocabulary, seq_length=document_length,
                                lower_case=lower_case, case_folding=case_folding,
-                               name="document_preprocessor")
-    vocab_size = query_pre.vocab_size
+                               special_tokens=special, name="document_preprocessor")
+    settings = architectures.TowerSettings(
+        vocab_size=query_pre.vocab_size, embedding_dim=embedding_dim, size=size,
+        max_sequence_length=max_sequence_length or max(query_length, document_length),
+        dropout_rate=dropout_rate, pooling=pooling, init_checkpoint=init_checkpoint,
+        shape=bert_shape, bow_token_embedding_dim=bow_token_embedding_dim,
+        bow_hidden_dim=bow_hidden_dim, bow_output_activation=bow_output_activation,
+        bow_mlp=bow_mlp)
 
     def make_tower(name):
-        if encoder == "bert":
-            return BertTower(vocab_size, embedding_dim, size=size,
-                             max_sequence_length=(max_sequence_length
-                                                  or max(query_length, document_length)),
-                             dropout_rate=dropout_rate, pooling=pooling,
-                             init_checkpoint=init_checkpoint, name=name, **bert_shape)
-        if encoder == "bow_mlp":
-            return BowMlpTower(vocab_size, embedding_dim, token_embedding_dim=bow_token_embedding_dim,
-                               hidden_dim=bow_hidden_dim, output_activation=bow_output_activation,
-                               mlp=bow_mlp, name=name)
-        raise ValueError(f"Unknown encoder {encoder!r}; expected 'bert' or 'bow_mlp'.")
+        return architecture.build_tower(settings, name)
 
     query_tower = make_tower("query_tower")
     document_tower = None if share_towers else make_tower("document_tower")

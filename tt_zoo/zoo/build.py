@@ -56,8 +56,7 @@ def build_untrained(spec: ModelSpec, vocabulary, *, query_length: Optional[int] 
             document_length=document_length or spec.document_length, dropout_rate=dropout_rate,
             temperature=options.temperature,
             **{k: v for k, v in shape.items() if not k.startswith("bow_")})
-    if spec.encoder != "bert":
-        shape = {k: v for k, v in shape.items() if k.startswith("bow_")}
+    # (Each family's builder reads its own fields of the shape: `tt_zoo.modeling.architectures`.)
     return build_two_tower_model(vocabulary, encoder=spec.encoder,
                                  embedding_dim=spec.embedding_dim,
                                  query_length=query_length or spec.query_length,

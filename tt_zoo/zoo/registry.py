@@ -423,8 +423,8 @@ DISTILLED = "distilled"  # the pretraining of a static model distilled from its 
 
 def _checkpoint_specs() -> Dict[str, ModelSpec]:
     """For every public checkpoint of `tt_zoo.zoo.imported`: the imported model (a mean-pooled,
-    normalised BERT of the checkpoint's shape, found in the cache, built there from its
-    package) and the four models made from it."""
+    normalised encoder of the checkpoint's architecture and shape, found in the cache, built
+    there from its packages) and, unless it says otherwise, the four models made from it."""
     specs = {}
     for name, c in CHECKPOINTS.items():
         common = dict(query_length=c.query_length, document_length=c.document_length,
@@ -434,11 +434,13 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
         # The checkpoint's name is its architecture (``minilm_l6_384``), ``static_`` that of the
         # static model distilled from it; the tag says which weights (`ModelSpec.tag`).
         specs[name] = ModelSpec(
-            name=name, encoder="bert", tower_size=None, embedding_dim=c.embedding_dim,
+            name=name, encoder=c.encoder, tower_size=None, embedding_dim=c.embedding_dim,
             pretraining="imported", artifact=name, imported=c, architecture=name, **common,
             metrics=tuple(sorted(headline(name).items())),
             provenance=f"{c.base_model} (revision {c.revision[:12]}, {c.license}) from "
                        f"{c.requirement}, as published; trained on {c.training_data}")
+        if not c.derived_recipes:
+            continue
         specs[f"multitask_{name}"] = ModelSpec(
             name=f"multitask_{name}", encoder="bert", tower_size=None,
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
@@ -543,7 +545,11 @@ def list_models(pattern: str = "*", shipped_only: Optional[bool] = None,
 def loads_by_name(spec: "ModelSpec") -> bool:
     """True when `tt_zoo.load` (or `load_term_weighter`) takes the name without training: it
     records an artifact, shipped (saved_models/, the cache or its URL) or an imported public
-    checkpoint's (built from its installed package into the cache)."""
+    checkpoint's (built from its installed package into the cache; an optional one, such as
+    the ``make teacher`` MPNet, once its import step has put it there)."""
+    if spec.imported is not None and spec.imported.optional:
+        from tt_zoo.zoo.imported import is_imported
+        return is_imported(spec)
     return spec.shipped
 
 
@@ -590,6 +596,9 @@ def model_name_problem(name_or_path: str, where: str = "tt_zoo.list_models()") -
     if registered is None:
         return unknown_model_message(name_or_path, where)
     spec = REGISTRY[registered]
+    if spec.imported is not None:  # tt_zoo.load imports it when its packages are installed
+        from tt_zoo.zoo import imported
+        return None if imported.is_imported(spec) else imported.missing_packages(spec.imported)
     if not loads_by_name(spec):
         return (f"{name_or_path!r} is a recipe without weights: train it with\n  "
                 f"{spec.recipe_command()}\nand pass the export's directory. {where} lists the "

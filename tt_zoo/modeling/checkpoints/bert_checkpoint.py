@@ -2,7 +2,7 @@
 
 The field's strongest unsupervised retrievers start from a pretrained BERT before their pair
 tasks (Contriever, Izacard et al. 2021, Sec. 4; Spider, Ram et al. 2022, Sec. 4), and the MLM
-baseline of Chang et al. 2020 (Sec. 5.1) *is* the BERT checkpoint. A `BertCheckpoint` is what
+baseline of Chang et al. 2020 (Sec. 5.1) *is* the BERT checkpoint. A `Checkpoint` is what
 every reader of this package returns (`huggingface.read_huggingface_folder`,
 `google_bert.read_google_checkpoint`): the encoder's shape, its weights under Hugging Face's
 `BertModel` names (linear weights as [out, in]), the vocabulary, how the text is cased and how
@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -49,15 +49,21 @@ class BertConfig:
         """hidden / heads: the attention scale is 1 / sqrt(head size) (all-MiniLM-L6-v2: 32)."""
         return self.hidden_size // self.num_attention_heads
 
+    @property
+    def max_length(self) -> int:
+        """The longest input its absolute positions cover."""
+        return self.max_position_embeddings
+
 
 @dataclasses.dataclass
-class BertCheckpoint:
-    """A BERT checkpoint read into memory.
+class Checkpoint:
+    """A checkpoint read into memory (a BERT, or another registered architecture's).
 
     Attributes:
-      config: the encoder's shape.
-      weights: Hugging Face `BertModel` names (``embeddings.word_embeddings.weight``,
-        ``encoder.layer.N.attention.self.query.weight`` as [out, in], ...) -> float32 arrays.
+      config: the encoder's shape (`BertConfig`, or its family's config).
+      weights: Hugging Face base-model names (BERT's: `BertModel`'s
+        ``embeddings.word_embeddings.weight``, ``encoder.layer.N.attention.self.query.weight``
+        as [out, in], ...) -> float32 arrays.
       vocabulary: the WordPiece tokens in id order.
       lower_case: the tokenizer lower-cases and strips accents (BERT uncased).
       pooling: "mean" (over real tokens) or "cls".
@@ -66,9 +72,11 @@ class BertCheckpoint:
         ``max_seq_length``; the position table may cover more).
       source: where it was read from, for messages and the card.
       files: {file name: sha256} of the weight files read.
+      encoder: its architecture (`tt_zoo.modeling.architectures`), which checks its weights'
+        shapes and builds its tower.
     """
 
-    config: BertConfig
+    config: Any
     weights: Dict[str, np.ndarray]
     vocabulary: List[str]
     lower_case: bool
@@ -77,6 +85,7 @@ class BertCheckpoint:
     max_seq_length: int
     source: str
     files: Dict[str, str] = dataclasses.field(default_factory=dict)
+    encoder: str = "bert"
 
     def __post_init__(self):
         if self.pooling not in POOLINGS:
@@ -108,15 +117,18 @@ def expected_shapes(config: BertConfig) -> Dict[str, tuple]:
     return shapes
 
 
-def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
+def check_weight_shapes(checkpoint: Checkpoint) -> None:
     """Raises `ArtifactError` naming the source and the tensor when a weight the config calls
-    for is missing, of another shape, or not finite, or when the checkpoint holds encoder
-    weights the config has no place for (a layer beyond ``num_hidden_layers``: the import would
-    drop it and compute another function)."""
-    expected = expected_shapes(checkpoint.config)
+    for (its architecture's `expected_shapes`) is missing, of another shape, or not finite,
+    or when the checkpoint holds encoder weights the config has no place for (a layer beyond
+    ``num_hidden_layers``: the import would drop it and compute another function)."""
+    from tt_zoo.modeling import architectures
+
+    expected = architectures.get(checkpoint.encoder).converter.expected_shapes(checkpoint.config)
     for name, shape in expected.items():
         if name not in checkpoint.weights:
-            raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a BERT of "
+            raise ArtifactError(f"{checkpoint.source}: weight {name!r} is missing (a "
+                                f"{checkpoint.encoder} encoder of "
                                 f"{checkpoint.config.num_layers} layers needs it).")
         got = tuple(checkpoint.weights[name].shape)
         if got != shape:
@@ -127,8 +139,8 @@ def check_weight_shapes(checkpoint: BertCheckpoint) -> None:
     if unused:
         raise ArtifactError(
             f"{checkpoint.source}: {len(unused)} encoder weights ({', '.join(unused[:3])}"
-            f"{', ...' if len(unused) > 3 else ''}) have no place in a BERT of "
-            f"{checkpoint.config.num_layers} layers as its config describes: the import would "
+            f"{', ...' if len(unused) > 3 else ''}) have no place in a "
+            f"{checkpoint.encoder} encoder of {checkpoint.config.num_layers} layers as its config describes: the import would "
             "drop them. Check num_hidden_layers in the config.")
     for name, value in sorted(checkpoint.weights.items()):
         if not np.isfinite(value).all():
@@ -153,7 +165,7 @@ def canonical_weight_names(weights: Dict[str, np.ndarray]) -> Dict[str, np.ndarr
     return out
 
 
-def set_encoder_weights(encoder, checkpoint: BertCheckpoint) -> None:
+def set_encoder_weights(encoder, checkpoint: Checkpoint) -> None:
     """Copies `checkpoint`'s weights into a built Model Garden `BertEncoderV2` of its shape.
 
     The query, key and value projections ([out, in] = [hidden, hidden]) become the encoder's
@@ -228,16 +240,18 @@ def as_int(config: dict, key: str, source: str, default: Optional[int] = None,
     return value
 
 
-def layer_norm_eps(config: dict, source: str) -> float:
-    """``config["layer_norm_eps"]`` (default `ENCODER_LAYER_NORM_EPS`), which must be the
-    encoder's: `ArtifactError` naming the file and the key for another value or a non-number."""
-    value = config.get("layer_norm_eps", ENCODER_LAYER_NORM_EPS)
+def layer_norm_eps(config: dict, source: str, default: float = ENCODER_LAYER_NORM_EPS,
+                   fixed: bool = True) -> float:
+    """``config["layer_norm_eps"]`` (`default` when absent): a number above 0, and with `fixed`
+    the encoder's own (the Model Garden BERT's epsilon is 1e-12 whatever the config says);
+    otherwise `ArtifactError` naming the file and the key."""
+    value = config.get("layer_norm_eps", default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
             value) or value <= 0:
         raise ArtifactError(f"{source}: 'layer_norm_eps' must be a number above 0 (got "
                             f"{value!r}).")
-    if not math.isclose(value, ENCODER_LAYER_NORM_EPS, rel_tol=1e-3):
+    if fixed and not math.isclose(value, default, rel_tol=1e-3):
         raise ArtifactError(f"{source}: 'layer_norm_eps' {value:g} is not the "
-                            f"{ENCODER_LAYER_NORM_EPS:g} of the encoder tt_zoo imports into; "
+                            f"{default:g} of the encoder tt_zoo imports into; "
                             "its LayerNorms would compute other vectors than the checkpoint's.")
     return float(value)

@@ -3,7 +3,7 @@ google-research/bert released BERT-base and the BERT miniatures (Turc et al. 201
 
 Its TF1 variables (``bert/encoder/layer_0/attention/self/query/kernel`` as [in, out], LayerNorm
 ``gamma``/``beta``) are read with `tf.train.load_checkpoint` and renamed to the Hugging Face
-names `BertCheckpoint` holds. Google's code computed "gelu" as the tanh approximation, so the
+names `Checkpoint` holds. Google's code computed "gelu" as the tanh approximation, so the
 imported tower uses that form. The result pools [CLS] and does not normalise, as BERT does.
 """
 
@@ -13,7 +13,7 @@ import pathlib
 import re
 
 from tt_zoo.errors import ArtifactError
-from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
+from tt_zoo.modeling.checkpoints.bert_checkpoint import (Checkpoint, BertConfig, as_int,
                                                          canonical_weight_names,
                                                          hidden_activation)
 from tt_zoo.manifest import read_json_object as read_json
@@ -46,7 +46,7 @@ def is_uncased(vocabulary) -> bool:
                    if not (t.startswith("[") and t.endswith("]")))
 
 
-def read_google_checkpoint(folder) -> BertCheckpoint:
+def read_google_checkpoint(folder) -> Checkpoint:
     """Reads a Google BERT checkpoint folder.
 
     Raises:
@@ -89,7 +89,7 @@ def read_google_checkpoint(folder) -> BertCheckpoint:
     vocabulary = load_vocab(folder / "vocab.txt")
     files = {name: entry["sha256"] for name, entry in describe_files(
         folder, sorted(p.name for p in folder.glob(CHECKPOINT_PREFIX + ".*"))).items()}
-    return BertCheckpoint(config=config, weights=canonical_weight_names(weights),
+    return Checkpoint(config=config, weights=canonical_weight_names(weights),
                           vocabulary=vocabulary,
                           lower_case=bool(raw.get("do_lower_case", is_uncased(vocabulary))),
                           pooling="cls",

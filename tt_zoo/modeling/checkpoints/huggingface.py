@@ -1,6 +1,8 @@
-"""A Hugging Face / sentence-transformers BERT folder, read without PyTorch or transformers.
+"""A Hugging Face / sentence-transformers folder, read without PyTorch or transformers.
 
-The folder holds ``config.json`` (a ``BertModel``: ``model_type`` "bert"), ``model.safetensors``
+The folder holds ``config.json`` (its ``model_type`` names a registered architecture,
+`tt_zoo.modeling.architectures`: "bert", "mpnet"; that family's converter reads the config and
+names the weights), ``model.safetensors``
 (read into NumPy by the `safetensors` library), the vocabulary as ``vocab.txt`` or inside
 ``tokenizer.json`` (a WordPiece model), and, for a sentence-transformers model, the pooling
 config (``1_Pooling/config.json``), ``modules.json`` (a ``Normalize`` module means cosine
@@ -16,51 +18,33 @@ from typing import Optional
 
 from tt_zoo.errors import ArtifactError
 from tt_zoo.manifest import describe_file, read_json_object as read_json
-from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertCheckpoint, BertConfig, as_int,
-                                                         canonical_weight_names,
-                                                         hidden_activation, layer_norm_eps)
+from tt_zoo.modeling.checkpoints.bert_checkpoint import Checkpoint, as_int
 
 WEIGHTS_FILE = "model.safetensors"
-SUPPORTED_TYPES = ("bert",)
 
 
 def is_huggingface_folder(path: pathlib.Path) -> bool:
     return (path / "config.json").is_file() and not (path / "bert_config.json").is_file()
 
 
-def read_config(folder: pathlib.Path) -> BertConfig:
+def read_config(folder: pathlib.Path):
+    """(the architecture of config.json's ``model_type``, its config read by the family's
+    converter: `tt_zoo.modeling.architectures.for_model_type`)."""
+    from tt_zoo.modeling import architectures
+
     path = folder / "config.json"
     config = read_json(path, "the model's Hugging Face config")
-    model_type = config.get("model_type")
-    if model_type not in SUPPORTED_TYPES:
-        raise ArtifactError(
-            f"{path}: model_type {model_type!r} is not supported; tt_zoo imports BERT "
-            f"checkpoints (model_type {SUPPORTED_TYPES}), not RoBERTa, ALBERT or others.")
-    src = str(path)
-    hidden = as_int(config, "hidden_size", src)
-    heads = as_int(config, "num_attention_heads", src)
-    if hidden % heads:
-        raise ArtifactError(f"{path}: hidden_size {hidden} is not divisible by "
-                            f"num_attention_heads {heads}.")
-    if config.get("position_embedding_type", "absolute") != "absolute":
-        raise ArtifactError(f"{path}: position_embedding_type "
-                            f"{config['position_embedding_type']!r} is not supported "
-                            "(expected 'absolute').")
-    return BertConfig(vocab_size=as_int(config, "vocab_size", src), hidden_size=hidden,
-                      num_layers=as_int(config, "num_hidden_layers", src),
-                      num_attention_heads=heads,
-                      intermediate_size=as_int(config, "intermediate_size", src),
-                      max_position_embeddings=as_int(config, "max_position_embeddings", src),
-                      type_vocab_size=as_int(config, "type_vocab_size", src, 2),
-                      inner_activation=hidden_activation(config.get("hidden_act", "gelu"), src),
-                      layer_norm_eps=layer_norm_eps(config, src))
+    architecture = architectures.for_model_type(config.get("model_type"), str(path))
+    return architecture, architecture.converter.read_config(config, str(path))
 
 
-def read_vocabulary(folder: pathlib.Path) -> list:
-    """``vocab.txt`` if present, else the WordPiece vocabulary of ``tokenizer.json``."""
-    from tt_zoo.data.text import load_vocab, validate_vocab
+def read_vocabulary(folder: pathlib.Path, special_tokens=None) -> list:
+    """``vocab.txt`` if present, else the WordPiece vocabulary of ``tokenizer.json``; it must
+    hold the tokens of `special_tokens` (the architecture's mapping; None: BERT's)."""
+    from tt_zoo.data.text import BERT_SPECIAL_TOKENS, load_vocab, validate_vocab
+    special_tokens = special_tokens or BERT_SPECIAL_TOKENS
     if (folder / "vocab.txt").is_file():
-        return load_vocab(folder / "vocab.txt")
+        return load_vocab(folder / "vocab.txt", special_tokens)
     path = folder / "tokenizer.json"
     tokenizer = read_json(path, "a vocab.txt or a tokenizer.json with a WordPiece model")
     model = tokenizer.get("model") or {}
@@ -70,7 +54,8 @@ def read_vocabulary(folder: pathlib.Path) -> list:
     by_id = sorted(model["vocab"].items(), key=lambda item: item[1])
     if [i for _, i in by_id] != list(range(len(by_id))):
         raise ArtifactError(f"{path}: the WordPiece ids are not 0..{len(by_id) - 1}.")
-    return validate_vocab([token for token, _ in by_id], source=str(path))
+    return validate_vocab([token for token, _ in by_id], source=str(path),
+                          special_tokens=special_tokens)
 
 
 def read_lower_case(folder: pathlib.Path) -> bool:
@@ -105,12 +90,12 @@ def read_modules(path: pathlib.Path) -> list:
     return modules
 
 
-def read_sentence_transformers(folder: pathlib.Path, config: BertConfig):
+def read_sentence_transformers(folder: pathlib.Path, config):
     """(pooling, normalize, max_seq_length) of a sentence-transformers folder; a plain BERT
     folder gives ("cls", False, its position table's length)."""
     modules_path = folder / "modules.json"
     if not modules_path.is_file():
-        return "cls", False, config.max_position_embeddings
+        return "cls", False, config.max_length
     modules = read_modules(modules_path)
     kinds = [str(m.get("type", "")) for m in modules]
     normalize = any(k.endswith("Normalize") for k in kinds)
@@ -125,16 +110,16 @@ def read_sentence_transformers(folder: pathlib.Path, config: BertConfig):
             raise ArtifactError(f"{path}: pooling {modes} is not supported (expected one of "
                                 "pooling_mode_mean_tokens, pooling_mode_cls_token).")
         pooling = known[modes[0]]
-    max_len = config.max_position_embeddings
+    max_len = config.max_length
     st_config = folder / "sentence_bert_config.json"
     if st_config.is_file():
         max_len = as_int(read_json(st_config, "sentence-transformers' config"), "max_seq_length",
                          str(st_config), max_len, low=3)  # [CLS], a token, [SEP]
-    return pooling, normalize, min(max_len, config.max_position_embeddings)
+    return pooling, normalize, min(max_len, config.max_length)
 
 
-def read_huggingface_folder(folder, expected_sha256: Optional[str] = None) -> BertCheckpoint:
-    """Reads a Hugging Face / sentence-transformers BERT folder.
+def read_huggingface_folder(folder, expected_sha256: Optional[str] = None) -> Checkpoint:
+    """Reads a Hugging Face / sentence-transformers folder of a registered architecture.
 
     Args:
       folder: the folder (config.json, model.safetensors, vocab.txt or tokenizer.json).
@@ -142,14 +127,14 @@ def read_huggingface_folder(folder, expected_sha256: Optional[str] = None) -> Be
 
     Raises:
       ArtifactError: naming the file, for a missing or unreadable file, a sha256 or shape
-        mismatch, a vocabulary whose size differs from the embedding table, or an architecture
-        other than BERT.
+        mismatch, a vocabulary whose size differs from the embedding table, or a ``model_type``
+        no registered architecture reads.
     """
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
     folder = pathlib.Path(folder)
-    config = read_config(folder)
+    architecture, config = read_config(folder)
     weights_path = folder / WEIGHTS_FILE
     if not weights_path.is_file():
         raise ArtifactError(f"{weights_path} is missing (the checkpoint's weights; tt_zoo reads "
@@ -163,7 +148,8 @@ def read_huggingface_folder(folder, expected_sha256: Optional[str] = None) -> Be
     except (SafetensorError, OSError, ValueError) as e:
         raise ArtifactError(f"{weights_path} is not a readable safetensors file ({e}).") from e
     pooling, normalize, max_len = read_sentence_transformers(folder, config)
-    return BertCheckpoint(config=config, weights=canonical_weight_names(weights),
-                          vocabulary=read_vocabulary(folder), lower_case=read_lower_case(folder),
-                          pooling=pooling, normalize=normalize, max_seq_length=max_len,
-                          source=str(folder), files={WEIGHTS_FILE: digest})
+    return Checkpoint(config=config, weights=architecture.converter.weight_names(weights),
+                      vocabulary=read_vocabulary(folder, architecture.special_tokens),
+                      lower_case=read_lower_case(folder), pooling=pooling, normalize=normalize,
+                      max_seq_length=max_len, source=str(folder), files={WEIGHTS_FILE: digest},
+                      encoder=architecture.name)
