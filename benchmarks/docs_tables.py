@@ -281,6 +281,14 @@ RESULTS = {
                       "chosen on WebQuestions devtest (never trained on)",
                       "python -m benchmarks.checkpoints --benchmarks odqa --fill-depth 1000 "
                       "--odqa-validation webquestions-devtest ...", "checkpoints.md"),
+    "amx_encode": ("all-MiniLM-L6-v2 encoding in float32 and in bfloat16 on the AMX units, side "
+                   "by side, against sentence-transformers in float32 and under torch.autocast "
+                   "bfloat16; the oneDNN kernels each precision runs",
+                   "python -m benchmarks.peers --sections minilm --output results/amx_encode "
+                   "--peer-python ... --minilm-passages 1024 --rounds 5", "speed.md"),
+    "amx_odqa_corpus": ("the 130,638 ODQA passages encoded end to end by `tt-zoo odqa` with the "
+                        "bfloat16 default on AMX, and the answer recall it gives beside BM25",
+                        "tt-zoo odqa --model minilm_l6_384 --bm25 --json-out ...", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
     "float16_storage": ("what storing the shipped multi-task MiniLM's weights in float16 costs "

@@ -3,9 +3,10 @@ results/float16_storage.{json,md} (--compare storage): what storing the weights 
 (`tt_zoo.serving.float16_storage`, `tt-zoo ship --float16`). Both on ReQA-SQuAD(dev) and on the
 ODQA validation questions over the first N Wikispeedia passages.
 
-- ``--compare precision``: `encode_documents(precision="bfloat16")` runs the tower's matrix
-  products in bfloat16 (its layer norms, GELU and softmax stay float32;
-  `tt_zoo.modeling.inference`); the vectors come back as float32.
+- ``--compare precision``: `encode_documents(precision="bfloat16")` (the default on a CPU with
+  AMX) runs the tower's matrix products in bfloat16 on the AMX units, its layer norms, GELU and
+  softmax statistics in float32 (`tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`); the
+  vectors come back as float32.
 - ``--compare storage``: --model (a float32 export) against its float16 artifact, written to a
   temp folder and loaded as `tt_zoo.load` loads a shipped one (the float32 copy materialised
   from it, removed at the end); both encode in float32.

@@ -16,12 +16,10 @@ The result equals the layers' within float32 round-off (tests pin it at 1e-5), s
 
 An encoder built under the ``mixed_bfloat16`` policy (``precision="bfloat16"`` of the
 ``encode_*`` calls, the default on CPUs with AMX: `tt_zoo.modeling.cpu_features`) runs
-`encode_sequence_bfloat16` instead: every matmul in bfloat16 as a plain ``MatMul`` or
-``BatchMatMulV2``, the op oneDNN runs on the AMX matrix units (``brg_matmul:avx10_1_512_amx``
-in ``ONEDNN_VERBOSE``; a fused ``MatMul + BiasAdd`` would become oneDNN's inner product, whose
-bfloat16 kernel for plain weights, ``x64:gemm:jit``, does not use them), with the elementwise
-work between matmuls fused into XLA kernels (`tt_zoo.modeling.fused_epilogues`). Layer norms,
-residuals and softmax statistics stay float32; embeddings come within cosine 0.9999 of float32
+`encode_sequence_bfloat16` instead: the blocks run as
+`tt_zoo.modeling.transformer_bfloat16.blocks_bfloat16` (every matmul in bfloat16 on the AMX
+matrix units, the elementwise work between them in XLA kernels; layer norms, residuals and
+softmax statistics float32); embeddings come within cosine 0.9999 of float32
 (`results/amx_encode.md`).
 """
 
@@ -32,7 +30,8 @@ from typing import Dict
 
 import tensorflow as tf
 
-from tt_zoo.modeling import fused_epilogues
+from tt_zoo.modeling import transformer_bfloat16 as bf16_blocks
+from tt_zoo.modeling.transformer_bfloat16 import f32 as _f32, layer_norm as _layer_norm
 
 # BertEncoderV2's masked softmax adds this to the scores of padded keys (tf-keras' Softmax).
 _MASK_ADDER = -1e9
@@ -52,17 +51,6 @@ def supports(encoder) -> bool:
                 and getattr(b, "_linformer_dim", None) is None for b in blocks))
 
 
-def _layer_norm(x: tf.Tensor, norm) -> tf.Tensor:
-    """`tf.keras.layers.LayerNormalization` over the last axis, with its own epsilon."""
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    return (x - mean) * tf.math.rsqrt(variance + norm.epsilon) * _f32(norm.gamma) + _f32(norm.beta)
-
-
-def _f32(variable) -> tf.Tensor:
-    """A variable's value in float32 (under mixed_bfloat16 a layer reads it autocast)."""
-    return tf.cast(variable, tf.float32)
-
-
 def _matmul(a: tf.Tensor, b: tf.Tensor, dtype: tf.DType, **kwargs) -> tf.Tensor:
     """``tf.matmul`` with its inputs in `dtype` (float32 or bfloat16; no-op casts in float32)."""
     return tf.matmul(tf.cast(a, dtype), tf.cast(b, dtype), **kwargs)
@@ -78,30 +66,6 @@ def _dense_2d(x: tf.Tensor, dense, units: int, dtype: tf.DType = tf.float32,
     return tf.cast(tf.nn.bias_add(_matmul(x, kernel, dtype), bias), out)
 
 
-def _query_scale(attention) -> float:
-    """The scaled dot product's factor 1 / sqrt(head_dim)."""
-    return 1.0 / math.sqrt(float(attention._key_dim))  # pylint: disable=protected-access
-
-
-def _scaled(x: tf.Tensor, factor: float) -> tf.Tensor:
-    return x if factor == 1.0 else x * factor
-
-
-def _qkv_weights(attention, width: int, dtype: tf.DType = tf.float32, query_scale: float = 1.0):
-    """The block's query, key and value projections as one kernel [width, 3 * hidden] in
-    `dtype` and one float32 bias [3 * hidden], the query's part multiplied by `query_scale`
-    (the scaled dot product's factor can be applied to the weights instead of every score)."""
-    # pylint: disable=protected-access
-    hidden = attention._num_heads * attention._key_dim
-    parts = (attention._query_dense, attention._key_dense, attention._value_dense)
-    factors = (query_scale, 1.0, 1.0)
-    kernel = tf.concat([_scaled(tf.reshape(_f32(p.kernel), [width, hidden]), f)
-                        for p, f in zip(parts, factors)], axis=1)
-    bias = tf.concat([_scaled(tf.reshape(_f32(p.bias), [hidden]), f)
-                      for p, f in zip(parts, factors)], axis=0)
-    return tf.cast(kernel, dtype), bias
-
-
 def _attention(x: tf.Tensor, mask_adder: tf.Tensor, block, batch: tf.Tensor,
                length: tf.Tensor) -> tf.Tensor:
     """The block's multi-head self-attention on float32 rows x [batch * length, hidden]: one
@@ -109,10 +73,12 @@ def _attention(x: tf.Tensor, mask_adder: tf.Tensor, block, batch: tf.Tensor,
     attention = block._attention_layer  # pylint: disable=protected-access
     heads, head_dim = attention._num_heads, attention._key_dim  # pylint: disable=protected-access
     width = x.shape[-1]
-    kernel, bias = _qkv_weights(attention, width)
+    parts = (attention._query_dense, attention._key_dense, attention._value_dense)  # pylint: disable=protected-access
+    kernel = tf.concat([tf.reshape(_f32(p.kernel), [width, heads * head_dim]) for p in parts], 1)
+    bias = tf.concat([tf.reshape(_f32(p.bias), [heads * head_dim]) for p in parts], axis=0)
     qkv = tf.nn.bias_add(tf.matmul(x, kernel), bias)  # [batch * length, 3 * hidden]
     qkv = tf.transpose(tf.reshape(qkv, [batch, length, 3, heads, head_dim]), [2, 0, 3, 1, 4])
-    query = qkv[0] * _query_scale(attention)  # [batch, heads, length, head_dim]
+    query = qkv[0] * (1.0 / math.sqrt(float(head_dim)))  # [batch, heads, length, head_dim]
     scores = tf.matmul(query, qkv[1], transpose_b=True) + mask_adder
     context = tf.matmul(tf.nn.softmax(scores, axis=-1), qkv[2])
     context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * length, heads * head_dim])
@@ -176,46 +142,34 @@ def encode_sequence(encoder, inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
     return tf.reshape(x, [batch, length, hidden])
 
 
-def _kernel(dense, rows: int, dtype: tf.DType) -> tf.Tensor:
-    """A dense layer's kernel as a 2-D [rows, units] matrix in `dtype`."""
-    return tf.cast(tf.reshape(_f32(dense.kernel), [rows, -1]), dtype)
-
-
-def _bias(dense) -> tf.Tensor:
-    return tf.reshape(_f32(dense.bias), [-1])
+def _block_weights(block, hidden: int) -> bf16_blocks.BlockWeights:
+    """A Model Garden `TransformerEncoderBlock` (post-norm) as `BlockWeights`."""
+    # pylint: disable=protected-access
+    attention = block._attention_layer
+    inner_dense, output_dense = block._intermediate_dense, block._output_dense
+    parts = (attention._query_dense, attention._key_dense, attention._value_dense)
+    kernels = [bf16_blocks.matrix(p.kernel, hidden) for p in parts]
+    biases = [bf16_blocks.vector(p.bias) for p in parts]
+    return bf16_blocks.BlockWeights(
+        *kernels, *biases, heads=attention._num_heads,
+        out_kernel=bf16_blocks.matrix(attention._output_dense.kernel, hidden),
+        out_bias=bf16_blocks.vector(attention._output_dense.bias),
+        attention_norm=bf16_blocks.keras_norm(block._attention_layer_norm),
+        inner_kernel=bf16_blocks.matrix(inner_dense.kernel, hidden),
+        inner_bias=bf16_blocks.vector(inner_dense.bias),
+        activation=block._intermediate_activation_layer.activation,
+        output_kernel=bf16_blocks.matrix(output_dense.kernel, inner_dense.kernel.shape[-1]),
+        output_bias=bf16_blocks.vector(output_dense.bias),
+        output_norm=bf16_blocks.keras_norm(block._output_layer_norm))
 
 
 def encode_sequence_bfloat16(encoder, inputs: Dict[str, tf.Tensor]) -> tf.Tensor:
-    """`encode_sequence` with every matmul in bfloat16 on the AMX matrix units where the CPU
-    has them (see the module docstring): float32 hidden states [batch, length, hidden].
-
-    Per block: the QKV matmul, heads split with the bias added (one XLA kernel); the masked
-    scores as a bfloat16 ``BatchMatMulV2`` + ``AddV2`` and oneDNN's softmax; the context
-    matmul and the heads merged (XLA); the output projection, then bias, residual and layer
-    norm (XLA); the inner matmul, then bias and activation (XLA); the output matmul, then
-    bias, residual and layer norm (XLA)."""
-    # pylint: disable=protected-access
-    bf16 = tf.bfloat16
+    """`encode_sequence` with every matmul in bfloat16, on the AMX units where the CPU has them
+    (`tt_zoo.modeling.transformer_bfloat16.blocks_bfloat16`): float32 hidden states
+    [batch, length, hidden]."""
     x, batch, length, mask_adder = _embedded(encoder, inputs)
     hidden = x.shape[-1]
-    x_bf16, mask_adder = tf.cast(x, bf16), tf.cast(mask_adder, bf16)
-    for block in encoder._transformer_layers:
-        attention = block._attention_layer
-        kernel, bias = _qkv_weights(attention, hidden, bf16, _query_scale(attention))
-        qkv = tf.reshape(tf.matmul(x_bf16, kernel), [batch, length, -1])
-        query, key, value = fused_epilogues.split_heads(qkv, bias, attention._num_heads)
-        probabilities = tf.nn.softmax(tf.matmul(query, key, transpose_b=True) + mask_adder)
-        context = fused_epilogues.merge_heads(tf.matmul(probabilities, value))
-        norm = block._attention_layer_norm
-        x, x_bf16 = fused_epilogues.residual_layer_norm(
-            tf.matmul(context, _kernel(attention._output_dense, hidden, bf16)),
-            _bias(attention._output_dense), x, _f32(norm.gamma), _f32(norm.beta), norm.epsilon)
-        inner_dense, output_dense = block._intermediate_dense, block._output_dense
-        inner = fused_epilogues.bias_activation(
-            tf.matmul(x_bf16, _kernel(inner_dense, hidden, bf16)), _bias(inner_dense),
-            block._intermediate_activation_layer.activation)
-        norm = block._output_layer_norm
-        x, x_bf16 = fused_epilogues.residual_layer_norm(
-            tf.matmul(inner, _kernel(output_dense, inner.shape[-1], bf16)), _bias(output_dense),
-            x, _f32(norm.gamma), _f32(norm.beta), norm.epsilon)
+    blocks = (_block_weights(b, hidden)
+              for b in encoder._transformer_layers)  # pylint: disable=protected-access
+    x = bf16_blocks.blocks_bfloat16(x, batch, length, mask_adder, blocks)
     return tf.reshape(x, [batch, length, hidden])

@@ -114,7 +114,8 @@ class EncodeOptions:
         "auto" XLA is True for a BERT tower (`tt_zoo.modeling.towers.BertTower`, or a
         `TaskRoutedTower` of BERT sub-towers) run through its layers (not `plain_inference`)
         embedding at least `XLA_AUTO_MIN_DOCUMENTS` texts, where XLA's compile time pays;
-        "auto" precision is bfloat16 for a BERT tower's plain graph embedding at least
+        "auto" precision is bfloat16 for a tower whose inference runs on the AMX units
+        (``amx_inference``: BERT's plain graph, MPNet) embedding at least
         `AUTO_BFLOAT16_MIN_TEXTS` texts where `tt_zoo.hardware.default_precision` says so
         (see the module docstring), float32 otherwise."""
         from tt_zoo.hardware import resolve_precision  # pylint: disable=import-outside-toplevel
@@ -127,7 +128,8 @@ class EncodeOptions:
             jit = bert and not self.plain_inference and num_texts >= XLA_AUTO_MIN_DOCUMENTS
         precision = self.precision
         if precision == "auto":
-            fast = (bert and self.plain_inference and not jit
+            amx = all(getattr(t, "amx_inference", False) for t in towers)
+            fast = (amx and self.plain_inference and not jit
                     and num_texts >= AUTO_BFLOAT16_MIN_TEXTS)
             precision = resolve_precision("auto") if fast else "float32"
         return dataclasses.replace(self, jit_compile=jit, precision=precision)

@@ -116,6 +116,10 @@ class BertTower(tf.keras.layers.Layer):
       Chang et al. 2020, Sec. 4.1 and Sec. 5.1 (encoder, embedding dimension).
     """
 
+    # Its inference runs on the AMX units in bfloat16 (`tt_zoo.modeling.transformer_bfloat16`):
+    # precision="auto" of the encode_* calls chooses bfloat16 for it on such a CPU.
+    amx_inference = True
+
     def __init__(self, vocab_size: int, embedding_dim: int = 512, size: Optional[str] = "tiny",
                  num_layers: Optional[int] = None, hidden_size: Optional[int] = None,
                  num_attention_heads: Optional[int] = None, inner_dim: Optional[int] = None,

@@ -34,7 +34,9 @@ import tensorflow as tf
 from tt_zoo.data.text import SpecialTokens
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling import architectures
-from tt_zoo.modeling.bert_inference import _MASK_ADDER, _dense_2d, _f32, _layer_norm, _matmul
+from tt_zoo.modeling import transformer_bfloat16 as bf16_blocks
+from tt_zoo.modeling.bert_inference import _MASK_ADDER, _dense_2d, _matmul
+from tt_zoo.modeling.transformer_bfloat16 import f32 as _f32, layer_norm as _layer_norm
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (as_int, hidden_activation,
                                                          layer_norm_eps)
 from tt_zoo.modeling.towers import INNER_ACTIVATIONS, POOLINGS, masked_mean, resolve_bert_shape
@@ -141,6 +143,8 @@ class MPNetTower(tf.keras.layers.Layer):
       Transformer tower whose pooled output is the embedding).
     """
 
+    amx_inference = True  # as `tt_zoo.modeling.towers.BertTower`'s
+
     def __init__(self, vocab_size: int, embedding_dim: int = 768, size: Optional[str] = "base",
                  num_layers: Optional[int] = None, hidden_size: Optional[int] = None,
                  num_attention_heads: Optional[int] = None, inner_dim: Optional[int] = None,
@@ -241,6 +245,21 @@ class MPNetTower(tf.keras.layers.Layer):
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch * length, hidden])
         return _dense_2d(context, block.o, hidden, dtype)
 
+    def _block_weights(self, block, activation) -> bf16_blocks.BlockWeights:
+        """One block as `tt_zoo.modeling.transformer_bfloat16.BlockWeights`."""
+        hidden, inner = self.shape_.hidden_size, self.shape_.inner_dim
+        m, v = bf16_blocks.matrix, bf16_blocks.vector
+        return bf16_blocks.BlockWeights(
+            m(block.q.kernel, hidden), m(block.k.kernel, hidden), m(block.v.kernel, hidden),
+            v(block.q.bias), v(block.k.bias), v(block.v.bias),
+            heads=self.shape_.num_attention_heads, out_kernel=m(block.o.kernel, hidden),
+            out_bias=v(block.o.bias), attention_norm=bf16_blocks.keras_norm(block.attention_norm),
+            inner_kernel=m(block.intermediate.kernel, hidden),
+            inner_bias=v(block.intermediate.bias), activation=activation,
+            output_kernel=m(block.output_dense.kernel, inner),
+            output_bias=v(block.output_dense.bias),
+            output_norm=bf16_blocks.keras_norm(block.output_norm))
+
     def sequence_output(self, ids: tf.Tensor, mask: tf.Tensor, training=None) -> tf.Tensor:
         """The final hidden states [batch, length, hidden] (float32) of token ids and mask
         [batch, length] (real tokens first, as `TextPreprocessor` packs them), with dropout
@@ -257,6 +276,11 @@ class MPNetTower(tf.keras.layers.Layer):
         mask_adder = ((1.0 - tf.cast(mask, tf.float32)) * _MASK_ADDER)[:, tf.newaxis,
                                                                           tf.newaxis, :]
         activation = INNER_ACTIVATIONS[self.inner_activation]
+        if not training and dtype == tf.bfloat16:  # inference on the AMX units
+            x = bf16_blocks.blocks_bfloat16(x, batch, length, bias + mask_adder,
+                                            (self._block_weights(b, activation)
+                                             for b in self.blocks))
+            return tf.reshape(x, [batch, length, hidden])
         for block in self.blocks:
             attended = self._attention(x, bias, mask_adder, block, batch, length, dtype,
                                        training)
