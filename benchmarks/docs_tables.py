@@ -286,6 +286,8 @@ RESULTS = {
                    "bfloat16; the oneDNN kernels each precision runs",
                    "python -m benchmarks.peers --sections minilm --output results/amx_encode "
                    "--peer-python ... --minilm-passages 1024 --rounds 5", "speed.md"),
+    "amx_parts": ("where one bfloat16 MiniLM block's time goes on the AMX units, step by step, "
+                  "beside the float32 block", "python -m benchmarks.amx_parts", "speed.md"),
     "amx_odqa_corpus": ("the 130,638 ODQA passages encoded end to end by `tt-zoo odqa` with the "
                         "bfloat16 default on AMX, and the answer recall it gives beside BM25",
                         "tt-zoo odqa --model minilm_l6_384 --bm25 --json-out ...", "speed.md"),
