@@ -7,7 +7,8 @@ documented path). Only the module of the command given is imported, and it impor
 only after its arguments are parsed, so ``--help`` is quick.
 
     tt-zoo list --shipped
-    tt-zoo search passages.jsonl --query "who discovered penicillin?"
+    tt-zoo index examples/squad_sample --model multitask_static_minilm_l6_384 --output runs/idx
+    tt-zoo search --index runs/idx --query "who discovered penicillin?"
     tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp --output runs/pairs/x
     tt-zoo pretrain --variant ict_bfs_wlp_512 --pairs runs/pairs/x --export runs/models/x
     tt-zoo evaluate --model ict_bfs_wlp_512 --bm25
@@ -29,7 +30,10 @@ COMMANDS = {
     "list": ("list_models", "the models that load (--include-recipes: every registered name); "
                             "--shipped: with their measured numbers"),
     "encode": ("encode", "embed the texts of a JSONL/TSV/TXT file with a model into a .npy file"),
-    "search": ("search", "index a JSONL/TSV file of passages (a model, or BM25) and query it"),
+    "index": ("index", "index a corpus once with a model of any kind, BM25 or a hybrid "
+                       "(resumable)"),
+    "search": ("search", "query a saved index (or a file of passages); a topics file to a TREC "
+                         "run"),
     "index-corpus": ("index_corpus", "encode a large JSONL corpus on Apache Beam into embedding "
                                      "shards, a ScaNN index each"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
@@ -49,7 +53,8 @@ COMMANDS = {
                                "resumable, export"),
     "adapt-queries": ("adapt_queries", "train a model's query tower against its own passage "
                                        "index (ADORE), resumable, export"),
-    "evaluate": ("evaluate", "ReQA R@k and MRR of models and BM25 (Table 3's shape)"),
+    "evaluate": ("evaluate", "score a TREC run against qrels (nDCG@10, R@k, MRR@10); ReQA of "
+                             "models and BM25"),
     "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),
     "ship": ("ship", "ship an export (any kind) to saved_models/ with its measured tables"),

@@ -49,11 +49,22 @@ def weights_sha256(keras_model) -> str:
     return digest.hexdigest()
 
 
+def model_source(model) -> Optional[str]:
+    """What `tt_zoo.load` takes to load `model` again, as a saved index records it: its
+    registered name, else the absolute path of its export (None: neither is known)."""
+    if getattr(model, "spec", None) is not None:
+        return model.spec.name
+    path = getattr(model, "path", None)
+    return str(pathlib.Path(path).resolve()) if path else None
+
+
 def model_identity(model: "ZooModel") -> dict:
     """What a saved index records of the model that made its embeddings: its name, the sha256
-    of its weights (`weights_sha256`: fine-tuning changes it) and its embedding dimension."""
+    of its weights (`weights_sha256`: fine-tuning changes it), its embedding dimension and
+    `model_source` (what `tt_zoo.load_index` loads it by)."""
     return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model),
-            "embedding_dim": int(model.keras_model.embedding_dim)}
+            "embedding_dim": int(model.keras_model.embedding_dim),
+            "source": model_source(model)}
 
 
 def check_model_identity(recorded, model: "ZooModel", listed_in) -> None:
