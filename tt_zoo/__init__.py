@@ -58,6 +58,9 @@ def __getattr__(name):
         _keras_env.check_legacy_keras()
         from tt_zoo.retrieval import passage_index
         return getattr(passage_index, name)
+    if name == "util":  # sentence-transformers' util over embeddings (NumPy only)
+        import importlib
+        return importlib.import_module("tt_zoo.util")
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")
 
 
