@@ -236,3 +236,56 @@ def test_the_sample_corpus_is_small_beir_and_made_by_its_script(tmp_path):
     for path in files:
         if path.name != "README.md":
             assert (tmp_path / "s" / path.relative_to(SAMPLE)).read_bytes() == path.read_bytes()
+
+
+# ------------------------------------------------------------------- a static model's fast path
+
+TRICKY = ["Who discovered penicillin?", "don't STOP--now!!", "a,b;c (d) [e] {f} 1.5% $3 #x",
+          "x" * 150, "  tabs\tand\nnewlines  ", "", "penicillin" * 3, "the" + " the" * 40]
+
+
+def test_the_numpy_query_tower_is_the_static_models_own(tmp_path):
+    from helpers import tiny_model
+    from tt_zoo.retrieval import static_queries
+
+    model = tiny_model(encoder="bow_mlp", share_towers=True, bow_mlp=False,
+                       normalize_embeddings=True)
+    model.build_by_calling()
+    encoder = static_queries.of_model(model, task_markers=False)
+    packed = model.query_preprocessor(np.array(TRICKY))
+    for text, ids, mask in zip(TRICKY, packed["input_word_ids"].numpy(),
+                               packed["input_mask"].numpy()):
+        assert encoder.token_ids(text) == list(ids[mask == 1]), text
+    np.testing.assert_allclose(encoder.encode(TRICKY), model.encode_queries(TRICKY), rtol=1e-5,
+                               atol=1e-6)
+    assert encoder.encode(["café"]) is None  # not ASCII: the model encodes it
+    assert static_queries.of_model(tiny_model(), task_markers=False) is None  # a BERT tower
+
+
+def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
+    import subprocess
+    import sys
+    import tt_zoo
+    from helpers import tiny_model
+    from tt_zoo.serving.export import export_saved_model
+
+    model = tiny_model(encoder="bow_mlp", share_towers=True, bow_mlp=False,
+                       normalize_embeddings=True)
+    model.build_by_calling()
+    export_saved_model(model, tmp_path / "static", {"name": "tiny_static"})
+    index_dir, run_path = tmp_path / "idx", tmp_path / "fast.run"
+    assert cli.main(["index", str(beir), "--model", str(tmp_path / "static"), "--output",
+                     str(index_dir), "--no-progress"]) == 0
+    assert (index_dir / "query_encoder" / "token_embeddings.npy").is_file()
+    script = ("import sys; from tt_zoo import cli; code = cli.main(sys.argv[1:]); "
+              "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'; sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", script, "search", "--index", str(index_dir),
+                           "--topics", str(beir), "--run", str(run_path), "-k", "4"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    slow = tt_zoo.load_index(index_dir)  # the model's own encoder, through TensorFlow
+    _, queries = read_topics(beir)
+    expected = [[h.id for h in hits] for hits in slow.search_batch(queries, 4)]
+    got = [[line.split()[2] for line in run_path.read_text().splitlines() if line.startswith(q)]
+           for q in ("q1", "q2")]
+    assert got == expected

@@ -156,7 +156,14 @@ def main(argv=None) -> int:
     from tt_zoo.retrieval.passage_file_search import format_hits, write_hits  # noqa: PLC0415
 
     passages, query_ids, queries = read_inputs(args)  # before a model loads: bad files fail fast
-    index = load_saved_index(args.index) if args.index else build_index(args, passages)
+    index = None
+    if args.index:
+        from tt_zoo.retrieval import static_queries  # noqa: PLC0415 (NumPy only)
+        if static_queries.answers(queries):  # a static model's index (or BM25): no TensorFlow
+            index = static_queries.load_index_without_tensorflow(args.index)
+        index = index or load_saved_index(args.index)
+    else:
+        index = build_index(args, passages)
     hits = index.search_batch(list(queries), k=args.k)
     searcher = getattr(index, "description", type(index).__name__)
     if args.run:
