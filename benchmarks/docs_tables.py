@@ -206,6 +206,10 @@ RESULTS = {
                     "speed.md"),
     "bm25_speed": ("BM25 search speed: tt_zoo's `BM25Retriever` against bm25s's own retrieve",
                    "python -m benchmarks.bm25_speed", "speed.md"),
+    "search_loop": ("the index-once, search-many loop end to end from the command line, every "
+                    "kind of index on the sample corpus: index, two searches, a topics run, "
+                    "evaluate; scores against pytrec_eval", "python -m benchmarks.search_loop",
+                    "command_line.md"),
     "checkpoints": ("all-MiniLM-L6-v2 imported, distilled to a static model, trained on two QA "
                     "tasks, beside BM25 on ReQA, open-domain ReQA and ODQA",
                     "python -m benchmarks.checkpoints", "checkpoints.md"),

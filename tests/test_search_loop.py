@@ -246,12 +246,12 @@ TRICKY = ["Who discovered penicillin?", "don't STOP--now!!", "a,b;c (d) [e] {f} 
 
 def test_the_numpy_query_tower_is_the_static_models_own(tmp_path):
     from helpers import tiny_model
-    from tt_zoo.retrieval import static_queries
+    from tt_zoo.retrieval import numpy_queries
 
     model = tiny_model(encoder="bow_mlp", share_towers=True, bow_mlp=False,
                        normalize_embeddings=True)
     model.build_by_calling()
-    encoder = static_queries.of_model(model, task_markers=False)
+    encoder = numpy_queries.of_model(model, task_markers=False)
     packed = model.query_preprocessor(np.array(TRICKY))
     for text, ids, mask in zip(TRICKY, packed["input_word_ids"].numpy(),
                                packed["input_mask"].numpy()):
@@ -259,7 +259,16 @@ def test_the_numpy_query_tower_is_the_static_models_own(tmp_path):
     np.testing.assert_allclose(encoder.encode(TRICKY), model.encode_queries(TRICKY), rtol=1e-5,
                                atol=1e-6)
     assert encoder.encode(["café"]) is None  # not ASCII: the model encodes it
-    assert static_queries.of_model(tiny_model(), task_markers=False) is None  # a BERT tower
+    for options in ({"pooling": "cls"}, {"pooling": "mean", "normalize_embeddings": True}):
+        bert = tiny_model(**options)  # its own tokenizer settings, a projection, [CLS] or mean
+        bert.build_by_calling()
+        encoder = numpy_queries.of_model(bert, task_markers=False)
+        assert encoder.kind == "bert"
+        np.testing.assert_allclose(encoder.encode(TRICKY), bert.encode_queries(TRICKY),
+                                   rtol=1e-4, atol=1e-5)
+        encoder.save(tmp_path / options["pooling"], "embeddings.npy")
+        again = numpy_queries.QueryEncoder.load(tmp_path / options["pooling"])
+        np.testing.assert_array_equal(again.encode(TRICKY), encoder.encode(TRICKY))
 
 
 def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
@@ -276,7 +285,7 @@ def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
     index_dir, run_path = tmp_path / "idx", tmp_path / "fast.run"
     assert cli.main(["index", str(beir), "--model", str(tmp_path / "static"), "--output",
                      str(index_dir), "--no-progress"]) == 0
-    assert (index_dir / "query_encoder" / "token_embeddings.npy").is_file()
+    assert (index_dir / "query_encoder" / "arrays.npz").is_file()
     script = ("import sys; from tt_zoo import cli; code = cli.main(sys.argv[1:]); "
               "assert 'tensorflow' not in sys.modules, 'TensorFlow was imported'; sys.exit(code)")
     done = subprocess.run([sys.executable, "-c", script, "search", "--index", str(index_dir),

@@ -158,9 +158,9 @@ def main(argv=None) -> int:
     passages, query_ids, queries = read_inputs(args)  # before a model loads: bad files fail fast
     index = None
     if args.index:
-        from tt_zoo.retrieval import static_queries  # noqa: PLC0415 (NumPy only)
-        if static_queries.answers(queries):  # a static model's index (or BM25): no TensorFlow
-            index = static_queries.load_index_without_tensorflow(args.index)
+        from tt_zoo.retrieval import numpy_queries  # noqa: PLC0415 (NumPy only)
+        if numpy_queries.answers(queries):  # a static model's index (or BM25): no TensorFlow
+            index = numpy_queries.load_index_without_tensorflow(args.index)
         index = index or load_saved_index(args.index)
     else:
         index = build_index(args, passages)

@@ -55,7 +55,7 @@ def as_passages(passages, titles=None, ids=None):
     """``(texts, titles, ids)`` lists of an ``index(passages, titles=..., ids=...)`` call: one
     passage string (with one title and one id) or sequences; titles default to "", ids to
     "0", "1", ... Raises TypeError or ValueError naming the bad argument."""
-    from tt_zoo.modeling.models import as_documents  # noqa: PLC0415 (TensorFlow)
+    from tt_zoo.arguments import as_documents  # noqa: PLC0415
 
     single = isinstance(passages, (str, bytes))
     texts, titles, _ = as_documents(passages, titles)

@@ -164,7 +164,7 @@ class TextIndex:
 
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
-            self._save_static_query_tower(staging)
+            self._save_numpy_query_tower(staging)
             passages = staging / PASSAGES_FILE
             with open(passages, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
@@ -177,16 +177,16 @@ class TextIndex:
         return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
                                what="saved tt_zoo TextIndex")
 
-    def _save_static_query_tower(self, staging: pathlib.Path) -> None:
-        """A static model's query tower in NumPy, for searches without TensorFlow
-        (`tt_zoo.retrieval.static_queries`), when it is found to equal the model's."""
-        from tt_zoo.retrieval import static_queries
+    def _save_numpy_query_tower(self, staging: pathlib.Path) -> None:
+        """The model's query tower in NumPy, for searches without TensorFlow
+        (`tt_zoo.retrieval.numpy_queries`), when it is found to equal the model's."""
+        from tt_zoo.retrieval import numpy_queries
 
-        encoder = static_queries.of_model(self.model.keras_model, bool(self.model.task_markers))
+        encoder = numpy_queries.of_model(self.model.keras_model, bool(self.model.task_markers))
         if encoder is not None:
             probes = [t[:300] for pair in zip(self.titles[:32], self.texts[:32]) for t in pair
                       if t.strip()]
-            static_queries.save_if_exact(encoder, staging, self.model.encode_queries,
+            numpy_queries.save_if_exact(encoder, staging, self.model.encode_queries,
                                          self.embedding_index, probes)
 
     @classmethod
