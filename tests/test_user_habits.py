@@ -155,3 +155,18 @@ def test_the_default_search_model_is_shipped_and_better_than_the_papers():
     assert (REPO_ROOT / "examples" / "squad_sample" / "corpus.jsonl").is_file()
     json.loads((REPO_ROOT / "examples" / "squad_sample" / "queries.jsonl").read_text()
                .splitlines()[0])
+
+
+def test_list_shipped_and_the_readme_show_each_models_own_search(capsys):
+    from tt_zoo.zoo.own_search import term_weight_label
+
+    assert cli.main(["list", "--shipped"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:]}
+    # HDCT's index is BM25 with k1 10 (unread plain): 52.97, not the k1 1.5 row's 52.75.
+    assert "ODQA R@20 52.97" in lines["hdct_ict_bfs_wlp_crop_span_qgen"]
+    # ColBERT's index re-ranks BM25@100, its card's best mode: 54.45, not the token index's.
+    assert "ODQA R@20 54.45" in lines["colbert_ict_bfs_wlp_crop_span_qgen_64"]
+    assert "ReQA R@100 80% test 93.85" in lines["multitask_static_minilm_l6_384"]
+    readme = (REPO_ROOT / "README.md").read_text()
+    assert term_weight_label() in readme and "k1 1.5" not in readme
+    assert "| ColBERT re-ranking BM25@100 |" in readme

@@ -10,7 +10,8 @@ Every loaded model's ``index(passages, titles=..., ids=...)`` returns a
   ReQA-SQuAD(dev) MRR 62.1 against 59.3 for the token index, ODQA R@20 54.5 against 42.3).
 - `TermWeightZooModel` (an HDCT export; its `weighter` is what `tt_zoo.load_term_weighter`
   returns): its index is HDCT's weighted BM25 (`weighted_bm25_index`) with k1 = 10, the k1
-  its card's tables chose on held-out questions (grid 0.9, 1.5, 4, 10) on all three benchmarks.
+  its card's tables chose on held-out questions (grid 0.9, 1.5, 4, 10) on all three benchmarks
+  (`tt_zoo.zoo.own_search`, which also names these searches' rows in the cards).
 
 Both indexes save to a folder and load back with their model (`save_passage_index`,
 `load_passage_index`): the passages, the token vectors or term weights (the costly part), the
@@ -31,43 +32,12 @@ from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PASSAGE
                                             PassageIndex, as_passages, late_interaction_index,
                                             read_passage_index, weighted_bm25_index,
                                             write_passage_index)
+from tt_zoo.zoo.own_search import (TERM_WEIGHT_K1, TERM_WEIGHT_UNREAD,  # noqa: F401
+                                   best_late_interaction_mode)
 from tt_zoo.zoo.zoo_model import CardIdentity, ZooModel, model_source, weights_sha256
-
-# HDCT-weighted BM25's k1 and its treatment of unread occurrences, as every term-weight card's
-# ODQA rows chose them on held-out questions: "HDCT-weighted BM25 (k1 10, unread plain)".
-TERM_WEIGHT_K1 = 10.0
-TERM_WEIGHT_UNREAD = "plain"
 
 TOKENS_DIR = "tokens"  # a late-interaction index's TokenStore
 TERM_WEIGHTS_FILE = "term_weights.npz"  # a term-weight index's CorpusTermWeights
-
-# The card rows of each late-interaction mode (benchmarks/late_interaction.py's labels).
-_MODE_ROWS = {"rerank": "ColBERT re-ranking", "token_index": "ColBERT end to end"}
-
-
-def best_late_interaction_mode(metrics: Optional[dict]) -> str:
-    """The search mode a late-interaction card measured best: of its tables holding both a
-    re-ranking row and an end-to-end (token index) row, the mode with the higher mean over
-    their shared metrics in more tables; "rerank" on a tie or without such tables (ColBERT's
-    Sec. 3.5 mode, the cheaper to build)."""
-    wins = {mode: 0 for mode in MODES}
-    for table in (metrics or {}).values():
-        if not isinstance(table, dict):
-            continue
-        rows = {}
-        for mode, prefix in _MODE_ROWS.items():
-            row = next((v for label, v in table.items() if str(label).startswith(prefix)
-                        and isinstance(v, dict)), None)
-            if row is not None:
-                rows[mode] = row
-        if len(rows) < 2:
-            continue
-        shared = sorted(set.intersection(*(set(r) for r in rows.values())))
-        means = {mode: np.mean([float(r[m]) for m in shared]) for mode, r in rows.items()
-                 if shared}
-        if means:
-            wins[max(means, key=means.get)] += 1
-    return "token_index" if wins["token_index"] > wins["rerank"] else "rerank"
 
 
 class LateInteractionZooModel(ZooModel):
