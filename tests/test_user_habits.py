@@ -170,3 +170,14 @@ def test_list_shipped_and_the_readme_show_each_models_own_search(capsys):
     readme = (REPO_ROOT / "README.md").read_text()
     assert term_weight_label() in readme and "k1 1.5" not in readme
     assert "| ColBERT re-ranking BM25@100 |" in readme
+
+
+def test_evaluate_rows_are_labelled_by_the_model_name():
+    from tt_zoo.evaluation.tables import COLUMNS, format_table
+
+    rows = [{"encoder": "BM25", "pretraining": "-", "search": "exact", **dict.fromkeys(COLUMNS, .5)},
+            {"model": "multitask_static_minilm_l6_384", "encoder": "bow_mlp", "pretraining":
+             "distilled", "search": "exact", **dict.fromkeys(COLUMNS, .25)}]
+    head, _, bm25, model = format_table(rows).splitlines()
+    assert head.split()[:4] == ["model", "encoder", "pretraining", "search"]
+    assert bm25.startswith("BM25 ") and model.startswith("multitask_static_minilm_l6_384 ")
