@@ -44,8 +44,9 @@ from tt_zoo.errors import (ArtifactError, DownloadError, TtZooError,  # noqa: E4
                            UnknownModelError)
 from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "load_index", "load_term_weighter", "bm25_index", "fuse", "list_models", "get_spec",
-           "ArtifactError", "DownloadError", "TtZooError", "UnknownModelError", "__version__"]
+__all__ = ["load", "load_index", "load_term_weighter", "bm25_index", "fuse", "list_models",
+           "get_spec", "util", "ArtifactError", "DownloadError", "TtZooError",
+           "UnknownModelError", "__version__"]
 
 
 def __getattr__(name):
