@@ -298,3 +298,21 @@ def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
     got = [[line.split()[2] for line in run_path.read_text().splitlines() if line.startswith(q)]
            for q in ("q1", "q2")]
     assert got == expected
+
+
+def test_load_index_checks_the_model_it_is_given(exported, beir, tmp_path):
+    import tt_zoo
+    from helpers import tiny_model
+    from tt_zoo.serving.export import export_saved_model
+
+    texts = [p["text"] for p in PASSAGES]
+    tt_zoo.load(exported.path).index(texts).save(tmp_path / "idx")
+    other = tiny_model()
+    other.build_by_calling()
+    other.set_weights([w * 1.5 for w in other.get_weights()])  # the same model, other weights
+    export_saved_model(other, tmp_path / "other", {"name": "other"})
+    with pytest.raises(tt_zoo.ArtifactError, match="not by the model loading it"):
+        tt_zoo.load_index(tmp_path / "idx", model=str(tmp_path / "other"))
+    assert len(tt_zoo.load_index(tmp_path / "idx", model=str(exported.path))) == 4
+    with pytest.raises(tt_zoo.ArtifactError, match="not a saved tt_zoo index"):
+        tt_zoo.load_index(beir)

@@ -162,7 +162,11 @@ def load_index(path, model=None):
 
     def model_for(record, listed_in):
         if model is not None:
-            return load(model) if isinstance(model, (str, pathlib.Path)) else model
+            if not isinstance(model, (str, pathlib.Path)):
+                return model
+            if str(model) not in models:  # a name or path: loaded once
+                models[str(model)] = load(model)
+            return models[str(model)]
         source = record.get("source") if isinstance(record, dict) else None
         if source is None and isinstance(record, dict) and registry.registered_name(
                 str(record.get("name"))):
