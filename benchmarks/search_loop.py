@@ -129,11 +129,16 @@ def markdown(result: dict) -> str:
                      f"{s['R@100']:.2f} | {s['MRR@10']:.2f} | "
                      f"{'yes' if r['numpy_query_tower'] else 'no'} | "
                      f"{'yes' if r['scores_equal'] else 'NO'} |")
+    apart = [f"{r['index']}: {r['measured_apart']}" for r in result["rows"]
+             if r.get("measured_apart")]
+    if apart:
+        lines += ["", "Measured in a later run (`--kinds`): " + "; ".join(apart) + "."]
     lines += ["", "`tt-zoo search FILE` (the corpus encoded on every call), one run each: "
               + ", ".join(f"{k} {v} s" for k, v in result["file_search_s"].items()) + ".", "",
               "A search answered with the model's query tower saved in NumPy (static and "
-              "BERT towers, ASCII queries, exact indexes) imports no TensorFlow, nor does BM25; "
-              "ColBERT and HDCT indexes load their model through TensorFlow. `= pytrec_eval`: "
+              "BERT towers, ASCII queries, exact indexes) imports no TensorFlow, nor do BM25 and "
+              "HDCT (whose term weights are the index); a ColBERT index loads its model through "
+              "TensorFlow. `= pytrec_eval`: "
               "`tt-zoo evaluate`'s scores equal pytrec_eval's computed directly on the same "
               "run.", ""]
     return "\n".join(lines)

@@ -166,6 +166,14 @@ def test_colbert_and_hdct_go_through_the_same_commands(name, beir, tmp_path, cap
     assert code == 0 and run_path.read_text().startswith("q1 Q0 d0 1 ")
     code, out, _ = run(capsys, "evaluate", "--run", run_path, "--qrels", beir)
     assert code == 0 and "2 judged queries" in out
+    if name.startswith("hdct"):  # its term weights are the index: no model, no TensorFlow
+        from tt_zoo.retrieval import numpy_queries
+        fast = numpy_queries.load_index_without_tensorflow(index_dir)
+        _, queries = read_topics(beir)
+        import tt_zoo
+        slow = tt_zoo.load_index(index_dir)
+        for a, b in zip(fast.search_batch(queries, 3), slow.search_batch(queries, 3)):
+            assert [(h.id, round(h.score, 5)) for h in a] == [(h.id, round(h.score, 5)) for h in b]
 
 
 def test_an_interrupted_dense_build_resumes_after_its_last_chunk(exported, tmp_path):

@@ -13,7 +13,8 @@ BM25 too). Two towers are written out:
   `tt_zoo.modeling.bert_inference` computes it: all-MiniLM-L6-v2 and the tiny BERTs), its
   [CLS] state or mean, projected if it has a projection, `BertQueryEncoder`.
 
-Either is L2-normalised when the model normalises. Tokenization here is BERT's for ASCII text:
+Either is L2-normalised when the model normalises. An HDCT index needs no model at query time
+(its term weights are the index, queries are BM25's): it loads here too, as BM25 does. Tokenization here is BERT's for ASCII text:
 lower-casing, splitting on white space and ASCII punctuation, greedy longest-match-first
 WordPiece, words over 100 characters unknown (what tensorflow-text's FastBertTokenizer does to
 ASCII). A query holding any other character is encoded by the model itself (`answers` says no
@@ -378,7 +379,8 @@ def answers(queries: Sequence[str]) -> bool:
 
 def load_index_without_tensorflow(path):
     """The saved index at `path` as a text searcher that imports no TensorFlow: a model's
-    exact index with its saved query tower, BM25, or a fusion of those; None for any other
+    exact index with its saved query tower, BM25, an HDCT index (its term weights and BM25's
+    settings are all a query needs), or a fusion of those; None for any other
     (load it with `tt_zoo.load_index`). Every file is checked against its manifest, as
     `tt_zoo.load_index` checks it; its queries must be ASCII (`answers`)."""
     from tt_zoo.manifest import read_json_object, verify_files  # noqa: PLC0415
@@ -406,6 +408,15 @@ def load_index_without_tensorflow(path):
     kind = (manifest.get("settings") or {}).get("kind")
     if kind == "bm25":
         return passage_lib.load_bm25_index(root)
+    settings = manifest.get("settings") or {}
+    if kind == "term_weights" and "stemmer" in settings:  # HDCT: the weights are the index
+        from tt_zoo.retrieval.bm25 import CorpusTermWeights  # noqa: PLC0415
+
+        _, ids, titles, texts = passage_lib.read_passage_index(root)
+        return passage_lib.term_weighted_bm25(
+            texts, titles, ids, CorpusTermWeights.load(root / "term_weights.npz"),
+            stemmer=settings["stemmer"], stopwords=settings["stopwords"], k1=settings["k1"],
+            b=settings["b"], unread=settings["unread"])
     if kind == "fusion":
         parts = [load_index_without_tensorflow(root / part) for part in passage_lib.FUSION_PARTS]
         if any(part is None for part in parts):

@@ -230,7 +230,6 @@ def weighted_bm25_index(weighter, passages, titles=None, ids=None, *, k1: float 
     frequencies round(100 sqrt(y)), in the weighter's term space. `k1`, `b`, `unread` as
     `BM25Retriever`. The weights are kept as the searcher's `term_weights`; `save` as
     `PassageIndex`'s."""
-    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415
     from tt_zoo.retrieval.term_weighting import weigh_corpus  # noqa: PLC0415
 
     texts, titles, ids = as_passages(passages, titles, ids)
@@ -240,14 +239,30 @@ def weighted_bm25_index(weighter, passages, titles=None, ids=None, *, k1: float 
         raise ValueError(f"weighted_bm25_index: {len(weights)} weights for {len(texts)} "
                          "passages.")
     terms = weighter.terms
+    return term_weighted_bm25(texts, titles, ids, weights, stemmer=terms.stemmer_setting,
+                              stopwords=terms.stopwords_setting, k1=k1, b=b, unread=unread,
+                              save=save)
+
+
+def term_weighted_bm25(texts, titles, ids, weights, *, stemmer, stopwords, k1: float, b: float,
+                       unread: str, save: Optional[Callable] = None) -> PassageIndex:
+    """BM25 over "title text" with the pseudo term frequencies of `weights` (one `TermWeights`
+    a passage) in the term space of `stemmer` and `stopwords`: `weighted_bm25_index` once the
+    passages are weighed, and a saved HDCT index read back (no model needed: queries are BM25's).
+    The settings record `stemmer` and `stopwords` when they are JSON values (a name or None), so
+    the index loads without its model (`tt_zoo.retrieval.numpy_queries`)."""
+    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415
+
     retriever = BM25Retriever([bm25_text(t, p) for t, p in zip(titles, texts)], ids=ids,
-                              stemmer=terms.stemmer_setting, stopwords=terms.stopwords_setting,
-                              k1=k1, b=b, weights=weights, unread=unread)
+                              stemmer=stemmer, stopwords=stopwords, k1=k1, b=b, weights=weights,
+                              unread=unread)
     retriever.term_weights = weights
+    settings = {"kind": "term_weights", "k1": k1, "b": b, "unread": unread}
+    if all(v is None or isinstance(v, str) for v in (stemmer, stopwords)):
+        settings.update(stemmer=stemmer, stopwords=stopwords)
     return PassageIndex(retriever, texts, titles,
                         description=f"HDCT-weighted BM25 (k1 {k1:g}, b {b:g})",
-                        settings={"kind": "term_weights", "k1": k1, "b": b, "unread": unread},
-                        save=save)
+                        settings=settings, save=save)
 
 
 def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str] = None,

@@ -28,7 +28,7 @@ import numpy as np
 
 from tt_zoo.arguments import as_path
 from tt_zoo.errors import ArtifactError
-from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PASSAGE_INDEX_FILE,
+from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, PASSAGE_INDEX_FILE,
                                             PassageIndex, as_passages, late_interaction_index,
                                             read_passage_index, weighted_bm25_index,
                                             write_passage_index)
