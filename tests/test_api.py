@@ -182,10 +182,13 @@ def test_sizes_and_summary(zoo, capsys):
     assert "query_tower" in out and "Total params" in out
 
 
-def test_encode_is_the_query_encoder_and_predict_gives_both_towers(zoo):
-    queries = PAIRS[F.QUERY]
-    np.testing.assert_allclose(zoo.encode(queries), zoo.encode_queries(queries))
-    assert zoo.encode("one query").shape == (8,)
+def test_encode_takes_its_side_and_predict_gives_both_towers(zoo):
+    queries = PAIRS[F.QUERY]  # encode is the document side unless told (tests/test_user_habits)
+    np.testing.assert_allclose(zoo.encode(queries, prompt_name="query"),
+                               zoo.encode_queries(queries))
+    np.testing.assert_allclose(zoo.encode(queries, prompt_name="document"),
+                               zoo.encode_documents(queries))
+    assert zoo.encode("one query", prompt_name="query").shape == (8,)
     predicted = zoo.predict(list(zip(PAIRS[F.QUERY], PAIRS[F.DOC_TITLE], PAIRS[F.DOC_TEXT])))
     assert sorted(predicted) == ["document_embeddings", "query_embeddings"]
     np.testing.assert_allclose(predicted["query_embeddings"], zoo.encode_queries(queries),

@@ -72,7 +72,7 @@ def test_list_into_a_closed_pipe_ends_without_a_traceback():
     stderr = process.stderr.read().decode()
     process.wait(timeout=60)
     assert "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr
-    assert process.returncode == 1
+    assert process.returncode == 0  # the reader had what it wanted (tests/test_user_habits.py)
 
 
 def test_search_help_states_the_exact_search_threshold_the_code_uses(capsys):
@@ -90,7 +90,7 @@ def test_search_with_bm25_refuses_a_backend(capsys):
         search_command.parse_args(["p.txt", "--query", "q", "--bm25", "--backend",
                                    "brute_force"])
     err = capsys.readouterr().err
-    assert "--backend brute_force chooses a model's index; --bm25 searches with BM25" in err
+    assert "--backend is for a model's index; --bm25 indexes with BM25 alone" in err
     assert search_command.parse_args(["p.txt", "--query", "q", "--bm25"]).backend == "scann"
     assert search_command.parse_args(["p.txt", "--query", "q"]).backend == "scann"
 

@@ -79,7 +79,7 @@ def test_list_names_the_models_that_load_and_with_recipes_every_registered_one(c
     metrics = dict(REGISTRY["ict_bfs_wlp_512"].metrics)
     assert flagship.split()[1:5] == ["bert_tiny_512.ict_bfs_wlp", "two-tower", "bert-tiny",
                                      "ict_bfs_wlp"]
-    assert flagship.endswith(f"ReQA R@100 {metrics['R@100 zero-shot 80%']:g}, "
+    assert flagship.endswith(f"ReQA R@100 80% test {metrics['R@100 zero-shot 80%']:g}, "
                              f"ODQA R@20 {metrics['ODQA validation R@20']:g}")
     code, out, _ = run(capsys, "list", "ict_bfs_wlp_*", "--shipped", "--kind", "two_tower")
     assert [r.split()[0] for r in out.splitlines()[1:]] == [
@@ -97,10 +97,19 @@ def test_list_names_the_models_that_load_and_with_recipes_every_registered_one(c
 
 def test_headline_numbers_of_each_kind_of_card():
     assert headline({"R@100 zero-shot 80%": 78.19, "R@100 fine-tuned 1%": 81.09,
-                     "ODQA validation R@20": 40.25}) == "ReQA R@100 78.19, ODQA R@20 40.25"
-    # Late-interaction / term-weight cards: one number per search setting; the first sorted.
-    assert headline({"ReQA R@100, b fused": 9.0, "ReQA R@100, a alone": 1.5,
-                     "ODQA validation R@20, a alone": 3.0}) == "ReQA R@100 1.5, ODQA R@20 3"
+                     "ODQA validation R@20": 40.25}) == "ReQA R@100 80% test 78.19, ODQA R@20 40.25"
+    # Late-interaction / term-weight cards: one number per search setting; the own search's
+    # (tt_zoo.zoo.own_search): HDCT's BM25 with k1 10, unread plain; ColBERT's best mode.
+    hdct = {"ReQA R@100, HDCT-weighted BM25 (k1 1.5, b 0.75)": 95.94,
+            "ReQA R@100, HDCT-weighted BM25 (k1 10, unread plain)": 96.0,
+            "ODQA validation R@20, HDCT-weighted BM25 (k1 10, unread plain)": 52.97,
+            "ODQA validation R@20, convex(HDCT-weighted BM25, BM25)": 56.25}
+    assert headline(hdct, "hdct", "term_weights") == "ReQA R@100 all 96, ODQA R@20 52.97"
+    colbert = {"ODQA validation R@20, ColBERT end to end (token index, k' 64)": 42.27,
+               "ODQA validation R@20, ColBERT re-ranking BM25@100": 54.45,
+               "ReQA R@100, ColBERT end to end (token index, k' 64)": 92.38,
+               "ReQA R@100, ColBERT re-ranking BM25@100": 97.64}
+    assert headline(colbert, "colbert", "late_interaction") == "ReQA R@100 all 97.64, ODQA R@20 54.45"
     assert headline({}) == ""
 
 

@@ -99,3 +99,21 @@ def test_the_results_index_lists_every_results_file_and_no_other():
     present = {p.name for p in (REPO_ROOT / "results").iterdir()
                if p.is_file() and p.name != "README.md"}
     assert listed == present
+
+
+def test_the_counts_of_registered_names_in_the_docs_are_the_registrys():
+    """docs/models.md counts the registered variants of each family; the README counts none
+    (its generated table lists what loads)."""
+    from tt_zoo.zoo import registry
+
+    specs = registry.REGISTRY.values()
+    two_tower = sum(1 for s in specs if s.kind == "two_tower" and s.imported is None
+                    and s.init_from is None and not s.name.startswith("multitask"))
+    colbert = sum(1 for s in specs if s.kind == "late_interaction"
+                  and not s.name.startswith("multitask"))
+    hdct = sum(1 for s in specs if s.kind == "term_weights")
+    text = " ".join((REPO_ROOT / "docs" / "models.md").read_text(encoding="utf-8").split())
+    assert f"{two_tower} names such as" in text
+    assert f"`colbert_<tasks>_<m>` ({colbert})" in text and f"`hdct_<tasks>` models ({hdct})" in text
+    readme = README.read_text(encoding="utf-8")
+    assert not re.search(r"\b(\d+|[A-Z][a-z]+-[a-z]+) models load\b|variants? \(\d+\)", readme)

@@ -20,6 +20,12 @@ late-interaction (ColBERT) and term-weight (HDCT) models, and each one's
     fused = tt_zoo.fuse(tt_zoo.bm25_index(passages, titles=titles), colbert, weight=0.7)
     hits = fused.search("who discovered penicillin?", k=10)
 
+Every index saves to a folder (``index.save(path)``, or ``tt-zoo index``) and loads back, with
+the model that built it, by `load_index`: nothing is encoded again.
+
+    index = tt_zoo.load_index("runs/index/sample")
+    hits = index.search("who discovered penicillin?", k=10)
+
 `load_term_weighter` gives a term-weight model's document weighter alone:
 
     weighter = tt_zoo.load_term_weighter("hdct_ict_bfs_wlp_crop_span_qgen")
@@ -38,13 +44,14 @@ from tt_zoo.errors import (ArtifactError, DownloadError, TtZooError,  # noqa: E4
                            UnknownModelError)
 from tt_zoo.zoo.registry import get_spec, list_models  # noqa: E402
 
-__all__ = ["load", "load_term_weighter", "bm25_index", "fuse", "list_models", "get_spec",
-           "ArtifactError", "DownloadError", "TtZooError", "UnknownModelError", "__version__"]
+__all__ = ["load", "load_index", "load_term_weighter", "bm25_index", "fuse", "list_models",
+           "get_spec", "util", "ArtifactError", "DownloadError", "TtZooError",
+           "UnknownModelError", "__version__"]
 
 
 def __getattr__(name):
     # TensorFlow is imported on first use of a loader, not by `import tt_zoo`.
-    if name in ("load", "load_term_weighter"):
+    if name in ("load", "load_index", "load_term_weighter"):
         _keras_env.check_legacy_keras()
         from tt_zoo.zoo import loading
         return getattr(loading, name)
@@ -52,6 +59,9 @@ def __getattr__(name):
         _keras_env.check_legacy_keras()
         from tt_zoo.retrieval import passage_index
         return getattr(passage_index, name)
+    if name == "util":  # sentence-transformers' util over embeddings (NumPy only)
+        import importlib
+        return importlib.import_module("tt_zoo.util")
     raise AttributeError(f"module 'tt_zoo' has no attribute {name!r}")
 
 

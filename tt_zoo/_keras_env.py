@@ -95,3 +95,44 @@ def check_legacy_keras(import_tensorflow: bool = True):
             "Keras 2 and routed tf.keras to tf-keras, as TF_USE_LEGACY_KERAS=1 does. Keras 3 "
             "objects made before keep working; set TF_USE_LEGACY_KERAS=1 before using tf.keras "
             "(or import tt_zoo first) to have one Keras throughout.", stacklevel=3)
+
+
+# Keras 3 optimizer settings that tf-keras' optimizers do not take.
+_KERAS3_ONLY_OPTIMIZER_FIELDS = ("loss_scale_factor", "gradient_accumulation_steps")
+
+
+def tf_keras_optimizer(optimizer):
+    """`optimizer` for a tf-keras model's ``compile``: a Keras 3 optimizer (``keras.optimizers.Adam``,
+    or ``tf.keras.optimizers.Adam`` made before tt_zoo routed tf.keras to tf-keras) becomes the
+    tf-keras optimizer of the same class and settings (a learning-rate schedule included); any
+    other value (a tf-keras optimizer, a name such as "adam") is returned as it is.
+
+    Raises:
+      ValueError: naming the Keras 3 optimizer when tf-keras has no optimizer of its class.
+    """
+    module = type(optimizer).__module__
+    if not (module == "keras" or module.startswith("keras.")):
+        return optimizer
+    import tf_keras  # pylint: disable=import-outside-toplevel
+
+    config = {k: v for k, v in optimizer.get_config().items()
+              if k not in _KERAS3_ONLY_OPTIMIZER_FIELDS}
+    rate = config.get("learning_rate")
+    if isinstance(rate, dict) and "class_name" in rate:  # a serialized Keras 3 schedule
+        config["learning_rate"] = tf_keras.optimizers.schedules.deserialize(
+            {"class_name": rate["class_name"], "config": rate["config"]})
+    elif hasattr(optimizer.learning_rate, "get_config") and not isinstance(rate, (int, float)):
+        schedule = optimizer.learning_rate
+        config["learning_rate"] = tf_keras.optimizers.schedules.deserialize(
+            {"class_name": type(schedule).__name__, "config": schedule.get_config()})
+    import inspect  # pylint: disable=import-outside-toplevel
+
+    try:
+        cls = getattr(tf_keras.optimizers, type(optimizer).__name__)
+        takes = inspect.signature(cls).parameters
+        return cls(**{k: v for k, v in config.items() if k in takes})
+    except (AttributeError, ValueError, TypeError) as e:
+        raise ValueError(f"The Keras 3 optimizer {type(optimizer).__name__} (from {module}) has "
+                         f"no tf-keras counterpart that takes its settings ({e}); tt_zoo's models "
+                         "are tf-keras models: pass tf.keras.optimizers.X(...) after import "
+                         "tt_zoo, or a name such as 'adam'.") from e

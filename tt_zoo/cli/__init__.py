@@ -7,7 +7,8 @@ documented path). Only the module of the command given is imported, and it impor
 only after its arguments are parsed, so ``--help`` is quick.
 
     tt-zoo list --shipped
-    tt-zoo search passages.jsonl --query "who discovered penicillin?"
+    tt-zoo index examples/squad_sample --model multitask_static_minilm_l6_384 --output runs/idx
+    tt-zoo search --index runs/idx --query "who discovered penicillin?"
     tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp --output runs/pairs/x
     tt-zoo pretrain --variant ict_bfs_wlp_512 --pairs runs/pairs/x --export runs/models/x
     tt-zoo evaluate --model ict_bfs_wlp_512 --bm25
@@ -29,7 +30,10 @@ COMMANDS = {
     "list": ("list_models", "the models that load (--include-recipes: every registered name); "
                             "--shipped: with their measured numbers"),
     "encode": ("encode", "embed the texts of a JSONL/TSV/TXT file with a model into a .npy file"),
-    "search": ("search", "index a JSONL/TSV file of passages (a model, or BM25) and query it"),
+    "index": ("index", "index a corpus once with a model of any kind, BM25 or a hybrid "
+                       "(resumable)"),
+    "search": ("search", "query a saved index (or a file of passages); a topics file to a TREC "
+                         "run"),
     "index-corpus": ("index_corpus", "encode a large JSONL corpus on Apache Beam into embedding "
                                      "shards, a ScaNN index each"),
     "demo": ("demo", "load the flagship, index ReQA-SQuAD(dev), answer and score"),
@@ -49,7 +53,8 @@ COMMANDS = {
                                "resumable, export"),
     "adapt-queries": ("adapt_queries", "train a model's query tower against its own passage "
                                        "index (ADORE), resumable, export"),
-    "evaluate": ("evaluate", "ReQA R@k and MRR of models and BM25 (Table 3's shape)"),
+    "evaluate": ("evaluate", "score a TREC run against qrels (nDCG@10, R@k, MRR@10); ReQA of "
+                             "models and BM25"),
     "odqa": ("odqa", "open-domain QA answer recall of models and BM25 (DPR's top-k accuracy)"),
     "reproduce": ("reproduce", "the Tables 3 and 5 grid: pretrain, fine-tune, evaluate, ship"),
     "ship": ("ship", "ship an export (any kind) to saved_models/ with its measured tables"),
@@ -90,16 +95,59 @@ def exit_code(result) -> int:
 TOP_LEVEL_OPTIONS = ("-h", "--help", "--version")
 
 
+# The commands that Ctrl-C stops at once (`stop_at_once_on_interrupt`): they write nothing that
+# an abrupt exit leaves half done (their outputs are renamed into place when complete; `index`
+# keeps its finished chunks to resume from). Training commands keep Python's KeyboardInterrupt.
+STOP_AT_ONCE = frozenset({"list", "encode", "search", "index", "evaluate", "odqa", "demo"})
+INTERRUPTED = 130  # 128 + SIGINT, as a shell reports a process stopped by Ctrl-C
+
+
+def stop_at_once_on_interrupt(command: str) -> None:
+    """Makes Ctrl-C stop the process within a moment, with one line on stderr and exit status
+    130, even while TensorFlow or ScaNN runs C++ code for seconds (Python runs its own handler
+    only between bytecodes, and a KeyboardInterrupt then unwinds through TensorFlow's threads and
+    exit handlers: ~15 s and a long traceback). SIGINT is blocked in this thread, and so in every
+    thread started after it; one daemon thread waits for it with ``sigwait`` and ends the
+    process with ``os._exit``."""
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    if threading.current_thread() is not threading.main_thread() or not hasattr(
+            signal, "pthread_sigmask"):
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def wait() -> None:
+        signal.sigwait({signal.SIGINT})
+        try:
+            os.write(2, f"\n{PROG} {command}: interrupted\n".encode())
+        finally:
+            os._exit(INTERRUPTED)
+
+    threading.Thread(target=wait, name="tt-zoo-interrupt", daemon=True).start()
+
+
 def main(argv=None) -> int:
     """Runs ``tt-zoo ARGV``; returns the exit code. Output cut short by its reader (``tt-zoo
-    list | head -1``) ends quietly, as a Unix tool's does."""
+    list | head -1``) ends quietly with status 0, as the reader had what it wanted. Run as the
+    process's command (`argv` None), Ctrl-C stops the commands of `STOP_AT_ONCE` within a
+    moment: one line, exit status 130."""
+    words = sys.argv[1:] if argv is None else [str(a) for a in argv]
+    command = next((a for a in words[:1] if not a.startswith("-")), "")
+    if argv is None and command in STOP_AT_ONCE:
+        stop_at_once_on_interrupt(command)
     try:
         return _main(argv)
     except BrokenPipeError:
         # Python flushes stdout again at exit: point it at /dev/null so that flush is silent.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):  # stdout is no file (captured): nothing to flush
+            pass
+        return 0
+    except KeyboardInterrupt:  # Ctrl-C in a command that stops between bytecodes
+        print(f"\n{PROG} {command}: interrupted".rstrip(), file=sys.stderr)
+        return INTERRUPTED
 
 
 def _main(argv=None) -> int:

@@ -7,8 +7,9 @@ line), a .tsv with a header line (text, title, id) or a .txt (one text a line), 
 tt-zoo search reads it. The .npy is written to a temp file and renamed into place; an existing
 file is replaced only with --overwrite.
 
-  tt-zoo encode ict_bfs_wlp_512 passages.jsonl --output passages.npy
-  tt-zoo encode ict_bfs_wlp_512 questions.txt --queries --output questions.npy
+  tt-zoo encode ict_bfs_wlp_512 examples/squad_sample --output runs/passages.npy
+  tt-zoo encode ict_bfs_wlp_512 examples/squad_sample/queries.jsonl --queries \\
+      --output runs/questions.npy
 """
 
 from __future__ import annotations

@@ -2,12 +2,12 @@
 
 From a pretraining checkpoint (tt-zoo pretrain also calls the same export at its end):
   tt-zoo export --variant ict_bfs_wlp_512 --checkpoint runs/pretrain/ict_bfs_wlp_512 \\
-      --document-length 128 --output saved_models/ict_bfs_wlp_512
+      --document-length 128 --output runs/models/ict_bfs_wlp_512
 
 A ColBERT model whose query tokens count by their idf over the corpus it will search (each
 query token's MaxSim weighed idf ** ALPHA, the [MASK] tokens --query-mask-weight;
 `tt_zoo.modeling.query_token_weights`), the weights inside the export's signatures:
-  tt-zoo export --model multitask_colbert_ict_bfs_wlp_crop_span_qgen_64 --corpus passages.jsonl \\
+  tt-zoo export --model multitask_colbert_ict_bfs_wlp_crop_span_qgen_64 --corpus examples/squad_sample \\
       --query-idf 0.5 --query-mask-weight 0.25 --question-log questions.txt --query-beta 1 \\
       --output out/colbert_idf
 (--question-log: questions users ask, one a line or as tt-zoo search reads queries; the words
@@ -89,7 +89,7 @@ def parse_args(argv=None):
         p.error("nothing to do: give --output, --index-output or --retrieve-output")
     if args.variant:
         check_vocab_file(p, args)
-    if args.corpus and args.corpus != "squad" and not pathlib.Path(args.corpus).is_file():
+    if args.corpus and args.corpus != "squad" and not pathlib.Path(args.corpus).exists():
         p.error(f"--corpus: {args.corpus} does not exist (give 'squad' or a passage file)")
     return args
 

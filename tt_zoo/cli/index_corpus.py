@@ -10,7 +10,7 @@ model and settings are checked, not encoded again. Search the result in Python w
 tt_zoo.retrieval.sharded_index.ShardedIndex.load(OUTPUT). Needs apache-beam
 (pip install tt_zoo[beam]); Beam's own options go after "--".
 
-  tt-zoo index-corpus --model ict_bfs_wlp_512 --passages passages.jsonl \\
+  tt-zoo index-corpus --model ict_bfs_wlp_512 --passages examples/squad_sample/corpus.jsonl \\
       --output runs/corpus --num-shards 4 --dtype float16
   tt-zoo index-corpus --model gs://BUCKET/models/ict_bfs_wlp_512 \\
       --passages 'gs://BUCKET/passages/*.jsonl' --output gs://BUCKET/corpus --num-shards 64 \\
@@ -60,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--runner", default="DirectRunner",
                    help="the Beam runner: DirectRunner, DataflowRunner, FlinkRunner, "
                         "SparkRunner, ...")
+    parsing.add_no_progress(p)
     p.add_argument("beam_args", nargs="*", metavar="-- BEAM_OPTION",
                    help="Beam pipeline options, after \"--\" (e.g. --project, --region, "
                         "--temp_location, --flink_master, --direct_num_workers=2)")

@@ -1,7 +1,7 @@
 """Learns a WordPiece vocabulary from an article corpus, so a model ships its own vocabulary.
 
   tt-zoo learn-vocab --input $TT_ZOO_DATA/wikispeedia --vocab-size 8192 \\
-      --output saved_models/vocab/vocab.txt
+      --output runs/vocab/vocab.txt
 """
 
 from __future__ import annotations

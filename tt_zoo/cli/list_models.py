@@ -26,12 +26,14 @@ from tt_zoo.cli import parsing
 from tt_zoo.modeling.kinds import KINDS
 from tt_zoo.zoo import registry
 
-# The card numbers `--shipped` shows, first found first: (label, metric key or key prefix).
-# Two-tower cards carry ReQA zero-shot R@100 on the 80% split's test questions and ODQA
-# validation R@20; late-interaction and term-weight cards carry them per search setting, whose
-# first (sorted) is the model's own search, without fusion.
-HEADLINES = (("ReQA R@100", ("R@100 zero-shot 80%", "ReQA R@100, ")),
-             ("ODQA R@20", ("ODQA validation R@20", "ODQA validation R@20, ")))
+# The card numbers `--shipped` shows, as the README's table does: (label, the metric names that
+# hold it, first found first). A late-interaction or term-weight card holds one per search
+# setting ("ReQA R@100, ColBERT re-ranking BM25@100"): the model's own search's is shown
+# (`tt_zoo.zoo.own_search`).
+HEADLINES = (("ReQA R@100 80% test", ("R@100 zero-shot 80%",
+                                      "ReQA (test part of the 80% split) R@100")),
+             ("ReQA R@100 all", ("ReQA R@100",)),
+             ("ODQA R@20", ("ODQA validation R@20",)))
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,15 +53,29 @@ def parse_args(argv=None):
     return parsing.command_parser("list", __doc__, add_arguments).parse_args(argv)
 
 
-def headline(metrics) -> str:
-    """'ReQA R@100 78.19, ODQA R@20 40.25' from a card's metrics (name -> %), or ''."""
+def headline(metrics, name: str = "", kind: str = "two_tower") -> str:
+    """'ReQA R@100 80% test 78.19, ODQA R@20 40.25' from a card's metrics (name -> %) of model
+    `name` of `kind`, or ''. A number measured per search setting is its own search's."""
+    from tt_zoo.zoo.own_search import own_label  # noqa: PLC0415
+
     metrics = dict(metrics)
+    tables = {}  # metric -> {search label: value}, for the late-interaction mode rule
+    for key, value in metrics.items():
+        base, _, label = key.partition(", ")
+        if label:
+            tables.setdefault(base, {})[label] = {base: value}
+    by_label = {label: rows for label, rows in tables.items()}
+    labels = {label for rows in tables.values() for label in rows}
+    own = own_label(name, kind, labels, {t: {l: v for l, v in rows.items()}
+                                         for t, rows in by_label.items()})
     parts = []
-    for label, (exact, prefix) in HEADLINES:
-        key = exact if exact in metrics else next(
-            (k for k in sorted(metrics) if k.startswith(prefix)), None)
-        if key is not None:
-            parts.append(f"{label} {metrics[key]:g}")
+    for label, keys in HEADLINES:
+        value = next((metrics[k] for k in keys if k in metrics), None)
+        if value is None and own is not None:
+            value = next((metrics[f"{k}, {own}"] for k in keys if f"{k}, {own}" in metrics),
+                         None)
+        if value is not None:
+            parts.append(f"{label} {value:g}")
     return ", ".join(parts)
 
 
@@ -85,7 +101,7 @@ def shipped_table(names) -> str:
     rows = [("name", "arch.tag", "kind", "encoder", "pretraining",
              "measured (%, see its MODEL_CARD.md)")]
     rows += [(s.name, s.arch_tag, s.kind.replace("_", "-"), _encoder(s), s.pretraining,
-              headline(s.metrics)) for s in specs]
+              headline(s.metrics, s.name, s.kind)) for s in specs]
     return columns(rows)
 
 

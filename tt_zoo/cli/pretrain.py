@@ -7,7 +7,7 @@ TensorBoard scalars under WORKDIR/logs; a progress bar with pairs/s.
   tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks ict,bfs,wlp \\
       --output runs/pairs/ict_bfs_wlp
   tt-zoo pretrain --variant ict_bfs_wlp_512 --pairs runs/pairs/ict_bfs_wlp \\
-      --batch-size 128 --steps 1000 --strategy cpu --export saved_models/ict_bfs_wlp_512
+      --batch-size 128 --steps 1000 --strategy cpu --export runs/models/ict_bfs_wlp_512
 
 On TPUs: --strategy tpu --tpu NAME (the cluster resolver's address, as in the Model Garden);
 --workdir, --export, --token-cache and --pairs may be gs:// URLs (every file goes through

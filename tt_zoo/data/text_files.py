@@ -3,7 +3,8 @@
 
 Three formats, told apart by the file's extension:
 
-- ``.jsonl``: one JSON object a line, ``{"text": ...}`` with optional ``"title"`` and ``"id"``;
+- ``.jsonl``: one JSON object a line, ``{"text": ...}`` with optional ``"title"`` and ``"id"``
+  (BEIR's ``"_id"`` is read as the id);
 - ``.tsv``: a header line naming the columns (``text``, and optionally ``title`` and ``id``),
   then one tab-separated row a line (no quoting: a field holds no tab or newline);
 - ``.txt``: one text a line.
@@ -12,7 +13,12 @@ Blank lines are skipped. Ids, when given, are given for every record and are uni
 them a record's id is its position (``"0"``, ``"1"``, ...: `tt_zoo.retrieval.search.default_ids`).
 A malformed record raises `TextFileError` naming the file and the line.
 
-`read_texts` reads a whole file; `parse_jsonl_line` and `record_fields` read one JSON line, for a
+A folder in BEIR's layout (Thakur et al. 2021: ``corpus.jsonl`` of ``{"_id", "title", "text"}``,
+``queries.jsonl``, ``qrels/test.tsv``) is read as it is: `read_texts` of the folder reads its
+``corpus.jsonl``, `read_topics` of it its ``queries.jsonl`` (`beir_file` names the files).
+
+`read_texts` reads a whole file; `read_topics` a file of queries with their ids (a run's
+topics); `parse_jsonl_line` and `record_fields` read one JSON line, for a
 reader that gets lines one at a time (the Beam pipeline of `tt_zoo.serving.corpus_index`).
 """
 
@@ -116,7 +122,8 @@ def record_fields(record: dict, where: str) -> Tuple[str, str, Optional[str]]:
     """``(text, title, id)`` of one record (a JSON object or a TSV row as a dict): "text" a
     string, "title" a string (default ""), "id" None or a string or an integer, returned as a
     non-empty string without tab or newline. Raises `TextFileError` starting with `where`."""
-    text, title, record_id = record.get("text"), record.get("title", ""), record.get("id")
+    text, title = record.get("text"), record.get("title", "")
+    record_id = record.get("id", record.get("_id"))
     if not isinstance(text, str):
         raise TextFileError(f"{where}: expected a \"text\" string "
                             f"(got {type(text).__name__ if 'text' in record else 'none'}).")
@@ -141,7 +148,7 @@ def read_texts(path, what: str = "texts") -> Texts:
       TextFileError: a missing, empty or unknown kind of file, or a malformed record, named
         with its line.
     """
-    path = pathlib.Path(path)
+    path = beir_file(path, "queries" if what == "queries" else "corpus")
     if path.suffix.lower() not in _READERS:
         raise TextFileError(f"{path}: expected a {', '.join(FORMATS)} file of {what} "
                             f"(got '{path.suffix or 'no extension'}').")
@@ -165,3 +172,76 @@ def read_texts(path, what: str = "texts") -> Texts:
     if not texts:
         raise TextFileError(f"{path}: holds no {what}.")
     return Texts(texts, titles, ids or None, str(path))
+
+
+# -- BEIR folders and topics ----------------------------------------------------------------------
+
+BEIR_FILES = {"corpus": "corpus.jsonl", "queries": "queries.jsonl",
+              "qrels": pathlib.Path("qrels") / "test.tsv"}
+# The fields a topic's id and text may have (BEIR and tt_zoo: _id / id, text; others: qid, query).
+TOPIC_ID_FIELDS = ("_id", "id", "qid", "query_id")
+TOPIC_TEXT_FIELDS = ("text", "query")
+
+
+def beir_file(path, part: str) -> pathlib.Path:
+    """`path` itself, or the file of `part` ("corpus", "queries", "qrels") inside a folder in
+    BEIR's layout (`BEIR_FILES`)."""
+    path = pathlib.Path(path)
+    if path.is_dir():
+        inner = path / BEIR_FILES[part]
+        if not inner.is_file():
+            raise TextFileError(f"{path} is a folder without {BEIR_FILES[part]} (a BEIR folder "
+                                f"holds {', '.join(str(f) for f in BEIR_FILES.values())}).")
+        return inner
+    return path
+
+
+def read_topics(path) -> Tuple[List[str], List[str]]:
+    """``(ids, texts)`` of the queries of a run: a .jsonl of ``{"_id" or "id" or "qid", "text"
+    or "query"}`` lines (BEIR's queries.jsonl), a .tsv of ``id<TAB>text`` lines (MS MARCO's
+    queries; a header line naming ``id`` and ``text`` is read as one), or a BEIR folder (its
+    queries.jsonl). Ids are unique, without tab, newline or space (a TREC run's columns).
+
+    Raises:
+      TextFileError: naming the file and line of a malformed topic.
+    """
+    path = beir_file(path, "queries")
+    if path.suffix.lower() not in (".jsonl", ".tsv"):
+        raise TextFileError(f"{path}: expected a .jsonl or .tsv file of topics "
+                            f"(got '{path.suffix or 'no extension'}').")
+    if not path.is_file():
+        raise TextFileError(f"{path}: no such file.")
+    ids, texts, seen = [], [], {}
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        if path.suffix.lower() == ".jsonl":
+            record = parse_jsonl_line(line, where)
+            topic_id = next((record[f] for f in TOPIC_ID_FIELDS if f in record), None)
+            text = next((record[f] for f in TOPIC_TEXT_FIELDS if f in record), None)
+        else:
+            fields = line.split("\t")
+            if len(fields) != 2:
+                raise TextFileError(f"{where}: expected 2 tab-separated fields, id and text "
+                                    f"(got {len(fields)}).")
+            if not ids and [f.strip().lower() for f in fields] in (["id", "text"],
+                                                                   ["qid", "query"]):
+                continue  # a header line
+            topic_id, text = fields
+        if isinstance(topic_id, bool) or not isinstance(topic_id, (str, int)):
+            raise TextFileError(f"{where}: a topic needs an id ({', '.join(TOPIC_ID_FIELDS)}: a "
+                                "string or an integer).")
+        topic_id = str(topic_id)
+        if not topic_id or any(c.isspace() for c in topic_id):
+            raise TextFileError(f"{where}: topic id {topic_id!r} is empty or holds white space "
+                                "(a TREC run's columns are separated by it).")
+        if not isinstance(text, str) or not text.strip():
+            raise TextFileError(f"{where}: topic {topic_id!r} has no text "
+                                f"({' or '.join(TOPIC_TEXT_FIELDS)}).")
+        if topic_id in seen:
+            raise TextFileError(f"{where}: topic id {topic_id!r} repeats line {seen[topic_id]}.")
+        seen[topic_id] = number
+        ids.append(topic_id)
+        texts.append(text)
+    if not ids:
+        raise TextFileError(f"{path}: holds no topics.")
+    return ids, texts

@@ -26,8 +26,10 @@ def format_scores(rows: Mapping[str, Mapping[str, float]], columns: Sequence[str
 
 def format_table(rows) -> str:
     """Rows of {encoder, pretraining, search, R@k..., MRR} as Table 3's text table (in %),
-    each text column as wide as its longest entry."""
-    keys = ("encoder", "pretraining", "search")
+    each text column as wide as its longest entry; a row is labelled by the model name it was
+    given (its "model", BM25's its encoder) first."""
+    rows = [{"model": r.get("model") or r["encoder"], **r} for r in rows]
+    keys = ("model", "encoder", "pretraining", "search")
     widths = {k: max([len(k)] + [len(str(r[k])) for r in rows]) for k in keys}
     head = " ".join(f"{k:<{widths[k]}}" for k in keys) + " " + " ".join(
         f"{c:>6}" for c in COLUMNS)

@@ -15,6 +15,7 @@ from typing import Optional, Sequence, Tuple, Union
 import numpy as np
 import tensorflow as tf
 
+from tt_zoo.arguments import as_documents, as_string_list, as_texts  # noqa: F401 (their home)
 from tt_zoo.modeling.inference import PACKED_KEYS, EncodeOptions, encode_in_buckets, progress_bar
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.pair_model import PairModel
@@ -160,62 +161,6 @@ def finished_embeddings(embeddings: tf.Tensor, normalize: bool) -> tf.Tensor:
     a mixed bfloat16 policy), L2-normalised when the model's scores are cosines."""
     embeddings = tf.cast(embeddings, tf.float32)
     return tf.math.l2_normalize(embeddings, axis=-1) if normalize else embeddings
-
-
-def as_string_list(values, name: str) -> list:
-    """`values` as a list of strings; a bare string (a sequence of characters) or a non-string
-    item raises TypeError naming `name`. Every API that takes texts checks them here."""
-    if isinstance(values, (str, bytes)):
-        raise TypeError(f"{name} must be a sequence of strings, not a single string ({values!r}).")
-    if values is None or isinstance(values, (dict, set)) or not hasattr(values, "__iter__"):
-        raise TypeError(f"{name} must be a string or a sequence of strings (got "
-                        f"{type(values).__name__}: {values!r:.80}).")
-    values = list(values)
-    for i, v in enumerate(values):
-        if not isinstance(v, (str, bytes)):
-            raise TypeError(f"{name}[{i}] must be a string (got {type(v).__name__}: {v!r}).")
-    return values
-
-
-def decoded(values: list, name: str) -> list:
-    """`values` (strings, as `as_string_list` gives them) with each bytes item decoded as
-    UTF-8, for what keeps text as text (an index's passages, saved as JSON). Bytes that are not
-    UTF-8 raise ValueError naming ``name[i]``."""
-    out = []
-    for i, value in enumerate(values):
-        if isinstance(value, bytes):
-            try:
-                value = value.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{name}[{i}] is bytes that are not UTF-8 ({e.reason} at byte "
-                                 f"{e.start}: {value[:40]!r}); give str, or UTF-8 bytes.") from None
-        out.append(value)
-    return out
-
-
-def as_texts(values, name: str) -> Tuple[list, bool]:
-    """``(texts, single)``: a single string as one text (single True), else `as_string_list`."""
-    if isinstance(values, (str, bytes)):
-        return [values], True
-    return as_string_list(values, name), False
-
-
-def as_documents(texts, titles) -> Tuple[list, list, bool]:
-    """``(texts, titles, single)`` of the `encode_documents` arguments: `texts` one string or
-    a sequence of them; `titles` None (all ""), or one string for one text, or a sequence as
-    long as `texts`. Raises TypeError or ValueError naming the bad argument."""
-    texts, single = as_texts(texts, "texts")
-    if titles is None:
-        return texts, [""] * len(texts), single
-    if single:
-        if not isinstance(titles, (str, bytes)):
-            raise TypeError("titles must be one string when texts is one string (got "
-                            f"{type(titles).__name__}: {titles!r}).")
-        return texts, [titles], True
-    titles = as_string_list(titles, "titles")
-    if len(titles) != len(texts):
-        raise ValueError(f"titles and texts differ in length ({len(titles)} vs {len(texts)}).")
-    return texts, titles, False
 
 
 def build_two_tower_model(vocabulary, *, encoder: str = "bert", size: Optional[str] = "tiny",

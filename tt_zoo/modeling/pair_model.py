@@ -206,6 +206,14 @@ class PairModel(tfrs.Model):
             self._gradient_step = step
             self.train_function = None  # the next `fit` traces the step again
 
+    def compile(self, optimizer="rmsprop", *args, **kwargs):
+        """Keras' ``compile``; a Keras 3 optimizer (``keras.optimizers.Adam(...)``) is taken as
+        the tf-keras optimizer of the same class and settings
+        (`tt_zoo._keras_env.tf_keras_optimizer`)."""
+        from tt_zoo._keras_env import tf_keras_optimizer  # noqa: PLC0415
+
+        return super().compile(tf_keras_optimizer(optimizer), *args, **kwargs)
+
     def fit(self, *args, **kwargs):
         """Keras' `fit`, with the optimizer's slots built first (`build_optimizer`)."""
         build_optimizer(self)

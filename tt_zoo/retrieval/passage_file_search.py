@@ -1,36 +1,18 @@
-"""Searching the passages of a text file (`tt_zoo.data.text_files.Texts`) with query text, as
-`tt-zoo search` does: BM25's hits (`bm25_hits`; a model's come from its ``index``), then the
-hits of each query as a text table (`format_hits`) or as JSON Lines (`write_hits`), one line a
-query: {"query", "hits": [{"rank", "id", "score", "title", "text"}]}.
+"""How `tt-zoo search` shows the hits of any index: each query's hits as a text table
+(`format_hits`) or as JSON Lines (`write_hits`), one line a query: {"query", "id"?, "hits":
+[{"rank", "id", "score", "title", "text"}]}. (A TREC run of them: `tt_zoo.evaluation.trec`.)
 
-Nothing here imports TensorFlow: BM25 needs only bm25s, imported when it searches.
+Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
 import json
-from typing import List, Sequence
+from typing import List, Optional, Sequence
 
-from tt_zoo.data.text_files import Texts
-from tt_zoo.retrieval.passage_index import bm25_text
 from tt_zoo.retrieval.search import Hit
 
 SNIPPET = 100  # characters of a passage the table shows
-BM25_PROGRESS_FROM = 10_000  # passages from which BM25 indexing shows bm25s's progress bars
-
-
-def bm25_hits(passages: Texts, queries: Sequence[str], k: int,
-              progress: bool) -> List[List[Hit]]:
-    """The top-k `Hit`s of each query by BM25 over the passages' "title text" (`bm25_text`;
-    `tt_zoo.retrieval.bm25.BM25Retriever`: bm25s, English stemming and stop words), with
-    bm25s's progress bars from `BM25_PROGRESS_FROM` passages when `progress`. A query gets only
-    passages that share a term with it: no arbitrary order of zero scores."""
-    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415 (bm25s)
-
-    texts = [bm25_text(title, text) for title, text in zip(passages.titles, passages.texts)]
-    retriever = BM25Retriever(texts, ids=passages.ids_or_positions(),
-                              show_progress=progress and len(texts) >= BM25_PROGRESS_FROM)
-    return retriever.search(list(queries), k).hits(passages.texts, passages.titles)
 
 
 def format_hits(queries: Sequence[str], hits: Sequence[Sequence[Hit]], searcher: str) -> str:
@@ -55,13 +37,17 @@ def format_hits(queries: Sequence[str], hits: Sequence[Sequence[Hit]], searcher:
     return "\n".join(lines)
 
 
-def write_hits(path, queries: Sequence[str], hits: Sequence[Sequence[Hit]]) -> None:
-    """One JSON line a query, written to a temp file and renamed into place."""
+def write_hits(path, queries: Sequence[str], hits: Sequence[Sequence[Hit]],
+               query_ids: Optional[Sequence[str]] = None) -> None:
+    """One JSON line a query (with its "id" when `query_ids` are given), written to a temp file
+    and renamed into place."""
     from tt_zoo.atomic_io import open_for_replace  # noqa: PLC0415
 
+    ids = [None] * len(queries) if query_ids is None else list(query_ids)
     with open_for_replace(path, "w", encoding="utf-8", newline="\n") as f:
-        for query, found in zip(queries, hits):
-            f.write(json.dumps({"query": query, "hits": [
+        for query, query_id, found in zip(queries, ids, hits):
+            f.write(json.dumps({"query": query, **({"id": query_id} if query_id else {}),
+                                "hits": [
                 {"rank": rank, "id": h.id, "score": round(float(h.score), 6), "title": h.title,
                  "text": h.text} for rank, h in enumerate(found, 1)]}, ensure_ascii=False,
                 allow_nan=False)

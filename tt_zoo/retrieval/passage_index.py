@@ -16,6 +16,13 @@ two-tower model's `tt_zoo.zoo.zoo_model.TextIndex` returns. The builders:
 - `fuse`: a convex combination or reciprocal-rank fusion of two of these over the same passages
   (`tt_zoo.retrieval.fusion.FusionSearcher`).
 
+Each saves to a folder (``index.save(path)``) in one layout: ``passages.jsonl``,
+``passage_index.json`` (format, settings, the model that built it if any, the sha256 manifest of
+every file) and what the kind needs besides (`write_passage_index`, `read_passage_index`): BM25
+nothing (rebuilt from the passages in seconds on load, `load_bm25_index`), a fusion the folders
+of its two parts (``first/``, ``second/``). A two-tower model's index (`TextIndex`) keeps its own
+layout; `tt_zoo.load_index` reads every one of them.
+
 Example:
 >>> bm25 = bm25_index(["Fleming discovered penicillin.", "Paris is in France."],
 ...                   titles=["Penicillin", "Paris"])
@@ -25,6 +32,8 @@ Example:
 
 from __future__ import annotations
 
+import json
+import pathlib
 from typing import Callable, List, Optional, Sequence
 
 import numpy as np
@@ -46,7 +55,7 @@ def as_passages(passages, titles=None, ids=None):
     """``(texts, titles, ids)`` lists of an ``index(passages, titles=..., ids=...)`` call: one
     passage string (with one title and one id) or sequences; titles default to "", ids to
     "0", "1", ... Raises TypeError or ValueError naming the bad argument."""
-    from tt_zoo.modeling.models import as_documents  # noqa: PLC0415 (TensorFlow)
+    from tt_zoo.arguments import as_documents  # noqa: PLC0415
 
     single = isinstance(passages, (str, bytes))
     texts, titles, _ = as_documents(passages, titles)
@@ -108,11 +117,11 @@ class PassageIndex:
         return f"PassageIndex({self.description!r}, num_passages={len(self)})"
 
     def save(self, path, overwrite: bool = False):
-        """Writes the index to folder `path` (a model's index; its ``load_index`` reads it).
-        BM25 and fusions are not saved: they rebuild from the passages in seconds."""
+        """Writes the index to folder `path`; `tt_zoo.load_index(path)` reads it back (a model's
+        index with its model; BM25 rebuilt from the saved passages; a fusion with its parts)."""
         if self._save is None:
-            raise TypeError(f"This index ({self.description}) cannot be saved: build it again "
-                            "from its passages (a model's index saves: model.index(...).save).")
+            raise TypeError(f"This index ({self.description}) cannot be saved: a fusion saves "
+                            "when both its parts do; build it again from its passages.")
         return self._save(self, path, overwrite)
 
     def search(self, query, k: int = 10):
@@ -151,7 +160,7 @@ def bm25_index(passages, titles=None, ids=None, *, show_progress: bool = False,
     retriever = BM25Retriever([bm25_text(t, p) for t, p in zip(titles, texts)], ids=ids,
                               show_progress=show_progress, **bm25_options)
     return PassageIndex(retriever, texts, titles, description="BM25",
-                        settings={"kind": "bm25", **bm25_options})
+                        settings={"kind": "bm25", **bm25_options}, save=_save_bm25)
 
 
 def late_interaction_index(encode_query_tokens: Callable, encode_document_tokens: Callable,
@@ -221,7 +230,6 @@ def weighted_bm25_index(weighter, passages, titles=None, ids=None, *, k1: float 
     frequencies round(100 sqrt(y)), in the weighter's term space. `k1`, `b`, `unread` as
     `BM25Retriever`. The weights are kept as the searcher's `term_weights`; `save` as
     `PassageIndex`'s."""
-    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415
     from tt_zoo.retrieval.term_weighting import weigh_corpus  # noqa: PLC0415
 
     texts, titles, ids = as_passages(passages, titles, ids)
@@ -231,14 +239,30 @@ def weighted_bm25_index(weighter, passages, titles=None, ids=None, *, k1: float 
         raise ValueError(f"weighted_bm25_index: {len(weights)} weights for {len(texts)} "
                          "passages.")
     terms = weighter.terms
+    return term_weighted_bm25(texts, titles, ids, weights, stemmer=terms.stemmer_setting,
+                              stopwords=terms.stopwords_setting, k1=k1, b=b, unread=unread,
+                              save=save)
+
+
+def term_weighted_bm25(texts, titles, ids, weights, *, stemmer, stopwords, k1: float, b: float,
+                       unread: str, save: Optional[Callable] = None) -> PassageIndex:
+    """BM25 over "title text" with the pseudo term frequencies of `weights` (one `TermWeights`
+    a passage) in the term space of `stemmer` and `stopwords`: `weighted_bm25_index` once the
+    passages are weighed, and a saved HDCT index read back (no model needed: queries are BM25's).
+    The settings record `stemmer` and `stopwords` when they are JSON values (a name or None), so
+    the index loads without its model (`tt_zoo.retrieval.numpy_queries`)."""
+    from tt_zoo.retrieval.bm25 import BM25Retriever  # noqa: PLC0415
+
     retriever = BM25Retriever([bm25_text(t, p) for t, p in zip(titles, texts)], ids=ids,
-                              stemmer=terms.stemmer_setting, stopwords=terms.stopwords_setting,
-                              k1=k1, b=b, weights=weights, unread=unread)
+                              stemmer=stemmer, stopwords=stopwords, k1=k1, b=b, weights=weights,
+                              unread=unread)
     retriever.term_weights = weights
+    settings = {"kind": "term_weights", "k1": k1, "b": b, "unread": unread}
+    if all(v is None or isinstance(v, str) for v in (stemmer, stopwords)):
+        settings.update(stemmer=stemmer, stopwords=stopwords)
     return PassageIndex(retriever, texts, titles,
                         description=f"HDCT-weighted BM25 (k1 {k1:g}, b {b:g})",
-                        settings={"kind": "term_weights", "k1": k1, "b": b, "unread": unread},
-                        save=save)
+                        settings=settings, save=save)
 
 
 def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str] = None,
@@ -286,12 +310,152 @@ def fuse(first, second, *, weight: Optional[float] = None, method: Optional[str]
                               weight=0.5 if weight is None else weight, depth=depth,
                               rrf_k=rrf_k, fill_depth=fill_depth)
     share = f", weight {searcher.weight:g}" if method == "convex" else ""
+    saves = all(_can_save(index) for index in (first, second))
     return PassageIndex(searcher, first.texts, first.titles, description=(
         f"{method}({_describe(first)}, {_describe(second)}{share})"),
-        settings={"kind": "fusion", **searcher.describe()})
+        settings={"kind": "fusion", **searcher.describe()},
+        save=_fusion_saver(first, second) if saves else None)
 
 
 def _describe(index) -> str:
     description = getattr(index, "description", None)
     return description if isinstance(description, str) and description else \
         type(index).__name__
+
+
+# -- saving -------------------------------------------------------------------------------------
+
+PASSAGES_FILE = "passages.jsonl"
+PASSAGE_INDEX_FILE = "passage_index.json"
+PASSAGE_INDEX_FORMAT = "tt_zoo.PassageIndex"
+PASSAGE_INDEX_FORMAT_VERSION = 1
+FUSION_PARTS = ("first", "second")  # a saved fusion's folders of its two searchers
+
+
+def _can_save(index) -> bool:
+    """Whether `index` saves: a two-tower model's `TextIndex`, or a `PassageIndex` with a saver."""
+    return callable(getattr(index, "save", None)) and getattr(index, "_save", True) is not None
+
+
+def write_passages(path: pathlib.Path, ids, titles, texts) -> None:
+    """``passages.jsonl``: one ``{"id", "title", "text"}`` line a passage, in order."""
+    from tt_zoo.atomic_io import json_text  # noqa: PLC0415
+
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        for cid, title, text in zip(ids, titles, texts):
+            f.write(json_text({"id": cid, "title": title, "text": text}, where=path,
+                              indent=None) + "\n")
+
+
+def read_passages(path: pathlib.Path):
+    """``(ids, titles, texts)`` of a ``passages.jsonl`` that `write_passages` wrote."""
+    from tt_zoo.errors import ArtifactError  # noqa: PLC0415
+
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        try:
+            for line in f:
+                row = json.loads(line)
+                rows.append((row["id"], row["title"], row["text"]))
+        except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
+            raise ArtifactError(f"{path}: line {len(rows) + 1} is not a passage record with id, "
+                                f"title, text ({e!r}).") from e
+    return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def write_passage_index(index: PassageIndex, path, *, model: Optional[dict] = None,
+                        payload: Optional[Callable[[pathlib.Path], None]] = None,
+                        overwrite: bool = False) -> pathlib.Path:
+    """Writes `index` to folder `path` atomically (refused if it exists and is not a saved
+    index, unless `overwrite`): its passages, ``payload(staging)``'s files (token vectors, term
+    weights, a fusion's parts), and ``passage_index.json`` with its settings, `model` (what the
+    index records of the model that built it: `tt_zoo.zoo.kind_models.model_fingerprint`; None
+    for BM25) and the sha256 manifest of every file."""
+    from tt_zoo.arguments import as_path  # noqa: PLC0415
+    from tt_zoo.atomic_io import write_directory, write_json  # noqa: PLC0415
+    from tt_zoo.manifest import describe_files  # noqa: PLC0415
+
+    def build(staging: pathlib.Path) -> None:
+        write_passages(staging / PASSAGES_FILE, index.ids, index.titles, index.texts)
+        if payload is not None:
+            payload(staging)
+        write_json(staging / PASSAGE_INDEX_FILE, {
+            "format": PASSAGE_INDEX_FORMAT, "format_version": PASSAGE_INDEX_FORMAT_VERSION,
+            "description": index.description, "settings": dict(index.settings), "model": model,
+            "files": describe_files(staging)})
+
+    return write_directory(as_path(path, "path"), build, overwrite=overwrite,
+                           what="saved tt_zoo PassageIndex",
+                           is_replaceable=is_saved_index)
+
+
+def is_saved_index(path: pathlib.Path) -> bool:
+    """Whether folder `path` holds a saved index of any kind (one that saving may replace)."""
+    path = pathlib.Path(path)
+    return (path / PASSAGE_INDEX_FILE).is_file() or (path / "text_index.json").is_file()
+
+
+def read_passage_index(path):
+    """``(manifest, ids, titles, texts)`` of a folder `write_passage_index` wrote, every file
+    checked against its sha256.
+
+    Raises:
+      ArtifactError: not a saved index, a format this tt_zoo cannot read, a changed file.
+    """
+    from tt_zoo.arguments import as_path  # noqa: PLC0415
+    from tt_zoo.atomic_io import recover_replaced  # noqa: PLC0415
+    from tt_zoo.errors import ArtifactError  # noqa: PLC0415
+    from tt_zoo.manifest import check_format_version, read_json_object, verify_files  # noqa
+
+    path = as_path(path, "path")
+    recover_replaced(path)
+    manifest_path = path / PASSAGE_INDEX_FILE
+    manifest = read_json_object(manifest_path, "the manifest of a saved tt_zoo index")
+    if manifest.get("format") != PASSAGE_INDEX_FORMAT:
+        raise ArtifactError(f"{manifest_path} is not a {PASSAGE_INDEX_FORMAT} manifest (format "
+                            f"{manifest.get('format')!r}).")
+    check_format_version(manifest.get("format_version"), PASSAGE_INDEX_FORMAT_VERSION,
+                         listed_in=manifest_path, what=PASSAGE_INDEX_FORMAT)
+    files, settings = manifest.get("files"), manifest.get("settings")
+    if not isinstance(files, dict) or PASSAGES_FILE not in files or not isinstance(settings,
+                                                                                   dict):
+        raise ArtifactError(f"{manifest_path} lists no {PASSAGES_FILE} or no settings.")
+    verify_files(path, files, listed_in=manifest_path)
+    return (manifest, *read_passages(path / PASSAGES_FILE))
+
+
+def _save_bm25(index: PassageIndex, path, overwrite: bool = False) -> pathlib.Path:
+    return write_passage_index(index, path, overwrite=overwrite)
+
+
+def load_bm25_index(path) -> PassageIndex:
+    """The BM25 index saved at `path` (``bm25_index(...).save(path)``), built again from its
+    passages with its settings."""
+    from tt_zoo.errors import ArtifactError  # noqa: PLC0415
+
+    manifest, ids, titles, texts = read_passage_index(path)
+    settings = dict(manifest["settings"])
+    if settings.pop("kind", None) != "bm25":
+        raise ArtifactError(f"{path} holds a {manifest['settings'].get('kind')!r} index, not "
+                            "BM25.")
+    return bm25_index(texts, titles, ids, **settings)
+
+
+def _fusion_saver(first, second) -> Callable:
+    """The ``save`` of a fusion: its two parts saved in ``first/`` and ``second/``, and the
+    fusion's settings."""
+
+    def save(index: PassageIndex, path, overwrite: bool = False) -> pathlib.Path:
+        def parts(staging: pathlib.Path) -> None:
+            for name, part in zip(FUSION_PARTS, (first, second)):
+                part.save(staging / name)
+        return write_passage_index(index, path, payload=parts, overwrite=overwrite)
+    return save
+
+
+def fusion_options(settings: dict) -> dict:
+    """`fuse`'s keyword arguments from a saved fusion's settings (`FusionSearcher.describe`)."""
+    method = settings["method"]
+    return {"method": method, "weight": settings.get("weight") if method == "convex" else None,
+            "depth": settings["depth"], "fill_depth": settings.get("fill_depth"),
+            **({"rrf_k": settings["rrf_k"]} if method == "rrf" else {})}

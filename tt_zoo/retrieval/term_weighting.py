@@ -27,9 +27,7 @@ The result is a `CorpusTermWeights`: compact arrays that hand `BM25Retriever` on
 
 from __future__ import annotations
 
-import collections.abc
 import hashlib
-import io
 import json
 import math
 import os
@@ -39,12 +37,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
-from tt_zoo.atomic_io import open_for_replace, write_json
+from tt_zoo.atomic_io import write_json
 from tt_zoo.data.term_weight_targets import merge_word_pieces, word_term_list
 from tt_zoo.data.terms import TermSpace
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.models import as_string_list
-from tt_zoo.retrieval.bm25 import TermWeights
+from tt_zoo.retrieval.bm25 import CorpusTermWeights, TermWeights  # noqa: F401 (its home)
 
 COMBINE = "max"  # how window weights make a document weight (see the module docstring)
 # With jit_compile="auto", calls weighing at least this many documents run the model under XLA
@@ -53,89 +51,6 @@ COMBINE = "max"  # how window weights make a document weight (see the module doc
 XLA_AUTO_MIN_DOCUMENTS = 1024
 XLA_LENGTH_BUCKET = 16  # under XLA, windows are padded to a multiple of this: few shapes
 CACHE_FORMAT = "tt_zoo.term_weights.v1"
-
-
-class CorpusTermWeights(collections.abc.Sequence):
-    """The term weights of a corpus as compact arrays; item i is document i's `TermWeights`.
-
-    Documents that share a (title, passage) share one row (`doc_rows`). Build one with
-    `weigh_corpus`, or `from_term_weights` from a list.
-    """
-
-    def __init__(self, vocabulary: Sequence[str], offsets: np.ndarray, term_ids: np.ndarray,
-                 weights: np.ndarray, seen: np.ndarray, doc_rows: Optional[np.ndarray] = None):
-        self.vocabulary = list(vocabulary)
-        self.offsets, self.term_ids = np.asarray(offsets, np.int64), np.asarray(term_ids, np.int32)
-        self.weights, self.seen = np.asarray(weights, np.float32), np.asarray(seen, np.int32)
-        num_rows = len(self.offsets) - 1
-        self.doc_rows = (np.arange(num_rows, dtype=np.int64) if doc_rows is None
-                         else np.asarray(doc_rows, np.int64))
-        if len(self.doc_rows) and (self.doc_rows.min() < 0 or self.doc_rows.max() >= num_rows):
-            raise ValueError(f"doc_rows must index the {num_rows} weighted rows.")
-
-    @property
-    def num_rows(self) -> int:
-        """Distinct documents weighted."""
-        return len(self.offsets) - 1
-
-    def __len__(self) -> int:
-        return len(self.doc_rows)
-
-    def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        row = self.doc_rows[i]
-        start, end = self.offsets[row], self.offsets[row + 1]
-        terms = [self.vocabulary[t] for t in self.term_ids[start:end]]
-        return TermWeights(dict(zip(terms, self.weights[start:end].tolist())),
-                           dict(zip(terms, self.seen[start:end].tolist())))
-
-    @classmethod
-    def from_term_weights(cls, documents: Sequence[TermWeights]) -> "CorpusTermWeights":
-        """Compact arrays of a list of `TermWeights` (every one with its `seen` counts)."""
-        vocab: Dict[str, int] = {}
-        offsets, term_ids, weights, seen = [0], [], [], []
-        for doc in documents:
-            if doc.seen is None:
-                raise ValueError("CorpusTermWeights stores seen counts: every TermWeights needs "
-                                 "`seen`.")
-            for term, weight in doc.weights.items():
-                term_ids.append(vocab.setdefault(term, len(vocab)))
-                weights.append(weight)
-                seen.append(doc.seen.get(term, 0))
-            offsets.append(len(term_ids))
-        return cls(list(vocab), offsets, term_ids, weights, seen)
-
-    @classmethod
-    def concatenate(cls, parts: Sequence["CorpusTermWeights"]) -> "CorpusTermWeights":
-        """The rows of several parts, in order, over one vocabulary (no `doc_rows`)."""
-        vocab: Dict[str, int] = {}
-        offsets, term_ids, weights, seen = [np.zeros(1, np.int64)], [], [], []
-        for part in parts:
-            remap = np.array([vocab.setdefault(t, len(vocab)) for t in part.vocabulary],
-                             np.int32)
-            offsets.append(part.offsets[1:] + offsets[-1][-1] - part.offsets[0])
-            term_ids.append(remap[part.term_ids] if len(part.term_ids) else part.term_ids)
-            weights.append(part.weights)
-            seen.append(part.seen)
-        cat = (lambda xs, dtype: np.concatenate(xs) if xs else np.zeros(0, dtype))  # noqa: E731
-        return cls(list(vocab), np.concatenate(offsets), cat(term_ids, np.int32),
-                   cat(weights, np.float32), cat(seen, np.int32))
-
-    def save(self, path) -> None:
-        """Writes the rows (not `doc_rows`) as one .npz, through a temp file and a rename."""
-        with open_for_replace(path, "wb") as f:
-            np.savez(f, vocabulary=np.array(self.vocabulary, dtype=str), offsets=self.offsets,
-                     term_ids=self.term_ids, weights=self.weights, seen=self.seen)
-
-    @classmethod
-    def load(cls, path) -> "CorpusTermWeights":
-        try:
-            with tf.io.gfile.GFile(str(path), "rb") as f, np.load(io.BytesIO(f.read())) as z:
-                return cls(z["vocabulary"].tolist(), z["offsets"], z["term_ids"], z["weights"],
-                           z["seen"])
-        except (OSError, ValueError, KeyError) as e:
-            raise ArtifactError(f"{path} is not a readable term-weight cache part ({e}).") from e
 
 
 class TermWeighter:

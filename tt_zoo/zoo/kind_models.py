@@ -10,7 +10,8 @@ Every loaded model's ``index(passages, titles=..., ids=...)`` returns a
   ReQA-SQuAD(dev) MRR 62.1 against 59.3 for the token index, ODQA R@20 54.5 against 42.3).
 - `TermWeightZooModel` (an HDCT export; its `weighter` is what `tt_zoo.load_term_weighter`
   returns): its index is HDCT's weighted BM25 (`weighted_bm25_index`) with k1 = 10, the k1
-  its card's tables chose on held-out questions (grid 0.9, 1.5, 4, 10) on all three benchmarks.
+  its card's tables chose on held-out questions (grid 0.9, 1.5, 4, 10) on all three benchmarks
+  (`tt_zoo.zoo.own_search`, which also names these searches' rows in the cards).
 
 Both indexes save to a folder and load back with their model (`save_passage_index`,
 `load_passage_index`): the passages, the token vectors or term weights (the costly part), the
@@ -20,58 +21,23 @@ on load.
 
 from __future__ import annotations
 
-import json
 import pathlib
 from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from tt_zoo.arguments import as_path
-from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json
 from tt_zoo.errors import ArtifactError
-from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, MODES, PassageIndex,
-                                            as_passages, late_interaction_index,
-                                            weighted_bm25_index)
-from tt_zoo.zoo.zoo_model import PASSAGES_FILE, CardIdentity, ZooModel, weights_sha256
+from tt_zoo.retrieval.passage_index import (DEFAULT_RERANK_DEPTH, PASSAGE_INDEX_FILE,
+                                            PassageIndex, as_passages, late_interaction_index,
+                                            read_passage_index, weighted_bm25_index,
+                                            write_passage_index)
+from tt_zoo.zoo.own_search import (TERM_WEIGHT_K1, TERM_WEIGHT_UNREAD,  # noqa: F401
+                                   best_late_interaction_mode)
+from tt_zoo.zoo.zoo_model import CardIdentity, ZooModel, model_source, weights_sha256
 
-# HDCT-weighted BM25's k1 and its treatment of unread occurrences, as every term-weight card's
-# ODQA rows chose them on held-out questions: "HDCT-weighted BM25 (k1 10, unread plain)".
-TERM_WEIGHT_K1 = 10.0
-TERM_WEIGHT_UNREAD = "plain"
-
-PASSAGE_INDEX_FILE = "passage_index.json"
-PASSAGE_INDEX_FORMAT = "tt_zoo.PassageIndex"
-PASSAGE_INDEX_FORMAT_VERSION = 1
 TOKENS_DIR = "tokens"  # a late-interaction index's TokenStore
 TERM_WEIGHTS_FILE = "term_weights.npz"  # a term-weight index's CorpusTermWeights
-
-# The card rows of each late-interaction mode (benchmarks/late_interaction.py's labels).
-_MODE_ROWS = {"rerank": "ColBERT re-ranking", "token_index": "ColBERT end to end"}
-
-
-def best_late_interaction_mode(metrics: Optional[dict]) -> str:
-    """The search mode a late-interaction card measured best: of its tables holding both a
-    re-ranking row and an end-to-end (token index) row, the mode with the higher mean over
-    their shared metrics in more tables; "rerank" on a tie or without such tables (ColBERT's
-    Sec. 3.5 mode, the cheaper to build)."""
-    wins = {mode: 0 for mode in MODES}
-    for table in (metrics or {}).values():
-        if not isinstance(table, dict):
-            continue
-        rows = {}
-        for mode, prefix in _MODE_ROWS.items():
-            row = next((v for label, v in table.items() if str(label).startswith(prefix)
-                        and isinstance(v, dict)), None)
-            if row is not None:
-                rows[mode] = row
-        if len(rows) < 2:
-            continue
-        shared = sorted(set.intersection(*(set(r) for r in rows.values())))
-        means = {mode: np.mean([float(r[m]) for m in shared]) for mode, r in rows.items()
-                 if shared}
-        if means:
-            wins[max(means, key=means.get)] += 1
-    return "token_index" if wins["token_index"] > wins["rerank"] else "rerank"
 
 
 class LateInteractionZooModel(ZooModel):
@@ -184,8 +150,10 @@ class TermWeightZooModel(CardIdentity):
 # -- saving and loading -------------------------------------------------------------------------
 
 def model_fingerprint(model) -> dict:
-    """What a saved index records of the model that built it: its name and weights' sha256."""
-    return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model)}
+    """What a saved index records of the model that built it: its name, weights' sha256 and
+    `tt_zoo.zoo.zoo_model.model_source` (what `tt_zoo.load_index` loads it by)."""
+    return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model),
+            "source": model_source(model)}
 
 
 def _check_model(recorded, model, listed_in) -> None:
@@ -199,13 +167,12 @@ def _check_model(recorded, model, listed_in) -> None:
 
 def save_passage_index(index: PassageIndex, model, path, overwrite: bool = False
                        ) -> pathlib.Path:
-    """Writes a late-interaction or term-weight model's index to folder `path` (atomically;
-    refused if it exists and is not a saved index, unless `overwrite`): `passages.jsonl`, the
-    token store (`tokens/`) or the term weights (`term_weights.npz`), and
-    `passage_index.json` (format, settings, the model's name and weights' sha256, the sha256
-    manifest of every file). A token index's ScaNN tree is not saved: `load_passage_index`
-    builds it again from the stored tokens."""
-    from tt_zoo.manifest import describe_files  # noqa: PLC0415
+    """Writes a late-interaction or term-weight model's index to folder `path`
+    (`tt_zoo.retrieval.passage_index.write_passage_index`: atomically, with `passages.jsonl`,
+    the settings, the model's name and weights' sha256 and the sha256 manifest of every file):
+    the token store (`tokens/`) or the term weights (`term_weights.npz`) besides. A token
+    index's ScaNN tree is not saved: `load_passage_index` builds it again from the stored
+    tokens."""
     from tt_zoo.retrieval.term_weighting import CorpusTermWeights  # noqa: PLC0415
 
     settings = dict(index.settings)
@@ -224,60 +191,28 @@ def save_passage_index(index: PassageIndex, model, path, overwrite: bool = False
     else:
         raise TypeError(f"save_passage_index saves a late-interaction or term-weight model's "
                         f"index (got {index.description!r}).")
-    identity = model_fingerprint(model)
-    path = as_path(path, "path")
 
-    def build(staging: pathlib.Path) -> None:
-        passages = staging / PASSAGES_FILE
-        with open(passages, "w", encoding="utf-8") as f:
-            for cid, title, text in zip(index.ids, index.titles, index.texts):
-                f.write(json_text({"id": cid, "title": title, "text": text}, where=passages,
-                                  indent=None) + "\n")
+    def payload(staging: pathlib.Path) -> None:
         if kind == "late_interaction":
             store.save(staging / TOKENS_DIR)
         else:
             weights.save(staging / TERM_WEIGHTS_FILE)
-        write_json(staging / PASSAGE_INDEX_FILE, {
-            "format": PASSAGE_INDEX_FORMAT, "format_version": PASSAGE_INDEX_FORMAT_VERSION,
-            "settings": settings, "model": identity, "files": describe_files(staging)})
 
-    return write_directory(path, build, overwrite=overwrite, what="saved tt_zoo PassageIndex",
-                           is_replaceable=lambda p: (p / PASSAGE_INDEX_FILE).is_file())
+    return write_passage_index(index, path, model=model_fingerprint(model), payload=payload,
+                               overwrite=overwrite)
 
 
 def load_passage_index(path, model) -> PassageIndex:
     """The index `save_passage_index` wrote to `path`, checking every file against its sha256
     and `model` against the one that built it; BM25 (and a token index's ScaNN tree) is built
     again from the saved passages and vectors or weights."""
-    from tt_zoo.manifest import check_format_version, read_json_object, verify_files  # noqa
     from tt_zoo.retrieval.term_weighting import CorpusTermWeights  # noqa: PLC0415
     from tt_zoo.retrieval.token_store import TokenStore  # noqa: PLC0415
 
     path = as_path(path, "path")
-    recover_replaced(path)
-    manifest_path = path / PASSAGE_INDEX_FILE
-    manifest = read_json_object(manifest_path, "the manifest of a saved tt_zoo PassageIndex")
-    if manifest.get("format") != PASSAGE_INDEX_FORMAT:
-        raise ArtifactError(f"{manifest_path} is not a {PASSAGE_INDEX_FORMAT} manifest (format "
-                            f"{manifest.get('format')!r}).")
-    check_format_version(manifest.get("format_version"), PASSAGE_INDEX_FORMAT_VERSION,
-                         listed_in=manifest_path, what=PASSAGE_INDEX_FORMAT)
-    files, settings = manifest.get("files"), manifest.get("settings")
-    if not isinstance(files, dict) or PASSAGES_FILE not in files or not isinstance(settings,
-                                                                                   dict):
-        raise ArtifactError(f"{manifest_path} lists no {PASSAGES_FILE} or no settings.")
-    verify_files(path, files, listed_in=manifest_path)
+    manifest, ids, titles, texts = read_passage_index(path)
+    manifest_path, settings = path / PASSAGE_INDEX_FILE, manifest["settings"]
     _check_model(manifest.get("model"), model, manifest_path)
-    rows = []
-    with open(path / PASSAGES_FILE, encoding="utf-8") as f:
-        try:
-            for line in f:
-                row = json.loads(line)
-                rows.append((row["id"], row["title"], row["text"]))
-        except (json.JSONDecodeError, KeyError, TypeError) as e:
-            raise ArtifactError(f"{path / PASSAGES_FILE}: line {len(rows) + 1} is not a passage "
-                                f"record with id, title, text ({e!r}).") from e
-    ids, titles, texts = ([r[i] for r in rows] for i in range(3))
     kind = settings.get("kind")
     if kind == "late_interaction" and isinstance(model, LateInteractionZooModel):
         store = TokenStore.load(path / TOKENS_DIR)

@@ -133,3 +133,70 @@ def load_term_weighter(name_or_path, **options):
     path, spec = find_artifact(name_or_path, kinds=(TERM_WEIGHTS,))
     return _verified(path, spec, lambda p, sha: term_weight_export.load_term_weighter(
         p, sha, **options))
+
+
+def load_index(path, model=None):
+    """The index saved at folder `path`, of any kind, ready to search with query text
+    (``search(query, k) -> [Hit]``, ``search_batch(queries, k) -> [[Hit]]``), with no passage
+    encoded again: a two-tower model's (``model.index(...).save(path)``, ``tt-zoo export
+    --index-output``, ``tt-zoo index``), a ColBERT or HDCT model's, BM25's or a fusion of two.
+
+    The model that built it is loaded by what the index records (its registered name or its
+    export's path) unless `model` (a loaded model, or a name or path) is given; either way its
+    weights are checked against the ones that encoded the passages.
+
+    Example:
+    >>> index = tt_zoo.load_index("runs/index/squad_sample")  # doctest: +SKIP
+    >>> index.search("who discovered penicillin?", k=3)  # doctest: +SKIP
+
+    Raises:
+      ArtifactError: not a saved index, a changed file, or a model other than the one that built
+        it; an index that does not record how to load its model (pass `model`).
+    """
+    from tt_zoo.retrieval import passage_index as passage_lib
+    from tt_zoo.zoo.zoo_model import TEXT_INDEX_FILE
+
+    root = as_path(path, "path")
+    recover_replaced(root)
+    models = {}
+
+    def model_for(record, listed_in):
+        if model is not None:
+            if not isinstance(model, (str, pathlib.Path)):
+                return model
+            if str(model) not in models:  # a name or path: loaded once
+                models[str(model)] = load(model)
+            return models[str(model)]
+        source = record.get("source") if isinstance(record, dict) else None
+        if source is None and isinstance(record, dict) and registry.registered_name(
+                str(record.get("name"))):
+            source = record["name"]  # an index saved before sources were recorded
+        if source is None:
+            raise ArtifactError(f"{listed_in} does not record where its model loads from "
+                                f"(recorded: {record!r}): pass model=NAME_OR_PATH.")
+        if source not in models:
+            models[source] = load(source)
+        return models[source]
+
+    def load_folder(folder: pathlib.Path):
+        if (folder / TEXT_INDEX_FILE).is_file():
+            from tt_zoo.retrieval.index import read_json
+            listed_in = folder / TEXT_INDEX_FILE
+            return TextIndex.load(folder, model_for(read_json(listed_in).get("model"), listed_in))
+        if not (folder / passage_lib.PASSAGE_INDEX_FILE).is_file():
+            raise ArtifactError(f"{folder} is not a saved tt_zoo index (it holds neither "
+                                f"{TEXT_INDEX_FILE} nor {passage_lib.PASSAGE_INDEX_FILE}).")
+        manifest = passage_lib.read_passage_index(folder)[0]
+        kind = manifest["settings"].get("kind")
+        if kind == "bm25":
+            return passage_lib.load_bm25_index(folder)
+        if kind == "fusion":
+            first, second = (load_folder(folder / part) for part in passage_lib.FUSION_PARTS)
+            return passage_lib.fuse(first, second,
+                                    **passage_lib.fusion_options(manifest["settings"]))
+        listed_in = folder / passage_lib.PASSAGE_INDEX_FILE
+        return model_for(manifest.get("model"), listed_in).load_index(folder)
+
+    if not root.is_dir():
+        raise ArtifactError(f"{root} is not a folder holding a saved tt_zoo index.")
+    return load_folder(root)

@@ -486,12 +486,24 @@ def _arch_tag_index(specs: Dict[str, ModelSpec]) -> Dict[str, str]:
 ARCH_TAGS: Dict[str, str] = _arch_tag_index(_REGISTERED)
 
 
+# The hub names of the public checkpoints the zoo imports, as sentence-transformers users write
+# them (``sentence-transformers/all-MiniLM-L6-v2``, ``all-MiniLM-L6-v2``), lower-cased -> the
+# registered name of the imported model (`tt_zoo.zoo.imported.CHECKPOINTS`).
+HUB_NAMES: Dict[str, str] = {
+    alias.lower(): name for name, checkpoint in CHECKPOINTS.items()
+    for alias in (checkpoint.base_model, checkpoint.base_model.rsplit("/", 1)[-1])}
+
+
 def registered_name(name) -> Optional[str]:
-    """The registered name of `name`, given as itself or as its ARCH.TAG
-    (``bert_tiny_512.ict_bfs_wlp`` -> ``ict_bfs_wlp_512``); None when it is neither."""
+    """The registered name of `name`, given as itself, as its ARCH.TAG
+    (``bert_tiny_512.ict_bfs_wlp`` -> ``ict_bfs_wlp_512``) or, for an imported public
+    checkpoint, as its hub name in any case (``sentence-transformers/all-MiniLM-L6-v2`` ->
+    ``minilm_l6_384``); None when it is none of them."""
     if not isinstance(name, str):
         return None
-    return name if name in REGISTRY else ARCH_TAGS.get(name)
+    if name in REGISTRY:
+        return name
+    return ARCH_TAGS.get(name) or HUB_NAMES.get(name.strip().lower())
 
 
 def _spellings(specs) -> List[str]:
@@ -570,7 +582,10 @@ def unknown_model_message(name, where: str = "tt_zoo.list_models()") -> str:
         return (f"A model name or an export directory is needed (got {name!r}). "
                 f"{where} lists the models that load.")
     loadable = [s for s in REGISTRY.values() if loads_by_name(s)]
+    hub = {alias: registered for alias, registered in HUB_NAMES.items()
+           if REGISTRY[registered].shipped}
     close = (close_names(name, _spellings(loadable))
+             or [hub[c.lower()] for c in close_names(name.rsplit("/", 1)[-1], hub)]
              or close_names(name, _spellings(REGISTRY.values())))
     hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
     return (f"{name!r} is not a tt_zoo model.{hint} {where} lists the {len(loadable)} models "
@@ -580,8 +595,11 @@ def unknown_model_message(name, where: str = "tt_zoo.list_models()") -> str:
 def looks_like_path(name_or_path: str) -> bool:
     """True when `name_or_path` names a directory rather than a model: it exists and is no
     registered name, or it holds a path separator or starts with "." (`tt_zoo.load`'s rule)."""
-    return ((pathlib.Path(name_or_path).exists() and registered_name(name_or_path) is None)
-            or os.sep in name_or_path or name_or_path.startswith("."))
+    if pathlib.Path(name_or_path).exists():
+        return registered_name(name_or_path) is None
+    if name_or_path.strip().lower() in HUB_NAMES:  # "sentence-transformers/all-MiniLM-L6-v2"
+        return False
+    return os.sep in name_or_path or name_or_path.startswith(".")
 
 
 def model_name_problem(name_or_path: str, where: str = "tt_zoo.list_models()") -> Optional[str]:

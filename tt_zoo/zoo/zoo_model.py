@@ -22,11 +22,10 @@ from tt_zoo import _keras_env
 
 _keras_env.check_legacy_keras()  # before TensorFlow is imported below, with a clear message
 
-from tt_zoo.arguments import as_path  # noqa: E402
+from tt_zoo.arguments import (as_documents, as_path, as_string_list, as_texts,  # noqa: E402
+                              decoded)
 from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
-from tt_zoo.modeling.models import (as_documents, as_string_list, as_texts,  # noqa: E402
-                                    decoded)
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
 from tt_zoo.serving import export as export_lib  # noqa: E402
 from tt_zoo.serving.model_card import ModelCard  # noqa: E402
@@ -38,6 +37,8 @@ TEXT_INDEX_FORMAT = "tt_zoo.TextIndex"
 # 2: the manifest covers embeddings/ too, and "model" records the model that made them;
 # 1 (none recorded: `tt_zoo.manifest.check_format_version`): passages.jsonl only.
 TEXT_INDEX_FORMAT_VERSION = 2
+# What `ZooModel.encode` passes on to the encoders besides its sentence-transformers arguments.
+_ENCODE_OPTIONS = frozenset({"bucketing", "precision", "jit_compile"})
 
 
 def weights_sha256(keras_model) -> str:
@@ -51,11 +52,22 @@ def weights_sha256(keras_model) -> str:
     return digest.hexdigest()
 
 
+def model_source(model) -> Optional[str]:
+    """What `tt_zoo.load` takes to load `model` again, as a saved index records it: its
+    registered name, else the absolute path of its export (None: neither is known)."""
+    if getattr(model, "spec", None) is not None:
+        return model.spec.name
+    path = getattr(model, "path", None)
+    return str(pathlib.Path(path).resolve()) if path else None
+
+
 def model_identity(model: "ZooModel") -> dict:
     """What a saved index records of the model that made its embeddings: its name, the sha256
-    of its weights (`weights_sha256`: fine-tuning changes it) and its embedding dimension."""
+    of its weights (`weights_sha256`: fine-tuning changes it), its embedding dimension and
+    `model_source` (what `tt_zoo.load_index` loads it by)."""
     return {"name": model.name, "weights_sha256": weights_sha256(model.keras_model),
-            "embedding_dim": int(model.keras_model.embedding_dim)}
+            "embedding_dim": int(model.keras_model.embedding_dim),
+            "source": model_source(model)}
 
 
 def check_model_identity(recorded, model: "ZooModel", listed_in) -> None:
@@ -152,6 +164,7 @@ class TextIndex:
 
         def build(staging: pathlib.Path) -> None:
             self.embedding_index.save(staging / "embeddings", overwrite=True)
+            self._save_numpy_query_tower(staging)
             passages = staging / PASSAGES_FILE
             with open(passages, "w", encoding="utf-8") as f:
                 for cid, title, text in zip(self.embedding_index.ids, self.titles, self.texts):
@@ -163,6 +176,18 @@ class TextIndex:
 
         return write_directory(path, build, overwrite=overwrite, is_replaceable=_is_text_index,
                                what="saved tt_zoo TextIndex")
+
+    def _save_numpy_query_tower(self, staging: pathlib.Path) -> None:
+        """The model's query tower in NumPy, for searches without TensorFlow
+        (`tt_zoo.retrieval.numpy_queries`), when it is found to equal the model's."""
+        from tt_zoo.retrieval import numpy_queries
+
+        encoder = numpy_queries.of_model(self.model.keras_model, bool(self.model.task_markers))
+        if encoder is not None:
+            probes = [t[:300] for pair in zip(self.titles[:32], self.texts[:32]) for t in pair
+                      if t.strip()]
+            numpy_queries.save_if_exact(encoder, staging, self.model.encode_queries,
+                                         self.embedding_index, probes)
 
     @classmethod
     def load(cls, path, model: "ZooModel") -> "TextIndex":
@@ -445,10 +470,73 @@ class ZooModel(CardIdentity):
         else "dot" (the paper's inner product, Sec. 2)."""
         return "cosine" if self.keras_model.normalize_embeddings else "dot"
 
-    def encode(self, texts: Union[str, Sequence[str]], **options) -> np.ndarray:
-        """Embeddings of queries (sentence-transformers' ``encode``): `encode_queries`.
-        Passages, with their titles, go through `encode_documents`."""
-        return self.encode_queries(texts, **options)
+    def encode(self, sentences: Union[str, Sequence[str]], prompt_name: Optional[str] = None,
+               batch_size: int = 256, show_progress_bar: Optional[bool] = None, *,
+               normalize_embeddings: bool = False, convert_to_numpy: bool = True,
+               convert_to_tensor: bool = False, **options):
+        """Embeddings of texts, as sentence-transformers' ``encode``: float32 [n, dim] (a single
+        string gives one [dim] vector).
+
+        The texts are taken as **documents** (`encode_documents`, each read up to
+        `document_length` tokens: a passage is never cut to the query budget) unless
+        ``prompt_name="query"`` (sentence-transformers' name for the query side) sends them
+        through the query tower (`encode_queries`, `query_length` tokens, task markers). A
+        model whose two sides differ (separate towers, or task markers) warns once when
+        `prompt_name` is not given: queries belong on the query side.
+
+        Args:
+          sentences: a string or a sequence of strings.
+          prompt_name: "query", or "document" / "passage" (the default side).
+          batch_size, show_progress_bar: as `encode_queries`.
+          normalize_embeddings: L2-normalise each embedding (cosine scores by dot product).
+          convert_to_numpy: a NumPy array (the default); False with `convert_to_tensor` False
+            gives a list of [dim] arrays, as sentence-transformers does.
+          convert_to_tensor: a `tf.Tensor` instead of a NumPy array.
+          options: `bucketing`, `precision`, `jit_compile` (`encode_queries`).
+
+        Example:
+          >>> model.encode(["Fleming discovered penicillin."], normalize_embeddings=True).shape
+          (1, 384)
+          >>> model.encode(["who discovered penicillin?"], prompt_name="query").shape
+          (1, 384)
+        """
+        import warnings  # noqa: PLC0415
+
+        unknown = sorted(set(options) - _ENCODE_OPTIONS)
+        if unknown:
+            raise TypeError(f"encode() got unexpected keyword argument(s) {unknown}; it takes "
+                            "prompt_name ('query' or 'document'), batch_size, show_progress_bar, "
+                            "normalize_embeddings, convert_to_numpy, convert_to_tensor and "
+                            f"{', '.join(sorted(_ENCODE_OPTIONS))}.")
+        if prompt_name not in (None, "query", "document", "passage"):
+            raise ValueError(f"prompt_name must be 'query', 'document' or 'passage' (got "
+                             f"{prompt_name!r}): which tower encodes the texts.")
+        if prompt_name is None and self._sides_differ() and not self._warned_encode:
+            self._warned_encode = True
+            warnings.warn(f"{self.name}.encode() embeds texts as documents (its document "
+                          f"tower, up to {self.document_length} tokens); its queries are encoded "
+                          "differently: pass prompt_name='query' (or call encode_queries) for "
+                          "queries, prompt_name='document' to silence this.", UserWarning,
+                          stacklevel=2)
+        encode = self.encode_queries if prompt_name == "query" else self.encode_documents
+        embeddings = encode(sentences, batch_size=batch_size,
+                            show_progress_bar=show_progress_bar, **options)
+        if normalize_embeddings:
+            norms = np.linalg.norm(embeddings, axis=-1, keepdims=True)
+            embeddings = (embeddings / np.maximum(norms, 1e-12)).astype(np.float32)
+        if convert_to_tensor:
+            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+            return tf.convert_to_tensor(embeddings)
+        if not convert_to_numpy and embeddings.ndim == 2:
+            return list(embeddings)
+        return embeddings
+
+    _warned_encode = False
+
+    def _sides_differ(self) -> bool:
+        """Whether a query is encoded otherwise than a document of the same text: separate
+        towers, or task markers on the query side."""
+        return (not getattr(self.keras_model, "share_towers", False)) or bool(self.task_markers)
 
     def similarity(self, a, b) -> np.ndarray:
         """Scores of every row of `a` against every row of `b`, float32 [len(a), len(b)], as the
@@ -504,8 +592,10 @@ class ZooModel(CardIdentity):
         lists ``{"query", "doc_text", "doc_title"?}``, or a list of (query, passage) or (query,
         title, passage) tuples; the last two are batched by `batch_size` (the in-batch
         numbers depend on it: larger batches are harder). A model not compiled yet is
-        compiled with Keras' defaults (its optimizer untouched by evaluation).
+        compiled with Keras' defaults (its optimizer untouched by evaluation). Keras'
+        ``return_dict`` is accepted and changes nothing: the result is always a dict.
         """
+        kwargs.pop("return_dict", None)  # Keras' flag: this evaluate always returns a dict
         if not getattr(self.keras_model, "_is_compiled", False):
             self.keras_model.compile()
         return self.keras_model.evaluate(_pair_dataset(pairs, batch_size), verbose=verbose,
