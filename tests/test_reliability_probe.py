@@ -127,7 +127,9 @@ def test_11_encoders_and_search_take_any_iterable(exported):
     model = tt_zoo.load(exported.path)
     expected = model.encode_queries(QUERIES)
     np.testing.assert_array_equal(model.encode_queries(q for q in QUERIES), expected)
-    np.testing.assert_array_equal(model.encode(iter(QUERIES)), expected)
+    # encode is the document side (sentence-transformers' name for a passage encoder)
+    np.testing.assert_array_equal(model.encode(iter(QUERIES)), model.encode_documents(QUERIES))
+    np.testing.assert_array_equal(model.encode(iter(QUERIES), prompt_name="query"), expected)
     index = model.index(PASSAGES, titles=TITLES, backend="brute_force")
     assert [len(hits) for hits in index.search(q for q in QUERIES)] == [2, 2]
     assert len(index.search_batch(iter(QUERIES), k=1)) == 2
