@@ -257,7 +257,7 @@ def is_imported(spec) -> bool:
     """Whether the export of an imported name is in tt_zoo's cache (its import step ran)."""
     from tt_zoo.zoo.download import cache_path
 
-    return (cache_path(spec.artifact) / "metadata.json").is_file()
+    return spec.artifact is not None and (cache_path(spec.artifact) / "metadata.json").is_file()
 
 
 def card_metadata(name: str, checkpoint: ImportedCheckpoint, origin: dict) -> dict:
