@@ -470,13 +470,13 @@ def bm25_searcher(collection: Collection):
 
 def dense_searcher(model, collection: Collection, cache_path=None, progress: bool = False):
     """Exact inner-product search over `model`'s passage embeddings psi(title, text), encoded
-    to ``cache_path`` (resumable, `open_domain.encode_documents_to_file`) or in memory."""
+    to ``cache_path`` (resumable, `document_embeddings.encode_documents_to_file`) or in memory."""
     from tt_zoo.retrieval.search import ExactSearcher  # noqa: PLC0415
 
     if cache_path is None:
         embeddings = model.encode_documents(collection.texts, titles=collection.titles)
     else:
-        from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
+        from tt_zoo.evaluation.document_embeddings import encode_documents_to_file  # noqa: PLC0415
         embeddings = np.asarray(encode_documents_to_file(
             model, collection.texts, collection.titles, cache_path, progress=progress))
     return ExactSearcher(embeddings, collection.ids)

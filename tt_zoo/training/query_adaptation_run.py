@@ -138,8 +138,9 @@ def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdi
     encoded into the workdir (resumable)."""
     import numpy as np  # noqa: PLC0415
 
-    from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
-    from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark, cache_file  # noqa: PLC0415
+    from tt_zoo.evaluation.document_embeddings import (  # noqa: PLC0415
+        cache_file, encode_documents_to_file)
+    from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark  # noqa: PLC0415
     from tt_zoo.training.query_adaptation import check_passage_embeddings  # noqa: PLC0415
 
     given = config.data.passage_embeddings
