@@ -7,6 +7,7 @@ the benchmark and its cold-start splits), `metrics` (R@k and MRR of any searcher
 article corpus), `odqa` (DPR's open-domain QA answer recall over 100-word passages),
 `text_benchmarks` (one evaluation path for text-query searchers over the three) and
 `document_embeddings` (a model's document embeddings of a collection, streamed to a file in
-bounded memory, resumably, under one name per model; all of them use it). It stands above what it scores (the searchers of `tt_zoo.retrieval`,
-the towers of `tt_zoo.modeling`) and below training, which monitors with it, and the commands.
+bounded memory, resumably, under one name per model; all of them use it). It stands above
+what it scores (the searchers of `tt_zoo.retrieval`, the towers of `tt_zoo.modeling`) and below
+training, which monitors with it, and the commands.
 """
