@@ -501,10 +501,9 @@ def _regime(card: ModelCard, trained_on) -> str:
     if trained_on:
         return "after multi-task training on " + " + ".join(trained_on)
     if card.lineage.document_encoder is not None:  # tt-zoo adapt-queries
-        from tt_zoo.training.query_adaptation_run import DEFAULT_QUESTIONS  # noqa: PLC0415
+        from tt_zoo.data.question_sets import TRAIN  # noqa: PLC0415 (adapt-queries' default)
         data = (card.training.run_config or {}).get("data", {}) if card.training else {}
-        return ("after query adaptation on "
-                + " + ".join(data.get("questions") or DEFAULT_QUESTIONS))
+        return "after query adaptation on " + " + ".join(data.get("questions") or TRAIN)
     return "zero-shot"
 
 
