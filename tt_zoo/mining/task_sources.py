@@ -5,8 +5,9 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
 "hard confounder") examples. Each function here turns one source into a `tt_zoo.data.tasks.Task`:
 
 * `qa_task`: a factoid question set (WebQuestions trainmodel, CuratedTREC, any question file of
-  `tt_zoo.data.question_sets`) over a passage `Collection` (`tt_zoo.data.passage_collection`). As DPR builds its WebQuestions and
-  CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1 "Selection of positive passages"):
+  `tt_zoo.data.question_sets`) over a passage `Collection` (`tt_zoo.data.passage_collection`).
+  As DPR builds its WebQuestions and CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1
+  "Selection of positive passages"):
   the positives are the passages of BM25's top ``depth`` (100) that hold an answer (DrQA/DPR
   answer matching, `odqa.AnswerIndex`), in rank order, the first one being trained on; a question
   with none is dropped and counted. The confounder is DPR's BM25 negative (Sec. 3.2): the first
