@@ -1,7 +1,9 @@
 """The benchmarks: each script measures one thing and writes its results/ files (OUTPUT.md the
-report, OUTPUT.json the numbers). Run from the repository root as ``python -m benchmarks.NAME``
-(``--help`` lists a script's flags); the scripts import one another as ``from benchmarks import
-NAME``. results/README.md says which docs page reads each results file.
+report, OUTPUT.json the numbers). Run from the repository root as ``python -m benchmarks NAME``
+(the one runner, benchmarks/__main__.py: with no NAME it lists them from this index) or, the
+same, ``python -m benchmarks.NAME`` (``--help`` lists a script's flags); the scripts import one
+another as ``from benchmarks import NAME``. results/README.md says which docs page reads each
+results file.
 
 Scripts (results/ file written by default):
 
@@ -49,6 +51,8 @@ Scripts (results/ file written by default):
   (qgen_samples.md)
 - reqa_misses: where ReQA's R@1 misses go (a sibling sentence of the gold paragraph or another
   paragraph), BM25 and models, and how many BM25 hard negatives are siblings (reqa_misses)
+- search_loop: the retrieval loop timed end to end as a user runs it (`tt-zoo index`, `search`,
+  `evaluate`), every kind of index, on the sample corpus (search_loop)
 - term_weights: HDCT-weighted BM25 beside BM25 and the flagships (term_weights; term_weights_* with
   --output)
 - train_step: training-step throughput, pairs/s and fraction of peak FLOP/s (train_step,

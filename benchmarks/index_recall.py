@@ -3,11 +3,12 @@ through `EmbeddingIndex` (ScaNN) against exact search over the same embeddings, 
 candidates and on open-domain ReQA's 578K (Chang et al. 2020, Sec. 2 "Inference" and Sec. 5.3).
 
 For each model and candidate set: the candidates' embeddings are encoded once (cached under
-runs/index_recall/, resumable: `open_domain.encode_documents_to_file`), the questions' too; exact
-search (`ExactSearcher`) gives the reference R@1/R@100; then each ScaNN setting is built (tree
-and codebooks, timed) and searched with every question (timed: queries/s on this machine, all
-questions in one batched call), reporting R@1/R@100, the R@100 lost against exact search, and
-the neighbour recall@100 (the fraction of the exact top 100 the index returns). Settings:
+runs/index_recall/, resumable: `document_embeddings.encode_documents_to_file`), the questions'
+too; exact search (`ExactSearcher`) gives the reference R@1/R@100; then each ScaNN setting is
+built (tree and codebooks, timed) and searched with every question (timed: queries/s on this
+machine, all questions in one batched call), reporting R@1/R@100, the R@100 lost against exact
+search, and the neighbour recall@100 (the fraction of the exact top 100 the index returns).
+Settings:
 
 - ``default``: `ScannConfig.for_size(n)`, what `EmbeddingIndex` builds when given no settings;
 - ``tree``: `ScannConfig.tree_for_size(n)`, the default before issue 25 (a fifth of about

@@ -157,7 +157,7 @@ def weigh_queries(ctx, colbert, store) -> None:
 
 def token_store(ctx, colbert):
     """The benchmark's candidates' document token vectors (built once, resumable)."""
-    from tt_zoo.evaluation.text_benchmarks import model_tag
+    from tt_zoo.evaluation.document_embeddings import model_tag
     from tt_zoo.retrieval.token_store import CONFIG_FILE, TokenStore
 
     c, args = ctx.bench.candidates, ctx.args

@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from benchmarks import arguments
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 CORPUS = REPO / "examples" / "squad_sample"
 QUERY = "what is the original meaning of the word Norman?"
@@ -147,8 +149,8 @@ def markdown(result: dict) -> str:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
-    p.add_argument("--output", default=str(REPO / "results" / "search_loop"),
-                   help="writes OUTPUT.json and OUTPUT.md")
+    arguments.add_output(p, default=str(REPO / "results" / "search_loop"), type=str,
+                         help="writes OUTPUT.json and OUTPUT.md")
     p.add_argument("--render", action="store_true",
                    help="write OUTPUT.md again from OUTPUT.json, measuring nothing")
     args = p.parse_args(argv)

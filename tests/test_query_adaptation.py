@@ -84,7 +84,7 @@ def training_loss(query_embeddings, passage_embeddings, positives, temperature):
 def test_only_the_query_tower_trains_and_the_document_side_stays_the_base_models(
         base_export, tmp_path):
     import tt_zoo
-    from tt_zoo.evaluation.text_benchmarks import model_tag
+    from tt_zoo.evaluation.document_embeddings import model_tag
     from tt_zoo.training.query_adaptation import check_passage_embeddings, token_embedding_layer
 
     articles, questions = write_corpus(tmp_path)

@@ -12,6 +12,7 @@ from conftest import DATA_DIR, data_file
 from helpers import hand_made_squad, write_squad
 from tt_zoo.retrieval import bm25
 from tt_zoo.evaluation import reqa as reqa_lib, text_benchmarks as tb
+from tt_zoo.evaluation.document_embeddings import model_tag
 from tt_zoo.retrieval.search import ExactSearcher, SearchResult
 
 
@@ -157,7 +158,7 @@ def test_embedding_cache_path_prefers_a_complete_earlier_encoding(tmp_path, benc
     assert tb.embedding_cache_path(bench, model, tmp_path) == fresh  # not complete
     earlier.with_suffix(".json").write_text(json.dumps({**state, "done": 5}))
     assert tb.embedding_cache_path(bench, model, tmp_path) == earlier
-    assert tb.model_tag(types.SimpleNamespace(name="tiny", metadata={})) == "tiny"
+    assert model_tag(types.SimpleNamespace(name="tiny", metadata={})) == "tiny"
 
 
 def test_odqa_benchmark_keeps_the_validation_set_apart(tmp_path):

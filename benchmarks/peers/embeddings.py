@@ -48,8 +48,8 @@ def cached_sources(directory: pathlib.Path, names):
 def file_source(path: pathlib.Path, model: Optional[str]):
     """(name, candidates .npy, the model that encoded them) of one `--search-embeddings-file`:
     PATH.npy, finished according to its PATH.json (``shape``, ``done``, ``model``: what
-    `tt_zoo.evaluation.open_domain.encode_documents_to_file` writes), the model from the JSON or
-    `model` (`--search-model`; both given, they must name the same model)."""
+    `tt_zoo.evaluation.document_embeddings.encode_documents_to_file` writes), the model from
+    the JSON or `model` (`--search-model`; both given, they must name the same model)."""
     if path.suffix != ".npy" or not path.is_file():
         raise SystemExit(f"--search-embeddings-file {path}: expected an existing .npy file of "
                          "candidate embeddings [n, dim].")

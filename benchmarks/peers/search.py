@@ -37,8 +37,8 @@ FAISS for the same recall, or scans each more slowly.
 
 The embeddings come from NAME.npy + NAME.json in --embeddings-dir (benchmarks/open_domain.py's
 cache), or from any `--search-embeddings-file PATH.npy` whose PATH.json (as
-`tt_zoo.evaluation.open_domain.encode_documents_to_file` writes it) says it is finished and
-names the model (or `--search-model`); the queries are always encoded by that same model.
+`tt_zoo.evaluation.document_embeddings.encode_documents_to_file` writes it) says it is finished
+and names the model (or `--search-model`); the queries are always encoded by that same model.
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ import sys
 import urllib.parse
 from typing import Optional
 
+from tt_zoo import cache
 from tt_zoo.cli.parsing import exit_missing
 from tt_zoo.errors import TtZooError
 from tt_zoo.training.multi_task_tasks import SQUAD_DEV  # the shared data's SQuAD v1.1 dev
-from tt_zoo.zoo import download
 from tt_zoo.zoo.registry import SAVED_MODELS_DIR
 
 # The paper's model, which `tt-zoo demo` shows beside the default search model.
@@ -66,7 +66,7 @@ def default_data_dir() -> pathlib.Path:
     root = clone_root()
     if root is not None:
         return root.parent / "shared" / "data"
-    return download.home() / "data"
+    return cache.home() / "data"
 
 
 def default_squad_path() -> str:

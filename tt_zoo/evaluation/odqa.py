@@ -9,19 +9,11 @@ expression (Baudis & Sedivy 2015) that hits on any match in the NFD passage text
 As DPR does, only the passage text is matched, not its title. Recall is over the *answerable*
 questions: those with at least one passage in the collection that holds an answer.
 
-Questions: WebQuestions (Berant et al. 2013) JSON ``[{"qId", "qText", "answers"}]``, CuratedTREC
-TSV ``id, type, question, answer regex``, or any JSONL of ``{"question", "answers" |
-"answer_regex"}``. Named sets resolve under ``$TT_ZOO_DATA/odqa``; the splits:
-
-* validation = ``webquestions-val`` + ``curatedtrec-train`` (:data:`VALIDATION`): choose
-  settings on these, never train on them;
-* ``webquestions-trainmodel`` may be trained on; ``webquestions-devtest`` is for final checks;
-* the test splits of both are deliberately absent and measured elsewhere.
-
-A question whose regular expression does not compile is reported in
-:attr:`QuestionSet.skipped` and left out, never fatal. Passages are
-`tt_zoo.data.passages.word_passages` (DPR's disjoint 100-word blocks) of any article source.
-Any `tt_zoo.retrieval.search.Searcher` is scored by :func:`answer_recall`.
+The question sets (WebQuestions, CuratedTREC, any JSONL; the named sets and their splits, the
+validation sets :data:`VALIDATION`) are `tt_zoo.data.question_sets`'; the passages
+(`Collection`: `tt_zoo.data.passages.word_passages`, DPR's disjoint 100-word blocks, of any
+article source) are `tt_zoo.data.passage_collection`'s. Both are named here too. Any
+`tt_zoo.retrieval.search.Searcher` is scored by :func:`answer_recall`.
 """
 
 from __future__ import annotations
@@ -37,45 +29,18 @@ from typing import Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tt_zoo.errors import TtZooError
+from tt_zoo.data.passage_collection import Collection, passage_collection
+# NAMED_SETS, OdqaFormatError and read_questions: named here too, as before they moved to data/.
+from tt_zoo.data.question_sets import (NAMED_SETS, REGEX_FLAGS, VALIDATION,  # noqa: F401
+                                       OdqaFormatError, OdqaQuestion, QuestionSet,
+                                       load_question_set, read_questions)
 
 KS = (1, 5, 20, 100)
-NAMED_SETS = {
-    "webquestions-trainmodel": "webquestions/trainmodel.json",
-    "webquestions-val": "webquestions/val.json",
-    "webquestions-devtest": "webquestions/devtest.json",
-    "curatedtrec-train": "curatedtrec/curated-train.tsv",
-}
-VALIDATION = ("webquestions-val", "curatedtrec-train")
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.UNICODE)
 # Punctuation and symbols go (as SQuAD's normalize_answer drops string.punctuation), and with
 # them NFD's combining accents, which are not word characters: "Padmé" matches "Padme".
 _NOT_WORD = re.compile(r"[^\w\s]", re.UNICODE)
 _SEPARATOR = "\n"  # between passages in the searched text; no answer token holds it
-REGEX_FLAGS = re.IGNORECASE | re.UNICODE | re.MULTILINE
-
-
-class OdqaFormatError(TtZooError):
-    """A question file that cannot be read; the message names the file and the line."""
-
-
-@dataclasses.dataclass(frozen=True)
-class OdqaQuestion:
-    """A question and its answers: strings, or one regular expression (CuratedTREC)."""
-
-    id: str
-    text: str
-    answers: Tuple[str, ...] = ()
-    answer_regex: Optional[str] = None
-
-
-@dataclasses.dataclass(frozen=True)
-class QuestionSet:
-    """The questions of one set, and those left out with the reason (e.g. a bad regex)."""
-
-    name: str
-    questions: Tuple[OdqaQuestion, ...]
-    skipped: Tuple[Tuple[str, str], ...] = ()
 
 
 # -- normalisation and matching -----------------------------------------------------------
@@ -183,135 +148,7 @@ def search_equivalent(regex: str) -> str:
 
 # -- questions ------------------------------------------------------------------------------
 
-def _check_regex(pattern: str) -> Optional[str]:
-    try:
-        re.compile(pattern, REGEX_FLAGS)
-    except re.error as e:
-        return f"answer regex {pattern!r} does not compile ({e})"
-    return None
-
-
-def _from_record(record, where: str, skipped: list) -> Optional[OdqaQuestion]:
-    if not isinstance(record, dict):
-        raise OdqaFormatError(f"{where}: expected a JSON object, got {type(record).__name__}.")
-    text = record.get("question", record.get("qText"))
-    qid = str(record.get("id", record.get("qId", where)))
-    if not isinstance(text, str) or not text.strip():
-        raise OdqaFormatError(f"{where}: expected a non-empty 'question' (or 'qText') string.")
-    if "answer_regex" in record:
-        regex = record["answer_regex"]
-        if not isinstance(regex, str) or not regex:
-            raise OdqaFormatError(f"{where}: 'answer_regex' must be a non-empty string.")
-        problem = _check_regex(regex)
-        if problem:
-            skipped.append((qid, problem))
-            return None
-        return OdqaQuestion(qid, text.strip(), answer_regex=regex)
-    answers = record.get("answers")
-    if (not isinstance(answers, list) or not answers
-            or not all(isinstance(a, str) for a in answers)):
-        raise OdqaFormatError(f"{where}: expected 'answers' (a non-empty list of strings) or "
-                              "'answer_regex'.")
-    return OdqaQuestion(qid, text.strip(), answers=tuple(answers))
-
-
-def read_questions(path, name: Optional[str] = None) -> QuestionSet:
-    """Reads WebQuestions JSON (``.json``), CuratedTREC TSV (``.tsv``) or JSONL (``.jsonl``)."""
-    path = pathlib.Path(path)
-    if not path.is_file():
-        raise OdqaFormatError(f"question file {path} does not exist.")
-    name = name or path.stem
-    skipped: list = []
-    questions = []
-    if path.suffix == ".tsv":
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            fields = line.split("\t")
-            if len(fields) != 4:
-                raise OdqaFormatError(f"{path}:{number}: expected 4 tab-separated fields (id, "
-                                      f"type, question, answer regex), got {len(fields)}.")
-            qid, _, text, regex = fields
-            question = _from_record({"id": qid, "question": text, "answer_regex": regex},
-                                    f"{path}:{number}", skipped)
-            if question:
-                questions.append(question)
-    elif path.suffix == ".json":
-        try:
-            records = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as e:
-            raise OdqaFormatError(f"{path}:{e.lineno}: not valid JSON ({e.msg}).") from e
-        if not isinstance(records, list):
-            raise OdqaFormatError(f"{path}: expected a JSON list of questions.")
-        for i, record in enumerate(records):
-            question = _from_record(record, f"{path}: item {i}", skipped)
-            if question:
-                questions.append(question)
-    elif path.suffix == ".jsonl":
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise OdqaFormatError(f"{path}:{number}: not valid JSON ({e.msg}).") from e
-            question = _from_record(record, f"{path}:{number}", skipped)
-            if question:
-                questions.append(question)
-    else:
-        raise OdqaFormatError(f"{path}: expected a .json (WebQuestions), .tsv (CuratedTREC) "
-                              "or .jsonl question file.")
-    return QuestionSet(name, tuple(questions), tuple(skipped))
-
-
-def load_question_set(name_or_path, data_dir) -> QuestionSet:
-    """A named set (:data:`NAMED_SETS`, under ``data_dir/odqa``) or a question file."""
-    if name_or_path in NAMED_SETS:
-        path = pathlib.Path(data_dir) / "odqa" / NAMED_SETS[name_or_path]
-        if not path.is_file():
-            raise OdqaFormatError(f"question set {name_or_path!r}: {path} does not exist (set "
-                                  "TT_ZOO_DATA to the shared data folder).")
-        return read_questions(path, name_or_path)
-    return read_questions(name_or_path)
-
-
 # -- the collection and the metric -----------------------------------------------------------
-
-@dataclasses.dataclass
-class Collection:
-    """The passages searched: ids ("title#i"), titles and texts, in row order."""
-
-    ids: List[str]
-    titles: List[str]
-    texts: List[str]
-
-    def __len__(self) -> int:
-        return len(self.ids)
-
-    @property
-    def bm25_texts(self) -> List[str]:
-        """What BM25 indexes: "title text"."""
-        return [f"{t} {x}" for t, x in zip(self.titles, self.texts)]
-
-
-def passage_collection(articles, words: int = 100, limit_articles: Optional[int] = None,
-                       progress: bool = False) -> Collection:
-    """Every article of a source (any `read_articles` takes) cut into ``words``-word passages."""
-    from tt_zoo.data.article_sources import read_articles  # noqa: PLC0415
-    from tt_zoo.data.passages import word_passages  # noqa: PLC0415
-
-    ids, titles, texts = [], [], []
-    for n, article in enumerate(read_articles(articles, progress=progress)):
-        if limit_articles is not None and n >= limit_articles:
-            break
-        for p in word_passages(article, words):
-            ids.append(p.doc_id)
-            titles.append(p.title)
-            texts.append(p.text)
-    if not ids:
-        raise ValueError(f"passage_collection: no passages in {articles!r}.")
-    return Collection(ids, titles, texts)
-
 
 @dataclasses.dataclass(frozen=True)
 class AnswerSets:
@@ -470,13 +307,13 @@ def bm25_searcher(collection: Collection):
 
 def dense_searcher(model, collection: Collection, cache_path=None, progress: bool = False):
     """Exact inner-product search over `model`'s passage embeddings psi(title, text), encoded
-    to ``cache_path`` (resumable, `open_domain.encode_documents_to_file`) or in memory."""
+    to ``cache_path`` (resumable, `document_embeddings.encode_documents_to_file`) or in memory."""
     from tt_zoo.retrieval.search import ExactSearcher  # noqa: PLC0415
 
     if cache_path is None:
         embeddings = model.encode_documents(collection.texts, titles=collection.titles)
     else:
-        from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
+        from tt_zoo.evaluation.document_embeddings import encode_documents_to_file  # noqa: PLC0415
         embeddings = np.asarray(encode_documents_to_file(
             model, collection.texts, collection.titles, cache_path, progress=progress))
     return ExactSearcher(embeddings, collection.ids)

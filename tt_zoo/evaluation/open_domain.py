@@ -5,16 +5,11 @@ embeddings streamed to a file, in bounded memory, resumably.
 
 from __future__ import annotations
 
-import json
-import pathlib
-import sys
-
 import numpy as np
-from tqdm import tqdm
 
-from tt_zoo.atomic_io import write_json
 from tt_zoo.data.article_sources import read_articles
 from tt_zoo.data.passages import make_passages, split_sentences
+from tt_zoo.evaluation.document_embeddings import encode_documents_to_file
 from tt_zoo.evaluation.reqa import Candidate, ReQA
 
 
@@ -50,40 +45,3 @@ def encode_candidates_to_file(model, reqa: ReQA, path, chunk: int = 8192,
     passages = reqa.candidate_passages()
     return encode_documents_to_file(model, passages.texts, passages.titles, path, chunk,
                                     progress)
-
-
-def encode_documents_to_file(model, texts, titles, path, chunk: int = 8192,
-                             progress: bool = True) -> np.ndarray:
-    """Every document's embedding psi(title, text) in a float32 ``.npy`` at `path`
-    (memory-mapped, returned), written `chunk` rows at a time; ``path.with_suffix('.json')``
-    records the rows done and the model, so a rerun with the same model resumes there and
-    another model starts over. Models are the same when their document sides are
-    (`tt_zoo.evaluation.text_benchmarks.model_tag`, recorded as ``encoder``; a record written
-    before that field compares the model's path)."""
-    from tt_zoo.evaluation.text_benchmarks import model_tag  # noqa: PLC0415
-
-    path = pathlib.Path(path)
-    n, dim = len(texts), model.keras_model.embedding_dim
-    if len(titles) != n:
-        raise ValueError(f"encode_documents_to_file: {len(titles)} titles for {n} texts.")
-    state_path = path.with_suffix(".json")
-    state = json.loads(state_path.read_text()) if state_path.is_file() else {}
-    encoder = model_tag(model)
-    same = (state.get("encoder") == encoder if "encoder" in state
-            else state.get("model") == str(model.path))
-    if state.get("shape") != [n, dim] or not same:
-        state = {"shape": [n, dim], "model": str(model.path), "encoder": encoder, "done": 0}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    array = np.lib.format.open_memmap(path, mode="r+" if state["done"] and path.is_file()
-                                      else "w+", dtype=np.float32, shape=(n, dim))
-    with tqdm(total=n, initial=state["done"], desc=f"encode {model.name}", unit="doc",
-              file=sys.stderr, mininterval=10, disable=not progress) as bar:
-        for start in range(state["done"], n, chunk):
-            stop = min(n, start + chunk)
-            array[start:stop] = model.encode_documents(
-                list(texts[start:stop]), titles=list(titles[start:stop]))
-            array.flush()
-            state["done"] = stop
-            write_json(state_path, state)
-            bar.update(stop - start)
-    return array

@@ -40,6 +40,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from tt_zoo.evaluation import metrics as retrieval_metrics, odqa, reqa as reqa_lib
+from tt_zoo.evaluation.document_embeddings import cache_file
 from tt_zoo.retrieval.search import (QueryEncodingSearcher, SearchResult,
                                      check_built_searcher)
 
@@ -388,20 +389,10 @@ def bm25_searcher(bench):
     return odqa.bm25_searcher(bench.candidates)
 
 
-def model_tag(model) -> str:
-    """What names a model's cached document embeddings: the sha256 (16 hex digits) of the
-    artifact whose document side encodes them, the model's own or, for a query-adapted model,
-    its base's (``document_encoder``, `tt_zoo.training.query_adaptation`); else its name (as
-    `tt-zoo odqa` names them)."""
-    metadata = getattr(model, "metadata", None) or {}
-    encoder = metadata.get("document_encoder") or {}
-    return str(encoder.get("sha256") or metadata.get("sha256", model.name))[:16]
-
-
 def embedding_cache_path(bench, model, cache_dir) -> pathlib.Path:
     """Where `dense_searcher` keeps `model`'s candidate embeddings of `bench` in `cache_dir`:
-    ``{prefix}-{model_tag}-{num_candidates}.npy`` (for ODQA the file `tt-zoo odqa` writes). A
-    complete earlier encoding of the same number of candidates by the same model that
+    ``{prefix}-{model_tag}-{num_candidates}.npy`` (`cache_file`; for ODQA the file `tt-zoo odqa`
+    writes). A complete earlier encoding of the same number of candidates by the same model that
     `benchmarks/open_domain.py` left there (``{model.name}.npy``) is used instead."""
     cache_dir = pathlib.Path(cache_dir)
     n = len(bench.candidates)
@@ -412,12 +403,6 @@ def embedding_cache_path(bench, model, cache_dir) -> pathlib.Path:
                 and state.get("model") == str(model.path)):
             return earlier
     return cache_file(cache_dir, bench.cache_prefix, model, n)
-
-
-def cache_file(cache_dir, prefix: str, model, n: int) -> pathlib.Path:
-    """``{cache_dir}/{prefix}-{model_tag}-{n}.npy``: the one name of a model's cached embeddings
-    of `n` candidates (ODQA's `prefix` is "passages", `OdqaBenchmark.cache_prefix`)."""
-    return pathlib.Path(cache_dir) / f"{prefix}-{model_tag(model)}-{n}.npy"
 
 
 def dense_searcher(model, bench, cache_path=None, progress: bool = False) -> QueryEncodingSearcher:

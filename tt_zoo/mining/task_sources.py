@@ -5,8 +5,9 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
 "hard confounder") examples. Each function here turns one source into a `tt_zoo.data.tasks.Task`:
 
 * `qa_task`: a factoid question set (WebQuestions trainmodel, CuratedTREC, any question file of
-  `tt_zoo.evaluation.odqa`) over a passage `odqa.Collection`. As DPR builds its WebQuestions and
-  CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1 "Selection of positive passages"):
+  `tt_zoo.data.question_sets`) over a passage `Collection` (`tt_zoo.data.passage_collection`).
+  As DPR builds its WebQuestions and CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1
+  "Selection of positive passages"):
   the positives are the passages of BM25's top ``depth`` (100) that hold an answer (DrQA/DPR
   answer matching, `odqa.AnswerIndex`), in rank order, the first one being trained on; a question
   with none is dropped and counted. The confounder is DPR's BM25 negative (Sec. 3.2): the first
@@ -39,6 +40,8 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from tt_zoo.data.passage_collection import Collection
+from tt_zoo.data.question_sets import OdqaQuestion, QuestionSet
 from tt_zoo.data.tasks import Document, Task, TaskExample
 from tt_zoo.errors import TtZooError
 from tt_zoo.evaluation import odqa
@@ -48,18 +51,18 @@ QA_DEPTH = 100  # DPR's BM25 top 100 (Karpukhin et al. 2020, Sec. 5.1)
 _RANK_CHUNK = 1024  # questions per BM25 call (the progress bar moves between calls)
 
 
-def documents_of(collection: odqa.Collection) -> List[Document]:
+def documents_of(collection: Collection) -> List[Document]:
     """The collection's passages as `Document`s, in row order."""
     return [Document(i, t, x) for i, t, x in zip(collection.ids, collection.titles,
                                                  collection.texts)]
 
 
-def _document(collection: odqa.Collection, row: int) -> Document:
+def _document(collection: Collection, row: int) -> Document:
     row = int(row)
     return Document(collection.ids[row], collection.titles[row], collection.texts[row])
 
 
-def _collection_bm25(what: str, collection: odqa.Collection, bm25=None):
+def _collection_bm25(what: str, collection: Collection, bm25=None):
     """`bm25` (a `BM25Retriever` over the collection's rows), checked to hold as many documents
     as the collection, or one built over it (`odqa.bm25_searcher`)."""
     retriever = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
@@ -81,7 +84,7 @@ def _rank_all(rank: hn.Rank, texts: List[str], depth: int, progress: bool,
     return np.concatenate(parts)
 
 
-def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collection, *,
+def qa_task(name: str, question_set: QuestionSet, collection: Collection, *,
             depth: int = QA_DEPTH, answer_rows: Optional[Sequence[FrozenSet[int]]] = None,
             bm25=None, seed: int = 0, task_class: str = "qa", validation: Sequence[str] = (),
             progress: bool = False) -> Task:
@@ -90,8 +93,8 @@ def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collecti
 
     Args:
       name: the task's name.
-      question_set: `odqa.QuestionSet` (questions with string answers or a regex).
-      collection: the passages (`odqa.Collection`), searched and matched.
+      question_set: `QuestionSet` (questions with string answers or a regex).
+      collection: the passages (`Collection`), searched and matched.
       depth: BM25 passages per question where positives and the confounder are looked for.
       answer_rows: per question of the set, the rows of the passages holding an answer (e.g.
         cached); default `odqa.AnswerIndex(collection.texts).rows_with_answers(...)`.
@@ -105,7 +108,7 @@ def qa_task(name: str, question_set: odqa.QuestionSet, collection: odqa.Collecti
       confounder miner's counts and seconds.
     """
     start = time.perf_counter()
-    if not isinstance(question_set, odqa.QuestionSet):
+    if not isinstance(question_set, QuestionSet):
         raise TypeError(f"qa_task {name!r}: question_set must be a tt_zoo.evaluation.odqa."
                         f"QuestionSet (got {type(question_set).__name__}).")
     questions = question_set.questions
@@ -190,7 +193,7 @@ LEXICAL_POSITIVES = 3  # BM25's top passages kept as an example's positives, bes
 LEXICAL_NEGATIVE_RANKS = (8, 20)  # the confounder: BM25's passage at a rank drawn from [8, 20)
 
 
-def lexical_task(name: str, collection: odqa.Collection, num_queries: int, *, bm25=None,
+def lexical_task(name: str, collection: Collection, num_queries: int, *, bm25=None,
                  seed: int = 0, query_words: Tuple[int, int] = LEXICAL_QUERY_WORDS,
                  positives: int = LEXICAL_POSITIVES,
                  negative_ranks: Tuple[int, int] = LEXICAL_NEGATIVE_RANKS,
@@ -295,7 +298,7 @@ def pair_task(name: str, pairs_dir: str, *, max_pairs: Optional[int] = None, see
 # ----------------------------------------------------------------- self-mined confounders
 
 
-def qa_excluded_rows(task: Task, collection: odqa.Collection,
+def qa_excluded_rows(task: Task, collection: Collection,
                      answer_rows: Optional[Sequence[FrozenSet[int]]] = None
                      ) -> List[FrozenSet[int]]:
     """Per example of `task` (built over `collection`), the rows a confounder must avoid: the
@@ -305,7 +308,7 @@ def qa_excluded_rows(task: Task, collection: odqa.Collection,
     row_of = {doc_id: row for row, doc_id in enumerate(collection.ids)}
     if answer_rows is None:
         answer_rows = odqa.AnswerIndex(collection.texts).rows_with_answers(
-            [odqa.OdqaQuestion(str(i), e.query, tuple(e.answers), e.answer_regex)
+            [OdqaQuestion(str(i), e.query, tuple(e.answers), e.answer_regex)
              for i, e in enumerate(task.examples)])
     elif len(answer_rows) != len(task.examples):
         raise TtZooError(f"qa_excluded_rows: {len(answer_rows)} answer-row sets for the "
@@ -350,7 +353,7 @@ def dense_rank(model, documents: Sequence[Document], *, cache_path=None,
     if not len(documents):
         raise TtZooError("dense_rank: no documents.")
     searcher = odqa.dense_searcher(
-        model, odqa.Collection([d.id for d in documents], [d.title for d in documents],
+        model, Collection([d.id for d in documents], [d.title for d in documents],
                                [d.text for d in documents]), cache_path, progress)
 
     def rank(queries: List[str], depth: int) -> np.ndarray:

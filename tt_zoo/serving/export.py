@@ -76,6 +76,7 @@ MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 BEHAVIOUR_KEYS = ("task_markers", "default_task_class", "storage")
 BEHAVIOUR_FILE = "behaviour.json"
 COMPACT_WEIGHTS = "float16"  # `Storage.weights` of a compact artifact
+FLOAT16_DIR = "variables_float16"  # a compact artifact's weights, in place of variables/
 # The model class config.json rebuilds, by the kind an export's card states (`check_kind`).
 KIND_CLASSES = {TWO_TOWER: "TwoTowerModel", LATE_INTERACTION: "LateInteractionModel",
                 TERM_WEIGHTS: "TermWeightModel"}
@@ -584,7 +585,6 @@ def load_keras_model(path) -> PairModel:
     config_path = path / CONFIG_FILE
     variables = path / "variables" / "variables.index"
     if not variables.is_file():
-        from tt_zoo.serving.float16_storage import FLOAT16_DIR  # noqa: PLC0415 (imports this)
         if (path / FLOAT16_DIR).is_dir():
             raise ArtifactError(f"{path} stores its weights in float16 ({FLOAT16_DIR}/): load "
                                 "it with tt_zoo.load, which materialises its float32 "

@@ -24,9 +24,10 @@ A model that holds arrays another shipped model holds already (a query-adapted m
 tower and token table are its base model's, `tt_zoo.training.query_adaptation`) is written with
 ``share_with``: an array (of `MIN_SHARED_VALUES` or more) whose float16 value equals one of that
 model's is left out and recorded (``Storage.shared_arrays``, with the model's name and the
-sha256 of its float32 SavedModel), and `materialise` reads it from that model (found by
-`tt_zoo.zoo.loading.find_artifact`, refused if its sha256 changed). Such an artifact ships at
-the size of what it adds.
+sha256 of its float32 SavedModel), and `materialise` reads it from that model, refused if its
+sha256 changed. That model's folder is found by the loader (`tt_zoo.zoo.loading.loadable`,
+which asks `shared_from` whose it is) and handed down as ``base``: this module finds no model
+by name. Such an artifact ships at the size of what it adds.
 
 The cast rounds each weight to 11 significant bits (relative error <= 2^-11); what that costs in
 recall is measured per shipped model, side by side with the float32 export
@@ -45,15 +46,15 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.atomic_io import write_directory
+from tt_zoo.cache import home
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import describe_files, manifest_digest
-from tt_zoo.serving.export import (COMPACT_WEIGHTS, MANIFEST_EXCLUDES, METADATA_FILE,
-                                   behaviour_of, verify_export, write_behaviour,
+from tt_zoo.serving.export import (COMPACT_WEIGHTS, FLOAT16_DIR, MANIFEST_EXCLUDES,
+                                   METADATA_FILE, behaviour_of, verify_export, write_behaviour,
                                    write_metadata_and_card)
 from tt_zoo.serving.model_card import ModelCard, Storage
 
 FLOAT32_DIR = "variables"  # the SavedModel's own
-FLOAT16_DIR = "variables_float16"
 CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-00000-of-00001
 FLOAT16 = COMPACT_WEIGHTS
 MATERIALISED = "float32"  # the cache's folder of materialised copies, and their storage
@@ -137,22 +138,22 @@ def _copy_beside_weights(source: pathlib.Path, staging: pathlib.Path, weights_di
             shutil.copy2(item, staging / item.name)
 
 
-def _shared_model(name: str) -> Tuple[str, str]:
-    """(the checkpoint prefix, the sha256) of the float32 SavedModel of the model `name` (a
-    registered name or a path) whose arrays an artifact shares."""
-    from tt_zoo.zoo.loading import find_artifact  # noqa: PLC0415 (it imports this module)
-
-    path, _ = find_artifact(name)
+def _shared_model(base) -> Tuple[str, str]:
+    """(the checkpoint prefix, the sha256) of the float32 SavedModel of the model whose arrays
+    an artifact shares, at `base` (its export folder; a float16 one is materialised first)."""
+    path = loadable(base)
     card = ModelCard.from_dict(verify_export(path))
-    return str(pathlib.Path(path) / FLOAT32_DIR / CHECKPOINT_NAME), card.provenance.sha256
+    return str(path / FLOAT32_DIR / CHECKPOINT_NAME), card.provenance.sha256
 
 
-def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
+def write_float16(source, staging, share_with: Optional[str] = None, base=None) -> dict:
     """Writes the compact float16 artifact of the float32 export at `source` into the (empty)
     folder `staging`; returns its metadata. `source` is verified first; it may be the float32
     copy `materialise` made of a compact artifact (whose float32 export it then names: the
-    arrays come back to the same float16 values). With `share_with` (a shipped model's name),
-    the arrays equal to that model's are left out (module docstring).
+    arrays come back to the same float16 values). With `share_with` (a shipped model's name,
+    recorded), the arrays equal to that model's are left out (module docstring); `base` is
+    that model's folder as the loader finds it (`tt_zoo.zoo.loading.locate_artifact`), by
+    default `share_with` itself taken as a folder.
 
     Raises:
       ArtifactError: `source` is not a complete, undamaged export.
@@ -167,7 +168,7 @@ def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
                          "the float32 export it came from.")
     share, shared, shared_sha256 = None, {}, None
     if share_with is not None:
-        prefix, shared_sha256 = _shared_model(share_with)
+        prefix, shared_sha256 = _shared_model(share_with if base is None else base)
         reader = tf.train.load_checkpoint(prefix)
         share = {_array_digest(np.asarray(reader.get_tensor(key)).astype(np.float16)): key
                  for key, key_dtype in reader.get_variable_to_dtype_map().items()
@@ -188,12 +189,16 @@ def write_float16(source, staging, share_with: Optional[str] = None) -> dict:
         shared_from=share_with, shared_sha256=shared_sha256, shared_arrays=shared or None))
 
 
-def _shared_arrays(storage: Storage, path: pathlib.Path) -> Dict[str, np.ndarray]:
+def _shared_arrays(storage: Storage, path: pathlib.Path, base) -> Dict[str, np.ndarray]:
     """The arrays the artifact at `path` left out, read from the model it shares them with
-    (float32), which must be the one it was written against."""
+    (float32), at `base`, which must be the one it was written against."""
     if not storage.shared_arrays:
         return {}
-    prefix, sha256 = _shared_model(storage.shared_from)
+    if base is None:
+        raise ArtifactError(f"{path}: its arrays {sorted(storage.shared_arrays)[:2]}... are "
+                            f"{storage.shared_from!r}'s: load it with tt_zoo.load, which finds "
+                            "that model (or give its folder as base).")
+    prefix, sha256 = _shared_model(base)
     if sha256 != storage.shared_sha256:
         raise ArtifactError(f"{path}: its arrays {sorted(storage.shared_arrays)[:2]}... are "
                             f"{storage.shared_from!r}'s of sha256 {storage.shared_sha256[:16]}…, "
@@ -216,7 +221,6 @@ def cache_key(metadata: dict) -> str:
 def materialised_path(path, metadata: dict) -> pathlib.Path:
     """Where the float32 copy of the compact artifact `path` (its `metadata`) is kept: a
     folder named by `cache_key`, so a copy made from other storage facts is never taken."""
-    from tt_zoo.zoo.download import home  # noqa: PLC0415 (the cache's one definition)
     return (home() / MATERIALISED
             / f"{pathlib.Path(path).resolve().name}-{cache_key(metadata)[:16]}")
 
@@ -230,10 +234,11 @@ def _is_copy_of(path: pathlib.Path, sha256: str) -> bool:
     return storage is not None and storage.materialised_from == sha256
 
 
-def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
+def materialise(path, expected_sha256: Optional[str] = None, base=None) -> pathlib.Path:
     """The float32 SavedModel of the compact artifact at `path`: its cached copy when that is
     complete and undamaged, else built now (after verifying `path` against `expected_sha256`,
-    the registry's, or its own record).
+    the registry's, or its own record), reading the arrays it shares from the model at `base`
+    (`shared_from` names it; the loader finds it).
 
     Raises:
       ArtifactError: `path` is damaged or is not a float16 artifact.
@@ -249,7 +254,7 @@ def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
     if _is_copy_of(dest, sha256):
         return dest
 
-    fill = _shared_arrays(card.provenance.storage, path)
+    fill = _shared_arrays(card.provenance.storage, path, base)
 
     def build(staging: pathlib.Path) -> None:
         _copy_beside_weights(path, staging, FLOAT16_DIR)
@@ -265,17 +270,35 @@ def materialise(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
     return write_directory(dest, build, overwrite=True, what="float32 copy of a tt_zoo export")
 
 
-def loadable(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
-    """`path` itself for a SavedModel export; the `materialise`d copy for a float16 artifact
-    (the one way a loader turns what it found into what it reads)."""
-    path = pathlib.Path(path)
+def _recorded_storage(path: pathlib.Path) -> Optional[Storage]:
+    """The ``storage`` metadata.json at `path` records, read as it is (None: none, or not
+    readable here: the loader's verify_export names what is wrong)."""
     try:
         metadata = json.loads((path / METADATA_FILE).read_text(encoding="utf-8"))
-        compact = isinstance(metadata, dict) and is_float16(metadata)
+        return storage_of(metadata) if isinstance(metadata, dict) else None
     except (OSError, ValueError, TtZooError):
-        return path  # not readable here: the loader's verify_export names what is wrong
-    return materialise(path, expected_sha256) if compact else path
+        return None
+
+
+def shared_from(path) -> Optional[str]:
+    """The model whose arrays the float16 artifact at `path` reads (``Storage.shared_from``,
+    as its metadata.json records it; `materialise` verifies), for the loader to find and hand
+    to `loadable` as ``base``; None for any other export."""
+    storage = _recorded_storage(pathlib.Path(path))
+    if storage is None or storage.weights != FLOAT16 or not storage.shared_arrays:
+        return None
+    return storage.shared_from
+
+
+def loadable(path, expected_sha256: Optional[str] = None, base=None) -> pathlib.Path:
+    """`path` itself for a SavedModel export; the `materialise`d copy for a float16 artifact
+    (the one way a loader turns what it found into what it reads; `base`: the folder of the
+    model named by `shared_from`, found by the loader)."""
+    path = pathlib.Path(path)
+    storage = _recorded_storage(path)
+    compact = storage is not None and storage.weights == FLOAT16
+    return materialise(path, expected_sha256, base) if compact else path
 
 
 __all__ = ["FLOAT16_DIR", "storage_of", "is_float16", "write_float16", "materialised_path",
-           "materialise", "loadable"]
+           "materialise", "shared_from", "loadable"]

@@ -344,7 +344,7 @@ class Lineage:
     finetune: Optional[FinetuneRun] = None  # tt-zoo finetune's run
     # The export whose document side (tower and preprocessor) this model's is, unchanged (a
     # query-adapted model, `tt_zoo.training.query_adaptation`): its passage embeddings are this
-    # model's (`tt_zoo.evaluation.text_benchmarks.model_tag`).
+    # model's (`tt_zoo.evaluation.document_embeddings.model_tag`).
     document_encoder: Optional[Origin] = None
 
 

@@ -176,7 +176,7 @@ def needed_files(spec: TaskSpec, data_dir) -> List[pathlib.Path]:
     file), so that a run can refuse a missing one before it starts."""
     data = pathlib.Path(data_dir)
     if spec.kind in WIKI_QA:
-        from tt_zoo.evaluation.odqa import NAMED_SETS  # noqa: PLC0415 (numpy only)
+        from tt_zoo.data.question_sets import NAMED_SETS  # noqa: PLC0415
         return [data / "odqa" / NAMED_SETS[WIKI_QA[spec.kind][0]], data / "wikispeedia"]
     if spec.kind == "reqa":
         return [data / SQUAD_DEV]
@@ -207,11 +207,12 @@ class Sources:
     @property
     def benchmark(self):
         """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
+        from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
         from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._benchmark is None:
             t = time.perf_counter()
-            sets = [odqa.load_question_set(name, self.data) for name in self.wiki_sets]
+            sets = [load_question_set(name, self.data) for name in self.wiki_sets]
             self._benchmark = odqa.Benchmark.build(
                 self.data / "wikispeedia", sets, PASSAGE_WORDS, progress=self.progress,
                 cache_dir=ODQA_CACHE)
@@ -259,12 +260,12 @@ def _articles_key(folder: pathlib.Path) -> dict:
 
 def task_key(spec: TaskSpec, sources: Sources) -> dict:
     """What defines a named task: its source files, settings and the code's version."""
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.data.question_sets import NAMED_SETS  # noqa: PLC0415
 
     key = {"version": TASK_CACHE_VERSION, "task": spec.kind, "seed": sources.tasks.split_seed}
     if spec.kind in WIKI_QA:
         key.update(questions=_file_key(sources.data / "odqa" /
-                                       odqa.NAMED_SETS[WIKI_QA[spec.kind][0]]),
+                                       NAMED_SETS[WIKI_QA[spec.kind][0]]),
                    articles=_articles_key(sources.data / "wikispeedia"))
     elif spec.kind == "lexical":
         key.update(queries=spec.num_queries, articles=_articles_key(sources.data / "wikispeedia"))
@@ -308,7 +309,7 @@ def cached_task(directory: pathlib.Path, name: str, key: dict, build, log=print)
 
 def build_named_task(spec: TaskSpec, sources: Sources):
     """A webquestions / curatedtrec / reqa / lexical task (`tt_zoo.mining.task_sources`)."""
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.data.question_sets import QuestionSet  # noqa: PLC0415
     from tt_zoo.mining import task_sources  # noqa: PLC0415
 
     seed = sources.tasks.split_seed
@@ -325,7 +326,7 @@ def build_named_task(spec: TaskSpec, sources: Sources):
     found = sources.answer_sets(spec.kind)  # the questions with an answer in the collection
     collection = sources.benchmark.collection
     task = task_sources.qa_task(
-        spec.name, odqa.QuestionSet(found.name, found.questions, found.skipped), collection,
+        spec.name, QuestionSet(found.name, found.questions, found.skipped), collection,
         answer_rows=found.rows, bm25=sources.bm25, seed=seed,
         validation=WIKI_QA[spec.kind][1], progress=sources.progress)
     return dataclasses.replace(

@@ -175,14 +175,14 @@ def weigh_query_tokens(config, model, data_dir, log=print) -> dict:
     the [MASK] tokens --query-mask-weight's. Raises `MultitaskError` for a single-vector
     model, before reading the passages."""
     from tt_zoo.modeling import query_token_weights as qtw  # noqa: PLC0415
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.data.passage_collection import passage_collection  # noqa: PLC0415
 
     try:
         qtw.require_query_token_weights(model)
     except TypeError as e:
         raise MultitaskError(str(e)) from None
     corpus = pathlib.Path(data_dir) / "wikispeedia"
-    collection = odqa.passage_collection(corpus, progress=not config.output.no_progress)
+    collection = passage_collection(corpus, progress=not config.output.no_progress)
     return qtw.weigh_queries_over_documents(
         model, collection.titles, collection.texts, alpha=config.model.query_idf,
         mask_weight=config.model.query_mask_weight, corpus=f"{corpus} (100-word passages)",

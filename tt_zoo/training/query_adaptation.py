@@ -14,7 +14,7 @@ highest are always in the denominator (ADORE's dynamic hard negatives, exact her
 its top-k). Only phi changes, so the index stays valid: no passage is encoded again, and the
 adapted model's document side is the base model's, recorded on its card
 (`tt_zoo.serving.model_card.Lineage.document_encoder`) so cached passage embeddings are reused
-(`tt_zoo.evaluation.text_benchmarks.model_tag`).
+(`tt_zoo.evaluation.document_embeddings.model_tag`).
 
 Chang et al. 2020 train both towers on every task (Sec. 2); this is the step after them, for a
 user with questions and a collection already indexed: the model's own index, its own failures

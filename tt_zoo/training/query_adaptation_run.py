@@ -4,7 +4,7 @@ runs it (``tt-zoo adapt-queries`` parses its flags into `AdaptQueriesConfig` and
 
 The questions are factoid questions with answers (WebQuestions JSON, CuratedTREC TSV, or JSONL of
 ``{"question", "answers" | "answer_regex"}``; named sets resolve under ``$TT_ZOO_DATA/odqa``,
-`tt_zoo.evaluation.odqa`); the passages are an article source cut into 100-word blocks with
+`tt_zoo.data.question_sets`); the passages are an article source cut into 100-word blocks with
 titles, as the ODQA benchmark cuts them. A question trains when some passage holds one of its
 answers; those passages are its positives. The passages' embeddings are read from
 ``--passage-embeddings`` (the ``.npy`` `tt-zoo odqa` or the benchmarks cache, every row
@@ -23,12 +23,13 @@ import time
 from typing import List, Optional, Sequence, Tuple
 
 from tt_zoo import numbers
+from tt_zoo.data.question_sets import TRAIN
 from tt_zoo.errors import TtZooError
 from tt_zoo.training.run_config import (RUN_CONFIG_KEY, RunConfig, RunError, TrainOutputArguments,
                                         option, recorded_command)
 
 COMMAND = "adapt-queries"
-DEFAULT_QUESTIONS = ("webquestions-trainmodel",)
+DEFAULT_QUESTIONS = TRAIN  # webquestions-trainmodel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,13 +102,14 @@ def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print
     """(the passages, the question texts, their positive rows, per-set counts): every
     --questions set's answerable questions over `articles` cut into passages
     (`odqa.Benchmark.build`)."""
+    from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
     from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     given = config.data.questions or DEFAULT_QUESTIONS
     question_sets = []
     for name in given:
         try:
-            question_sets.append(odqa.load_question_set(name, data_dir))
+            question_sets.append(load_question_set(name, data_dir))
         except (OSError, ValueError) as e:
             raise RunError(f"--questions {name}: {e}") from None
     try:
@@ -138,8 +140,9 @@ def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdi
     encoded into the workdir (resumable)."""
     import numpy as np  # noqa: PLC0415
 
-    from tt_zoo.evaluation.open_domain import encode_documents_to_file  # noqa: PLC0415
-    from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark, cache_file  # noqa: PLC0415
+    from tt_zoo.evaluation.document_embeddings import (  # noqa: PLC0415
+        cache_file, encode_documents_to_file)
+    from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark  # noqa: PLC0415
     from tt_zoo.training.query_adaptation import check_passage_embeddings  # noqa: PLC0415
 
     given = config.data.passage_embeddings

@@ -42,10 +42,10 @@ import urllib.parse
 import urllib.request
 
 from tt_zoo.atomic_io import recover_replaced
-from tt_zoo.errors import ArtifactError, DownloadError, TtZooError
+# The cache folder ($TT_ZOO_HOME): models are downloaded into its models/.
+from tt_zoo.cache import HOME_ENV, home
+from tt_zoo.errors import ArtifactError, DownloadError
 
-HOME_ENV = "TT_ZOO_HOME"
-DEFAULT_HOME = pathlib.Path("~") / ".cache" / "tt_zoo"
 BASE_URL_ENV = "TT_ZOO_BASE_URL"
 # Where a release is to publish saved_models/ (one folder per artifact). A placeholder: no
 # release is published yet and the host is not chosen (RFC 2606's `.invalid` never resolves).
@@ -60,19 +60,6 @@ DEADLINE_ENV = "TT_ZOO_DOWNLOAD_DEADLINE_S"
 MIN_RATE = 100 * 1024  # bytes a second
 _CHUNK = 1 << 20
 _MAX_METADATA_BYTES = 16 << 20
-
-
-def home() -> pathlib.Path:
-    """tt_zoo's cache folder: ``$TT_ZOO_HOME``, default ``~/.cache/tt_zoo``.
-
-    Raises:
-      TtZooError: the path exists and is not a folder (naming the variable)."""
-    path = pathlib.Path(os.environ.get(HOME_ENV) or DEFAULT_HOME).expanduser()
-    if path.exists() and not path.is_dir():
-        raise TtZooError(f"{HOME_ENV}={str(path)!r}: {path} is not a folder; tt_zoo keeps "
-                         "its cache of downloaded and materialised models there. Point "
-                         f"{HOME_ENV} at a folder (it is created when missing).")
-    return path
 
 
 def cache_path(artifact: str) -> pathlib.Path:

@@ -37,9 +37,8 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
     ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.zoo.download`; no
     release is published yet: the weights ship in the git clone). An artifact whose weights are
-    stored in float16 gives the path of its float32 copy in the cache
-    (`tt_zoo.serving.float16_storage.loadable`). A name of a kind
-    (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
+    stored in float16 gives the path of its float32 copy in the cache (`loadable`). A name of a
+    kind (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
 
     Raises:
       UnknownModelError: (a KeyError) an unknown or empty name (suggesting close matches).
@@ -47,12 +46,19 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
         command that trains it).
       ArtifactError: a path that is not a directory (a file is named as one) or does not exist.
     """
+    path, spec = locate_artifact(name_or_path, kinds)
+    return loadable(path, spec.sha256 if spec is not None else None), spec
+
+
+def locate_artifact(name_or_path, kinds: Sequence[str] = KINDS):
+    """``(path, spec)`` of a registered name or an export directory as `find_artifact` finds
+    it, but as stored: a float16 artifact's own folder, not yet made loadable."""
     if isinstance(name_or_path, str) and not name_or_path.strip():
         raise registry.UnknownModelError(registry.unknown_model_message(name_or_path))
     path = as_path(name_or_path, "name_or_path")
     recover_replaced(path)  # a replace killed between its renames: the old version is back
     if path.is_dir():
-        return float16_storage.loadable(path), None
+        return path, None
     if registry.looks_like_path(str(name_or_path)):
         raise export_lib.not_an_export_directory(path)
     spec = get_spec(str(name_or_path))
@@ -66,7 +72,17 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
             f"{spec.name!r} is registered but its weights are not shipped in saved_models/. "
             f"Train it with:\n  {spec.recipe_command()}\nthen load the exported directory "
             "by path.")
-    return float16_storage.loadable(download.locate(spec), spec.sha256), spec
+    return download.locate(spec), spec
+
+
+def loadable(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
+    """What the loader reads of the artifact found at `path` (`float16_storage.loadable`: the
+    folder itself, or a float16 artifact's float32 copy). A float16 artifact that reads arrays
+    of another model (`float16_storage.shared_from`) is handed that model's folder, found
+    here."""
+    shared_from = float16_storage.shared_from(path)
+    base = locate_artifact(shared_from)[0] if shared_from is not None else None
+    return float16_storage.loadable(path, expected_sha256, base=base)
 
 
 def _wrong_kind(what, kind: str) -> str:

@@ -43,7 +43,7 @@ from tt_zoo.serving import float16_storage
 from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
                                    verify_export)
 from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
-from tt_zoo.zoo import download, registry
+from tt_zoo.zoo import download, loading, registry
 from tt_zoo.zoo.recipe import Recipe
 
 # The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
@@ -94,11 +94,12 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
     if share_with is not None and not float16:
         raise TtZooError("share_with: arrays are shared by a float16 artifact; give float16 too.")
     _check_shipped_name(share_with)
+    base = loading.locate_artifact(share_with)[0] if share_with is not None else None
     source = pathlib.Path(source)
     card = ModelCard.from_dict(verify_export(source))
     source_sha256 = card.provenance.sha256
     if float16 and float16_storage.is_float16(card.to_dict()):
-        source = float16_storage.materialise(source)  # cast back to the same float16 arrays
+        source = loading.loadable(source)  # its float32 copy: cast back to the same arrays
     kind = card.artifact_kind
     if kind != spec.kind:
         raise TtZooError(f"{source} is a {kind} export; {name!r} is registered as a "
@@ -116,7 +117,8 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
 
         def copy(staging: pathlib.Path) -> None:
             if float16:
-                float16_storage.write_float16(source, staging, share_with=share_with)
+                float16_storage.write_float16(source, staging, share_with=share_with,
+                                              base=base)
             else:
                 shutil.copytree(source, staging, dirs_exist_ok=True)
 
@@ -499,10 +501,9 @@ def _regime(card: ModelCard, trained_on) -> str:
     if trained_on:
         return "after multi-task training on " + " + ".join(trained_on)
     if card.lineage.document_encoder is not None:  # tt-zoo adapt-queries
-        from tt_zoo.training.query_adaptation_run import DEFAULT_QUESTIONS  # noqa: PLC0415
+        from tt_zoo.data.question_sets import TRAIN  # noqa: PLC0415 (adapt-queries' default)
         data = (card.training.run_config or {}).get("data", {}) if card.training else {}
-        return ("after query adaptation on "
-                + " + ".join(data.get("questions") or DEFAULT_QUESTIONS))
+        return "after query adaptation on " + " + ".join(data.get("questions") or TRAIN)
     return "zero-shot"
 
 
