@@ -5,6 +5,7 @@ NAME``. results/README.md says which docs page reads each results file.
 
 Scripts (results/ file written by default):
 
+- amx_training: training in bfloat16 on the AMX units against float32 (amx_training)
 - batch_signal: learning curves with clustered batches, BM25 hard negatives, GradCache, larger
   batches (batch_signal.{md,json}, batch_signal_{bert,bow}.png)
 - beam_encode: `tt-zoo index-corpus` on Beam's DirectRunner against plain encoding; float16 / int8

@@ -278,6 +278,9 @@ RESULTS = {
                       "chosen on WebQuestions devtest (never trained on)",
                       "python -m benchmarks.checkpoints --benchmarks odqa --fill-depth 1000 "
                       "--odqa-validation webquestions-devtest ...", "checkpoints.md"),
+    "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
+                     "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
+                     "python -m benchmarks.amx_training", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
     "float16_storage": ("what storing the shipped multi-task MiniLM's weights in float16 costs "
