@@ -293,6 +293,9 @@ RESULTS = {
     "amx_odqa_corpus": ("the 130,638 ODQA passages encoded end to end by `tt-zoo odqa` with the "
                         "bfloat16 default on AMX, and the answer recall it gives beside BM25",
                         "tt-zoo odqa --model minilm_l6_384 --bm25 --json-out ...", "speed.md"),
+    "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
+                     "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
+                     "python -m benchmarks.amx_training", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
     "float16_storage": ("what storing the shipped multi-task MiniLM's weights in float16 costs "

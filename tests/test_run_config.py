@@ -48,8 +48,9 @@ def test_flags_fill_the_typed_groups():
     assert config.evaluation.eval_every == 2
     assert config.output.workdir == "w" and config.output.no_progress
     assert config.model.vocab  # the default vocabulary, resolved by parse_args
-    assert list(config.to_dict()) == ["model", "lengths", "data", "training", "negatives",
-                                      "clustering", "evaluation", "output"]
+    assert list(config.to_dict()) == ["model", "lengths", "data", "training", "compute",
+                                      "negatives", "clustering", "evaluation", "output"]
+    assert config.compute.precision == "auto" and config.model.dtype_policy is None
 
 
 def test_shared_groups_are_defined_once():
@@ -68,6 +69,10 @@ def test_shared_groups_are_defined_once():
                  "--export", "--no-progress"):
         a, b = actions(pretrain, name), actions(term_weights, name)
         assert (a.help, a.default) == (b.help.replace(" (required)", ""), b.default), name
+    # --precision: one group in every command that trains a two-tower model
+    from tt_zoo.training.shipped_recipes import RUN_CONFIGS
+    for command in ("pretrain", "finetune", "multitask", "adapt-queries"):
+        assert RUN_CONFIGS[command].groups()["compute"] is run_config.ComputeArguments, command
     assert issubclass(pretrain_run.NegativeArguments, run_config.HardNegativeArguments)
     assert issubclass(finetune.FinetuneConfig.groups()["negatives"],
                       run_config.HardNegativeArguments)  # + finetune's --hard-negatives-from

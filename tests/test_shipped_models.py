@@ -255,11 +255,13 @@ def test_a_shipped_models_run_config_is_the_command_it_records(name):
         config_type = shipped_recipes.RUN_CONFIGS[command]
         assert recipe == config_type.from_dict(meta["run_config"], source=name).to_dict()
     # A default the run resolved (pretrain's vocabulary: saved_models/vocab/vocab.txt) is
-    # recorded as the path it used; every other setting is the command's.
+    # recorded as the path it used, and so is pretrain's --dtype-policy, whose default was
+    # "float32" before --precision (now None: read only where a config records it); every other
+    # setting is the command's.
     resolved = {(group, key) for group, values in from_command.items()
                 for key, value in values.items()
                 if value is None and recipe[group][key] is not None}
-    assert resolved <= {("model", "vocab")}, resolved
+    assert resolved <= {("model", "vocab"), ("model", "dtype_policy")}, resolved
     for group, key in resolved:
         from_command[group][key] = recipe[group][key]
     assert from_command == recipe

@@ -29,6 +29,8 @@ import sys
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import check_init_vocab, check_model_export_target, default_squad_path
+from tt_zoo.errors import TtZooError
+from tt_zoo.hardware import training_dtype_policy
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 
 
@@ -67,6 +69,10 @@ def parse_args(argv=None) -> FinetuneConfig:
     if args.output:
         check_model_export_target(p, args.output, "--output")
     check_init_vocab(p, args)
+    try:
+        training_dtype_policy(args.precision)
+    except TtZooError as e:  # TT_ZOO_PRECISION holds no precision
+        p.error(f"--precision {args.precision}: {e}")
     return FinetuneConfig.from_namespace(args)
 
 

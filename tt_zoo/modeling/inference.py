@@ -261,17 +261,35 @@ def cut_to_longest(packed: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
 def mixed_bfloat16_copy(layer: tf.keras.layers.Layer, dummy_inputs) -> tf.keras.layers.Layer:
     """A copy of `layer` built under the ``mixed_bfloat16`` policy (float32 variables, bfloat16
     compute), built by calling it on `dummy_inputs`; its weights are set by `sync_weights`."""
-    config = tf.keras.layers.serialize(layer)
-    config["config"]["dtype"] = "mixed_bfloat16"
+    return policy_copy(layer, dummy_inputs, "mixed_bfloat16")
+
+
+def policy_copy(layer: tf.keras.layers.Layer, dummy_inputs, policy: str) -> tf.keras.layers.Layer:
+    """A copy of `layer` built under the Keras dtype `policy` ("float32" or "mixed_bfloat16":
+    float32 variables either way), built by calling it on `dummy_inputs`; its weights are set
+    by `sync_weights`."""
+    return deserialize_under_policy(tf.keras.layers.serialize(layer), dummy_inputs, policy)
+
+
+def deserialize_under_policy(config: dict, dummy_inputs, policy: str) -> tf.keras.layers.Layer:
+    """The layer of a serialized `config` (`tf.keras.layers.serialize`'s) made and built (by
+    calling it on `dummy_inputs`) under the Keras dtype `policy`, its sublayers too."""
+    config = {**config, "config": {**config["config"], "dtype": policy}}
     previous = tf.keras.mixed_precision.global_policy()
     # Sublayers take the global policy when they are made, in __init__ or in build().
-    tf.keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    tf.keras.mixed_precision.set_global_policy(policy)
     try:
         copy = tf.keras.layers.deserialize(config)
         copy(dummy_inputs, training=False)
     finally:
         tf.keras.mixed_precision.set_global_policy(previous)
     return copy
+
+
+def dummy_packed() -> Dict[str, tf.Tensor]:
+    """Packed ids of one two-token text: what builds a tower by calling it."""
+    ids = tf.zeros([1, 2], tf.int32)
+    return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids}
 
 
 def sync_weights(target: tf.keras.layers.Layer, source: tf.keras.layers.Layer) -> None:
@@ -324,7 +342,7 @@ class EncodeCache:
                 model.build_by_calling()
             key = "query" if role == "query" or model.share_towers else "document"
             if key not in self._bfloat16_towers:
-                self._bfloat16_towers[key] = mixed_bfloat16_copy(tower, _dummy_packed())
+                self._bfloat16_towers[key] = mixed_bfloat16_copy(tower, dummy_packed())
             copy = self._bfloat16_towers[key]
             sync_weights(copy, tower)
             tower = copy
@@ -359,6 +377,3 @@ def _run_tower(model, tower, call_options, packed):
     return model._finish(tower(packed, training=False, **call_options))
 
 
-def _dummy_packed() -> Dict[str, tf.Tensor]:
-    ids = tf.zeros([1, 2], tf.int32)
-    return {"input_word_ids": ids, "input_mask": tf.ones_like(ids), "input_type_ids": ids}

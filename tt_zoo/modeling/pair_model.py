@@ -26,7 +26,8 @@ import tensorflow_recommenders as tfrs
 
 from tt_zoo.data import features as F
 from tt_zoo.data.text import TextPreprocessor
-from tt_zoo.modeling.inference import EncodeCache, cut_to_longest
+from tt_zoo.modeling.inference import (EncodeCache, cut_to_longest, deserialize_under_policy,
+                                       dummy_packed)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 
 
@@ -261,8 +262,8 @@ class PairModel(tfrs.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        for key in cls.SERIALIZED_LAYERS:
-            if config.get(key) is not None:
+        for key in cls.SERIALIZED_LAYERS:  # (a layer already made is taken as it is)
+            if isinstance(config.get(key), dict):
                 config[key] = tf.keras.layers.deserialize(config[key])
         return cls(**config)
 
@@ -282,6 +283,40 @@ class PairModel(tfrs.Model):
         """Creates all variables with one tiny forward pass (needed before loading weights)."""
         self({F.QUERY: tf.constant(["a"]), F.DOC_TITLE: tf.constant(["a"]),
               F.DOC_TEXT: tf.constant(["a"])}, training=False)
+
+
+# What a PairModel holds beside its towers: no floating-point work of the towers' (the
+# preprocessors tokenize; the loss scores in float32 whatever the towers compute in).
+_NOT_TOWERS = ("query_preprocessor", "document_preprocessor", "loss")
+
+
+def tower_dtype_policy(model: PairModel) -> str:
+    """The Keras dtype policy the model's towers compute in: "float32" or "mixed_bfloat16"."""
+    return model.query_tower.dtype_policy.name
+
+
+def with_dtype_policy(model: PairModel, policy: str) -> PairModel:
+    """The same model (same class, config and weights, copied) with its towers computing under
+    the Keras dtype `policy`: "mixed_bfloat16" (float32 variables, bfloat16 matmuls: what
+    training on a CPU with AMX uses, `tt_zoo.training.precision`) or "float32" (what an export
+    holds). The preprocessors and the loss stay float32, so scores and the loss do too.
+    Returns `model` itself when its towers already compute under `policy`.
+    """
+    if policy not in ("float32", "mixed_bfloat16"):
+        raise ValueError(f"policy must be 'float32' or 'mixed_bfloat16' (got {policy!r}).")
+    if not model.built:
+        model.build_by_calling()
+    if tower_dtype_policy(model) == policy:
+        return model
+    config = dict(model.get_config())
+    for key in type(model).SERIALIZED_LAYERS:
+        if key not in _NOT_TOWERS and config.get(key) is not None:
+            # Built here, under `policy`: the towers' sublayers take it when they are made.
+            config[key] = deserialize_under_policy(config[key], dummy_packed(), policy)
+    copy = type(model).from_config(config)
+    copy.build_by_calling()
+    copy.set_weights(model.get_weights())
+    return copy
 
 
 def text_document_ids(titles: tf.Tensor, texts: tf.Tensor) -> tf.Tensor:

@@ -41,7 +41,8 @@ TWO_TOWER_TABLE = (
     "scoring", "late_interaction", "model_options", "task_markers", "default_task_class",
     "query_length", "document_length",
     "vocab_size", "parameters", "training_data", "pairs", "warm_start", "train_steps",
-    "batch_size", "pairs_seen", "learning_rate", "dtype_policy", "grad_cache_chunk",
+    "batch_size", "pairs_seen", "learning_rate", "dtype_policy", "matrix_units",
+    "grad_cache_chunk",
     "clustered_batches", "hard_negatives", "train_wall_time_s", "train_pairs_per_s",
     "final_loss", "license", "exported")
 TERM_WEIGHT_TABLE = (
@@ -75,8 +76,15 @@ def _fine_tuning_text(fine_tuning: dict) -> str:
     return ", ".join(p for p in parts if p) or "?"
 
 
+def _matrix_units_text(units: dict) -> str:
+    """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)" or "no AMX (...)"."""
+    flags = ", ".join(units.get("flags") or []) or "no AMX, AVX512-BF16 or VNNI flags"
+    return f"{'AMX' if units.get('amx') else 'no AMX'} ({flags})"
+
+
 # Fields whose recorded object reads better as a sentence in the card's table.
-_TABLE_TEXT = {"base_model": _origin_text, "fine_tuning": _fine_tuning_text}
+_TABLE_TEXT = {"base_model": _origin_text, "fine_tuning": _fine_tuning_text,
+               "matrix_units": _matrix_units_text}
 
 
 def _table(card: ModelCard, keys) -> list:

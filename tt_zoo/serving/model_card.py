@@ -307,7 +307,10 @@ class Training:
     warmup_fraction: Optional[float] = None
     seed: Optional[int] = None
     strategy: Optional[str] = None
-    dtype_policy: Optional[str] = None
+    dtype_policy: Optional[str] = None  # the Keras policy the towers trained under
+    # The CPU's matrix units when it trained (`tt_zoo.hardware.matrix_units`: flags, whether
+    # AMX was used, the default precision); `tt_zoo.training.precision.card_record`.
+    matrix_units: Optional[Dict[str, Any]] = None
     pairs_seen: Optional[int] = None
     grad_cache_chunk: Optional[int] = None
     hard_negatives: Optional[Dict[str, Any]] = None  # the miner's settings and counts

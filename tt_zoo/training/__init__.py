@@ -10,17 +10,19 @@ artifact's record) and an error for a setting that stops the run; `shipped_recip
 each shipped model's run config to recipes/models/ as a ``--config`` file. Below them: `step_data`
 (pairs tokenized on the host, served by step), `loop` (the paper's schedule, strategies, the
 resumable one-`fit` loop), `mlm` (the MLM baseline), `finetuning` (ReQA), `multi_task` and
-`multi_task_tasks` (its tasks: specs, building, caching, re-mining). Importing this package loads
-no TensorFlow.
+`multi_task_tasks` (its tasks: specs, building, caching, re-mining), `precision` (every run's
+``--precision``: bfloat16 on a CPU with AMX; `training_copy` for a loop of one's own). Importing
+this package loads no TensorFlow.
 """
 
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 from tt_zoo.training.multitask_config import MultitaskConfig
 from tt_zoo.training.multitask_run import MultitaskError, multitask
+from tt_zoo.training.precision import training_copy
 from tt_zoo.training.pretrain_run import PretrainConfig, PretrainResult, pretrain
 from tt_zoo.training.run_config import RunError
 from tt_zoo.training.term_weight_run import TermWeightRunError, train_term_weighter
 
 __all__ = ["FinetuneConfig", "MultitaskConfig", "MultitaskError", "PretrainConfig",
            "PretrainResult", "RunError", "TermWeightRunError", "finetune", "multitask", "pretrain",
-           "train_term_weighter"]
+           "train_term_weighter", "training_copy"]

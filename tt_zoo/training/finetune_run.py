@@ -27,8 +27,9 @@ from tt_zoo import numbers
 from tt_zoo.evaluation.tables import COLUMNS, format_table
 from tt_zoo.training.initial_models import (ModelArguments, build_untrained, load_pretrained,
                                             with_sizes)
-from tt_zoo.training.run_config import (NO_PROGRESS_HELP, RUN_CONFIG_KEY, HardNegativeArguments,
-                                        RunConfig, SequenceLengthArguments, option)
+from tt_zoo.training.run_config import (NO_PROGRESS_HELP, RUN_CONFIG_KEY, ComputeArguments,
+                                        HardNegativeArguments, RunConfig,
+                                        SequenceLengthArguments, option)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +115,7 @@ class FinetuneConfig(RunConfig):
     lengths: SequenceLengthArguments
     data: DataArguments
     training: TrainingArguments
+    compute: ComputeArguments
     negatives: FinetuneNegativeArguments
     output: OutputArguments
 
@@ -205,6 +207,7 @@ def export_finetuned(config: FinetuneConfig, zoo_model, model, info, training: d
     run.training_data, run.run_config = training_data, config.to_dict()
     run.train_steps, run.batch_size = result["steps_run"], result["batch_size"]
     run.learning_rate = config.training.learning_rate
+    run.dtype_policy, run.matrix_units = result["dtype_policy"], result["matrix_units"]
     card.lineage.finetune = FinetuneRun.from_dict(training)
     card.result.train_wall_time_s = round(result["seconds"], 1)
     card.result.train_pairs_per_s = round(result["train_pairs_per_s"] or 0.0, 1)
@@ -224,7 +227,9 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
     2020, Sec. 5); returns (and writes to --json-out) the record of the run. `argv`: the
     command line, recorded (None: none)."""
     t_start = time.perf_counter()
+    from tt_zoo.hardware import training_dtype_policy
     from tt_zoo.training import finetuning
+    from tt_zoo.training.precision import card_record, training_copy
 
     reqa, split, where, fraction = reqa_and_split(config.data)
     zoo_model, model, info = model_to_finetune(config)
@@ -234,15 +239,19 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
         from tt_zoo.zoo.loading import load  # noqa: PLC0415 (TensorFlow)
         miner = load(negatives.hard_negatives_from)
     train = config.training
-    result = finetuning.finetune(
-        model, reqa, split, steps=train.steps, batch_size=train.batch_size,
-        learning_rate=train.learning_rate, eval_every=train.eval_every, patience=train.patience,
-        min_delta=train.min_delta, validation_metric=train.validation_metric,
-        seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
-        hard_negatives=negatives.hard_negatives,
-        hard_negatives_depth=negatives.hard_negatives_depth, hard_negatives_model=miner,
-        skip_gold_passage=negatives.hard_negatives_other_passages,
-        bm25_negatives=negatives.bm25_negatives)
+    policy = training_dtype_policy(config.compute.precision)
+    print(f"Precision: {policy} (--precision {config.compute.precision})")
+    with training_copy(model, config.compute.precision) as trained:
+        result = finetuning.finetune(
+            trained, reqa, split, steps=train.steps, batch_size=train.batch_size,
+            learning_rate=train.learning_rate, eval_every=train.eval_every, patience=train.patience,
+            min_delta=train.min_delta, validation_metric=train.validation_metric,
+            seed=config.data.seed, log_dir=train.log_dir, progress=not config.output.no_progress,
+            hard_negatives=negatives.hard_negatives,
+            hard_negatives_depth=negatives.hard_negatives_depth, hard_negatives_model=miner,
+            skip_gold_passage=negatives.hard_negatives_other_passages,
+            bm25_negatives=negatives.bm25_negatives)
+    result.update(card_record(policy))
     rows = evaluate(model, info, reqa, split, where, fraction) if config.output.eval else []
 
     training = {k: result[k] for k in ("steps", "steps_run", "best_step", "best_value", "monitor",

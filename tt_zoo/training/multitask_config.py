@@ -13,8 +13,8 @@ from tt_zoo import numbers
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
 from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import ODQA_CACHE, SPEC_FORMS
-from tt_zoo.training.run_config import (RunConfig, SequenceLengthArguments, TrainOutputArguments,
-                                        option)
+from tt_zoo.training.run_config import (ComputeArguments, RunConfig, SequenceLengthArguments,
+                                        TrainOutputArguments, option)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +129,7 @@ class MultitaskConfig(RunConfig):
     lengths: SequenceLengthArguments
     tasks: TaskArguments
     training: TrainingArguments
+    compute: ComputeArguments
     output: OutputArguments
 
     ONE_OF = (("model", "init"),)

@@ -276,6 +276,7 @@ def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, com
     run.train_steps, run.batch_size = summary["steps_done"], settings["batch_size"]
     run.learning_rate, run.warmup_fraction = settings["learning_rate"], settings["warmup_fraction"]
     run.seed = settings["seed"]
+    run.dtype_policy, run.matrix_units = summary.get("dtype_policy"), summary.get("matrix_units")
     run.command, run.run_config = command, config.to_dict()
     result = card.result
     result.resumed_from = summary["resumed_from"] or None
@@ -334,7 +335,9 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     workdir = pathlib.Path(workdir_of(config))
     tasks, weights, origin = prepare_tasks(config, workdir, data_dir, log)
 
+    from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
     from tt_zoo.training import loop, multi_task  # noqa: PLC0415 (TensorFlow from here on)
+    from tt_zoo.training.precision import card_record, training_copy  # noqa: PLC0415
     from tt_zoo.zoo.loading import ZooModel  # noqa: PLC0415
 
     # Before the model is built: its dropout layers then draw from generators the checkpoints
@@ -347,15 +350,19 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     info = initial_models.with_sizes(model, info, log)
     train = config.training
     try:
-        summary = multi_task.train_multi_task(
-            model, tasks, steps=train.steps, batch_size=train.batch_size,
-            learning_rate=train.learning_rate, workdir=str(workdir), weights=weights,
-            batching=config.tasks.batching, markers=markers,
-            warmup_fraction=train.warmup_fraction, seed=train.seed,
-            checkpoint_every=config.output.checkpoint_every,
-            progress=not config.output.no_progress, log=log)
-    except TtZooError as e:  # a checkpoint of other settings in the workdir
+        policy = training_dtype_policy(config.compute.precision)
+        log(f"Precision: {policy} (--precision {config.compute.precision})")
+        with training_copy(model, config.compute.precision) as trained_model:
+            summary = multi_task.train_multi_task(
+                trained_model, tasks, steps=train.steps, batch_size=train.batch_size,
+                learning_rate=train.learning_rate, workdir=str(workdir), weights=weights,
+                batching=config.tasks.batching, markers=markers,
+                warmup_fraction=train.warmup_fraction, seed=train.seed,
+                checkpoint_every=config.output.checkpoint_every,
+                progress=not config.output.no_progress, log=log)
+    except TtZooError as e:  # a checkpoint of other settings in the workdir; TT_ZOO_PRECISION
         raise MultitaskError(str(e)) from None
+    summary.update(card_record(policy))
     card = make_card(config, zoo_model, info, summary, markers, origin,
                      recorded_command(COMMAND, argv),
                      share_towers=bool(model.share_towers))

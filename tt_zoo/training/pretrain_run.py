@@ -35,9 +35,9 @@ from typing import Any, Optional
 from tt_zoo import numbers
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
 from tt_zoo.errors import TtZooError
-from tt_zoo.training.run_config import (HardNegativeArguments, PairArguments, RunConfig, RunError,
-                                        SequenceLengthArguments, TrainOutputArguments, flag,
-                                        option)
+from tt_zoo.training.run_config import (ComputeArguments, HardNegativeArguments, PairArguments,
+                                        RunConfig, RunError, SequenceLengthArguments,
+                                        TrainOutputArguments, flag, option)
 from tt_zoo.zoo import registry
 from tt_zoo.zoo.recipe import Recipe
 
@@ -72,9 +72,11 @@ class ModelArguments:
         number=numbers.non_negative(100.0))
     bow_output_activation: Optional[str] = option(
         None, "BoW-MLP output layer (registry default)", choices=("tanh", "linear"))
-    dtype_policy: str = option(
-        "float32", "Keras dtype policy of the towers (scores and loss stay float32)",
-        choices=("float32", "mixed_bfloat16"))
+    # The older spelling of --precision, kept for the run configs that record it (every
+    # shipped pretrained model's: "float32"); `training_policy` reads it.
+    dtype_policy: Optional[str] = option(
+        None, "older spelling of --precision (float32 or mixed_bfloat16), read when --precision "
+              "is auto", choices=("float32", "mixed_bfloat16"))
     init_from: Optional[str] = option(
         None, "warm start: the towers start from this export's weights (a registered name or an "
               "export directory of the same architecture) and train with this run's own "
@@ -178,6 +180,7 @@ class PretrainConfig(RunConfig):
     lengths: SequenceLengthArguments
     data: DataArguments
     training: TrainingArguments
+    compute: ComputeArguments
     negatives: NegativeArguments
     clustering: ClusteringArguments
     evaluation: EvaluationArguments
@@ -265,13 +268,29 @@ def run_settings(model, config: PretrainConfig, batch, lr, warmup, steps, hard_n
     chunk = config.training.grad_cache_chunk
     return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
             "steps": steps, "seed": config.training.seed, "pairs": pairs,
-            "max_pairs": config.data.max_pairs, "dtype_policy": config.model.dtype_policy,
+            "max_pairs": config.data.max_pairs, "dtype_policy": training_policy(config),
             # Recorded only when on, so runs checkpointed before the flag existed still resume.
             **({"jit_compile": True} if jit_compile(config) else {}),
             **({"hard_negatives": {k: v for k, v in hard_negatives.as_dict().items()
                                    if k != "max_pairs"}} if hard_negatives else {}),
             **({"grad_cache_chunk": chunk} if chunk else {}),
             **({"clustered_batches": clustering} if clustering else {}), **towers}
+
+
+def training_policy(config: PretrainConfig) -> str:
+    """The Keras dtype policy the towers train under: --precision's
+    (`tt_zoo.hardware.training_dtype_policy`: mixed_bfloat16 on a CPU with AMX for auto), or,
+    with --precision auto, the older --dtype-policy when a config records it. Raises `RunError`
+    naming TT_ZOO_PRECISION when it holds no precision."""
+    from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
+
+    precision, legacy = config.compute.precision, config.model.dtype_policy
+    if precision == "auto" and legacy is not None:
+        return legacy
+    try:
+        return training_dtype_policy(precision)
+    except TtZooError as e:
+        raise RunError(f"--precision {precision}: {e}") from e
 
 
 def check_grad_cache_chunk(chunk: int, batch: int, replicas: int) -> None:
@@ -404,6 +423,7 @@ def check_settings(spec, config: PretrainConfig, steps: int):
     returns the hard-negative `MiningSettings` (None when off)."""
     data, negatives = config.data, config.negatives
     cluster_every = config.clustering.cluster_every
+    training_policy(config)  # TT_ZOO_PRECISION holds a precision
     if steps and spec.pretraining != "mlm" and not data.pairs:
         raise RunError(f"{spec.name} pretrains on {spec.pretraining} pairs: pass --pairs DIR "
                        "(see tt-zoo make-pairs)")
@@ -448,33 +468,31 @@ def check_grad_cache(spec, config: PretrainConfig, schedule: Recipe, replicas: i
 
 
 def build_for_training(spec, config: PretrainConfig, schedule: Recipe, strategy):
-    """The model in `strategy`'s scope, warm-started by --init-from and compiled with the
-    paper's schedule when it trains; and the warm start's record (None without one)."""
+    """(the float32 model in `strategy`'s scope, warm-started by --init-from; the model that
+    trains: its copy under `training_policy` (`tt_zoo.modeling.pair_model.with_dtype_policy`;
+    the model itself in float32), compiled with the paper's schedule when it trains; the warm
+    start's record, None without one). The float32 model is what the run exports."""
     import tensorflow as tf  # noqa: PLC0415
+    from tt_zoo.modeling.pair_model import with_dtype_policy  # noqa: PLC0415
     from tt_zoo.training import loop as training  # noqa: PLC0415
     from tt_zoo.training.grad_cache import use_grad_cache  # noqa: PLC0415
     chunk = config.training.grad_cache_chunk
     with strategy.scope():
-        # The towers take --dtype-policy when they are built; layers made later, at call time
-        # (TFRS's accidental-hit and logQ layers inside the loss), must stay float32 like the
-        # loss, so the global policy is float32 again before training.
-        tf.keras.mixed_precision.set_global_policy(config.model.dtype_policy)
-        try:
-            model = build_model(spec, config)
-            model.build_by_calling()
-        finally:
-            tf.keras.mixed_precision.set_global_policy("float32")
+        model = build_model(spec, config)
+        model.build_by_calling()
         warm_start = init_from(model, config.model.init_from) if config.model.init_from else None
+        trained = model
         if schedule.steps:
+            trained = with_dtype_policy(model, training_policy(config))
             learning_rate = training.paper_learning_rate(
                 schedule.learning_rate, schedule.steps, schedule.warmup_fraction)
-            model.compile(optimizer=tf.keras.optimizers.Adam(learning_rate),
-                          jit_compile=jit_compile(config))
+            trained.compile(optimizer=tf.keras.optimizers.Adam(learning_rate),
+                            jit_compile=jit_compile(config))
             try:
-                use_grad_cache(model, chunk or None)
+                use_grad_cache(trained, chunk or None)
             except TtZooError as e:  # a model GradCache cannot train (late interaction)
                 raise RunError(f"--grad-cache-chunk {chunk}: {e}") from e
-    return model, warm_start
+    return model, trained, warm_start
 
 
 @dataclasses.dataclass(frozen=True)
@@ -585,6 +603,7 @@ def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: Train
     from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
                                            Lineage, ModelCard, PairSet, Training,
                                            TrainingResult)
+    from tt_zoo.training.precision import card_record  # noqa: PLC0415
     steps, batch, pairs = schedule.steps, schedule.batch_size, config.data.pairs
     card = ModelCard(
         name=spec.name, license=WEIGHTS_LICENSE,
@@ -608,7 +627,9 @@ def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: Train
         training.learning_rate = schedule.learning_rate
         training.warmup_fraction = schedule.warmup_fraction
         training.strategy = config.training.strategy
-        training.dtype_policy = config.model.dtype_policy
+        precision = card_record(training_policy(config))
+        training.dtype_policy, training.matrix_units = (precision["dtype_policy"],
+                                                        precision["matrix_units"])
         training.grad_cache_chunk = config.training.grad_cache_chunk or None
     if outcome.mined is not None:
         training.hard_negatives = outcome.mined.summary()
@@ -672,9 +693,15 @@ def pretrain(config: PretrainConfig, *, command: Optional[str] = None,
     print(f"{spec.name}: {spec.encoder} {spec.tower_size or ''} dim {spec.embedding_dim}, "
           f"{schedule.steps} steps x batch {schedule.batch_size} on "
           f"{strategy.num_replicas_in_sync} replica(s) ({config.training.strategy})")
-    model, warm_start = build_for_training(spec, config, schedule, strategy)
+    model, trained, warm_start = build_for_training(spec, config, schedule, strategy)
     print(f"vocabulary: {config.model.vocab} ({model.query_preprocessor.vocab_size:,} tokens)")
-    outcome = train(model, spec, config, schedule, strategy, workdir, mining, default_squad)
+    if schedule.steps:
+        print(f"precision: {training_policy(config)} (--precision {config.compute.precision})")
+    outcome = train(trained, spec, config, schedule, strategy, workdir, mining, default_squad)
+    if trained is not model:  # the float32 model takes the weights trained in bfloat16
+        from tt_zoo.training.precision import write_back  # noqa: PLC0415
+        with strategy.scope():
+            write_back(model, trained)
     summary_path = os.path.join(workdir, "train_summary.json")
     summary = train_summary(spec, config, schedule, outcome, warm_start, command, summary_path)
     write_json(summary_path, summary, indent=2)

@@ -25,8 +25,8 @@ from typing import List, Optional, Sequence, Tuple
 from tt_zoo import numbers
 from tt_zoo.data.question_sets import TRAIN
 from tt_zoo.errors import TtZooError
-from tt_zoo.training.run_config import (RUN_CONFIG_KEY, RunConfig, RunError, TrainOutputArguments,
-                                        option, recorded_command)
+from tt_zoo.training.run_config import (RUN_CONFIG_KEY, ComputeArguments, RunConfig, RunError,
+                                        TrainOutputArguments, option, recorded_command)
 
 COMMAND = "adapt-queries"
 DEFAULT_QUESTIONS = TRAIN  # webquestions-trainmodel
@@ -91,6 +91,7 @@ class AdaptQueriesConfig(RunConfig):
     model: ModelArguments
     data: DataArguments
     training: TrainingArguments
+    compute: ComputeArguments
     output: OutputArguments
 
 
@@ -218,6 +219,7 @@ def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command
         + f" over {num_passages:,} {config.data.words}-word passages")
     run.batch_size, run.learning_rate = config.training.batch_size, config.training.learning_rate
     run.seed, run.command, run.run_config = config.training.seed, command, config.to_dict()
+    run.dtype_policy, run.matrix_units = summary["dtype_policy"], summary["matrix_units"]
     card.result.train_wall_time_s = summary["train_wall_time_s"]
     card.result.final_loss = summary["final_loss"]
     return card
@@ -234,13 +236,11 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     collection, questions, positives, counts = training_questions(config, articles, data_dir,
                                                                   log)
 
-    import tensorflow as tf  # noqa: PLC0415
-
+    from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
     from tt_zoo.training import loop  # noqa: PLC0415
     from tt_zoo.training.multi_task import untie_towers  # noqa: PLC0415
-    from tt_zoo.training.query_adaptation import (QUERY_INPUTS, QueryAdapter,  # noqa: PLC0415
-                                                  question_arrays)
-    from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
+    from tt_zoo.training.precision import card_record, training_copy  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation import question_arrays  # noqa: PLC0415
 
     train = config.training
     loop.enable_checkpointable_randomness(train.seed)
@@ -250,34 +250,22 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     embeddings = passage_embeddings(config, zoo_model, collection, workdir, log)
     model = untie_towers(zoo_model.keras_model)
     temperature = train.temperature or default_temperature(model)
-    adapter = QueryAdapter(model, embeddings, positives, temperature=temperature,
-                           train_token_embeddings=train.train_token_embeddings)
     arrays = question_arrays(model, questions)
     batch = min(train.batch_size, len(questions))
     steps = loop.steps_for_epochs(len(questions), batch, train.epochs)
-    tf.keras.utils.set_random_seed(train.seed)
-    adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
-    # builds the variables before a restore
-    adapter({k: v[:batch] for k, v in arrays[QUERY_INPUTS].items()})
-    settings = {"kind": "query_adaptation", "steps": steps, "batch_size": batch,
-                "learning_rate": train.learning_rate, "temperature": temperature,
-                "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,
-                "questions": counts, "passages": len(collection),
-                "base_model": zoo_model.card.provenance.sha256}
-    log(f"Training the query tower: {len(questions):,} questions, {steps} steps of {batch}, "
-        f"lr {train.learning_rate:g}, tau {temperature:g}, against {len(collection):,} passages")
     try:
-        result = loop.train_resumable(
-            adapter, lambda first: step_batches(arrays, batch, seed=train.seed, start_step=first),
-            steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
-            checkpoint_every=config.output.checkpoint_every, settings=settings,
-            progress=not config.output.no_progress, log=log)
-    except TtZooError as e:  # a checkpoint of other settings in the workdir
-        raise RunError(str(e)) from None
-    adapter.release()
+        policy = training_dtype_policy(config.compute.precision)
+    except TtZooError as e:  # TT_ZOO_PRECISION
+        raise RunError(f"--precision {config.compute.precision}: {e}") from None
+    log(f"Precision: {policy} (--precision {config.compute.precision})")
+    with training_copy(model, config.compute.precision) as trained:
+        result, settings = train_query_tower(
+            config, trained, embeddings, positives, temperature, arrays, batch, steps, workdir,
+            counts, zoo_model, len(collection), log)
     summary = {"steps_done": result.steps_done, "resumed_from": result.resumed_from,
                "train_wall_time_s": round(result.total_wall_time_s, 1),
-               "final_loss": None if result.final_loss is None else round(result.final_loss, 4)}
+               "final_loss": None if result.final_loss is None else round(result.final_loss, 4),
+               **card_record(policy)}
     card = make_card(config, zoo_model, name, summary, counts,
                      recorded_command(COMMAND, argv), len(collection))
     if config.output.export:
@@ -296,3 +284,40 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
         log(f"Wrote {config.output.json_out}")
     log(f"Wall time: {output['wall_seconds']:.1f} s ({summary['steps_done']} steps of {batch})")
     return output
+
+
+def train_query_tower(config, model, embeddings, positives, temperature, arrays, batch, steps,
+                      workdir, counts, zoo_model, passages, log):
+    """Trains `model`'s query tower against the fixed passage `embeddings` (`QueryAdapter`),
+    resuming from WORKDIR/checkpoints; returns (`loop.train_resumable`'s result, the run's
+    settings: what resuming checks)."""
+    import tensorflow as tf  # noqa: PLC0415
+
+    from tt_zoo.training import loop  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation import QUERY_INPUTS, QueryAdapter  # noqa: PLC0415
+    from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
+
+    train = config.training
+    adapter = QueryAdapter(model, embeddings, positives, temperature=temperature,
+                           train_token_embeddings=train.train_token_embeddings)
+    tf.keras.utils.set_random_seed(train.seed)
+    adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
+    # builds the variables before a restore
+    adapter({k: v[:batch] for k, v in arrays[QUERY_INPUTS].items()})
+    settings = {"kind": "query_adaptation", "steps": steps, "batch_size": batch,
+                "learning_rate": train.learning_rate, "temperature": temperature,
+                "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,
+                "questions": counts, "passages": passages,
+                "base_model": zoo_model.card.provenance.sha256}
+    log(f"Training the query tower: {len(positives):,} questions, {steps} steps of {batch}, "
+        f"lr {train.learning_rate:g}, tau {temperature:g}, against {passages:,} passages")
+    try:
+        result = loop.train_resumable(
+            adapter, lambda first: step_batches(arrays, batch, seed=train.seed, start_step=first),
+            steps=steps, global_batch=batch, checkpoint_dir=str(workdir / "checkpoints"),
+            checkpoint_every=config.output.checkpoint_every, settings=settings,
+            progress=not config.output.no_progress, log=log)
+    except TtZooError as e:  # a checkpoint of other settings in the workdir
+        raise RunError(str(e)) from None
+    adapter.release()
+    return result, settings

@@ -20,8 +20,8 @@ A field is a scalar (bool, int, float, str, or Optional of one) or ``Tuple[str, 
 repeatable flag (``--task a --task b``; a JSON list of strings in a ``--config`` file, which the
 flags, when given, replace rather than extend).
 
-The groups that more than one run shares (hard negatives, token budgets, pairs, checkpoints) are
-here; each run defines its own config beside its library entry point
+The groups that more than one run shares (the training precision, hard negatives, token budgets,
+pairs, checkpoints) are here; each run defines its own config beside its library entry point
 (`tt_zoo.training.pretrain_run.PretrainConfig`, `tt_zoo.training.finetune_run.FinetuneConfig`,
 ...), which the command (`tt_zoo.cli`) parses and the entry point runs. A run that cannot go on
 as configured raises `RunError`, whose message names the setting by its flag; the command prints
@@ -44,6 +44,7 @@ from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
 
 from tt_zoo import numbers
 from tt_zoo.errors import TtZooError
+from tt_zoo.hardware import PRECISION_CHOICES
 from tt_zoo.numbers import Number
 
 # The metadata key under which a command records its whole run config (train_summary.json,
@@ -355,6 +356,18 @@ def _in_range(value, setting: _Setting, where: str):
 # ------------------------------------------------------------------ shared run-config groups
 # Each is one argument group of `RunConfig` configs; a run subclasses one to add its own fields
 # (pretrain's --hard-negatives-dir).
+
+@dataclasses.dataclass(frozen=True)
+class ComputeArguments:
+    """The precision training computes in (tt_zoo.training.precision): bfloat16 on the matrix
+    units of a CPU with AMX, float32 elsewhere."""
+
+    precision: str = option(
+        "auto", "auto: bfloat16 (Keras mixed_bfloat16: float32 weights, bfloat16 matmuls on "
+                "AMX) where the CPU has AMX, float32 elsewhere (TT_ZOO_PRECISION sets the auto "
+                "choice); float32: the switch back. The export holds float32 weights either way",
+        choices=PRECISION_CHOICES)
+
 
 @dataclasses.dataclass(frozen=True)
 class HardNegativeArguments:

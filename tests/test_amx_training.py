@@ -1,0 +1,141 @@
+"""Training in bfloat16 on the AMX units by default (tt_zoo.training.precision): the choice and
+the switch back, the mixed_bfloat16 training copy and its float32 export, the card's record,
+and the recorded run configs of shipped models, which trained in float32 and still do."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from helpers import pair_dataset, tiny_model
+from test_finetune_recipe import squad_slice
+from tt_zoo import hardware
+from tt_zoo.errors import TtZooError
+from tt_zoo.modeling.pair_model import tower_dtype_policy, with_dtype_policy
+from tt_zoo.serving.card_rendering import render_card
+from tt_zoo.serving.model_card import ModelCard
+from tt_zoo.training import precision, pretrain_run, shipped_recipes
+from tt_zoo.training.finetune_run import FinetuneConfig, finetune
+from tt_zoo.training.run_config import RunError
+
+AMX = pytest.mark.skipif(not hardware.has_amx(), reason="this CPU has no AMX (or oneDNN is off)")
+
+
+def test_auto_follows_the_cpu_and_the_switch_back(monkeypatch):
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"amx_bf16", "amx_tile"}))
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE, raising=False)
+    assert hardware.training_dtype_policy("auto") == "mixed_bfloat16"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "float32")  # the switch back
+    assert hardware.training_dtype_policy("auto") == "float32"
+    assert hardware.training_dtype_policy("bfloat16") == "mixed_bfloat16"
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE)
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f"}))  # no AMX
+    assert hardware.training_dtype_policy("auto") == "float32"
+
+
+def test_pretrain_reads_precision_then_the_older_dtype_policy(monkeypatch):
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "bfloat16")
+
+    def policy(**groups):
+        return pretrain_run.training_policy(pretrain_run.PretrainConfig.from_dict(
+            {"model": {"variant": "ict_bfs_wlp_128", **groups.get("model", {})},
+             "compute": groups.get("compute", {})}))
+
+    assert policy() == "mixed_bfloat16"
+    # A recorded config of a shipped model says float32: it reproduces in float32.
+    assert policy(model={"dtype_policy": "float32"}) == "float32"
+    assert policy(model={"dtype_policy": "float32"},
+                  compute={"precision": "bfloat16"}) == "mixed_bfloat16"
+    assert policy(compute={"precision": "float32"}) == "float32"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "fp8")
+    with pytest.raises(RunError, match="--precision auto: TT_ZOO_PRECISION must be one of"):
+        policy()
+    with pytest.raises(TtZooError, match="precision must be one of .* 'half'"):
+        with precision.training_copy(tiny_model(), "half"):
+            pass
+
+
+def test_the_training_copy_computes_in_bfloat16_and_writes_float32_weights_back():
+    model = tiny_model()
+    model.build_by_calling()
+    before = [w.numpy().copy() for w in model.weights]
+    with precision.training_copy(model, "bfloat16") as trained:
+        assert trained is not model and type(trained) is type(model)
+        assert tower_dtype_policy(trained) == "mixed_bfloat16"
+        assert trained.retrieval_loss.dtype_policy.name == "float32"  # scores, loss: float32
+        assert all(w.dtype == tf.float32 for w in trained.weights)
+        assert all(np.array_equal(a, w.numpy()) for a, w in zip(before, trained.weights))
+        trained.compile(tf.keras.optimizers.Adam(1e-2))
+        trained.fit(pair_dataset().repeat(), steps_per_epoch=2, verbose=0)
+    assert tower_dtype_policy(model) == "float32"
+    assert all(w.dtype == tf.float32 for w in model.weights)
+    assert any(not np.array_equal(a, w.numpy()) for a, w in zip(before, model.weights))
+    assert all(np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(model.weights, trained.weights))
+    assert int(model.optimizer.iterations.numpy()) == 2  # ZooModel.export sees the steps
+    with precision.training_copy(model, "float32") as same:
+        assert same is model
+    back = with_dtype_policy(trained, "float32")  # what an export of a bfloat16 run holds
+    assert back.get_config()["query_tower"] == model.get_config()["query_tower"]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@AMX
+def test_finetune_on_this_cpu_trains_a_loaded_model_in_bfloat16_and_exports_float32(
+        tmp_path, exported, monkeypatch):
+    """The default run on a CPU with AMX: a loaded float32 export fine-tuned as its
+    mixed_bfloat16 copy, exported with float32 weights, a float32 config and the same
+    signatures; the card records the policy and the matrix units."""
+    import tt_zoo
+    from tt_zoo.serving.export import load_keras_model
+
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE, raising=False)
+    record = finetune(FinetuneConfig.from_dict({
+        "model": {"model": str(exported.path)},
+        "data": {"squad": str(squad_slice(tmp_path)), "train_fraction": 0.5,
+                 "limit_questions": 40, "seed": 3},
+        "training": {"steps": 2, "batch_size": 4},
+        "output": {"output": str(tmp_path / "tuned"), "no_progress": True}}))
+    assert record["finetune"]["dtype_policy"] == "mixed_bfloat16"
+    meta = json.loads((tmp_path / "tuned" / "metadata.json").read_text())
+    assert meta["dtype_policy"] == "mixed_bfloat16"
+    assert meta["matrix_units"]["amx"] is True and "amx_bf16" in meta["matrix_units"]["flags"]
+    assert meta["run_config"]["compute"] == {"precision": "auto"}
+    assert meta["train_steps"] == 2 and meta["base_model"]["path"] == str(exported.path)
+    tuned, base = load_keras_model(tmp_path / "tuned"), load_keras_model(exported.path)
+    assert tower_dtype_policy(tuned) == "float32"
+    assert all(w.dtype == tf.float32 for w in tuned.weights)
+    assert any(not np.array_equal(a.numpy(), b.numpy())
+               for a, b in zip(tuned.weights, base.weights))  # trained
+    signatures = [sorted(tf.saved_model.load(str(p)).signatures) for p in
+                  (exported.path, tmp_path / "tuned")]
+    assert signatures[0] == signatures[1] and signatures[0]
+    assert "mixed_bfloat16" in render_card(ModelCard.from_dict(meta))
+    assert tt_zoo.load(str(tmp_path / "tuned")).encode_queries(["a"]).dtype == np.float32
+
+
+def test_the_card_shows_the_matrix_units():
+    card = ModelCard.from_dict({"name": "m", "dtype_policy": "mixed_bfloat16",
+                                "matrix_units": {"flags": ["amx_bf16", "amx_tile"], "amx": True,
+                                                 "default_precision": "bfloat16"}})
+    assert card.to_dict()["matrix_units"]["amx"] is True
+    assert "AMX (amx_bf16, amx_tile)" in render_card(card)
+
+
+def test_recorded_run_configs_of_shipped_models_still_parse():
+    """Every recipe of a shipped model (its recorded run config) parses with ``--config`` and
+    holds ``precision`` (auto: the run configs recorded before it existed have none); the
+    pretrained ones record ``dtype_policy: float32``, the older spelling, and still reproduce in
+    float32. (tests/test_shipped_models.py checks each recipe is the recorded run's.)"""
+    paths = sorted(shipped_recipes.recipes_dir().glob("*/*.json"))
+    assert len(paths) >= 10
+    for path in paths:
+        command = path.parent.name
+        config = shipped_recipes.parse(command, ["--config", str(path)])
+        if command == "train-term-weights":
+            continue
+        assert config.compute.precision == "auto", path
+        if command == "pretrain" and config.model.dtype_policy == "float32":
+            assert pretrain_run.training_policy(config) == "float32", path
