@@ -12,8 +12,9 @@ cut into 100-word passages, each with its article title: `tt_zoo.evaluation.odqa
 - `pad`: every text padded to the full length; `bucketing`: batches of similar lengths, each
   padded to its longest member, no XLA (`encode_documents`' default below
   `XLA_AUTO_MIN_DOCUMENTS`); `+bf16` / `+xla` on top
-  (`precision="bfloat16"`, `jit_compile=True`); `default`: `encode_documents` with no options
-  (XLA by `XLA_AUTO_MIN_DOCUMENTS`);
+  (`precision="bfloat16"`, `jit_compile=True`; the others are float32); `default`:
+  `encode_documents` with no options (XLA by `XLA_AUTO_MIN_DOCUMENTS`; bfloat16 on a CPU with
+  AMX for a BERT tower, `tt_zoo.modeling.inference`);
 - `layers` / `layers+xla`: `bucketing` / `+xla` with a BERT tower run through its Model Garden
   layers (`plain_inference=False`: the training graph) instead of the fused plain-matmul
   inference graph of `tt_zoo.modeling.bert_inference`;
@@ -53,15 +54,15 @@ SETTINGS = {
     "default": dict(),
     "signature": None,  # the shipped export's encode_document signature
     "export": None,  # the encode_document signature of the model exported now
-    "pad": dict(bucketing=False, jit_compile=False),
-    "bucketing": dict(bucketing=True, jit_compile=False),
-    "layers": dict(bucketing=True, jit_compile=False, plain_inference=False),
-    "layers+xla": dict(bucketing=True, jit_compile=True, plain_inference=False),
+    "pad": dict(bucketing=False, jit_compile=False, precision="float32"),
+    "bucketing": dict(bucketing=True, jit_compile=False, precision="float32"),
+    "layers": dict(bucketing=True, jit_compile=False, plain_inference=False, precision="float32"),
+    "layers+xla": dict(bucketing=True, jit_compile=True, plain_inference=False, precision="float32"),
     "bucketing+bf16": dict(bucketing=True, precision="bfloat16", jit_compile=False),
-    "bucketing+xla": dict(bucketing=True, jit_compile=True),
+    "bucketing+xla": dict(bucketing=True, jit_compile=True, precision="float32"),
     "bucketing+bf16+xla": dict(bucketing=True, precision="bfloat16", jit_compile=True),
     "pad+bf16": dict(bucketing=False, precision="bfloat16", jit_compile=False),
-    "pad+xla": dict(bucketing=False, jit_compile=True),
+    "pad+xla": dict(bucketing=False, jit_compile=True, precision="float32"),
 }
 INPUTS = ("passages", "candidates")
 
