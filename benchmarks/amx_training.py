@@ -39,8 +39,8 @@ KERNEL_MARKER = "=== timed step"
 
 
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--model", default=MODEL)
+    p = arguments.parser(__doc__, prog="python -m benchmarks.amx_training")
+    arguments.add_model(p, default=MODEL)
     p.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {PARTS}")
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--query-length", type=int, default=64)

@@ -189,11 +189,12 @@ def test_the_cli_weighs_a_colbert_model_and_refuses_a_single_vector_one(tmp_path
     from tt_zoo.cli import multitask
     from tt_zoo.cli.common import default_data_dir
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel
-    from tt_zoo.evaluation import odqa
+    from tt_zoo.data import passage_collection as collections
     from tt_zoo.training.multitask_run import MultitaskError, weigh_query_tokens
 
-    tiny = odqa.Collection(["x#0", "y#0"], ["the river", "a city"], ["the river flows", "the city"])
-    monkeypatch.setattr(odqa, "passage_collection", lambda *a, **k: tiny)
+    tiny = collections.Collection(["x#0", "y#0"], ["the river", "a city"],
+                                  ["the river flows", "the city"])
+    monkeypatch.setattr(collections, "passage_collection", lambda *a, **k: tiny)
     task = tmp_path / "a.jsonl"
     task.write_text('{"query": "q", "positives": [{"title": "t", "text": "p"}]}\n')
     config = multitask.parse_args(["--init", "none", "--task", f"jsonl:{task}",

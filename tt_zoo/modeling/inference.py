@@ -337,6 +337,10 @@ class EncodeCache:
         the model's current weights here, at every call."""
         model = self._model
         tower = model.query_tower if role == "query" else model.document_tower
+        if options.bounded_shapes:  # before the bfloat16 copy is built (which compiles): XLA
+            # logs its first compilation; grappler's cost model warns of every bfloat16 softmax
+            from tt_zoo._native_logs import quiet_xla  # pylint: disable=import-outside-toplevel
+            quiet_xla()
         if options.precision == "bfloat16":
             if not model.built:
                 model.build_by_calling()
@@ -347,10 +351,6 @@ class EncodeCache:
             sync_weights(copy, tower)
             tower = copy
         key = (role, options.precision, options.jit_compile, options.plain_inference)
-        if options.bounded_shapes:  # XLA logs its first compilation; grappler's cost model
-            # warns of every bfloat16 softmax
-            from tt_zoo._native_logs import quiet_xla  # pylint: disable=import-outside-toplevel
-            quiet_xla()
         if key not in self._tower_fns:
             spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
             from tt_zoo.modeling.routed_tower import TaskRoutedTower  # pylint: disable=import-outside-toplevel
