@@ -365,6 +365,11 @@ RESULTS = {
     "multi_task": ("multi-task retrieval (Maillard et al. 2021) at this scale: task-specific "
                    "against multi-task, markers, towers, confounders, few-shot",
                    "python -m benchmarks.multi_task", "multi_task.md"),
+    "checkpoints_mpnet_reqa": ("all-mpnet-base-v2 (the teacher of issue 67) beside all-MiniLM-L6-v2 "
+                               "and BM25 on ReQA-SQuAD(dev), both imported, bfloat16 on AMX",
+                               "python -m benchmarks.checkpoints --benchmarks reqa --model "
+                               "minilm_l6_384 --model mpnet_base_768 --split-fraction 0.8 "
+                               "--output results/checkpoints_mpnet_reqa", "checkpoints.md"),
     "mpnet_import": ("all-mpnet-base-v2 imported as an MPNet tower against sentence-transformers "
                      "on the same folder: token agreement and the smallest cosine on 1,024 "
                      "passages with titles and the README quick start's texts",
