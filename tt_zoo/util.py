@@ -19,7 +19,9 @@ from typing import Callable, Dict, List
 import numpy as np
 
 
-def _rows(x, name: str) -> np.ndarray:
+def embedding_rows(x, name: str) -> np.ndarray:
+    """`x` (an array, a tensor or a list of vectors) as float32 rows [n, dim]; one vector is one
+    row; anything else raises ValueError naming `name`."""
     array = np.asarray(x.numpy() if hasattr(x, "numpy") else x, dtype=np.float32)
     if array.ndim == 1:
         array = array[None, :]
@@ -31,7 +33,7 @@ def _rows(x, name: str) -> np.ndarray:
 
 def cos_sim(a, b) -> np.ndarray:
     """Cosine similarity of every row of `a` with every row of `b`: float32 [len(a), len(b)]."""
-    a, b = _rows(a, "a"), _rows(b, "b")
+    a, b = embedding_rows(a, "a"), embedding_rows(b, "b")
     a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
     b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
     return (a @ b.T).astype(np.float32)
@@ -39,7 +41,7 @@ def cos_sim(a, b) -> np.ndarray:
 
 def dot_score(a, b) -> np.ndarray:
     """Inner product of every row of `a` with every row of `b` (Chang et al. 2020's score)."""
-    return (_rows(a, "a") @ _rows(b, "b").T).astype(np.float32)
+    return (embedding_rows(a, "a") @ embedding_rows(b, "b").T).astype(np.float32)
 
 
 def semantic_search(query_embeddings, corpus_embeddings, query_chunk_size: int = 100,
@@ -51,8 +53,8 @@ def semantic_search(query_embeddings, corpus_embeddings, query_chunk_size: int =
     best first (ties: the lower row first). Exact (brute force), in chunks of queries and
     corpus rows.
     """
-    queries, corpus = _rows(query_embeddings, "query_embeddings"), _rows(corpus_embeddings,
-                                                                        "corpus_embeddings")
+    queries = embedding_rows(query_embeddings, "query_embeddings")
+    corpus = embedding_rows(corpus_embeddings, "corpus_embeddings")
     if queries.shape[1] != corpus.shape[1]:
         raise ValueError(f"query and corpus embeddings differ in size ({queries.shape[1]} and "
                          f"{corpus.shape[1]}).")

@@ -299,6 +299,19 @@ LABELS = {"tt_zoo": "tt_zoo `encode_documents` / `encode_queries` / `fit`, float
           "pytorch": "PyTorch loop: BertModel, mean pool, cross-entropy, AdamW"}
 
 
+def peer_lines(part: dict, length_note: str = "") -> list:
+    """The report's lines on the peer: why it was not measured, or its versions, threads and
+    max length (`length_note` after it)."""
+    lines = []
+    if "skipped" in part:
+        lines += ["", f"Peer not measured: {part['skipped']}."]
+    if "peer" in part:
+        versions = ", ".join(f"{k} {v}" for k, v in part["peer"]["versions"].items())
+        lines += ["", f"The peer: {versions}, {part['peer']['threads']} threads, max length "
+                  f"{part['peer']['max_seq_length']}{length_note}."]
+    return lines
+
+
 def render(part: dict) -> list:
     from benchmarks.measure import speed_cells
 
@@ -306,12 +319,7 @@ def render(part: dict) -> list:
     lines = [f"all-MiniLM-L6-v2 imported (`{part['model']}`) against the same folder in "
              "sentence-transformers, the peer in its own process, rounds interleaved; median "
              f"over {s['rounds']} rounds."]
-    if "skipped" in part:
-        lines += ["", f"Peer not measured: {part['skipped']}."]
-    if "peer" in part:
-        versions = ", ".join(f"{k} {v}" for k, v in part["peer"]["versions"].items())
-        lines += ["", f"The peer: {versions}, {part['peer']['threads']} threads, max length "
-                  f"{part['peer']['max_seq_length']} (tt_zoo's document length: the same)."]
+    lines += peer_lines(part, " (tt_zoo's document length: the same)")
     ident = part.get("identity", {})
     if "min_cosine" in ident:
         lines += ["", f"Identity on {ident['documents']:,} documents: token ids the same for "

@@ -27,6 +27,8 @@ import pathlib
 import tempfile
 import time
 
+from benchmarks.peers.minilm import peer_lines
+
 NAME = "mpnet_base_768"
 GOLDEN = pathlib.Path(__file__).resolve().parents[2] / "tests" / "golden" / \
     "mpnet_sentence_transformers.json"
@@ -155,12 +157,7 @@ def render(part: dict) -> list:
     lines = [f"all-mpnet-base-v2 imported (`{part['model']}`, an MPNet tower) against the same "
              "folder in sentence-transformers (its own `encode`, in the peer's environment), "
              "one pass a side."]
-    if "skipped" in part:
-        lines += ["", f"Peer not measured: {part['skipped']}."]
-    if "peer" in part:
-        versions = ", ".join(f"{k} {v}" for k, v in part["peer"]["versions"].items())
-        lines += ["", f"The peer: {versions}, {part['peer']['threads']} threads, max length "
-                  f"{part['peer']['max_seq_length']}."]
+    lines += peer_lines(part)
     ident = part.get("identity")
     if ident:
         d, q = ident["documents"], ident["singles"]

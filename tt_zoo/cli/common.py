@@ -144,8 +144,14 @@ def load_model(name_or_path: str, command: str):
     them, a damaged export, a failed download)."""
     import tt_zoo  # noqa: PLC0415 (TensorFlow: after argparse)
 
+    return loaded_or_exit(tt_zoo.load, name_or_path, command)
+
+
+def loaded_or_exit(load, path: str, command: str):
+    """``load(path)`` (`tt_zoo.load`, `tt_zoo.load_index`), or exit with its error in one line
+    naming the command."""
     try:
-        return tt_zoo.load(name_or_path)
+        return load(path)
     except KeyError as e:
         sys.exit(f"tt-zoo {command}: {e.args[0] if e.args else e}")
     except (FileNotFoundError, TtZooError) as e:

@@ -27,7 +27,7 @@ import sys
 
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import check_new_file, load_model, progress_bar
+from tt_zoo.cli.common import check_new_file, load_model, loaded_or_exit, progress_bar
 from tt_zoo.cli.index import add_model_arguments, check_model_arguments, check_model_kind
 from tt_zoo.data.text_files import TextFileError, read_texts, read_topics
 
@@ -140,15 +140,9 @@ def build_index(args, passages):
 
 def load_saved_index(path: str):
     """`tt_zoo.load_index(path)`, or exit with its error in one line."""
-    from tt_zoo.errors import TtZooError  # noqa: PLC0415
     import tt_zoo  # noqa: PLC0415 (TensorFlow)
 
-    try:
-        return tt_zoo.load_index(path)
-    except KeyError as e:
-        sys.exit(f"tt-zoo search: {e.args[0] if e.args else e}")
-    except (FileNotFoundError, TtZooError) as e:
-        sys.exit(f"tt-zoo search: {e}")
+    return loaded_or_exit(tt_zoo.load_index, path, "search")
 
 
 def main(argv=None) -> int:

@@ -61,11 +61,11 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.errors import TtZooError
+from tt_zoo.hardware import PRECISION_CHOICES as PRECISIONS
 
 PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
-PRECISIONS = ("auto", "float32", "bfloat16")
 AUTO_BFLOAT16_MIN_TEXTS = 64  # precision="auto": bfloat16 from this many texts (AMX CPUs)
 XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for BERT layers from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches

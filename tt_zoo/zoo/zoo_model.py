@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import json
 import numbers
 import pathlib
 from typing import List, Optional, Sequence, Union
@@ -224,19 +223,12 @@ class TextIndex:
             raise ArtifactError(f"{path / 'embeddings'} holds {embedding_index.dim}-d "
                                 f"embeddings; {model.name} makes "
                                 f"{model.keras_model.embedding_dim}-d ones.")
-        rows = []
+        from tt_zoo.retrieval.passage_index import read_passages  # noqa: PLC0415
         passages_path = path / PASSAGES_FILE
-        with open(passages_path, encoding="utf-8") as f:
-            try:
-                for line in f:
-                    row = json.loads(line)
-                    rows.append((row["id"], row["title"], row["text"]))
-            except (json.JSONDecodeError, UnicodeDecodeError, KeyError, TypeError) as e:
-                raise ArtifactError(f"{passages_path}: line {len(rows) + 1} is not a passage "
-                                    f"record with id, title, text ({e!r}).") from e
-        if [r[0] for r in rows] != list(embedding_index.ids):
+        ids, titles, texts = read_passages(passages_path)
+        if ids != list(embedding_index.ids):
             raise ArtifactError(f"{passages_path} does not match the ids of {path / 'embeddings'}.")
-        return cls(model, embedding_index, [r[2] for r in rows], [r[1] for r in rows])
+        return cls(model, embedding_index, texts, titles)
 
 
 def optimizer_steps(keras_model) -> int:
@@ -567,13 +559,8 @@ class ZooModel(CardIdentity):
                                            and isinstance(x[0], (str, bytes))):
             raise TypeError(f"{name} must be embeddings, not texts: encode them first "
                             "(model.encode_queries / model.encode_documents).")
-        rows = np.asarray(x, dtype=np.float32)
-        if rows.ndim == 1:
-            rows = rows[None, :]
-        if rows.ndim != 2 or rows.shape[1] == 0:
-            raise ValueError(f"{name} must be embeddings [n, dim] or one [dim] vector (got "
-                             f"shape {rows.shape}).")
-        return rows
+        from tt_zoo.util import embedding_rows  # noqa: PLC0415
+        return embedding_rows(x, name)
 
     # -- Keras: the loaded object trains, evaluates and predicts as the model it wraps -------------
     def compile(self, *args, **kwargs):

@@ -240,6 +240,17 @@ def as_int(config: dict, key: str, source: str, default: Optional[int] = None,
     return value
 
 
+def hidden_and_heads(config: dict, source: str):
+    """``(hidden_size, num_attention_heads)`` of a config.json, the first divisible by the
+    second; otherwise `ArtifactError` naming `source`."""
+    hidden = as_int(config, "hidden_size", source)
+    heads = as_int(config, "num_attention_heads", source)
+    if hidden % heads:
+        raise ArtifactError(f"{source}: hidden_size {hidden} is not divisible by "
+                            f"num_attention_heads {heads}.")
+    return hidden, heads
+
+
 def layer_norm_eps(config: dict, source: str, default: float = ENCODER_LAYER_NORM_EPS,
                    fixed: bool = True) -> float:
     """``config["layer_norm_eps"]`` (`default` when absent): a number above 0, and with `fixed`

@@ -9,7 +9,8 @@ from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling import architectures
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (BertConfig, as_int,
                                                          canonical_weight_names, expected_shapes,
-                                                         hidden_activation, layer_norm_eps,
+                                                         hidden_activation, hidden_and_heads,
+                                                         layer_norm_eps,
                                                          set_encoder_weights)
 
 
@@ -24,11 +25,7 @@ def build_tower(settings: architectures.TowerSettings, name: str):
 
 def read_huggingface_config(config: dict, path: str) -> BertConfig:
     """A ``BertModel`` config.json as a `BertConfig`; `ArtifactError` naming `path` and the key."""
-    hidden = as_int(config, "hidden_size", path)
-    heads = as_int(config, "num_attention_heads", path)
-    if hidden % heads:
-        raise ArtifactError(f"{path}: hidden_size {hidden} is not divisible by "
-                            f"num_attention_heads {heads}.")
+    hidden, heads = hidden_and_heads(config, path)
     if config.get("position_embedding_type", "absolute") != "absolute":
         raise ArtifactError(f"{path}: position_embedding_type "
                             f"{config['position_embedding_type']!r} is not supported "

@@ -38,7 +38,7 @@ from tt_zoo.modeling import transformer_bfloat16 as bf16_blocks
 from tt_zoo.modeling.bert_inference import _MASK_ADDER, _dense_2d, _matmul
 from tt_zoo.modeling.transformer_bfloat16 import f32 as _f32, layer_norm as _layer_norm
 from tt_zoo.modeling.checkpoints.bert_checkpoint import (as_int, hidden_activation,
-                                                         layer_norm_eps)
+                                                         hidden_and_heads, layer_norm_eps)
 from tt_zoo.modeling.towers import INNER_ACTIVATIONS, POOLINGS, masked_mean, resolve_bert_shape
 
 # MPNetTokenizer's (tokenizer.json: RobertaProcessing, pad "<pad>"): ids <s> 0, <pad> 1, </s> 2.
@@ -357,11 +357,7 @@ class MPNetConfig:
 
 def read_huggingface_config(config: dict, path: str) -> MPNetConfig:
     """An ``MPNetModel`` config.json as an `MPNetConfig`; `ArtifactError` naming `path`."""
-    hidden = as_int(config, "hidden_size", path)
-    heads = as_int(config, "num_attention_heads", path)
-    if hidden % heads:
-        raise ArtifactError(f"{path}: hidden_size {hidden} is not divisible by "
-                            f"num_attention_heads {heads}.")
+    hidden, heads = hidden_and_heads(config, path)
     c = MPNetConfig(vocab_size=as_int(config, "vocab_size", path), hidden_size=hidden,
                     num_layers=as_int(config, "num_hidden_layers", path),
                     num_attention_heads=heads,
