@@ -126,8 +126,9 @@ def _training(spec, registry) -> str:
         how = f", by `{spec.imported.install}`" if spec.imported.optional else ""
         return f"imported as published{how} (supervised start ‡)"
     if spec.adapted is not None:
+        epochs = spec.adapted.training.epochs
         return (f"`{spec.init_from}` (supervised start ‡), then its query tower adapted to its "
-                f"index of the ODQA passages on webquestions, {spec.adapted.epochs:g} epochs")
+                f"index of the ODQA passages on webquestions, {epochs:g} epochs")
     if spec.pretraining == "distilled":
         what = f"distilled from `{_root(spec, registry).name}`"
     elif spec.pretraining == "none":
@@ -140,9 +141,9 @@ def _training(spec, registry) -> str:
             what += f" (from `{spec.init_from}`)"
     if spec.multitask is not None:
         tasks = " + ".join("lexical (BM25 as the teacher)" if t == "lexical" else t
-                           for t in spec.multitask.named_tasks)
-        return f"{what}, then multi-task on {tasks}, {spec.multitask.steps:,} steps"
-    return f"{what}, {spec.recipe.steps:,} steps × {spec.recipe.batch_size}"
+                           for t in spec.multitask.tasks.task)
+        return f"{what}, then multi-task on {tasks}, {spec.multitask.training.steps:,} steps"
+    return f"{what}, {spec.run.get('steps'):,} steps × {spec.run.get('batch_size')}"
 
 
 def _cell(value) -> str:
@@ -167,7 +168,7 @@ def shipped_models_markdown() -> str:
         tables = _card_tables(spec)
         every_card.append(tables)
         own = _own_label(spec, tables)
-        trained_on_reqa = any(s.multitask is not None and "reqa" in s.multitask.named_tasks
+        trained_on_reqa = any(s.multitask is not None and "reqa" in s.multitask.tasks.task
                               for s in _lineage(spec, registry))
         cells = [f"`{spec.name}`" + (" †" if trained_on_reqa else ""), f"`{spec.arch_tag}`",
                  spec.kind.replace("_", " "), _tower(spec, registry), _training(spec, registry),

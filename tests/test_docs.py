@@ -78,7 +78,7 @@ def test_the_shipped_models_table_has_one_line_per_shipped_model_and_bm25():
         (row,) = [r for r in rows if r.startswith(f"| `{name}`")]
         spec = registry.REGISTRY[name]
         lineage = docs_tables._lineage(spec, registry)  # a model trained from one that did
-        trained_on_reqa = any(s.multitask is not None and "reqa" in s.multitask.named_tasks
+        trained_on_reqa = any(s.multitask is not None and "reqa" in s.multitask.tasks.task
                               for s in lineage)
         assert ("†" in row.split(" | ")[0]) == trained_on_reqa, row
     # recorded from rows the run named otherwise, scored as its own exact search

@@ -350,7 +350,8 @@ def test_registered_colbert_variants():
     spec = REGISTRY["colbert_ict_bfs_wlp_crop_span_qgen_64"]
     assert (spec.encoder, spec.tower_size, spec.embedding_dim) == ("colbert", "tiny", 64)
     assert (spec.query_length, spec.document_length) == (32, 128)
-    assert "--init-from ict_bfs_wlp_512" in spec.recipe_command()
+    assert "--init-from saved_models/ict_bfs_wlp_512 " in spec.recipe_command()  # its run's
+    assert "--init-from ict_bfs_wlp_512 " in REGISTRY["colbert_ict_64"].recipe_command()
     assert {f"colbert_ict_bfs_wlp_{m}" for m in (32, 64, 128)} <= set(REGISTRY)
     assert "colbert_mlm_64" not in REGISTRY and "colbert_none_64" not in REGISTRY
     model = build_untrained(spec, VOCAB, document_length=24,

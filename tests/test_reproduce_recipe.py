@@ -10,7 +10,6 @@ import tt_zoo
 from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction import grid, report, ship
 from tt_zoo.zoo import download, registry
-from tt_zoo.zoo.recipe import CPU_RECIPE
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,16 @@ def test_budget_and_bad_flags(recipe, capsys):
                               "--budget", "finetune_learning_rate=1e-3"])
     assert args.budget.steps == 5 and args.budget.finetune_learning_rate == 1e-3
     assert args.budget.batch_size == grid.GRID.batch_size
-    assert grid.GRID == CPU_RECIPE == registry.get_spec("mlm_128").recipe  # one recipe type
+    # The grid's budget is the registry's CPU-scale pretraining run, every unshipped CPU-scale
+    # name's (issue 66: one run config, no parallel recipe type), and its fine-tuning run.
+    schedule = registry.get_spec("mlm_128").run.training
+    assert schedule == registry.CPU_PRETRAIN.training
+    assert (grid.GRID.steps, grid.GRID.batch_size, grid.GRID.learning_rate) == (
+        schedule.steps, schedule.batch_size, schedule.learning_rate) == (800, 128, 1e-3)
+    assert (grid.GRID.pairs_per_article, grid.GRID.max_doc_tokens,
+            grid.GRID.document_length) == (128, 96, 128)
+    assert (grid.GRID.finetune_steps, grid.GRID.finetune_batch_size,
+            grid.GRID.finetune_learning_rate, grid.GRID.finetune_eval_every) == (100, 64, 2e-4, 20)
     for bad, message in ((["--budget", "stpes=5"], "--budget: expected FIELD=VALUE"),
                          (["--budget", "vocab_size=5"], "--budget: expected FIELD=VALUE"),
                          (["--cells", "ict_1024"], "--cells: unknown ict_1024"),
@@ -111,10 +119,11 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys, monkeypatch
     entries = registry.read_shipped(shipped)
     assert set(entries) == {"none_512", "bow_mlp_none_512"}
     assert entries["none_512"]["url"] == download.release_url("none_512")
-    # the entry's recipe is the grid's budget (its fine-tuning made the numbers), its headline
-    # numbers its card's headline
-    assert entries["none_512"]["recipe"].finetune_steps == 2
-    assert entries["none_512"]["recipe"].steps == 0
+    # its recipe is the run config its export records (recipes/models/ beside saved_models/),
+    # its headline numbers its card's headline
+    recipe = json.loads((tmp_path / "recipes" / "models" / "pretrain" / "none_512.json")
+                        .read_text())
+    assert recipe["model"]["variant"] == "none_512" and recipe["training"]["steps"] == 0
     headline = dict(entries["none_512"]["metrics"])
     assert set(headline) == {f"R@100 {kind} {split}" for kind in ("zero-shot", "fine-tuned")
                              for split in ("50%",)}

@@ -1,4 +1,4 @@
-"""Typed run configs (tt_zoo.training.run_config): flags -> config, a JSON file -> config, flags over
+"""Typed run configs (tt_zoo.configs.run_config): flags -> config, a JSON file -> config, flags over
 the file, bad files refused naming the file and the key, and the whole config recorded in a tiny
 pretrain run's summary and export."""
 
@@ -11,8 +11,9 @@ import pytest
 from helpers import load_recipe, tiny_vocab
 # The tiny pair set and vocabulary, and the randomness pretraining sets up (reset afterwards).
 from test_grad_cache import checkpointable_randomness, pair_dir  # noqa: F401 (fixtures)
-from tt_zoo.training import pretrain_run, run_config
-from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
+from tt_zoo.configs import run_config
+from tt_zoo.training import pretrain_run
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunConfig, RunConfigError, option
 
 pretrain = load_recipe("pretrain")
 finetune = load_recipe("finetune")

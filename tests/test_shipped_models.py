@@ -265,3 +265,35 @@ def test_a_shipped_models_run_config_is_the_command_it_records(name):
     for group, key in resolved:
         from_command[group][key] = recipe[group][key]
     assert from_command == recipe
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_ENTRIES))
+def test_recipe_command_is_the_command_its_export_records(name):
+    """Issue 66: a shipped model's `recipe_command()` is the command recorded in its export's
+    metadata.json (``command``), made from the one run config the registry holds for it
+    (`ModelSpec.run`, read from recipes/models/COMMAND/NAME.json).
+
+    The documented normalisation: both lines are read by the command's own run-config parser
+    and written back by the one renderer (`RunConfig.command_line`), so the flags' order, the
+    spelling of the command (``python recipes/pretrain.py`` then, ``tt-zoo pretrain`` now) and
+    of a number (1e-3, 0.001), and a flag given at its default do not count; a default the run
+    resolved itself (pretrain's vocabulary, the older dtype policy) is taken as the run
+    recorded it (see `test_a_shipped_models_run_config_is_the_command_it_records`). Before the
+    make-pairs step, the chain makes the pair set the run read (its --pairs folder)."""
+    from tt_zoo.training import shipped_recipes
+
+    spec = registry.get_spec(name)
+    path = shipped_recipes.recipe_path(name, spec.run.COMMAND)
+    assert json.loads(json.dumps(spec.run.to_dict())) == json.loads(path.read_text())  # (read)
+    *make, train = spec.recipe_command().split(" && ")
+    assert train == spec.run.command_line()
+    command, rendered = shipped_recipes.parse_command(train)
+    assert (command, rendered) == (spec.run.COMMAND, spec.run)  # the line gives the config
+    recorded_command, recorded = shipped_recipes.parse_command(
+        shipped_recipes.recorded_run(name)["command"])
+    resolved = {key: spec.run.get(key) for key in ("vocab", "dtype_policy")
+                if key in spec.run.settings() and recorded.get(key) is None}
+    assert command == recorded_command
+    assert train == recorded.replace(**resolved).command_line(), name
+    folder = spec.run.get("pairs") or spec.run.get("mlm_examples")
+    assert [m.rsplit(" --output ", 1)[1] for m in make] == ([folder] if folder else [])

@@ -10,7 +10,7 @@ import pytest
 from test_grad_cache import checkpointable_randomness, pair_dir  # noqa: F401 (fixtures)
 from tt_zoo import training
 from tt_zoo.training import PretrainConfig, RunError
-from tt_zoo.training.run_config import RUN_CONFIG_KEY
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY
 
 
 def tiny_config(root, vocab, **groups) -> PretrainConfig:

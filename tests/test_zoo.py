@@ -13,11 +13,11 @@ from helpers import PAIRS, tiny_vocab
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.configs.pretrain import PretrainConfig
 from tt_zoo.zoo.build import build_untrained
-from tt_zoo.zoo.recipe import CPU_RECIPE, PAPER_RECIPE
-from tt_zoo.zoo.registry import (CPU_SCALE, EMBEDDING_DIMS, MULTITASK_LEXICAL_RECIPE,
-                                 MULTITASK_RECIPE,
-                                 PAPER, PRETRAINING_TASKS, REGISTRY, SERIES, SUCCESSOR_PREFIXES,
+from tt_zoo.zoo.registry import (CPU_PRETRAIN, CPU_SCALE, EMBEDDING_DIMS,
+                                 MULTITASK_LEXICAL_RUN, MULTITASK_RUN, PAPER, PAPER_PRETRAIN,
+                                 PRETRAINING_TASKS, REGISTRY, SERIES, SUCCESSOR_PREFIXES,
                                  SUCCESSOR_TASKS, TOKEN_DIMS)
 
 
@@ -38,37 +38,44 @@ def test_every_registered_variant_is_consistent(name):
     spec = REGISTRY[name]
     if name in CHECKPOINT_FAMILY:  # a public checkpoint (imported) and what is made from it
         train = spec.recipe_command()
+        # (a shipped run's recipe holds its own paths: the start and the export it wrote)
+        start = "" if spec.shipped else f"{spec.init_from} "
         if spec.imported is not None:
             assert spec.shipped and spec.artifact == name and spec.sha256 is None
             assert train == f"tt-zoo import-checkpoint --name {name} --export saved_models/{name}"
         elif spec.adapted is not None:  # its query tower adapted to its base's passage index
             assert name == f"adapted_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
             assert spec.tag == f"adapted_{REGISTRY[spec.init_from].tag}"
-            assert train.startswith(f"tt-zoo adapt-queries --model {spec.init_from} ")
+            assert train.startswith(f"tt-zoo adapt-queries --model {start}")
         elif spec.multitask is not None:
             assert name == f"multitask_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
-            assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
+            assert train.startswith(f"tt-zoo multitask --init {start}")
         else:
             assert spec.pretraining == DISTILLED and spec.encoder == "bow_mlp"
             assert train.startswith(f"tt-zoo distill-static --model {spec.init_from} ")
-        assert train.endswith(f"--export saved_models/{name}")
+        if not spec.shipped or spec.imported is not None:
+            assert train.endswith(f"--export saved_models/{name}")
         return
     if spec.shipped:
         assert spec.artifact_path.is_dir() and spec.sha256
     if spec.kind == TERM_WEIGHTS:  # hdct_<tasks>: trained on pairs' query terms
         assert name == f"hdct_{spec.pretraining}" and spec.pretraining not in ("none", "mlm")
-        assert (f"tt-zoo train-term-weights --pairs runs/pairs/{spec.pretraining} "
-                f"--init-from ict_bfs_wlp_512 ") in spec.recipe_command()
-        assert spec.recipe_command().endswith(f"--export saved_models/{name}")
+        assert "tt-zoo train-term-weights --init-from " in spec.recipe_command()
+        if not spec.shipped:  # (a shipped name's recipe is its run's: its own paths)
+            assert (f"tt-zoo train-term-weights --init-from ict_bfs_wlp_512 --pairs "
+                    f"runs/pairs/{spec.pretraining}_128 ") in spec.recipe_command()
+            assert spec.recipe_command().endswith(f"--export saved_models/{name}")
         return
     if spec.multitask is not None:  # multitask_[lexical_]<encoder>_<tasks>_<dim>
-        tag = "lexical_" if spec.multitask == MULTITASK_LEXICAL_RECIPE else ""
+        tag = "lexical_" if "lexical" in spec.multitask.tasks.task else ""
         assert name == f"multitask_{tag}{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
         assert spec.init_from == f"{spec.encoder}_{spec.pretraining}_{spec.embedding_dim}"
         assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
         train = spec.recipe_command()
-        assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
-        assert train.endswith(f"--export saved_models/{name}")
+        assert train.startswith("tt-zoo multitask --init ")
+        if not spec.shipped:
+            assert train.startswith(f"tt-zoo multitask --init {spec.init_from} ")
+            assert train.endswith(f"--export saved_models/{name}")
         return
     assert spec.kind == (LATE_INTERACTION if spec.encoder == "colbert" else TWO_TOWER)
     # (late-interaction variants: the size of each token vector)
@@ -86,16 +93,21 @@ def test_every_registered_variant_is_consistent(name):
 def test_an_unshipped_names_recipe_is_the_one_of_its_options():
     """Issue 27: the unshipped mlm_128 (CPU-scale options: mean pooling, one shared tower)
     printed the paper's recipe, 8,192 x 100,000 steps at 1e-4 with documents of 288 tokens,
-    while its shipped siblings ran 128 x 800 at 1e-3 with documents of 128."""
+    while its shipped siblings ran 128 x 800 at 1e-3 with documents of 128. A recipe is a run
+    config (issue 66): the series' run with the name's own variant, pairs and export."""
     mlm_128, mlm_512 = REGISTRY["mlm_128"], REGISTRY["mlm_512"]
     assert not mlm_128.shipped and mlm_128.options == CPU_SCALE == mlm_512.options
-    r = mlm_128.recipe
-    assert (r.batch_size, r.steps, r.learning_rate, r.document_length) == (128, 800, 1e-3, 128)
-    assert mlm_128.document_length == 128 and mlm_128.recipe == mlm_512.recipe
+    r = mlm_128.run.training
+    assert (r.batch_size, r.steps, r.learning_rate) == (128, 800, 1e-3)
+    assert mlm_128.document_length == 128 == mlm_128.run.lengths.document_length
+    schedule = mlm_512.run.training  # what the shipped sibling's run recorded
+    assert (schedule.batch_size, schedule.steps, schedule.learning_rate) == (128, 800, 1e-3)
     command = mlm_128.recipe_command()
-    assert "--batch-size 128 --steps 800 --learning-rate 0.001 " in command
+    assert "--steps 800 --batch-size 128 --learning-rate 0.001 " in command
     assert "--mlm-seq-length 128 " in command and "--document-length 128 " in command
-    # The rule for every name: its series' options and recipe, together; shipped names keep
+    assert "--output runs/pairs/mlm_128 " in command and "--mlm-examples runs/pairs/mlm_128 " in (
+        command)
+    # The rule for every name: its series' options and run, together; shipped names keep
     # what their runs recorded.
     from tt_zoo.zoo.registry import CHECKPOINT_FAMILY
     for name, spec in REGISTRY.items():
@@ -105,15 +117,18 @@ def test_an_unshipped_names_recipe_is_the_one_of_its_options():
         prefix = max((p for p in SERIES if name.startswith(p)), key=len)
         series = SERIES[prefix]
         assert spec.options == series.options, name
-        if series.kind == TWO_TOWER:  # (ColBERT and term weights have recipes of their own)
-            assert series.recipe == {CPU_SCALE: CPU_RECIPE, PAPER: PAPER_RECIPE}[series.options]
+        if series.kind == TWO_TOWER and spec.multitask is None:  # (ColBERT, term weights and
+            # multi-task runs have their own)
+            assert series.run == {CPU_SCALE: CPU_PRETRAIN, PAPER: PAPER_PRETRAIN}[series.options]
+        assert spec.document_length == series.document_length, name
         if not spec.shipped:
-            assert spec.recipe == series.recipe, name
-            assert spec.document_length == series.recipe.document_length, name
-        assert spec.recipe.document_length == spec.document_length, name
+            assert type(spec.run) is type(series.run), name
+            assert spec.run.training == series.run.training or spec.pretraining == "none", name
+            if isinstance(spec.run, PretrainConfig):  # (others: the start's own lengths)
+                assert spec.run.lengths.document_length == spec.document_length, name
     paper = REGISTRY["bert_base_ict_512"]
-    assert paper.options == PAPER and paper.recipe == PAPER_RECIPE
-    assert (paper.recipe.batch_size, paper.recipe.steps, paper.document_length) == (
+    assert paper.options == PAPER and paper.run.training == PAPER_PRETRAIN.training
+    assert (paper.run.training.batch_size, paper.run.training.steps, paper.document_length) == (
         8192, 100_000, 288)
 
 
@@ -140,25 +155,26 @@ def test_multitask_names_start_from_their_shipped_bow_mlp_model():
             TWO_TOWER, "bow_mlp", None, 512, pretraining)
         assert spec.options == CPU_SCALE == bow_mlp.options
         assert (spec.query_length, spec.document_length) == (64, 128) == (
-            bow_mlp.query_length, bow_mlp.recipe.document_length)
+            bow_mlp.query_length, bow_mlp.document_length)
         assert spec.init_from == f"bow_mlp_{pretraining}_512" and REGISTRY[spec.init_from].shipped
-        assert spec.multitask == MULTITASK_RECIPE
+        assert (spec.multitask.tasks.task, spec.multitask.training) == (
+            MULTITASK_RUN.tasks.task, MULTITASK_RUN.training)
         assert spec.shipped == (pretraining == "ict_bfs_wlp_crop_span_qgen")  # issue 24's ship
     # the bow_mlp_ names stay single-task pretraining recipes
     assert REGISTRY["bow_mlp_ict_bfs_wlp_512"].multitask is None
 
 
 def test_multitask_recipe_command_trains_on_the_two_qa_tasks():
-    spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"]
+    spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_512"]
     assert spec.recipe_command() == (
-        "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --task webquestions "
-        "--task reqa --steps 800 --batch-size 128 --learning-rate 0.0005 "
-        "--export saved_models/multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
-    with_markers = dataclasses.replace(
-        spec, multitask=dataclasses.replace(MULTITASK_RECIPE, markers=True))
-    assert with_markers.recipe_command().endswith(
-        "--learning-rate 0.0005 --markers --export saved_models/"
-        "multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+        "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions "
+        "--task reqa --steps 800 --learning-rate 0.0005 "
+        "--export saved_models/multitask_bow_mlp_ict_bfs_wlp_512")
+    with_markers = dataclasses.replace(spec, run=spec.run.replace(markers=True))
+    assert with_markers.recipe_command() == (
+        "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions "
+        "--task reqa --markers --steps 800 --learning-rate 0.0005 "
+        "--export saved_models/multitask_bow_mlp_ict_bfs_wlp_512")
 
 
 def test_the_lexical_multitask_name_adds_bm25_as_a_teacher_to_the_two_qa_tasks():
@@ -170,22 +186,23 @@ def test_the_lexical_multitask_name_adds_bm25_as_a_teacher_to_the_two_qa_tasks()
     assert (spec.kind, spec.encoder, spec.embedding_dim, spec.options) == (
         TWO_TOWER, "bow_mlp", 512, CPU_SCALE)
     assert spec.init_from == "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
-    assert spec.multitask == MULTITASK_LEXICAL_RECIPE
-    assert spec.recipe_command() == (
+    assert (spec.multitask.tasks.task, spec.multitask.tasks.weight) == (
+        MULTITASK_LEXICAL_RUN.tasks.task, MULTITASK_LEXICAL_RUN.tasks.weight) == (
+        ("webquestions", "reqa", "lexical"), ("lexical=0.3",))
+    assert spec.multitask.training == MULTITASK_LEXICAL_RUN.training
+    assert spec.recipe_command().startswith(  # (the rest: the paths of the run that made it)
         "tt-zoo multitask --init bow_mlp_ict_bfs_wlp_crop_span_qgen_512 --task webquestions "
-        "--task reqa --task lexical --steps 800 --batch-size 128 --learning-rate 0.0005 "
-        "--weight lexical=0.3 --export "
-        "saved_models/multitask_lexical_bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+        "--task reqa --task lexical --weight lexical=0.3 ")
 
 
 def test_a_multitask_recipe_with_pairs_makes_them_first():
-    spec = dataclasses.replace(
-        REGISTRY["multitask_bow_mlp_ict_bfs_wlp_crop_span_qgen_512"],
-        multitask=dataclasses.replace(MULTITASK_RECIPE, max_pairs=10_000))
-    pairs = "runs/pairs/ict_bfs_wlp_crop_span_qgen"
+    spec = REGISTRY["multitask_bow_mlp_ict_bfs_wlp_512"]
+    pairs = "runs/pairs/ict_bfs_wlp_128"
+    spec = dataclasses.replace(spec, run=spec.run.replace(
+        task=(*spec.run.tasks.task, f"pairs:{pairs}:10000")))
     make, train = spec.recipe_command().split(" && ")
     # the same pair directory the starting model's own recipe makes
-    starting = REGISTRY["bow_mlp_ict_bfs_wlp_crop_span_qgen_512"].recipe_command()
+    starting = REGISTRY["bow_mlp_ict_bfs_wlp_512"].recipe_command()
     assert make == starting.split(" && ")[0] and make.endswith(f"--output {pairs}")
     assert f"--task reqa --task pairs:{pairs}:10000 --steps 800" in train
 
@@ -193,7 +210,7 @@ def test_a_multitask_recipe_with_pairs_makes_them_first():
 def test_the_multitask_colbert_name_starts_from_the_shipped_colbert():
     """multitask_colbert_<tasks>_<m> (issues 23-24): the shipped ColBERT trained on the two QA
     tasks by tt-zoo multitask, with the tiny BERT's schedule."""
-    from tt_zoo.zoo.registry import MULTITASK_COLBERT_RECIPE
+    from tt_zoo.zoo.registry import MULTITASK_COLBERT_RUN
 
     assert tt_zoo.list_models("multitask_colbert_*", include_recipes=True) == [
         "multitask_colbert_ict_bfs_wlp_crop_span_qgen_64"]
@@ -204,11 +221,12 @@ def test_the_multitask_colbert_name_starts_from_the_shipped_colbert():
     assert (spec.query_length, spec.document_length) == (32, 128) == (
         colbert.query_length, colbert.document_length)
     assert spec.init_from == colbert.name and colbert.shipped
-    assert spec.multitask == MULTITASK_COLBERT_RECIPE
-    assert spec.recipe_command() == (
-        "tt-zoo multitask --init colbert_ict_bfs_wlp_crop_span_qgen_64 --task webquestions "
-        "--task reqa --steps 500 --batch-size 64 --learning-rate 0.0003 "
-        "--export saved_models/multitask_colbert_ict_bfs_wlp_crop_span_qgen_64")
+    assert (spec.multitask.tasks.task, spec.multitask.training) == (
+        MULTITASK_COLBERT_RUN.tasks.task, MULTITASK_COLBERT_RUN.training)
+    # (its run started from the shipped ColBERT's folder, saved_models/NAME)
+    assert spec.recipe_command().startswith(
+        "tt-zoo multitask --init saved_models/colbert_ict_bfs_wlp_crop_span_qgen_64 --task "
+        "webquestions --task reqa ")
 
 
 @pytest.mark.parametrize("name", tt_zoo.list_models("multitask_*", include_recipes=True))
@@ -223,14 +241,7 @@ def test_multitask_recipe_command_parses(name, tmp_path, monkeypatch):
     words = shlex.split(REGISTRY[name].recipe_command())
     assert words[:2] == ["tt-zoo", "multitask"]
     config = multitask.parse_args(words[2:])
-    spec = REGISTRY[name]
-    assert config.model.init == spec.init_from
-    t, m = config.training, spec.multitask
-    assert config.tasks.task == m.named_tasks
-    assert config.tasks.markers == m.markers
-    assert config.tasks.weight == tuple(f"{k}={w:g}" for k, w in m.weights)
-    assert (t.steps, t.batch_size, t.learning_rate) == (m.steps, m.batch_size, m.learning_rate)
-    assert config.output.export == f"saved_models/{name}"
+    assert config == REGISTRY[name].run  # the command line gives the recipe's run config
 
 
 def test_multitask_variant_builds_untrained_like_its_bow_mlp_start():
@@ -329,15 +340,16 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     imported = {n for n, spec in registry.REGISTRY.items()
                 if spec.imported is not None and registry.loads_by_name(spec)}
     assert set(shipped) | imported == set(tt_zoo.list_models(shipped_only=True))
-    entry = {"artifact": "x", "sha256": "0" * 64, "recipe": {"steps": 10}, "metrics": {"R@1": 0.5}}
+    entry = {"artifact": "x", "sha256": "0" * 64, "metrics": {"R@1": 0.5}}
     path = tmp_path / "shipped.json"
     path.write_text(json.dumps({"ict_512": entry}))
     fields = registry.read_shipped(path)["ict_512"]
-    assert fields["recipe"].steps == 10 and fields["metrics"] == (("R@1", 0.5),)
-    # what the entry does not record is the name's own recipe's (ict_512: the CPU-scale one)
-    assert fields["recipe"].batch_size == 128 and fields["recipe"].document_length == 128
+    assert fields["metrics"] == (("R@1", 0.5),) and fields["kind"] == TWO_TOWER
+    # How a shipped model was trained is its recipe (recipes/models/), not an entry's: an
+    # entry recording a recipe, or its lengths, is refused.
     for bad in ({"ict_1024": entry}, {"ict_512": {**entry, "weights": "x"}},
-                {"ict_512": {"sha256": "0"}}, {"ict_512": {**entry, "recipe": {"stpes": 1}}}):
+                {"ict_512": {"sha256": "0"}}, {"ict_512": {**entry, "recipe": {"steps": 1}}},
+                {"ict_512": {**entry, "document_length": 128}}):
         path.write_text(json.dumps(bad))
         with pytest.raises(ValueError, match="shipped.json: entry"):
             registry.read_shipped(path)

@@ -2,7 +2,7 @@
 the flag's range.
 
 Every int or float flag of every command has a `Number` as its argparse ``type`` (a run config's
-through `tt_zoo.training.run_config.option`'s ``number``), so ``--learning-rate nan``,
+through `tt_zoo.configs.run_config.option`'s ``number``), so ``--learning-rate nan``,
 ``--batch-size 0``, ``--steps -5`` or ``--warmup-fraction 5`` end at once in argparse's usage
 error naming the flag, before any data is read or TensorFlow loads; a ``--config`` file's value
 is checked by the same range. A value the range allows is taken as given: 0 is a number, never

@@ -62,7 +62,7 @@ def run(config: AdaptQueriesConfig, argv: list) -> dict:
     """`tt_zoo.training.query_adaptation_run.adapt_queries` of `config` over the data folder;
     exits with its `RunError` in one line naming the command."""
     from tt_zoo.training.query_adaptation_run import adapt_queries  # noqa: PLC0415
-    from tt_zoo.training.run_config import RunError  # noqa: PLC0415
+    from tt_zoo.configs.run_config import RunError  # noqa: PLC0415
 
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
     try:

@@ -2,7 +2,7 @@
 loading (one clear error when SQuAD cannot be had). The score tables (Chang et al. 2020, Table
 3's columns) live in `tt_zoo.evaluation.tables`, the run-config groups of more than one training
 run (hard negatives, token budgets, pairs, checkpoints and export) in
-`tt_zoo.training.run_config`; both are named here too.
+`tt_zoo.configs.run_config`; both are named here too.
 
 Default paths never point inside an installed package: the data folder is ``$TT_ZOO_DATA``,
 else ``../shared/data`` beside the git clone tt_zoo runs from, else ``$TT_ZOO_HOME/data`` (the

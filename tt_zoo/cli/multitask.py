@@ -60,8 +60,8 @@ from tt_zoo.cli.common import (check_init_vocab, check_model_export_target,
                                check_query_weight_flags, default_data_dir)
 from tt_zoo.training.multi_task_tasks import (SPEC_FORMS, WIKI_QA, SpecError, class_overrides,
                                               needed_files, task_plan)
-from tt_zoo.training.multitask_config import MultitaskConfig
-from tt_zoo.training.run_config import RUN_CONFIG_KEY  # noqa: F401 (the record's key)
+from tt_zoo.configs.multitask import MultitaskConfig
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY  # noqa: F401 (the record's key)
 
 COMMAND = "multitask"
 

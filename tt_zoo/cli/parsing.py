@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Callable
 
-from tt_zoo.training.run_config import NO_PROGRESS_HELP
+from tt_zoo.configs.run_config import NO_PROGRESS_HELP
 
 PROG = "tt-zoo"
 
@@ -53,7 +53,7 @@ def command_parser(name: str, doc: str,
 def add_no_progress(parser: argparse.ArgumentParser) -> None:
     """``--no-progress``, every command's one spelling for "no progress bars" (a run config's
     ``no_progress`` field carries the same help:
-    `tt_zoo.training.run_config.TrainOutputArguments`)."""
+    `tt_zoo.configs.run_config.TrainOutputArguments`)."""
     parser.add_argument("--no-progress", action="store_true", help=NO_PROGRESS_HELP)
 
 

@@ -40,7 +40,7 @@ import sys
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import PROJECT_VOCAB, default_squad_path, default_vocab_path
 from tt_zoo.training.pretrain_run import PretrainConfig, pretrain, tower_shape
-from tt_zoo.training.run_config import RunError, recorded_command
+from tt_zoo.configs.run_config import RunError, recorded_command
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

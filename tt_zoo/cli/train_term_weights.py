@@ -38,8 +38,8 @@ import sys
 from tt_zoo.atomic_io import check_replaceable
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir
-from tt_zoo.training.run_config import flag, recorded_command
-from tt_zoo.training.term_weight_config import TermWeightConfig
+from tt_zoo.configs.run_config import flag, recorded_command
+from tt_zoo.configs.term_weights import TermWeightConfig
 
 COMMAND = "train-term-weights"
 

@@ -21,17 +21,25 @@ import pathlib
 import shutil
 from typing import List, Optional, Sequence, Tuple
 
+from tt_zoo.configs.finetune import FinetuneConfig
+from tt_zoo.configs.pretrain import PretrainConfig
 from tt_zoo.errors import StageError
+from tt_zoo.reproduction.config import Budget
 from tt_zoo.reproduction.runner import read_json, run_logged, run_once, tt_zoo_command
 from tt_zoo.serving.model_card import METADATA_FILE, ModelCard  # no TensorFlow
-from tt_zoo.zoo.recipe import CPU_RECIPE, Recipe
+from tt_zoo.zoo import registry
 
-# One pretraining budget and one fine-tuning budget for every cell: the CPU-scale recipe
-# (`tt_zoo.zoo.recipe.CPU_RECIPE`: the flagship's batch 128, Adam 1e-3 with 10% warm-up then
-# linear decay, documents of 128 tokens, cut to 800 steps; fine-tuning scaled down from the
-# paper's, with early stopping on validation loss), the one every unshipped CPU-scale name's
-# recipe prints. `--budget FIELD=VALUE` changes a field.
-GRID = CPU_RECIPE
+# The cells' ReQA fine-tuning: the paper's (Sec. 5) scaled down to fewer, smaller steps at a
+# larger rate, with early stopping on the validation loss every 20 steps.
+GRID_FINETUNE = FinetuneConfig.from_dict(
+    {"training": {"steps": 100, "batch_size": 64, "learning_rate": 2e-4, "eval_every": 20}})
+# One pretraining budget and one fine-tuning budget for every cell: the registry's CPU-scale
+# pretraining run (`registry.CPU_PRETRAIN`: the flagship's batch 128, Adam 1e-3 with 10% warm-up
+# then linear decay, cut to 800 steps, on its pairs, documents of 128 tokens), the run every
+# unshipped CPU-scale name's recipe prints, and `GRID_FINETUNE`. `--budget FIELD=VALUE` changes
+# a field.
+GRID = Budget.of(registry.CPU_PRETRAIN, registry.CPU_PAIRS, registry.SERIES[""].document_length,
+                 GRID_FINETUNE)
 
 # The grid's cells, each a registered variant; most informative first (the order the pretrain
 # stage runs them in), so the grid is useful while it is still running.
@@ -45,7 +53,6 @@ FLAGSHIP_SUFFIX = " (flagship)"  # a flagship's name in the results, after its v
 # -- layout ---------------------------------------------------------------------------------
 
 def pretraining_of(variant: str) -> str:
-    from tt_zoo.zoo import registry
     return registry.get_spec(variant).pretraining
 
 
@@ -53,7 +60,7 @@ def cell_dir(runs: pathlib.Path, variant: str) -> pathlib.Path:
     return runs / "reproduce" / variant
 
 
-def data_dir(runs: pathlib.Path, pretraining: str, budget: Recipe) -> pathlib.Path:
+def data_dir(runs: pathlib.Path, pretraining: str, budget: Budget) -> pathlib.Path:
     """Where the pairs (or MLM examples) of a pretraining mix live."""
     return runs / "pairs" / f"{pretraining}_{budget.pairs_per_article}"
 
@@ -87,7 +94,6 @@ def evaluated_models(cells: Sequence[str], runs: pathlib.Path) -> List[Tuple]:
     """(name, model directory, result directory) of every model the evaluate stage scores: the
     grid's cells, and the shipped flagships (longer runs, reported beside the grid)."""
     models = [(c, cell_dir(runs, c) / "model", cell_dir(runs, c)) for c in cells]
-    from tt_zoo.zoo import registry
     for name in FLAGSHIPS:
         if name in cells:
             spec = registry.get_spec(name)
@@ -112,21 +118,27 @@ def make_data_command(pretraining: str, output: pathlib.Path, config) -> List[st
                       "--pairs-per-article", str(budget.pairs_per_article)]
 
 
-def pretrain_command(variant: str, config) -> List[str]:
-    """`tt-zoo pretrain` of a cell at the grid's budget, checkpointed (a rerun resumes)."""
+def pretrain_run(variant: str, config) -> PretrainConfig:
+    """The `tt-zoo pretrain` run config of a cell at the grid's budget, checkpointed (a rerun
+    resumes), on its mix's pairs or MLM examples (`data_dir`)."""
     budget, where = config.budget, cell_dir(config.runs, variant)
-    command = tt_zoo_command("pretrain", "--variant", variant, "--vocab", config.vocab,
-                             "--document-length", budget.document_length, "--seed", budget.seed,
-                             "--workdir", where / "pretrain", "--export", where / "model",
-                             "--no-progress")
+    run = PretrainConfig.from_dict({}).replace(
+        variant=variant, vocab=str(config.vocab), document_length=budget.document_length,
+        seed=budget.seed, workdir=str(where / "pretrain"), export=str(where / "model"),
+        no_progress=True, steps=0)
     pretraining = pretraining_of(variant)
     if pretraining == "none":
-        return command + ["--steps", "0"]
-    source = data_dir(config.runs, pretraining, budget)
-    command += ["--mlm-examples" if pretraining == "mlm" else "--pairs", str(source)]
-    return command + ["--steps", str(budget.steps), "--batch-size", str(budget.batch_size),
-                      "--learning-rate", f"{budget.learning_rate:g}",
-                      "--checkpoint-every", str(max(1, budget.steps // 8))]
+        return run
+    source = "mlm_examples" if pretraining == "mlm" else "pairs"
+    return run.replace(**{source: str(data_dir(config.runs, pretraining, budget))},
+                       steps=budget.steps, batch_size=budget.batch_size,
+                       learning_rate=budget.learning_rate,
+                       checkpoint_every=max(1, budget.steps // 8))
+
+
+def pretrain_command(variant: str, config) -> List[str]:
+    """`tt-zoo pretrain` of a cell (`pretrain_run`), as its run config's flags."""
+    return tt_zoo_command("pretrain", *pretrain_run(variant, config).argv())
 
 
 # -- the stages -----------------------------------------------------------------------------

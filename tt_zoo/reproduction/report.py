@@ -19,8 +19,8 @@ from tt_zoo.atomic_io import write_text
 from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction.grid import (CELLS, FLAGSHIP_SUFFIX, bm25_file, evaluated_models,
                                       read_card, result_file, split_key)
+from tt_zoo.reproduction.config import Budget
 from tt_zoo.reproduction.runner import read_json, save_figure, write_report
-from tt_zoo.zoo.recipe import Recipe
 
 # The paper's numbers quoted in ../shared/DESIGN.md (ReQA SQuAD, full, 101,951 candidates, R@100
 # after fine-tuning on the 1% and 80% splits); other cells of its tables are not quoted there.
@@ -44,7 +44,7 @@ def label(pretraining: str) -> str:
     return LABELS.get(pretraining) or "+".join(LABELS[t] for t in pretraining.split("_"))
 
 
-def collect(cells: Sequence[str], runs: pathlib.Path, budget: Recipe, splits) -> dict:
+def collect(cells: Sequence[str], runs: pathlib.Path, budget: Budget, splits) -> dict:
     """Every measured number of the grid so far, as one JSON-ready dict."""
     from tt_zoo.zoo import registry
 
@@ -94,7 +94,7 @@ def row_label(name: str, row: dict) -> str:
 
 
 def _budget_header(grid: dict) -> str:
-    g = Recipe(**grid["budget"])
+    g = Budget(**grid["budget"])
     candidates = next((f"{b['num_candidates']:,} " for b in grid["bm25"].values()), "")
     return (f"Pretraining (every cell): {g.steps:,} steps x batch {g.batch_size} "
             f"({g.steps * g.batch_size:,} pairs seen), Adam {g.learning_rate:g} with 10% warm-up "

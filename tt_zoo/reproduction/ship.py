@@ -3,10 +3,11 @@ and their measured tables into their cards (the README's table of shipped models
 generated from those cards by `benchmarks.docs_tables`).
 
 Shipping itself is `tt_zoo.zoo.shipping`'s, as `tt-zoo ship` does it: `ship` copies an export
-to saved_models/NAME and writes its entry in shipped_models.json (sha256, release URL, lengths,
-recipe: here the grid's budget for what the export does not record, provenance), then
-`record_tables` writes the measured ReQA tables (Chang et al. 2020, Table 3's columns; ODQA
-where measured) into its metadata and MODEL_CARD.md, and their headline R@100s into the entry.
+to saved_models/NAME and writes its entry in shipped_models.json (sha256, release URL,
+provenance), its recipe goes to recipes/models/ (the run config its export records:
+`tt_zoo.training.shipped_recipes`), then `record_tables` writes the measured ReQA tables
+(Chang et al. 2020, Table 3's columns; ODQA where measured) into its metadata and
+MODEL_CARD.md, and their headline R@100s into the entry.
 What is this stage's own: which models ship (`stage_ship`), their tables (`card_metrics`) and
 provenance line (`provenance`).
 """
@@ -20,7 +21,7 @@ from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card
 from tt_zoo.reproduction.report import collect, label
 from tt_zoo.reproduction.runner import read_json
-from tt_zoo.serving.model_card import ModelCard
+from tt_zoo.serving.model_card import METADATA_FILE, ModelCard
 
 # What recorded the tables (`tt_zoo.serving.model_card.Measurement`: a rerun replaces them).
 SOURCE = "recipes/reproduce.py"
@@ -90,6 +91,7 @@ def stage_ship(config) -> None:
     the same variant; the grid's equal-budget run of its variant stays in runs/), records its
     measured tables in its card and headline numbers in its entry. A model that cannot be
     shipped raises `StageError` naming it."""
+    from tt_zoo.training import shipped_recipes
     from tt_zoo.zoo import shipping
 
     grid = collect(config.cells, config.runs, config.budget, config.splits)
@@ -111,9 +113,13 @@ def stage_ship(config) -> None:
             print(f"ship {name}: {line}")
 
         try:  # a flagship keeps its entry's provenance (its own run's)
-            shipping.ship(source, variant, recipe=config.budget, provenance=None if flagship
+            shipping.ship(source, variant, provenance=None if flagship
                           else provenance(row, read_card(source)),
                           saved_models=config.saved_models, shipped_file=config.shipped, log=log)
+            recipe = shipped_recipes.write_recipe(
+                variant, config.saved_models.parent / "recipes" / "models",
+                read_json(config.saved_models / variant / METADATA_FILE))
+            log(f"wrote its recipe {recipe}")
             shipping.record_tables(config.saved_models / variant, card_metrics(row, grid["bm25"]),
                                    source=SOURCE, summary=headline_metrics(row),
                                    saved_models=config.saved_models,
@@ -122,5 +128,5 @@ def stage_ship(config) -> None:
             raise StageError(f"ship {name}: {e}") from e
     print("pin the new models' outputs with `python tests/golden/regenerate.py`, regenerate the "
           "README's table with `python -m benchmarks.docs_tables`, then commit saved_models/, "
-          f"{config.shipped.name}, tests/golden/ and the README together (and publish "
-          "saved_models/ at the release URL when releases are published)")
+          f"{config.shipped.name}, recipes/models/, tests/golden/ and the README together (and "
+          "publish saved_models/ at the release URL when releases are published)")

@@ -16,11 +16,11 @@ this package loads no TensorFlow.
 """
 
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
-from tt_zoo.training.multitask_config import MultitaskConfig
+from tt_zoo.configs.multitask import MultitaskConfig
 from tt_zoo.training.multitask_run import MultitaskError, multitask
 from tt_zoo.training.precision import training_copy
 from tt_zoo.training.pretrain_run import PretrainConfig, PretrainResult, pretrain
-from tt_zoo.training.run_config import RunError
+from tt_zoo.configs.run_config import RunError
 from tt_zoo.training.term_weight_run import TermWeightRunError, train_term_weighter
 
 __all__ = ["FinetuneConfig", "MultitaskConfig", "MultitaskError", "PretrainConfig",

@@ -9,42 +9,7 @@ multitask`` extends it). Used by `tt_zoo.training.finetune_run` and
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Optional
-
-from tt_zoo import numbers
-from tt_zoo.training.run_config import option
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelArguments:
-    """The model to fine-tune: a zoo name or an export, or towers at their random
-    initialisation (--init none: the paper's "no pretraining" rows)."""
-
-    model: Optional[str] = option(
-        None, "a registered model name or an export directory (tt_zoo.load)",
-        metavar="NAME_OR_PATH")
-    init: Optional[str] = option(
-        None, "'none': build an untrained model here (no pretraining)", choices=("none",))
-    encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",
-                          choices=("bert", "bow_mlp"))
-    size: str = option("tiny", "BERT tower size (tiny, mini, small, base)")
-    num_layers: Optional[int] = option(None, "explicit BERT shape (overrides --size)",
-                                       number=numbers.count(high=48))
-    hidden_size: Optional[int] = option(None, "explicit BERT hidden size (overrides --size)",
-                                        number=numbers.count(high=8192))
-    num_attention_heads: Optional[int] = option(
-        None, "explicit BERT attention heads (overrides --size)", number=numbers.count(high=128))
-    inner_dim: Optional[int] = option(None, "explicit BERT feed-forward size (overrides --size)",
-                                      number=numbers.count(high=32768))
-    embedding_dim: int = option(512, "output dimension of both towers of --init none",
-                                number=numbers.count(high=8192))
-    vocab: Optional[str] = option(
-        None, "vocab.txt for --init none (default: saved_models/vocab/vocab.txt if present, "
-              "else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    name: Optional[str] = option(None, "model name written to the export's metadata")
-
-
 
 
 def build_untrained(given, lengths, seed: int):

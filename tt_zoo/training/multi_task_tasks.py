@@ -19,6 +19,7 @@ import re
 import time
 from typing import Dict, List, Optional
 
+from tt_zoo.configs.multitask import ODQA_CACHE, SPEC_FORMS  # noqa: F401 (the --task forms)
 from tt_zoo.errors import TtZooError
 
 WIKI_QA = {"webquestions": ("webquestions-trainmodel", ("webquestions-val",)),
@@ -27,12 +28,9 @@ NAMED_TASKS = (*WIKI_QA, "reqa", "lexical")
 LEXICAL_QUERIES = 100_000  # queries of the lexical task unless its spec says (lexical:N)
 PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
 TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
-ODQA_CACHE = os.path.join("runs", "odqa_cache")
 # SQuAD v1.1 dev in the data folder (the reqa task's source; the commands' --squad default).
 SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
 _TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
-SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "
-              "jsonl:PATH[:CLASS]")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,7 +4,7 @@
 weights), trains it resumably (`tt_zoo.training.multi_task.train_multi_task`), evaluates it on
 the ODQA validation sets, exports it with its card and writes WORKDIR/summary.json.
 
-The settings are ``tt-zoo multitask``'s typed run config (`tt_zoo.training.multitask_config.MultitaskConfig`,
+The settings are ``tt-zoo multitask``'s typed run config (`tt_zoo.configs.multitask.MultitaskConfig`,
 e.g. ``MultitaskConfig.from_dict({"model": {...}, "tasks": {...}})``; any object with its groups
 ``model``, ``lengths``, ``tasks``, ``training``, ``output`` and their fields will do). The command
 checks the flags before it calls `multitask`; a setting that cannot run here raises
@@ -34,7 +34,7 @@ from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, WIKI_QA, Sources, TaskFileError,
                                               class_overrides, load_task, remine, task_key,
                                               task_plan)
-from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunError, recorded_command
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunError, recorded_command
 
 COMMAND = "multitask"  # the command whose run this is (its recorded command line)
 

@@ -2,7 +2,7 @@
 
 Every command that trains a two-tower model (`tt-zoo pretrain`, `finetune`, `multitask`,
 `adapt-queries`) takes ``--precision {auto,float32,bfloat16}`` (`PrecisionArguments`, declared
-once in `tt_zoo.training.run_config`). "auto", the default, is bfloat16 on a CPU with AMX and
+once in `tt_zoo.configs.run_config`). "auto", the default, is bfloat16 on a CPU with AMX and
 float32 elsewhere (`tt_zoo.hardware.training_dtype_policy`; ``TT_ZOO_PRECISION=float32`` or
 ``--precision float32`` switch back). In bfloat16 the run trains a copy of the model whose towers
 compute under Keras' ``mixed_bfloat16`` policy (float32 variables and optimizer state, bfloat16

@@ -35,158 +35,13 @@ from typing import Any, Optional
 from tt_zoo import numbers
 from tt_zoo.atomic_io import check_replaceable, is_remote, write_json
 from tt_zoo.errors import TtZooError
-from tt_zoo.training.run_config import (ComputeArguments, HardNegativeArguments, PairArguments,
-                                        RunConfig, RunError, SequenceLengthArguments,
-                                        TrainOutputArguments, flag, option)
+# The config and its groups are declared in tt_zoo.configs.pretrain (below the registry, whose
+# variants hold one each); named here too, as the run's own.
+from tt_zoo.configs.pretrain import (STRATEGIES, ClusteringArguments,  # noqa: F401
+                                     DataArguments, EvaluationArguments, ModelArguments,
+                                     NegativeArguments, PretrainConfig, TrainingArguments)
+from tt_zoo.configs.run_config import RunError, flag
 from tt_zoo.zoo import registry
-from tt_zoo.zoo.recipe import Recipe
-
-# tt_zoo.training.loop.STRATEGIES, repeated so that --help imports no TensorFlow (a test checks
-# that they agree). TensorFlow and the modules that import it load after argparse.
-STRATEGIES = ("cpu", "mirrored", "multiworker", "tpu")
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelArguments:
-    """The registered variant and its towers (None: the registry's setting)."""
-
-    variant: Optional[str] = option(None, "a registered name, e.g. ict_bfs_wlp_512 (tt-zoo list)")
-    vocab: Optional[str] = option(
-        None, "vocab.txt of the model (default: the project's saved_models/vocab/vocab.txt in a "
-              "git clone, else $TT_ZOO_DATA/bert-vocab/vocab.txt)")
-    tower_shape: Optional[str] = option(
-        None, "explicit BERT shape LAYERS,HIDDEN,HEADS overriding the registry size (for smoke "
-              "tests)")
-    dropout: float = option(0.1, "dropout rate of the towers",
-                            number=numbers.fraction(high_open=True))
-    pooling: Optional[str] = option(
-        None, "BERT aggregator: [CLS] (the paper) or mean of the final states (registry "
-              "default)", choices=("cls", "mean"))
-    share_towers: Optional[str] = option(
-        None, "one tower for queries and documents (registry default)", choices=("yes", "no"))
-    normalize: Optional[str] = option(
-        None, "L2-normalised embeddings, cosine scores (registry default)",
-        choices=("yes", "no"))
-    temperature: Optional[float] = option(
-        None, "divides the logits in the loss (registry default; 0 = none)",
-        number=numbers.non_negative(100.0))
-    bow_output_activation: Optional[str] = option(
-        None, "BoW-MLP output layer (registry default)", choices=("tanh", "linear"))
-    # The older spelling of --precision, kept for the run configs that record it (every
-    # shipped pretrained model's: "float32"); `training_policy` reads it.
-    dtype_policy: Optional[str] = option(
-        None, "older spelling of --precision (float32 or mixed_bfloat16), read when --precision "
-              "is auto", choices=("float32", "mixed_bfloat16"))
-    init_from: Optional[str] = option(
-        None, "warm start: the towers start from this export's weights (a registered name or an "
-              "export directory of the same architecture) and train with this run's own "
-              "schedule; recorded in the card", metavar="NAME_OR_PATH")
-
-
-@dataclasses.dataclass(frozen=True)
-class DataArguments(PairArguments):
-    """Pretraining pairs (tt-zoo make-pairs; Chang et al. 2020, Sec. 3), or MLM examples."""
-
-    mlm_examples: Optional[str] = option(None, "an MLM example directory (for mlm variants)")
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingArguments:
-    """Schedule, optimizer and devices (Chang et al. 2020, Sec. 5.1: Adam, 10% linear warm-up
-    then linear decay; None: the registry's recipe)."""
-
-    steps: Optional[int] = option(None, "optimizer steps (registry default; 0: export the "
-                                        "initialised model)", number=numbers.count(low=0))
-    batch_size: Optional[int] = option(None, "global batch (registry default)",
-                                       number=numbers.count())
-    learning_rate: Optional[float] = option(
-        None, "peak Adam learning rate (registry default)", number=numbers.LEARNING_RATE)
-    warmup_fraction: Optional[float] = option(
-        None, "fraction of the steps of linear warm-up (registry default)",
-        number=numbers.fraction(high_open=True))
-    seed: int = option(0, "seed of initialisation and batches", number=numbers.SEED)
-    strategy: str = option(
-        "cpu", "tf.distribute strategy: this CPU, local GPUs, several workers or a TPU",
-        choices=STRATEGIES)
-    tpu: Optional[str] = option(None, "TPU name/address for --strategy tpu")
-    jit_compile: str = option(
-        "auto", "compile the training step with XLA (auto: yes for --strategy tpu). The step "
-                "holds no strings (pairs are tokenized on the host), so it compiles; under XLA "
-                "dropout ignores the seed, so a resumed run is not bit-exact",
-        choices=("auto", "yes", "no"))
-    grad_cache_chunk: int = option(
-        0, "GradCache (Gao et al. 2021): embed and back-propagate N pairs at a time, with the "
-           "gradients of the whole batch and the activation memory of N (0: off; the batch per "
-           "replica must be a multiple of N)", number=numbers.count(low=0))
-
-
-@dataclasses.dataclass(frozen=True)
-class NegativeArguments(HardNegativeArguments):
-    """BM25 hard negatives beside the in-batch ones (Multi-task DPR's hard confounders,
-    Maillard et al. 2021; tt_zoo.mining.hard_negatives), mined once and stored beside the
-    pairs."""
-
-    hard_negatives_dir: Optional[str] = option(
-        None, "where the mined negatives are stored (default PAIRS/hard_negatives; for a "
-              "read-only or remote pair directory)")
-
-
-@dataclasses.dataclass(frozen=True)
-class ClusteringArguments:
-    """Batches drawn from k-means clusters of the documents (tt_zoo.training.clustered_batches)."""
-
-    cluster_every: int = option(
-        0, "clustered batches (ProQA, Xiong et al. 2020, Sec. 3.2): every N steps, embed the "
-           "next N steps' documents with the current document tower, k-means them and draw "
-           "each batch from one cluster (0: off, random batches)",
-        number=numbers.count(low=0))
-    clusters: int = option(
-        0, "clusters a round for --cluster-every (0: N // 4, about four batches a cluster)",
-        number=numbers.count(low=0))
-    cluster_length: int = option(
-        0, "embed only the first L tokens of each document for the clustering (0: the "
-           "document length); cheaper re-encoding", number=numbers.count(low=0, high=8192))
-    cluster_start: Optional[int] = option(
-        None, "first clustered step, a multiple of --cluster-every (default: --cluster-every; "
-              "the steps before it are random batches)", number=numbers.count())
-    cluster_encode_batch: int = option(
-        256, "documents a forward pass when re-encoding for the clustering",
-        number=numbers.count())
-    cluster_threads: int = option(
-        1, "threads of the k-means for --cluster-every (0: every core; 1 is faster when "
-           "TensorFlow and other jobs share a few cores)", number=numbers.count(low=0, high=1024))
-
-
-@dataclasses.dataclass(frozen=True)
-class EvaluationArguments:
-    """A zero-shot ReQA-SQuAD(dev) curve while training."""
-
-    eval_every: int = option(
-        0, "score ReQA-SQuAD(dev) zero-shot every N steps (0: never); the curve goes to "
-           "WORKDIR/curve.jsonl", number=numbers.count(low=0))
-    eval_questions: int = option(
-        2000, "questions sampled (seed 0) for --eval-every; all candidates are used",
-        number=numbers.count())
-    squad: Optional[str] = option(
-        None, "SQuAD v1.1 JSON for --eval-every ($TT_ZOO_DATA/squad/dev-v1.1.json)")
-
-
-@dataclasses.dataclass(frozen=True)
-class PretrainConfig(RunConfig):
-    """Every setting of a `tt-zoo pretrain` run; recorded whole in its summary and export
-    (`RUN_CONFIG_KEY`)."""
-
-    model: ModelArguments
-    lengths: SequenceLengthArguments
-    data: DataArguments
-    training: TrainingArguments
-    compute: ComputeArguments
-    negatives: NegativeArguments
-    clustering: ClusteringArguments
-    evaluation: EvaluationArguments
-    output: TrainOutputArguments
-
-    REQUIRED = ("variant",)
 
 
 def tower_shape(text: Optional[str]) -> Optional[dict]:
@@ -404,18 +259,29 @@ def init_from(model, name_or_path):
     return record
 
 
-def resolve_schedule(spec, training: TrainingArguments) -> Recipe:
-    """The schedule a run trains with: the variant's recipe (`tt_zoo.zoo.recipe.Recipe`) with
-    the command line's steps, batch size, learning rate and warm-up where given."""
-    recipe = spec.recipe
-    steps = recipe.steps if training.steps is None else training.steps
-    if spec.pretraining == "none" and steps:
-        print(f"{spec.name} has no pretraining: ignoring --steps {steps}")
-        steps = 0
-    given = {name: getattr(training, name) for name in ("batch_size", "learning_rate",
-                                                        "warmup_fraction")}
-    return dataclasses.replace(recipe, steps=steps,  # a value given is taken, 0 too
-                               **{k: v for k, v in given.items() if v is not None})
+# Chang et al. 2020, Sec. 5.1: 10% of the steps warm up, where neither the flags nor the
+# variant's run config say.
+WARMUP_FRACTION = 0.1
+
+
+def resolve_schedule(spec, training: TrainingArguments) -> TrainingArguments:
+    """The schedule a run trains with: the command line's steps, batch size, learning rate and
+    warm-up where given, else the variant's recipe's (its run config, `spec.run`; the paper's,
+    `registry.PAPER_PRETRAIN`, for a spec no pretraining run trains), else the paper's warm-up
+    (`WARMUP_FRACTION`)."""
+    run = spec.run if isinstance(spec.run, PretrainConfig) else registry.PAPER_PRETRAIN
+    recipe = run.training
+    names = ("steps", "batch_size", "learning_rate", "warmup_fraction")
+    given = {name: getattr(training, name) for name in names}
+    chosen = {name: getattr(recipe, name) if given[name] is None else given[name]
+              for name in names}  # a value given is taken, 0 too
+    chosen["steps"] = chosen["steps"] or 0
+    if chosen["warmup_fraction"] is None:
+        chosen["warmup_fraction"] = WARMUP_FRACTION
+    if spec.pretraining == "none" and chosen["steps"]:
+        print(f"{spec.name} has no pretraining: ignoring --steps {chosen['steps']}")
+        chosen["steps"] = 0
+    return dataclasses.replace(training, **chosen)
 
 
 def check_settings(spec, config: PretrainConfig, steps: int):
@@ -456,7 +322,7 @@ def check_settings(spec, config: PretrainConfig, steps: int):
     return mining
 
 
-def check_grad_cache(spec, config: PretrainConfig, schedule: Recipe, replicas: int) -> None:
+def check_grad_cache(spec, config: PretrainConfig, schedule: TrainingArguments, replicas: int) -> None:
     chunk = config.training.grad_cache_chunk
     if schedule.steps and chunk:
         if spec.pretraining == "mlm":
@@ -467,7 +333,7 @@ def check_grad_cache(spec, config: PretrainConfig, schedule: Recipe, replicas: i
             raise RunError("--grad-cache-chunk runs without XLA: pass --jit-compile no")
 
 
-def build_for_training(spec, config: PretrainConfig, schedule: Recipe, strategy):
+def build_for_training(spec, config: PretrainConfig, schedule: TrainingArguments, strategy):
     """(the float32 model in `strategy`'s scope, warm-started by --init-from; the model that
     trains: its copy under `training_policy` (`tt_zoo.modeling.pair_model.with_dtype_policy`;
     the model itself in float32), compiled with the paper's schedule when it trains; the warm
@@ -505,7 +371,7 @@ class TrainOutcome:
     mined: Any = None                   # the hard negatives of --hard-negatives
 
 
-def train(model, spec, config: PretrainConfig, schedule: Recipe, strategy, workdir,
+def train(model, spec, config: PretrainConfig, schedule: TrainingArguments, strategy, workdir,
           mining, default_squad: Optional[str] = None) -> TrainOutcome:
     """Trains `model` for the schedule's steps (MLM or pairs), resuming from WORKDIR."""
     from tt_zoo.training import loop as training  # noqa: PLC0415
@@ -525,7 +391,7 @@ def train(model, spec, config: PretrainConfig, schedule: Recipe, strategy, workd
     return train_on_pairs(model, config, schedule, strategy, workdir, mining, default_squad)
 
 
-def train_on_pairs(model, config: PretrainConfig, schedule: Recipe, strategy, workdir,
+def train_on_pairs(model, config: PretrainConfig, schedule: TrainingArguments, strategy, workdir,
                    mining, default_squad: Optional[str] = None) -> TrainOutcome:
     """The two-tower loss on the pairs' batches (hard negatives, clustered batches, the
     zero-shot curve when asked)."""
@@ -593,7 +459,7 @@ def check_pairs(pairs: str) -> None:
                        "train on (tt-zoo make-pairs writes them)")
 
 
-def train_summary(spec, config: PretrainConfig, schedule: Recipe, outcome: TrainOutcome,
+def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, outcome: TrainOutcome,
                   warm_start, command: Optional[str], summary_path: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
     `tt_zoo.serving.model_card.ModelCard`): what was trained, on what, with which schedule, at

@@ -20,79 +20,16 @@ from __future__ import annotations
 import dataclasses
 import pathlib
 import time
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
-from tt_zoo import numbers
+from tt_zoo.configs.adapt_queries import (AdaptQueriesConfig, DataArguments,  # noqa: F401
+                                          ModelArguments, OutputArguments, TrainingArguments)
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunError, recorded_command
 from tt_zoo.data.question_sets import TRAIN
 from tt_zoo.errors import TtZooError
-from tt_zoo.training.run_config import (RUN_CONFIG_KEY, ComputeArguments, RunConfig, RunError,
-                                        TrainOutputArguments, option, recorded_command)
 
-COMMAND = "adapt-queries"
+COMMAND = AdaptQueriesConfig.COMMAND
 DEFAULT_QUESTIONS = TRAIN  # webquestions-trainmodel
-
-
-@dataclasses.dataclass(frozen=True)
-class ModelArguments:
-    """The trained two-tower model whose query tower is adapted."""
-
-    model: Optional[str] = option(None, "a registered model name or an export directory "
-                                        "(tt_zoo.load)", metavar="NAME_OR_PATH")
-    name: Optional[str] = option(
-        None, "model name written to the export's metadata (default: the model's + _adapted)")
-
-
-@dataclasses.dataclass(frozen=True)
-class DataArguments:
-    """The training questions and the passages they are asked over."""
-
-    questions: Tuple[str, ...] = option(
-        (), "a question set: a name under $TT_ZOO_DATA/odqa (default: webquestions-trainmodel) "
-            "or a WebQuestions JSON, CuratedTREC TSV or JSONL file; repeat for several",
-        metavar="NAME_OR_PATH")
-    articles: Optional[str] = option(
-        None, "the article source cut into passages (default: $TT_ZOO_DATA/wikispeedia)")
-    words: int = option(100, "words per passage (DPR's 100)", number=numbers.count(high=10000))
-    passage_embeddings: Optional[str] = option(
-        None, "the model's document embeddings of those passages, one float32 row per passage "
-              "in order (.npy; e.g. the file tt-zoo odqa --cache-dir writes); checked on a sample "
-              "of rows. Default: encoded into the workdir first (resumable)")
-
-
-@dataclasses.dataclass(frozen=True)
-class TrainingArguments:
-    """The query tower's training: Adam at a constant rate, the full-index softmax."""
-
-    epochs: float = option(3.0, "passes over the answerable training questions",
-                           number=numbers.positive(1000.0))
-    batch_size: int = option(32, "questions a step", number=numbers.count())
-    learning_rate: float = option(1e-5, "Adam learning rate", number=numbers.LEARNING_RATE)
-    temperature: Optional[float] = option(
-        None, "softmax temperature tau (default: the model's own loss temperature, else 1)",
-        number=numbers.positive(100.0))
-    train_token_embeddings: bool = option(
-        False, "train the query tower's token embedding table too (default frozen: the two "
-               "towers keep one vocabulary table)")
-    seed: int = option(0, "seed of the batch order and dropout", number=numbers.SEED)
-
-
-@dataclasses.dataclass(frozen=True)
-class OutputArguments(TrainOutputArguments):
-    """Checkpoints, the export and the JSON record."""
-
-    json_out: Optional[str] = option(None, "write the run's record (settings, counts, loss) as "
-                                           "JSON")
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptQueriesConfig(RunConfig):
-    """Every setting of a `tt-zoo adapt-queries` run; recorded whole in its export."""
-
-    model: ModelArguments
-    data: DataArguments
-    training: TrainingArguments
-    compute: ComputeArguments
-    output: OutputArguments
 
 
 def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:

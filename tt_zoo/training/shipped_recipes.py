@@ -1,5 +1,7 @@
 """The recipe of every shipped model: the run config of the command that trained it, as a file
-that ``tt-zoo COMMAND --config`` reads (``recipes/models/COMMAND/NAME.json``).
+that ``tt-zoo COMMAND --config`` reads (``recipes/models/COMMAND/NAME.json``) and the registry
+reads as the model's recipe (`tt_zoo.zoo.registry.read_recipe`: `ModelSpec.run`, whose command
+line is `ModelSpec.recipe_command`).
 
 A shipped export records the command line that made it (metadata.json's ``command``) and, since
 the typed run configs, the whole config (``run_config``, `RUN_CONFIG_KEY`). A model's recipe is
@@ -17,23 +19,14 @@ from __future__ import annotations
 import argparse
 import pathlib
 import shlex
-from typing import Dict, List, Optional, Tuple, Type
+from typing import List, Optional, Tuple
 
 from tt_zoo.atomic_io import write_json
+from tt_zoo.configs.commands import RUN_CONFIGS  # noqa: F401 (the commands, by name)
+from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunConfig
 from tt_zoo.manifest import read_json_object
 from tt_zoo.serving.model_card import METADATA_FILE
-from tt_zoo.training.finetune_run import FinetuneConfig
-from tt_zoo.training.multitask_config import MultitaskConfig
-from tt_zoo.training.pretrain_run import PretrainConfig
-from tt_zoo.training.query_adaptation_run import AdaptQueriesConfig
-from tt_zoo.training.run_config import RUN_CONFIG_KEY, RunConfig
-from tt_zoo.training.term_weight_config import TermWeightConfig
 from tt_zoo.zoo import registry
-
-# The commands that train a model from a run config, by name.
-RUN_CONFIGS: Dict[str, Type[RunConfig]] = {
-    "pretrain": PretrainConfig, "finetune": FinetuneConfig, "multitask": MultitaskConfig,
-    "train-term-weights": TermWeightConfig, "adapt-queries": AdaptQueriesConfig}
 
 
 def recipes_dir() -> pathlib.Path:
@@ -95,10 +88,11 @@ def recorded_run(name: str) -> dict:
     return read_json_object(path, f"the metadata of shipped model {name}")
 
 
-def shipped_recipe(name: str) -> Tuple[str, dict]:
+def shipped_recipe(name: str, meta: Optional[dict] = None) -> Tuple[str, dict]:
     """(command, run config as `RunConfig.to_dict`) of shipped model `name`: the config its
-    export records, else the one its recorded command line parses to."""
-    meta = recorded_run(name)
+    export records, else the one its recorded command line parses to (`meta`: its metadata,
+    default `recorded_run`'s)."""
+    meta = recorded_run(name) if meta is None else meta
     if "command" not in meta:
         raise ValueError(f"shipped model {name}'s {METADATA_FILE} records no training command")
     command, config = parse_command(meta["command"])
@@ -113,9 +107,11 @@ def recipe_path(name: str, command: str, root: Optional[pathlib.Path] = None) ->
     return (root or recipes_dir()) / command / f"{name}.json"
 
 
-def write_recipe(name: str, root: Optional[pathlib.Path] = None) -> pathlib.Path:
-    """Writes shipped model `name`'s recipe under `root` (`recipe_path`); returns its path."""
-    command, config = shipped_recipe(name)
+def write_recipe(name: str, root: Optional[pathlib.Path] = None,
+                 meta: Optional[dict] = None) -> pathlib.Path:
+    """Writes shipped model `name`'s recipe under `root` (`recipe_path`; `meta`: its export's
+    metadata, default `recorded_run`'s); returns its path."""
+    command, config = shipped_recipe(name, meta)
     path = recipe_path(name, command, root)
     path.parent.mkdir(parents=True, exist_ok=True)
     return write_json(path, config)

@@ -6,7 +6,7 @@ pairs, trains resumably (`tt_zoo.training.term_weights.train_term_weights`) and 
 model with its card (`term_weight_metadata`), also written to WORKDIR/train_summary.json.
 
 The settings are ``tt-zoo train-term-weights``' typed run config
-(`tt_zoo.training.term_weight_config.TermWeightConfig`, or any object with its groups ``model``,
+(`tt_zoo.configs.term_weights.TermWeightConfig`, or any object with its groups ``model``,
 ``data``, ``tasks``, ``training``, ``output``); the command checks them before the call. A run
 that cannot go on raises `TermWeightRunError` naming the flag (a task file that cannot be read:
 `tt_zoo.training.multi_task_tasks.TaskFileError`).
@@ -20,7 +20,7 @@ import os
 import pathlib
 
 from tt_zoo.errors import TtZooError
-from tt_zoo.training.run_config import RunError
+from tt_zoo.configs.run_config import RunError
 
 
 class TermWeightRunError(RunError):

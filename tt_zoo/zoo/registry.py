@@ -19,14 +19,14 @@ tasks at once (multi-task DPR, Maillard et al. 2021, *Multi-task Retrieval for
 Knowledge-Intensive Tasks*, Sec. 3-4; `tt-zoo multitask`), warm-started from the shipped
 ``bow_mlp_{pretraining}_{dim}``: WebQuestions trainmodel and the training part of
 ReQA-SQuAD(dev)'s 0.8 cold-start split, each example with one BM25 confounder
-(`MULTITASK_RECIPE`).
+(`MULTITASK_RUN`).
 
 ``multitask_lexical_bow_mlp_{pretraining}_{dim}`` (issues 22, 24) adds BM25 as a teacher to those
 two tasks: the ``lexical`` task, SPAR's training data for its lexical model (Chen et al. 2021;
-`MULTITASK_LEXICAL_RECIPE`).
+`MULTITASK_LEXICAL_RUN`).
 
 ``multitask_colbert_{pretraining}_{m}`` (issues 23-24) is the shipped ColBERT model trained the
-same way on the same two QA tasks (`MULTITASK_COLBERT_RECIPE`): supervision for the
+same way on the same two QA tasks (`MULTITASK_COLBERT_RUN`): supervision for the
 late-interaction re-ranker, from ``colbert_{pretraining}_{m}``.
 
 Every name has a second spelling in timm's form, ``ARCH.TAG`` (`ModelSpec.arch_tag`): the
@@ -42,12 +42,19 @@ loads. ``two_tower`` and ``late_interaction`` exports load with ``tt_zoo.load``;
 ``term_weights`` exports with ``tt_zoo.load_term_weighter``. The shipped list records each
 entry's kind.
 
-A name's prefix chooses its `Series` (`SERIES`): encoder, tower size, options, kind, and the
-recipe that trains them (`tt_zoo.zoo.recipe`), in one row, so an unshipped name's recipe is the
-one of its own options: a CPU-scale tower (mean pooling, shared, cosine / 0.05) the CPU-scale
-recipe its shipped siblings ran, a paper-scale tower (``bert_small_``, ``bert_base_``: [CLS],
-separate towers) the paper's. Its tasks and dimensions make the names (a cartesian product per
-series); a shipped name's entry in ``shipped_models.json`` then records what its run used.
+A name's recipe is the run config of the command that trains it (`ModelSpec.run`: a
+`tt_zoo.configs` instance, `PretrainConfig`, `MultitaskConfig`, `TermWeightConfig` or
+`AdaptQueriesConfig`), and `ModelSpec.recipe_command` is that config's command line
+(`RunConfig.command_line`), after ``tt-zoo make-pairs`` of the pair set it reads. A shipped
+name's is what its run recorded: ``recipes/models/COMMAND/NAME.json``, the config's `to_dict`
+(`read_recipe`; `tt_zoo.training.shipped_recipes` writes it from the export's metadata). Any other
+name's is its `Series`' run config (`SERIES`, chosen by the name's prefix: encoder, tower size,
+options, kind and that run config in one row) with the name's own variant, pair set, starting
+model and export: a CPU-scale tower (mean pooling, shared, cosine / 0.05) the CPU-scale run its
+shipped siblings ran (`CPU_PRETRAIN`), a paper-scale tower (``bert_small_``, ``bert_base_``:
+[CLS], separate towers) the paper's (`PAPER_PRETRAIN`). Its tasks and dimensions make the names
+(a cartesian product per series); ``tt_zoo/zoo/shipped_models.json`` records a shipped name's
+artifact, its sha256 and measured numbers, not how it was trained.
 """
 
 from __future__ import annotations
@@ -58,15 +65,20 @@ import fnmatch
 import json
 import os
 import pathlib
+import shlex
 from typing import Dict, List, Optional, Tuple
 
+from tt_zoo.configs.adapt_queries import AdaptQueriesConfig
+from tt_zoo.configs.commands import RUN_CONFIGS
+from tt_zoo.configs.multitask import MultitaskConfig
+from tt_zoo.configs.pretrain import PretrainConfig
+from tt_zoo.configs.run_config import RunConfig
+from tt_zoo.configs.term_weights import TermWeightConfig
 from tt_zoo.errors import UnknownModelError  # noqa: F401  (get_spec raises it)
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
 # The options of every series (`ModelOptions`: pooling, tower sharing, score scale).
 from tt_zoo.zoo.model_options import COLBERT, CPU_SCALE, PAPER, ModelOptions
-from tt_zoo.zoo.recipe import (COLBERT_RECIPE, CPU_RECIPE, PAPER_RECIPE, TERM_WEIGHT_RECIPE,
-                               Recipe)
 
 PRETRAINING_TASKS = ("none", "mlm", "ict", "bfs", "wlp", "ict_bfs_wlp")
 # Past the paper (issue 22; tt_zoo.data.passage_pair_tasks): Contriever crops, Spider recurring
@@ -80,9 +92,13 @@ TERM_WEIGHT_PREFIX = "hdct_"
 # The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
+# The clone's recipes/models/: the run config of every shipped model, COMMAND/NAME.json
+# (`read_recipe`; absent from an installed wheel, where a shipped name keeps its series' run).
+RECIPES_DIR = SAVED_MODELS_DIR.parent / "recipes" / "models"
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
+MULTITASK_TASKS = ("webquestions", "reqa")  # the two QA tasks every multi-task name trains on
 MULTITASK_PREFIX = "multitask_bow_mlp_"
 # A template over the name's own pretraining and dimension: each multi-task name starts from
 # its single-task BoW-MLP sibling.
@@ -90,103 +106,129 @@ MULTITASK_INIT_FROM = "bow_mlp_{pretraining}_{dim}"
 
 
 @dataclasses.dataclass(frozen=True)
-class MultitaskRecipe:
-    """The `tt-zoo multitask` run of the ``multitask_bow_mlp_`` names (Maillard et al. 2021,
-    Sec. 3-4, at this project's CPU scale; their BERT took 2e-5, the BoW-MLP towers ~5e-4).
-    Chosen by `benchmarks/multi_task.py` on the ODQA validation questions over three seeds:
-    the two QA tasks alone beat them with 10,000 self-supervised pairs added
-    (`results/multi_task.md`).
+class PairRecipe:
+    """The `tt-zoo make-pairs` settings of the pair set a recipe reads (the command takes no run
+    config): its pairs per article and passage budget in whitespace words; the folder
+    (`folder`) and its command (`command`) follow from them and the pretraining tasks."""
 
-    Args:
-      named_tasks: the `tt-zoo multitask` named tasks (``--task NAME``) trained on.
-      max_pairs: None, or how many of the pair set's first pairs make a third task (``--task
-        pairs:DIR:MAX``; the pair set is the one the starting model's recipe makes).
-      steps, batch_size, learning_rate: the schedule (Adam, 10% warm-up, linear decay).
-      markers: one marker word per task class prepended to the queries (Sec. 4.3).
-      weights: (task, W) pairs: W times the task's share of the batches (``--weight``).
-    """
+    pairs_per_article: int
+    max_doc_tokens: int
 
-    named_tasks: Tuple[str, ...] = ("webquestions", "reqa")
-    max_pairs: Optional[int] = None
-    steps: int = 800
-    batch_size: int = 128
-    learning_rate: float = 5e-4
-    markers: bool = False
-    weights: Tuple[Tuple[str, float], ...] = ()
+    def folder(self, pretraining: str) -> str:
+        """Where a recipe keeps the pairs (or MLM examples) of `pretraining`, as the reproduce
+        grid does (`tt_zoo.reproduction.grid.data_dir`): runs/pairs/MIX_PAIRSPERARTICLE."""
+        return f"runs/pairs/{pretraining}_{self.pairs_per_article}"
 
-    def flags(self) -> str:
-        """The recipe's options past the schedule, as `tt-zoo multitask` flags."""
-        return "".join([*(f" --weight {task}={w:g}" for task, w in self.weights),
-                        " --markers" if self.markers else ""])
+    def command(self, pretraining: str, output: str, document_length: int) -> str:
+        """`tt-zoo make-pairs` of `pretraining` into `output` (MLM: examples of
+        `document_length` tokens)."""
+        start = "tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia"
+        if pretraining == "mlm":
+            return (f"{start} --tasks mlm --vocab saved_models/vocab/vocab.txt --max-doc-tokens "
+                    f"{self.max_doc_tokens} --mlm-seq-length {document_length} "
+                    f"--output {shlex.quote(output)}")
+        return (f"{start} --tasks {pretraining.replace('_', ',')} --pairs-per-article "
+                f"{self.pairs_per_article} --max-doc-tokens {self.max_doc_tokens} "
+                f"--output {shlex.quote(output)}")
 
 
-MULTITASK_RECIPE = MultitaskRecipe()
-
-
-@dataclasses.dataclass(frozen=True)
-class AdaptationRecipe:
-    """The `tt-zoo adapt-queries` run of the ``adapted_`` names: the `init_from` model's query
-    tower trained alone against its own index of the Wikispeedia passages (ADORE, Zhan et al.
-    2021; `tt_zoo.training.query_adaptation`), on the WebQuestions questions it may train on.
-    The epochs were chosen on webquestions-devtest's fused top-20 (docs/checkpoints.md)."""
-
-    epochs: float = 10.0
-    batch_size: int = 32
-    learning_rate: float = 1e-5
-    base_tag: str = ""  # the tag of the model adapted (`ModelSpec.tag`)
-
-    def command(self, init_from: str, name: str) -> str:
-        return (f"tt-zoo adapt-queries --model {init_from} --epochs {self.epochs:g} "
-                f"--batch-size {self.batch_size} --learning-rate {self.learning_rate:g} "
-                f"--export saved_models/{name}")
-
-
-ADAPTATION_RECIPE = AdaptationRecipe()
+# The paper's pairs (Chang et al. 2020, Sec. 5.1: 4 per article, documents of 288 tokens) and
+# the CPU-scale ones, 128 pairs of 96-word passages per article (results/pretrain_curve.md).
+PAPER_PAIRS = PairRecipe(pairs_per_article=4, max_doc_tokens=288)
+CPU_PAIRS = PairRecipe(pairs_per_article=128, max_doc_tokens=96)
+# The series' runs (each name fills in its own variant, pairs, start and export:
+# `_named_run`). The paper's (Sec. 5.1): batch 8,192, 100K steps, Adam 1e-4 with 10% warm-up
+# then linear decay (the warm-up is `tt-zoo pretrain`'s own default).
+PAPER_PRETRAIN = PretrainConfig.from_dict(
+    {"training": {"steps": 100_000, "batch_size": 8192, "learning_rate": 1e-4}})
+# What learns on this project's CPU budget (results/pretrain_curve.md): the flagship's schedule
+# (batch 128, Adam 1e-3) cut to 800 steps, so each Transformer cell of the reproduce grid takes
+# about 15 minutes (`tt_zoo.reproduction.grid.GRID` is this run's budget).
+CPU_PRETRAIN = PretrainConfig.from_dict(
+    {"training": {"steps": 800, "batch_size": 128, "learning_rate": 1e-3}})
+# The colbert_ variants: the flagship ict_bfs_wlp_512's CPU-scale pairs, batch and document
+# length, ColBERT's smaller learning rate, warm-started from the flagship's encoder.
+COLBERT_PRETRAIN = CPU_PRETRAIN.replace(steps=3500, learning_rate=3e-4)
+# The hdct_ variants: the flagship's encoder, 2,000 steps x 64 documents of the pair set's first
+# 200,000 pairs at 5e-4 (`tt-zoo train-term-weights`' own batch and rate).
+TERM_WEIGHT_RUN = TermWeightConfig.from_dict(
+    {"model": {"init_from": TERM_WEIGHT_INIT_FROM}, "data": {"max_pairs": TERM_WEIGHT_MAX_PAIRS},
+     "training": {"steps": 2000, "batch_size": 64, "learning_rate": 5e-4}})
+# The `tt-zoo multitask` run of the ``multitask_bow_mlp_`` names (Maillard et al. 2021, Sec. 3-4,
+# at this project's CPU scale; their BERT took 2e-5, the BoW-MLP towers ~5e-4): the two QA tasks,
+# 800 steps of 128 at 5e-4. Chosen by `benchmarks/multi_task.py` on the ODQA validation
+# questions over three seeds: the two QA tasks alone beat them with 10,000 self-supervised pairs
+# added (`results/multi_task.md`).
+MULTITASK_RUN = MultitaskConfig.from_dict(
+    {"tasks": {"task": list(MULTITASK_TASKS)},
+     "training": {"steps": 800, "batch_size": 128, "learning_rate": 5e-4}})
+# The `tt-zoo adapt-queries` run of the ``adapted_`` names: the `init_from` model's query tower
+# trained alone against its own index of the Wikispeedia passages (ADORE, Zhan et al. 2021;
+# `tt_zoo.training.query_adaptation`), on the WebQuestions questions it may train on, for 10
+# epochs of 32 at 1e-5, chosen on webquestions-devtest's fused top-20 (docs/checkpoints.md).
+ADAPTATION_RUN = AdaptQueriesConfig.from_dict(
+    {"training": {"epochs": 10.0, "batch_size": 32, "learning_rate": 1e-5}})
 # ``multitask_lexical_bow_mlp_``: the two QA tasks with BM25 as a teacher beside them (the lexical
 # task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
-# over MULTITASK_RECIPE in the median of three seeds, every seed above every seed without it
+# over MULTITASK_RUN in the median of three seeds, every seed above every seed without it
 # (`benchmarks/multi_task.py --experiments lexical`, `results/multi_task.md`).
 MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
-MULTITASK_LEXICAL_RECIPE = MultitaskRecipe(named_tasks=("webquestions", "reqa", "lexical"),
-                                           weights=(("lexical", 0.3),))
+MULTITASK_LEXICAL_RUN = MULTITASK_RUN.replace(task=(*MULTITASK_TASKS, "lexical"),
+                                              weight=("lexical=0.3",))
 MULTITASK_COLBERT_PREFIX = "multitask_colbert_"
 MULTITASK_COLBERT_INIT_FROM = "colbert_{pretraining}_{dim}"
 # 500 steps of 64 (about 3.5 passes over the union) at 3e-4, the ColBERT pretraining rate: 1e-4
 # gave the same ReQA R@1 and 0.4 less ODQA top-20 re-ranking BM25, and 1,000 steps overfit
 # (`results/late_interaction_multitask.md`, `results/late_interaction_multitask_1000_steps.md`).
-MULTITASK_COLBERT_RECIPE = MultitaskRecipe(steps=500, batch_size=64, learning_rate=3e-4)
+MULTITASK_COLBERT_RUN = MULTITASK_RUN.replace(steps=500, batch_size=64, learning_rate=3e-4)
+
+
+def pair_folder(run: RunConfig) -> Optional[str]:
+    """The pair set (or MLM examples) `run` reads, if any: its --pairs or --mlm-examples, or the
+    folder of a multi-task ``--task pairs:DIR[:MAX]``."""
+    for name in ("pairs", "mlm_examples"):
+        if run.get(name):
+            return run.get(name)
+    for task in run.get("task") or ():
+        if task.startswith("pairs:"):
+            return task.split(":")[1]
+    return None
+
 
 
 @dataclasses.dataclass(frozen=True)
 class Series:
-    """What every name of one prefix shares: the encoder, its options and the recipe of those
-    options (so the two never disagree), the kind, and the tasks and sizes that make the names.
+    """What every name of one prefix shares: the encoder, its options and the run config that
+    trains towers of those options (so the two never disagree), the kind, and the tasks and sizes
+    that make the names.
 
     Args:
       encoder, tower_size: as `ModelSpec`.
       options: pooling, tower sharing, score scale.
-      recipe: how names of these options train (their document length is the recipe's).
+      run: the run config that trains the names (`tt_zoo.configs`), before each name's own
+        variant, pairs, start and export (`_named_run`).
       kind: one of `tt_zoo.modeling.kinds.KINDS`.
       tasks: the pretraining task mixes registered.
       dims: the embedding (late interaction: token vector) sizes registered; a term-weight
         name has none (one weight per token: ``hdct_{tasks}``).
-      query_length: the query tower's token budget (0: a term-weight model reads documents).
+      query_length, document_length: the towers' token budgets (query 0: a term-weight model
+        reads documents).
+      pairs: how the pair set the run reads is made (`PairRecipe`).
       init_from: the shipped model a recipe warm-starts from; ``{pretraining}`` and ``{dim}``
         in it are the name's own (`MULTITASK_INIT_FROM`).
-      multitask: the `tt-zoo multitask` run that trains the names from ``init_from`` (its
-        ``recipe`` then makes the pair set), None for a pretraining recipe.
     """
 
     encoder: str
     tower_size: Optional[str]
     options: ModelOptions
-    recipe: Recipe
+    run: RunConfig
     kind: str = TWO_TOWER
     tasks: Tuple[str, ...] = PRETRAINING_TASKS
     dims: Tuple[int, ...] = EMBEDDING_DIMS
     query_length: int = 64
+    document_length: int = 128
+    pairs: PairRecipe = CPU_PAIRS
     init_from: Optional[str] = None
-    multitask: Optional[MultitaskRecipe] = None
 
     def names(self, prefix: str):
         """(name, pretraining, embedding_dim) of every registered name of this series."""
@@ -205,36 +247,37 @@ _PAIR_TASKS = tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t not in (
 # BoW-MLPs on two QA tasks, from the two shipped BoW-MLPs they name; the multi-task ColBERT on
 # the same tasks, from the shipped ColBERT.
 SERIES: Dict[str, Series] = {
-    "": Series("bert", "tiny", CPU_SCALE, CPU_RECIPE, tasks=PRETRAINING_TASKS + SUCCESSOR_TASKS),
-    "bert_mini_": Series("bert", "mini", CPU_SCALE, CPU_RECIPE),
-    "bert_small_": Series("bert", "small", PAPER, PAPER_RECIPE),
-    "bert_base_": Series("bert", "base", PAPER, PAPER_RECIPE),
-    "bow_mlp_": Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+    "": Series("bert", "tiny", CPU_SCALE, CPU_PRETRAIN, tasks=PRETRAINING_TASKS + SUCCESSOR_TASKS),
+    "bert_mini_": Series("bert", "mini", CPU_SCALE, CPU_PRETRAIN),
+    "bert_small_": Series("bert", "small", PAPER, PAPER_PRETRAIN, document_length=288,
+                          pairs=PAPER_PAIRS),
+    "bert_base_": Series("bert", "base", PAPER, PAPER_PRETRAIN, document_length=288,
+                         pairs=PAPER_PAIRS),
+    "bow_mlp_": Series("bow_mlp", None, CPU_SCALE, CPU_PRETRAIN,
                        tasks=tuple(t for t in PRETRAINING_TASKS + SUCCESSOR_TASKS if t != "mlm")),
-    "colbert_": Series("colbert", "tiny", COLBERT, COLBERT_RECIPE, kind=LATE_INTERACTION,
+    "colbert_": Series("colbert", "tiny", COLBERT, COLBERT_PRETRAIN, kind=LATE_INTERACTION,
                        tasks=_PAIR_TASKS, dims=TOKEN_DIMS, query_length=32,
                        init_from=COLBERT_INIT_FROM),
-    TERM_WEIGHT_PREFIX: Series("bert", "tiny", CPU_SCALE, TERM_WEIGHT_RECIPE, kind=TERM_WEIGHTS,
+    TERM_WEIGHT_PREFIX: Series("bert", "tiny", CPU_SCALE, TERM_WEIGHT_RUN, kind=TERM_WEIGHTS,
                                tasks=_PAIR_TASKS, dims=(), query_length=0,
                                init_from=TERM_WEIGHT_INIT_FROM),
-    MULTITASK_PREFIX: Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+    MULTITASK_PREFIX: Series("bow_mlp", None, CPU_SCALE, MULTITASK_RUN,
                              tasks=("ict_bfs_wlp", "ict_bfs_wlp_crop_span_qgen"), dims=(512,),
-                             init_from=MULTITASK_INIT_FROM, multitask=MULTITASK_RECIPE),
-    MULTITASK_LEXICAL_PREFIX: Series("bow_mlp", None, CPU_SCALE, CPU_RECIPE,
+                             init_from=MULTITASK_INIT_FROM),
+    MULTITASK_LEXICAL_PREFIX: Series("bow_mlp", None, CPU_SCALE, MULTITASK_LEXICAL_RUN,
                                      tasks=("ict_bfs_wlp_crop_span_qgen",), dims=(512,),
-                                     init_from=MULTITASK_INIT_FROM,
-                                     multitask=MULTITASK_LEXICAL_RECIPE),
-    MULTITASK_COLBERT_PREFIX: Series("colbert", "tiny", COLBERT, COLBERT_RECIPE,
+                                     init_from=MULTITASK_INIT_FROM),
+    MULTITASK_COLBERT_PREFIX: Series("colbert", "tiny", COLBERT, MULTITASK_COLBERT_RUN,
                                      kind=LATE_INTERACTION, tasks=("ict_bfs_wlp_crop_span_qgen",),
                                      dims=(64,), query_length=32,
-                                     init_from=MULTITASK_COLBERT_INIT_FROM,
-                                     multitask=MULTITASK_COLBERT_RECIPE),
+                                     init_from=MULTITASK_COLBERT_INIT_FROM),
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """One variant: architecture, pretraining, recipe settings and (if shipped) its artifact.
+    """One variant: architecture, pretraining, the run config that trains it and (if shipped)
+    its artifact.
 
     Args:
       name: the registry key.
@@ -245,7 +288,11 @@ class ModelSpec:
       pretraining: one of PRETRAINING_TASKS or SUCCESSOR_TASKS.
       query_length, document_length: token budgets (paper: 64 and 288; a term-weight model
         reads documents only: query_length 0).
-      recipe: the settings that train it (`tt_zoo.zoo.recipe.Recipe`).
+      run: the run config of the command that trains it (`tt_zoo.configs`: `PretrainConfig`,
+        `MultitaskConfig`, `TermWeightConfig` or `AdaptQueriesConfig`; a shipped name's as its
+        run recorded it, `read_recipe`); None for a model no run config makes (imported, or
+        distilled by ``tt-zoo distill-static``).
+      pairs: how the pair set its run reads is made (`PairRecipe`).
       init_from: the shipped model a recipe warm-starts from (`pretrain --init-from`), if any.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
@@ -255,10 +302,6 @@ class ModelSpec:
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
-      multitask: the `tt-zoo multitask` run that trains it from `init_from` (its recipe then
-        makes the pair set only), None for a pretrained variant.
-      adapted: the `tt-zoo adapt-queries` run that adapts `init_from`'s query tower to its
-        passage index (``adapted_`` names), None for the others.
       imported: the public checkpoint it is (`tt_zoo.zoo.imported`), built from its registry
         package into the cache instead of shipping in saved_models/; None for the others.
       architecture: what the weights fill, as timm names it (`architecture`: ``bert_tiny_512``,
@@ -273,7 +316,8 @@ class ModelSpec:
     pretraining: str
     query_length: int = 64
     document_length: int = 288
-    recipe: Recipe = PAPER_RECIPE
+    run: Optional[RunConfig] = None
+    pairs: PairRecipe = PAPER_PAIRS
     init_from: Optional[str] = None
     options: ModelOptions = PAPER
     artifact: Optional[str] = None
@@ -282,10 +326,19 @@ class ModelSpec:
     provenance: str = ""
     metrics: Tuple[Tuple[str, float], ...] = ()
     kind: str = TWO_TOWER
-    multitask: Optional[MultitaskRecipe] = None
     imported: Optional[ImportedCheckpoint] = None
     architecture: str = ""
-    adapted: Optional[AdaptationRecipe] = None
+
+    @property
+    def multitask(self) -> Optional[MultitaskConfig]:
+        """The `tt-zoo multitask` run that trains it from `init_from`, None for the others."""
+        return self.run if isinstance(self.run, MultitaskConfig) else None
+
+    @property
+    def adapted(self) -> Optional[AdaptQueriesConfig]:
+        """The `tt-zoo adapt-queries` run that adapts `init_from`'s query tower to its passage
+        index (``adapted_`` names), None for the others."""
+        return self.run if isinstance(self.run, AdaptQueriesConfig) else None
 
     @property
     def tag(self) -> str:
@@ -294,10 +347,11 @@ class ModelSpec:
         tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant;
         ``adapted_`` and its base's tag for a query-adapted one."""
         if self.adapted is not None:
-            return f"adapted_{self.adapted.base_tag}"
+            return f"adapted_{REGISTRY[self.init_from].tag}"
         if self.multitask is None:
             return self.pretraining
-        added = [t for t in self.multitask.named_tasks if t not in MULTITASK_RECIPE.named_tasks]
+        added = [t for t in self.multitask.tasks.task
+                 if ":" not in t and t not in MULTITASK_TASKS]  # named tasks, not pairs:DIR
         return "_".join(["multitask", *added, self.pretraining])
 
     @property
@@ -318,68 +372,19 @@ class ModelSpec:
         return SAVED_MODELS_DIR / self.artifact if self.artifact else None
 
     def recipe_command(self) -> str:
-        """The commands that train and export this variant."""
+        """The commands that train and export this variant: its run config's command line
+        (`RunConfig.command_line`), after ``tt-zoo make-pairs`` of the pair set it reads
+        (`pair_folder`; made as `pairs` says)."""
         if self.imported is not None:
             return f"tt-zoo import-checkpoint --name {self.name} --export saved_models/{self.name}"
-        if self.adapted is not None:
-            return self.adapted.command(self.init_from, self.name)
-        if self.pretraining == DISTILLED and self.multitask is None:
+        if self.run is None:  # a static model: tt-zoo distill-static takes no run config
             return (f"tt-zoo distill-static --model {self.init_from} --corpus "
                     f"$TT_ZOO_DATA/wikispeedia --dim {self.embedding_dim} "
                     f"--export saved_models/{self.name}")
-        if self.kind == TERM_WEIGHTS:
-            return self._term_weight_recipe_command()
-        if self.multitask is not None:
-            return self._multitask_recipe_command()
-        lengths = f"--query-length {self.query_length} --document-length {self.document_length}"
-        export = f"--export saved_models/{self.name}"
-        if self.pretraining == "none":
-            return f"tt-zoo pretrain --variant {self.name} {lengths} {export}"
-        r = self.recipe
-        data_dir = f"runs/pairs/{self.pretraining}"
-        if self.pretraining == "mlm":
-            make = (f"tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia --tasks mlm "
-                    f"--vocab saved_models/vocab/vocab.txt --max-doc-tokens {r.max_doc_tokens} "
-                    f"--mlm-seq-length {self.document_length} --output {data_dir}")
-            data = f"--mlm-examples {data_dir}"
-        else:
-            make = self._make_pairs_command()
-            data = f"--pairs {data_dir}"
-        init = f" --init-from {self.init_from}" if self.init_from else ""
-        return (f"{make} && tt-zoo pretrain --variant {self.name} {data} "
-                f"--batch-size {r.batch_size} --steps {r.steps} --learning-rate {r.learning_rate:g} "
-                f"{lengths}{init} {export}")
-
-    def _make_pairs_command(self) -> str:
-        r = self.recipe
-        return (f"tt-zoo make-pairs --input $TT_ZOO_DATA/wikispeedia "
-                f"--tasks {self.pretraining.replace('_', ',')} "
-                f"--pairs-per-article {r.pairs_per_article} --max-doc-tokens "
-                f"{r.max_doc_tokens} --output runs/pairs/{self.pretraining}")
-
-    def _term_weight_recipe_command(self) -> str:
-        """`tt-zoo make-pairs`, then `tt-zoo train-term-weights` from the `init_from` export's
-        encoder."""
-        r = self.recipe
-        return (f"{self._make_pairs_command()} && tt-zoo train-term-weights "
-                f"--pairs runs/pairs/{self.pretraining} --init-from {self.init_from} "
-                f"--max-pairs {TERM_WEIGHT_MAX_PAIRS} --steps {r.steps} "
-                f"--batch-size {r.batch_size} --learning-rate {r.learning_rate:g} "
-                f"--warmup-fraction {r.warmup_fraction:g} --export saved_models/{self.name}")
-
-    def _multitask_recipe_command(self) -> str:
-        """`tt-zoo multitask` from the `init_from` model on the named tasks (Maillard et al.
-        2021, Sec. 3-4), after `tt-zoo make-pairs` (the pair set of that model's own recipe)
-        when the recipe adds its first pairs as a task."""
-        m = self.multitask
-        tasks, make = list(m.named_tasks), ""
-        if m.max_pairs:
-            tasks.append(f"pairs:runs/pairs/{self.pretraining}:{m.max_pairs}")
-            make = f"{self._make_pairs_command()} && "
-        return (f"{make}tt-zoo multitask --init {self.init_from} "
-                f"{' '.join(f'--task {t}' for t in tasks)} --steps {m.steps} "
-                f"--batch-size {m.batch_size} --learning-rate {m.learning_rate:g}{m.flags()} "
-                f"--export saved_models/{self.name}")
+        folder = pair_folder(self.run)
+        make = [] if folder is None else [
+            self.pairs.command(self.pretraining, folder, self.document_length)]
+        return " && ".join([*make, self.run.command_line()])
 
 
 def architecture(encoder: str, tower_size: Optional[str], embedding_dim: int,
@@ -392,20 +397,43 @@ def architecture(encoder: str, tower_size: Optional[str], embedding_dim: int,
     return "_".join(part for part in (encoder, tower_size, str(embedding_dim)) if part)
 
 
+def _named_run(template: RunConfig, name: str, pretraining: str, init_from: Optional[str],
+               lengths: Tuple[int, int], pairs: PairRecipe) -> RunConfig:
+    """The run config that trains `name`: its series' `template` with the name's own variant,
+    token budgets (query, document), pair set (`PairRecipe.folder`), start and export."""
+    export = f"saved_models/{name}"
+    if isinstance(template, PretrainConfig):
+        run = template.replace(variant=name, init_from=init_from, query_length=lengths[0],
+                               document_length=lengths[1], export=export)
+        if pretraining == "none":  # the initialised towers, exported
+            return run.replace(steps=0, batch_size=None, learning_rate=None)
+        source = "mlm_examples" if pretraining == "mlm" else "pairs"
+        return run.replace(**{source: pairs.folder(pretraining)})
+    if isinstance(template, TermWeightConfig):
+        return template.replace(init_from=init_from, pairs=pairs.folder(pretraining),
+                                export=export)
+    if isinstance(template, MultitaskConfig):
+        return template.replace(init=init_from, export=export)
+    return template.replace(model=init_from, export=export)  # AdaptQueriesConfig
+
+
 def _build_registry() -> Dict[str, ModelSpec]:
-    """Every name of every series, with the series' options, recipe and lengths (an
-    ``init_from`` template filled with the name's pretraining and dimension)."""
-    return {name: ModelSpec(name=name, encoder=series.encoder, tower_size=series.tower_size,
-                            embedding_dim=dim, pretraining=task,
-                            query_length=series.query_length,
-                            document_length=series.recipe.document_length, recipe=series.recipe,
-                            init_from=series.init_from and series.init_from.format(
-                                pretraining=task, dim=dim),
-                            options=series.options, kind=series.kind,
-                            multitask=series.multitask,
-                            architecture=architecture(series.encoder, series.tower_size, dim,
-                                                      series.kind))
-            for prefix, series in SERIES.items() for name, task, dim in series.names(prefix)}
+    """Every name of every series, with the series' options, lengths and run config filled in
+    for the name (`_named_run`; an ``init_from`` template filled with the name's pretraining
+    and dimension)."""
+    specs = {}
+    for prefix, series in SERIES.items():
+        for name, task, dim in series.names(prefix):
+            init_from = series.init_from and series.init_from.format(pretraining=task, dim=dim)
+            specs[name] = ModelSpec(
+                name=name, encoder=series.encoder, tower_size=series.tower_size,
+                embedding_dim=dim, pretraining=task, query_length=series.query_length,
+                document_length=series.document_length, pairs=series.pairs,
+                run=_named_run(series.run, name, task, init_from,
+                               (series.query_length, series.document_length), series.pairs),
+                init_from=init_from, options=series.options, kind=series.kind,
+                architecture=architecture(series.encoder, series.tower_size, dim, series.kind))
+    return specs
 
 
 # The family of a public checkpoint (`tt_zoo.zoo.imported`): the checkpoint as imported
@@ -414,8 +442,8 @@ def _build_registry() -> Dict[str, ModelSpec]:
 # at BERT's rate (Maillard et al.: 2e-5) for about one pass over the union of the two tasks'
 # 9,021 examples (600 x 16: a MiniLM step costs ~27 tiny-BERT steps on this machine's two cores,
 # an hour here; docs/checkpoints.md compares it with a quarter pass, 150 x 16); the static
-# table at the BoW-MLP recipe's (`MULTITASK_RECIPE`).
-MULTITASK_CHECKPOINT_RECIPE = MultitaskRecipe(steps=600, batch_size=16, learning_rate=2e-5)
+# table at the BoW-MLP run's (`MULTITASK_RUN`).
+MULTITASK_CHECKPOINT_RUN = MULTITASK_RUN.replace(steps=600, batch_size=16, learning_rate=2e-5)
 STATIC_DIM = 384  # all of MiniLM's dimensions: on the ODQA validation questions 56.6 top-20 after
 # the two QA tasks against 56.0 for a PCA to 256 (`docs/checkpoints.md`)
 DISTILLED = "distilled"  # the pretraining of a static model distilled from its init_from
@@ -428,8 +456,7 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
     specs = {}
     for name, c in CHECKPOINTS.items():
         common = dict(query_length=c.query_length, document_length=c.document_length,
-                      options=c.options, recipe=dataclasses.replace(
-                          CPU_RECIPE, document_length=c.document_length))
+                      options=c.options, pairs=CPU_PAIRS)
         static = f"static_{name.rsplit('_', 1)[0]}_{STATIC_DIM}"
         # The checkpoint's name is its architecture (``minilm_l6_384``), ``static_`` that of the
         # static model distilled from it; the tag says which weights (`ModelSpec.tag`).
@@ -444,12 +471,14 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
         specs[f"multitask_{name}"] = ModelSpec(
             name=f"multitask_{name}", encoder="bert", tower_size=None,
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
-            multitask=MULTITASK_CHECKPOINT_RECIPE, architecture=name, **common)
+            run=MULTITASK_CHECKPOINT_RUN.replace(init=name,
+                                                 export=f"saved_models/multitask_{name}"),
+            architecture=name, **common)
         specs[f"adapted_multitask_{name}"] = ModelSpec(
             name=f"adapted_multitask_{name}", encoder="bert", tower_size=None,
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=f"multitask_{name}",
-            adapted=dataclasses.replace(ADAPTATION_RECIPE,
-                                        base_tag=specs[f"multitask_{name}"].tag),
+            run=ADAPTATION_RUN.replace(model=f"multitask_{name}",
+                                       export=f"saved_models/adapted_multitask_{name}"),
             architecture=name, **common)
         specs[static] = ModelSpec(name=static, encoder="bow_mlp", tower_size=None,
                                   embedding_dim=STATIC_DIM, pretraining=DISTILLED,
@@ -457,12 +486,12 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
         specs[f"multitask_{static}"] = ModelSpec(
             name=f"multitask_{static}", encoder="bow_mlp", tower_size=None,
             embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=static,
-            multitask=MULTITASK_RECIPE, architecture=static, **common)
+            run=MULTITASK_RUN.replace(init=static, export=f"saved_models/multitask_{static}"),
+            architecture=static, **common)
     return specs
 
 
-# What each name is before its shipped entry (if any) is applied: a shipped entry's recipe keeps
-# the fields it does not record from here.
+# What each name is before its shipped entry (if any) and its recorded recipe are applied.
 _CHECKPOINT_SPECS = _checkpoint_specs()
 CHECKPOINT_FAMILY = frozenset(_CHECKPOINT_SPECS)  # the names made from public checkpoints
 _REGISTERED: Dict[str, ModelSpec] = {**_build_registry(), **_CHECKPOINT_SPECS}
@@ -642,13 +671,12 @@ def register_shipped(name: str, **fields) -> None:
 
 
 # -- What ships trained weights: tt_zoo/zoo/shipped_models.json (package data, so an installed
-# wheel has it), name -> kind, artifact folder, sha256 of its files, download URL, recipe settings,
-# provenance and measured metrics (written by `tt-zoo reproduce --stages ship` and
-# `tt-zoo ship` from real runs; see each MODEL_CARD.md). The weights themselves are in the
-# clone's saved_models/.
+# wheel has it), name -> kind, artifact folder, sha256 of its files, download URL, provenance
+# and measured metrics (written by `tt-zoo reproduce --stages ship` and `tt-zoo ship` from real
+# runs; see each MODEL_CARD.md); how each was trained is its recipe, recipes/models/ (`read_recipe`).
+# The weights themselves are in the clone's saved_models/.
 SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
-_SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "document_length", "query_length",
-                   "recipe", "provenance", "metrics")
+_SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "provenance", "metrics")
 
 
 def read_shipped(path: Optional[pathlib.Path] = None) -> Dict[str, dict]:
@@ -678,19 +706,40 @@ def read_shipped(path: Optional[pathlib.Path] = None) -> Dict[str, dict]:
             raise ValueError(f"{path}: entry {name!r} records kind {kind!r}, but {name!r} is "
                              f"a {REGISTRY[name].kind!r} variant.")
         fields = dict(entry, kind=kind)
-        recorded = dict(fields.get("recipe") or {})
-        if "document_length" in fields:
-            recorded.setdefault("document_length", fields["document_length"])
-        if recorded:
-            try:
-                fields["recipe"] = dataclasses.replace(_REGISTERED[name].recipe, **recorded)
-            except TypeError as e:
-                raise ValueError(f"{path}: entry {name!r} records a recipe field that "
-                                 f"tt_zoo.zoo.recipe.Recipe does not have ({e}).") from e
         fields["metrics"] = tuple(sorted(fields.get("metrics", {}).items()))
         shipped[name] = fields
     return shipped
 
 
+def recipe_files(root: Optional[pathlib.Path] = None) -> Dict[str, pathlib.Path]:
+    """Model name -> its recipe file, ROOT/COMMAND/NAME.json (default ROOT `RECIPES_DIR`; {}
+    where there is none, as in an installed wheel)."""
+    root = RECIPES_DIR if root is None else root
+    found: Dict[str, pathlib.Path] = {}
+    for path in sorted(root.glob("*/*.json")):
+        other = found.setdefault(path.stem, path)
+        if other != path:
+            raise ValueError(f"{other} and {path} are both {path.stem}'s recipe: a model is "
+                             "trained by one command.")
+    return found
+
+
+def read_recipe(path: pathlib.Path) -> RunConfig:
+    """The run config of a recipe file, COMMAND/NAME.json: `RunConfig.from_dict` of the
+    command's config (`tt_zoo.configs.commands.RUN_CONFIGS`); ValueError naming the file for a
+    command that takes no run config or a file that is not one (`RunConfigError`)."""
+    command = path.parent.name
+    if command not in RUN_CONFIGS:
+        raise ValueError(f"{path}: tt-zoo {command} trains no model from a run config (those "
+                         f"that do: {', '.join(RUN_CONFIGS)})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} cannot be read as JSON ({e}).") from e
+    return RUN_CONFIGS[command].from_dict(data, source=str(path))
+
+
+_RECIPES = recipe_files()
 for _name, _fields in read_shipped().items():
-    register_shipped(_name, **_fields)
+    register_shipped(_name, **_fields, **(
+        {"run": read_recipe(_RECIPES[_name])} if _name in _RECIPES else {}))

@@ -2,9 +2,10 @@
 
 What ships is three things kept in step: the export in ``saved_models/<name>/`` (its files
 pinned by the sha256 of their manifest, `tt_zoo.manifest`), its entry in
-``tt_zoo/zoo/shipped_models.json`` (kind, artifact, that sha256, the release URL, lengths,
-recipe, provenance, a few headline numbers; `tt_zoo.zoo.registry.read_shipped`), and its
-``MODEL_CARD.md`` with the measured tables (``metadata.json``'s ``metrics``). Any kind ships the
+``tt_zoo/zoo/shipped_models.json`` (kind, artifact, that sha256, the release URL, provenance,
+a few headline numbers; `tt_zoo.zoo.registry.read_shipped`; how it was trained is its recipe,
+``recipes/models/``, which `tt-zoo ship` writes), and its ``MODEL_CARD.md`` with the measured
+tables (``metadata.json``'s ``metrics``). Any kind ships the
 same way (`tt_zoo.modeling.kinds.KINDS`: two-tower, late interaction, term weights).
 
 - `ship(source, name)`: verifies the export, checks its kind and size against the registered
@@ -28,7 +29,6 @@ the model's outputs.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import json
 import pathlib
@@ -44,7 +44,6 @@ from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metada
                                    verify_export)
 from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
 from tt_zoo.zoo import download, loading, registry
-from tt_zoo.zoo.recipe import Recipe
 
 # The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
 # two-tower model's rows are labelled with its name).
@@ -59,8 +58,7 @@ _MODEL_SETTINGS = ("colbert", "term_model")
 
 # -- ship -------------------------------------------------------------------------------------
 
-def ship(source, name: str, *, provenance: Optional[str] = None,
-         recipe: Optional[Recipe] = None, float16: bool = False,
+def ship(source, name: str, *, provenance: Optional[str] = None, float16: bool = False,
          share_with: Optional[str] = None, saved_models=None,
          shipped_file=None, log: Callable[[str], None] = print) -> dict:
     """Copies the export at `source` to ``saved_models/<name>`` and lists it as shipped.
@@ -69,8 +67,6 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
       source: an export directory of any kind (in place when it is saved_models/<name>).
       name: a registered name of the export's kind (`tt_zoo.zoo.registry.get_spec`).
       provenance: the entry's training data and license line (default: from the metadata).
-      recipe: the run's recipe, for the entry's settings the export does not record (e.g. the
-        fine-tuning budget its measured numbers used; default: the registered name's).
       float16: ship the weights stored in float16 (`tt_zoo.serving.float16_storage`: half the
         bytes; `tt_zoo.load` materialises the float32 SavedModel); `source` is a float32
         export, and may be saved_models/<name> itself. Its cost in recall is measured apart
@@ -126,15 +122,12 @@ def ship(source, name: str, *, provenance: Optional[str] = None,
         log(f"copied {source} to {dest}{' with its weights in float16' if float16 else ''}")
     update_metadata(dest, name=name)  # the card names it as it loads, rendered as today
     card = ModelCard.from_dict(verify_export(dest))
-    sha256, arch = card.provenance.sha256, card.architecture
+    sha256 = card.provenance.sha256
     shipped_file = pathlib.Path(shipped_file or registry.SHIPPED_FILE)
     shipped = read_json(shipped_file) or {}
     previous = shipped.get(name, {})
     entry = {"kind": kind, "artifact": name, "sha256": sha256,
              "url": download.release_url(name),
-             "document_length": _given(arch.document_length, spec.document_length),
-             "query_length": _given(arch.query_length, spec.query_length),
-             "recipe": dataclasses.asdict(_recipe(card, spec, recipe)),
              "provenance": provenance or previous.get("provenance") or _provenance(card),
              # headline numbers measured on these weights stay (on the float32 export a
              # float16 one was cast from too: its card says so); on other weights they go
@@ -172,20 +165,6 @@ def _write_shipped(shipped_file: pathlib.Path, shipped: dict, name: str) -> None
 def _given(value, default):
     """`value`, or `default` when the card does not record it."""
     return default if value is None else value
-
-
-def _recipe(card: ModelCard, spec: registry.ModelSpec, base: Optional[Recipe] = None) -> Recipe:
-    """The recipe the export records (steps, batch, learning rate, document length, its pairs'
-    settings), `base`'s (default the registered name's) for what it does not."""
-    r, run = base or spec.recipe, card.training
-    made = (run.pairs and run.pairs.make_pairs_config) or {}
-    return dataclasses.replace(
-        r, batch_size=run.batch_size or r.batch_size, steps=run.train_steps or 0,
-        learning_rate=run.learning_rate or r.learning_rate,
-        warmup_fraction=_given(run.warmup_fraction, r.warmup_fraction),
-        pairs_per_article=made.get("pairs_per_article", r.pairs_per_article),
-        max_doc_tokens=made.get("max_doc_tokens", r.max_doc_tokens),
-        document_length=_given(card.architecture.document_length, spec.document_length))
 
 
 def _provenance(card: ModelCard) -> str:

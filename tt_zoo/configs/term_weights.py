@@ -7,10 +7,10 @@ it.
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+from typing import ClassVar, Optional, Tuple
 
 from tt_zoo import numbers
-from tt_zoo.training.run_config import (PairArguments, RunConfig, TrainOutputArguments, option)
+from tt_zoo.configs.run_config import PairArguments, RunConfig, TrainOutputArguments, option
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,4 +71,5 @@ class TermWeightConfig(RunConfig):
     training: TrainingArguments
     output: TrainOutputArguments
 
+    COMMAND: ClassVar[str] = "train-term-weights"
     REQUIRED = ("init_from", "steps", "export")

@@ -7,18 +7,24 @@ flags as one typed run config, `MultitaskConfig` (groups ``model``, ``lengths``,
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional, Tuple
+import os
+from typing import ClassVar, Optional, Tuple
 
 from tt_zoo import numbers
+from tt_zoo.configs.finetune import ModelArguments as InitialModelArguments
+from tt_zoo.configs.run_config import (ComputeArguments, RunConfig, SequenceLengthArguments,
+                                       TrainOutputArguments, option)
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
-from tt_zoo.training import initial_models
-from tt_zoo.training.multi_task_tasks import ODQA_CACHE, SPEC_FORMS
-from tt_zoo.training.run_config import (ComputeArguments, RunConfig, SequenceLengthArguments,
-                                        TrainOutputArguments, option)
+
+# Where the ODQA answers are cached, and the forms of --task (`tt_zoo.training.multi_task_tasks`
+# reads both from here).
+ODQA_CACHE = os.path.join("runs", "odqa_cache")
+SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "
+              "jsonl:PATH[:CLASS]")
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelArguments(initial_models.ModelArguments):
+class ModelArguments(InitialModelArguments):
     """The model to train: --init NAME_OR_PATH (a registered model or an export), or --init none
     (towers at their random initialisation, shaped by the flags below, as tt-zoo finetune)."""
 
@@ -123,7 +129,7 @@ class OutputArguments(TrainOutputArguments):
 @dataclasses.dataclass(frozen=True)
 class MultitaskConfig(RunConfig):
     """Every setting of a `tt-zoo multitask` run; recorded whole in its export and --json-out
-    (`tt_zoo.training.run_config.RUN_CONFIG_KEY`)."""
+    (`tt_zoo.configs.run_config.RUN_CONFIG_KEY`)."""
 
     model: ModelArguments
     lengths: SequenceLengthArguments
@@ -132,4 +138,5 @@ class MultitaskConfig(RunConfig):
     compute: ComputeArguments
     output: OutputArguments
 
+    COMMAND: ClassVar[str] = "multitask"
     ONE_OF = (("model", "init"),)

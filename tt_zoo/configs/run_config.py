@@ -14,16 +14,20 @@ choices and help; from the fields come
 - the range of a number (`tt_zoo.numbers.Number`, a field's ``number``), checked on the
   flag as it is parsed and on the file's value alike;
 - `RunConfig.to_dict`: the whole config, which the command records in its artifact's metadata
-  under `RUN_CONFIG_KEY` and which ``--config`` reads back.
+  under `RUN_CONFIG_KEY` and which ``--config`` reads back;
+- `RunConfig.command_line`: the command line that gives the config, its settings that are not
+  the defaults as flags (a registered model's `recipe_command` is its config's).
 
 A field is a scalar (bool, int, float, str, or Optional of one) or ``Tuple[str, ...]``: a
 repeatable flag (``--task a --task b``; a JSON list of strings in a ``--config`` file, which the
 flags, when given, replace rather than extend).
 
 The groups that more than one run shares (the training precision, hard negatives, token budgets,
-pairs, checkpoints) are here; each run defines its own config beside its library entry point
-(`tt_zoo.training.pretrain_run.PretrainConfig`, `tt_zoo.training.finetune_run.FinetuneConfig`,
-...), which the command (`tt_zoo.cli`) parses and the entry point runs. A run that cannot go on
+pairs, checkpoints) are here; each run's config is its own module of `tt_zoo.configs`
+(`tt_zoo.configs.pretrain.PretrainConfig`, `tt_zoo.configs.finetune.FinetuneConfig`, ...),
+below the registry, whose every name holds one as its recipe (`tt_zoo.zoo.registry.ModelSpec`);
+the command (`tt_zoo.cli`) parses it and the run's library entry point (`tt_zoo.training`) runs
+it. A run that cannot go on
 as configured raises `RunError`, whose message names the setting by its flag; the command prints
 it and exits. Nothing here imports TensorFlow: ``--help`` stays quick.
 """
@@ -40,7 +44,7 @@ import sys
 import textwrap
 import types
 import typing
-from typing import Any, ClassVar, Dict, Optional, Sequence, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 from tt_zoo import numbers
 from tt_zoo.errors import TtZooError
@@ -118,11 +122,13 @@ class RunConfig:
     """Base of a command's run config: each field is an argument group (a dataclass of
     `option` fields), its name the group's key in `to_dict` and in a ``--config`` file.
 
-    `REQUIRED`: fields that must be set, by a flag or the file (argparse's own message when
-    not); `ONE_OF`: tuples of fields of one group of which exactly one is set (a mutually
-    exclusive argparse group). Field names are unique across the groups (one flag each).
+    `COMMAND`: the ``tt-zoo`` command that runs it; `REQUIRED`: fields that must be set, by a
+    flag or the file (argparse's own message when not); `ONE_OF`: tuples of fields of one group
+    of which exactly one is set (a mutually exclusive argparse group). Field names are unique
+    across the groups (one flag each).
     """
 
+    COMMAND: ClassVar[str] = ""
     REQUIRED: ClassVar[Tuple[str, ...]] = ()
     ONE_OF: ClassVar[Tuple[Tuple[str, ...], ...]] = ()
 
@@ -237,6 +243,50 @@ class RunConfig:
 
     # ------------------------------------------------------------------ JSON
 
+    def get(self, name: str, default: Any = None) -> Any:
+        """The value of setting `name` (a field of any group), `default` when the config has no
+        such setting."""
+        setting = self.settings().get(name)
+        return default if setting is None else getattr(getattr(self, setting.group), name)
+
+    def replace(self, **settings):
+        """This config with the named settings (field names, of any group) changed."""
+        known = self.settings()
+        unknown = sorted(set(settings) - set(known))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no setting {', '.join(unknown)}")
+        groups = {}
+        for name, value in settings.items():
+            groups.setdefault(known[name].group, {})[name] = value
+        return dataclasses.replace(self, **{
+            group: dataclasses.replace(getattr(self, group), **values)
+            for group, values in groups.items()})
+
+    def argv(self) -> List[str]:
+        """The flags that give this config from the defaults: every setting that is not its
+        field's default, in declaration order (a switch alone, a repeatable flag once a value).
+        Raises ValueError for a setting no flag can give (None where the default is not)."""
+        words: List[str] = []
+        for name, setting in self.settings().items():
+            value = getattr(getattr(self, setting.group), name)
+            if value == setting.field.default:
+                continue
+            if setting.kind is bool:
+                words.append(flag(name))
+            elif setting.kind is tuple:
+                for item in value:
+                    words += [flag(name), item]
+            elif value is None:
+                raise ValueError(f"{type(self).__name__}: {flag(name)} cannot be unset on the "
+                                 f"command line (its default is {setting.field.default!r})")
+            else:
+                words += [flag(name), _spelled(value)]
+        return words
+
+    def command_line(self) -> str:
+        """``tt-zoo COMMAND FLAGS...`` as a shell line: what gives this config (`argv`)."""
+        return shlex.join(["tt-zoo", self.COMMAND, *self.argv()])
+
     def to_dict(self) -> dict:
         """``{group: {field: value}}``: the whole config, JSON-ready (what ``--config`` reads)."""
         return dataclasses.asdict(self)
@@ -305,6 +355,14 @@ def _hint(name: str, settings, groups, known=(), key: str = "") -> str:
                                           cutoff=0.6)
     guess = f" (did you mean {close[0]!r}?)" if close else ""
     return f"{guess}; the groups are {', '.join(groups)}"
+
+
+def _spelled(value) -> str:
+    """A setting's value as its flag takes it: a float as short as it reads back exactly."""
+    if isinstance(value, float):
+        short = f"{value:g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
 
 
 def _number(setting: _Setting) -> Number:
