@@ -7,15 +7,14 @@ import dataclasses
 from typing import ClassVar, Optional, Tuple
 
 from tt_zoo import numbers
-from tt_zoo.configs.run_config import ComputeArguments, RunConfig, TrainOutputArguments, option
+from tt_zoo.configs.run_config import (ComputeArguments, RunConfig, TrainedModelArguments,
+                                       TrainOutputArguments, option)
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelArguments:
+class ModelArguments(TrainedModelArguments):
     """The trained two-tower model whose query tower is adapted."""
 
-    model: Optional[str] = option(None, "a registered model name or an export directory "
-                                        "(tt_zoo.load)", metavar="NAME_OR_PATH")
     name: Optional[str] = option(
         None, "model name written to the export's metadata (default: the model's + _adapted)")
 

@@ -10,17 +10,15 @@ from typing import ClassVar, Optional
 from tt_zoo import numbers
 from tt_zoo.configs.run_config import (NO_PROGRESS_HELP, ComputeArguments,
                                        HardNegativeArguments, RunConfig,
-                                       SequenceLengthArguments, option)
+                                       SequenceLengthArguments, TrainedModelArguments,
+                                       option)
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelArguments:
+class ModelArguments(TrainedModelArguments):
     """The model to fine-tune: a zoo name or an export, or towers at their random
     initialisation (--init none: the paper's "no pretraining" rows)."""
 
-    model: Optional[str] = option(
-        None, "a registered model name or an export directory (tt_zoo.load)",
-        metavar="NAME_OR_PATH")
     init: Optional[str] = option(
         None, "'none': build an untrained model here (no pretraining)", choices=("none",))
     encoder: str = option("bert", "the tower of --init none: BERT or bag-of-words MLP",

@@ -416,6 +416,16 @@ def _in_range(value, setting: _Setting, where: str):
 # (pretrain's --hard-negatives-dir).
 
 @dataclasses.dataclass(frozen=True)
+class TrainedModelArguments:
+    """A trained model a run starts from, by registered name or export directory (a run
+    subclasses it with its own fields and description)."""
+
+    model: Optional[str] = option(
+        None, "a registered model name or an export directory (tt_zoo.load)",
+        metavar="NAME_OR_PATH")
+
+
+@dataclasses.dataclass(frozen=True)
 class ComputeArguments:
     """The precision training computes in (tt_zoo.training.precision): bfloat16 on the matrix
     units of a CPU with AMX, float32 elsewhere."""
