@@ -27,12 +27,11 @@ export records them under "run_config", `AdaptQueriesConfig`); flags given with 
 from __future__ import annotations
 
 import argparse
-import logging
 import pathlib
 import sys
 
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import check_model_export_target, default_data_dir
+from tt_zoo.cli.common import check_model_export_target, default_data_dir, run_training
 from tt_zoo.training.query_adaptation_run import COMMAND, AdaptQueriesConfig
 
 
@@ -61,14 +60,10 @@ def main(argv=None) -> dict:
 def run(config: AdaptQueriesConfig, argv: list) -> dict:
     """`tt_zoo.training.query_adaptation_run.adapt_queries` of `config` over the data folder;
     exits with its `RunError` in one line naming the command."""
-    from tt_zoo.training.query_adaptation_run import adapt_queries  # noqa: PLC0415
     from tt_zoo.configs.run_config import RunError  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation_run import adapt_queries  # noqa: PLC0415
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    try:
-        return adapt_queries(config, data_dir=default_data_dir(), argv=argv)
-    except RunError as e:
-        sys.exit(f"tt-zoo {COMMAND}: {e}")
+    return run_training(COMMAND, adapt_queries, config, argv, RunError)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,19 @@ def loaded_or_exit(load, path: str, command: str):
         sys.exit(f"tt-zoo {command}: {e}")
 
 
+def run_training(command: str, train, config, argv: list, errors) -> dict:
+    """`train(config, data_dir=default_data_dir(), argv=argv)`, a training run's library entry
+    point, logging to stderr; a run that cannot go on (one of `errors`) exits in one line naming
+    the command. `argv`: the command line, recorded."""
+    import logging  # noqa: PLC0415
+
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    try:
+        return train(config, data_dir=default_data_dir(), argv=argv)
+    except errors as e:
+        sys.exit(f"tt-zoo {command}: {e}")
+
+
 def check_query_weight_flags(p, args) -> None:
     """Exits (``p.error``, naming the command's flags) when --query-idf, --query-mask-weight or
     --query-beta (if the command has it) is not a finite number >= 0

@@ -51,13 +51,12 @@ export records them under "run_config", `MultitaskConfig`); flags given with it 
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import sys
 
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (check_init_vocab, check_model_export_target,
-                               check_query_weight_flags, default_data_dir)
+                               check_query_weight_flags, default_data_dir, run_training)
 from tt_zoo.training.multi_task_tasks import (SPEC_FORMS, WIKI_QA, SpecError, class_overrides,
                                               needed_files, task_plan)
 from tt_zoo.configs.multitask import MultitaskConfig
@@ -122,11 +121,7 @@ def run(config: MultitaskConfig, argv: list) -> dict:
     recorded."""
     from tt_zoo.training.multitask_run import MultitaskError, multitask  # noqa: PLC0415
 
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
-    try:
-        return multitask(config, data_dir=default_data_dir(), argv=argv)
-    except MultitaskError as e:
-        sys.exit(f"tt-zoo {COMMAND}: {e}")
+    return run_training(COMMAND, multitask, config, argv, MultitaskError)
 
 
 if __name__ == "__main__":
