@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import functools
 import json
 import os
 import shlex
@@ -137,12 +138,15 @@ class RunConfig:
     @classmethod
     def groups(cls) -> Dict[str, type]:
         """Group name -> its dataclass, in declaration order."""
-        hints = typing.get_type_hints(cls)
-        return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
+        return dict(_groups(cls))
 
     @classmethod
     def settings(cls) -> Dict[str, _Setting]:
         """Field name -> its group, field and scalar type, over every group."""
+        return dict(_settings(cls))
+
+    @classmethod
+    def _find_settings(cls) -> Dict[str, _Setting]:
         found = {}
         for group, group_type in cls.groups().items():
             hints = typing.get_type_hints(group_type)
@@ -344,6 +348,19 @@ class RunConfig:
                 raise RunConfigError(f"{source}: {' and '.join(map(repr, both))} exclude each "
                                      "other; give one")
         return values
+
+
+@functools.lru_cache(maxsize=None)
+def _groups(config_type) -> Dict[str, type]:
+    """`RunConfig.groups` of a config class, worked out once (type hints are slow to read)."""
+    hints = typing.get_type_hints(config_type)
+    return {f.name: hints[f.name] for f in dataclasses.fields(config_type)}
+
+
+@functools.lru_cache(maxsize=None)
+def _settings(config_type) -> Dict[str, _Setting]:
+    """`RunConfig.settings` of a config class, worked out once."""
+    return config_type._find_settings()
 
 
 def _hint(name: str, settings, groups, known=(), key: str = "") -> str:

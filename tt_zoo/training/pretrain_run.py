@@ -322,7 +322,8 @@ def check_settings(spec, config: PretrainConfig, steps: int):
     return mining
 
 
-def check_grad_cache(spec, config: PretrainConfig, schedule: TrainingArguments, replicas: int) -> None:
+def check_grad_cache(spec, config: PretrainConfig, schedule: TrainingArguments,
+                     replicas: int) -> None:
     chunk = config.training.grad_cache_chunk
     if schedule.steps and chunk:
         if spec.pretraining == "mlm":
