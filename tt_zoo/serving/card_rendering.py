@@ -77,9 +77,12 @@ def _fine_tuning_text(fine_tuning: dict) -> str:
 
 
 def _matrix_units_text(units: dict) -> str:
-    """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)" or "no AMX (...)"."""
+    """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)", "no AMX, AVX512-BF16
+    (...)" or "no AMX (...)"."""
     flags = ", ".join(units.get("flags") or []) or "no AMX, AVX512-BF16 or VNNI flags"
-    return f"{'AMX' if units.get('amx') else 'no AMX'} ({flags})"
+    unit = ("AMX" if units.get("amx") else "no AMX, AVX512-BF16"
+            if units.get("bfloat16_unit") == "avx512_bf16" else "no AMX")
+    return f"{unit} ({flags})"
 
 
 # Fields whose recorded object reads better as a sentence in the card's table.
