@@ -351,3 +351,19 @@ def test_distill_spec_and_its_flags():
     from tt_zoo import cli
 
     assert cli.main(["multitask", "--task", "distill:x.npz", "--distill-candidates", "1"]) == 2
+
+
+def test_distillation_refuses_what_it_cannot_train():
+    from helpers import tiny_colbert
+    from tt_zoo.errors import TtZooError
+    from tt_zoo.modeling.distillation import DistillationLoss
+    from tt_zoo.training.multi_task import check_distillation
+
+    with pytest.raises(TtZooError, match=r"Tasks \['d'\] distil a teacher's scores: pass "
+                                         r"distillation="):
+        check_distillation(None, ["d"], None, 8)
+    with pytest.raises(TtZooError, match="distill_candidates must be an int >= 2"):
+        check_distillation(None, ["d"], DistillationLoss(), 1)
+    with pytest.raises(TtZooError, match=r"a late-interaction \(ColBERT\) model scores by "
+                                         r"MaxSim"):
+        check_distillation(tiny_colbert(), ["d"], DistillationLoss(), 8)

@@ -407,19 +407,20 @@ def prepare(model, tasks: Sequence[Task], *, batch_size: int, weights=None,
 
 
 def check_distillation(model, names: Sequence[str], distillation, candidates) -> None:
-    """Raises ValueError unless distillation tasks `names` can train `model`: a
-    `DistillationLoss` given, K >= 2 candidates, a single-vector model (scores are dot
+    """Raises `TtZooError` (a ValueError) unless distillation tasks `names` can train `model`:
+    a `DistillationLoss` given, K >= 2 candidates, a single-vector model (scores are dot
     products of its query and passage embeddings)."""
+    from tt_zoo.errors import TtZooError  # noqa: PLC0415
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel  # noqa: PLC0415
 
     if distillation is None:
-        raise ValueError(f"Tasks {list(names)} distil a teacher's scores: pass distillation="
+        raise TtZooError(f"Tasks {list(names)} distil a teacher's scores: pass distillation="
                          "DistillationLoss(...) (tt-zoo multitask --distill-loss).")
     if not isinstance(candidates, (int, np.integer)) or candidates < 2:
-        raise ValueError(f"distill_candidates must be an int >= 2: the teacher's best and at "
+        raise TtZooError(f"distill_candidates must be an int >= 2: the teacher's best and at "
                          f"least one other (got {candidates!r}).")
     if isinstance(model, LateInteractionModel):
-        raise ValueError(f"Tasks {list(names)}: distillation scores a query and a passage by "
+        raise TtZooError(f"Tasks {list(names)}: distillation scores a query and a passage by "
                          "the dot product of their embeddings; a late-interaction (ColBERT) "
                          "model scores by MaxSim (train it on the other tasks).")
 

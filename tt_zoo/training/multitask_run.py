@@ -29,7 +29,6 @@ import sys
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from tt_zoo.data.distill_task import is_distillation
 from tt_zoo.errors import TtZooError
 from tt_zoo.training import initial_models
 from tt_zoo.training.multi_task_tasks import (ODQA_CACHE, WIKI_QA, Sources, TaskFileError,
@@ -393,12 +392,8 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
                 progress=not config.output.no_progress,
                 distillation=distillation_loss(config, model),
                 distill_candidates=config.distillation.distill_candidates, log=log)
-    except TtZooError as e:  # a checkpoint of other settings in the workdir; TT_ZOO_PRECISION
-        raise MultitaskError(str(e)) from None
-    except ValueError as e:  # a model distillation cannot train; too few candidates
-        if not any(is_distillation(t) for t in tasks):
-            raise
-        raise MultitaskError(f"--task distill: {e}") from None
+    except TtZooError as e:  # a checkpoint of other settings in the workdir; TT_ZOO_PRECISION;
+        raise MultitaskError(str(e)) from None  # a model or a task distillation cannot train
     summary.update(card_record(policy))
     card = make_card(config, zoo_model, info, summary, markers, origin,
                      recorded_command(COMMAND, argv),
