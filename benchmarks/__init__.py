@@ -45,8 +45,6 @@ Scripts (results/ file written by default):
   the PyTorch side in its own process)
 - precision_cost: what bfloat16 encoding costs in recall against float32 on ReQA and ODQA
   (precision_cost)
-- prefix_collection: the first articles of the ODQA collection as a collection of their own, with
-  the rows a cut-off encoding of the whole already holds (writes caches, no results file)
 - pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
 - pretrain_tasks: the pretraining-task grid (pretrain_tasks.{md,json,png}); pretrain_tasks_eval
   scores one cell, pretrain_tasks_report writes the report

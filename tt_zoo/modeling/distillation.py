@@ -56,9 +56,34 @@ def listwise_kl(student_scores, teacher_scores, *, temperature: float = 1.0,
       `[B]` float32, each query's divergence (0 when the two distributions agree).
     """
     student, teacher = _scores(student_scores, teacher_scores)
-    log_p_teacher = tf.nn.log_softmax(teacher / temperature, axis=-1)
-    log_p_student = tf.nn.log_softmax(student / student_temperature, axis=-1)
-    return tf.reduce_sum(tf.exp(log_p_teacher) * (log_p_teacher - log_p_student), axis=-1)
+    return kl_divergence(tf.nn.log_softmax(teacher / temperature, axis=-1),
+                         tf.nn.log_softmax(student / student_temperature, axis=-1))
+
+
+def kl_divergence(log_p: tf.Tensor, log_q: tf.Tensor) -> tf.Tensor:
+    """sum_k p_k (log p_k - log q_k) over the last axis, from log-probabilities (a k where p_k
+    underflows to 0 adds 0)."""
+    return tf.reduce_sum(tf.exp(log_p) * (log_p - log_q), axis=-1)
+
+
+def listwise_kl_over_index(student_scores: tf.Tensor, teacher_rows: tf.Tensor,
+                           teacher_scores: tf.Tensor) -> tf.Tensor:
+    """KL(p || q) [B] of the teacher's softmax p over each query's candidates against the
+    student's softmax q over a whole index, at the candidates: query adaptation's distillation
+    (`tt_zoo.training.query_adaptation`), where the student scores every passage anyway.
+
+    Args:
+      student_scores: [B, n] the student's scores of all n passages (already / its tau).
+      teacher_rows: [B, k] int, each query's candidate rows into the n passages; -1 pads a
+        query with fewer than k.
+      teacher_scores: [B, k] the teacher's scores of those candidates (already / its T).
+    """
+    teacher = tf.cast(teacher_scores, tf.float32)
+    valid = teacher_rows >= 0
+    log_p = tf.nn.log_softmax(tf.where(valid, teacher, tf.fill(tf.shape(teacher), -1e9)), axis=1)
+    log_q = tf.gather(tf.nn.log_softmax(tf.cast(student_scores, tf.float32), axis=1),
+                      tf.maximum(teacher_rows, 0), batch_dims=1)
+    return kl_divergence(log_p, log_q)
 
 
 def margin_mse(student_scores, teacher_scores) -> tf.Tensor:

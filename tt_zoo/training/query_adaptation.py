@@ -43,6 +43,7 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tt_zoo.modeling.distillation import listwise_kl_over_index
 from tt_zoo.modeling.models import finished_embeddings
 
 QUESTION_ROW = "question_row"  # a batch's rows into the training questions (their positives)
@@ -56,26 +57,6 @@ def multi_positive_softmax_loss(scores: tf.Tensor, positive_mask: tf.Tensor) -> 
     lowest = tf.fill(tf.shape(scores), tf.constant(scores.dtype.min, scores.dtype))
     return (tf.reduce_logsumexp(scores, axis=1)
             - tf.reduce_logsumexp(tf.where(positive_mask, scores, lowest), axis=1))
-
-
-def listwise_kl(student_scores: tf.Tensor, teacher_rows: tf.Tensor,
-                 teacher_scores: tf.Tensor) -> tf.Tensor:
-    """Per-question KL(p || q) [batch] of the teacher's softmax p over its candidates against the
-    student's softmax q over the whole index, at the candidates (the module docstring).
-
-    Args:
-      student_scores: [batch, n] the student's scores of every passage (already / its tau).
-      teacher_rows: [batch, k] int, each question's candidate rows into the n passages; -1 pads
-        a question with fewer than k.
-      teacher_scores: [batch, k] the teacher's scores of those candidates (already / its T).
-    """
-    valid = teacher_rows >= 0
-    lowest = tf.fill(tf.shape(teacher_scores), tf.constant(-1e9, teacher_scores.dtype))
-    log_p = tf.nn.log_softmax(tf.where(valid, teacher_scores, lowest), axis=1)
-    log_q = tf.gather(tf.nn.log_softmax(student_scores, axis=1),
-                      tf.maximum(teacher_rows, 0), batch_dims=1)
-    p = tf.where(valid, tf.exp(log_p), tf.zeros_like(log_p))
-    return tf.reduce_sum(p * (log_p - tf.cast(log_q, log_p.dtype)), axis=1)
 
 
 def token_embedding_layer(tower) -> tf.keras.layers.Layer:
@@ -187,7 +168,7 @@ class QueryAdapter(tf.keras.Model):
                            multi_positive_softmax_loss(scores, mask), tf.zeros_like(scores[:, 0]))
         if not self.distill_weight:
             return {"answers": answers}
-        return {"answers": answers, "kl": listwise_kl(
+        return {"answers": answers, "kl": listwise_kl_over_index(
             scores, tf.gather(self.teacher_rows, rows), tf.gather(self.teacher_scores, rows))}
 
     def train_step(self, batch):
@@ -274,5 +255,5 @@ def _sample_rows(n: int, sample: int, seed: int = 0) -> np.ndarray:
     return np.unique(np.concatenate([even, extra]).astype(np.int64))
 
 
-__all__ = ["multi_positive_softmax_loss", "listwise_kl", "token_embedding_layer", "QueryAdapter",
+__all__ = ["multi_positive_softmax_loss", "token_embedding_layer", "QueryAdapter",
            "question_arrays", "check_passage_embeddings", "QUERY_INPUTS", "QUESTION_ROW"]
