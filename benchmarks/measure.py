@@ -249,6 +249,15 @@ def is_busy(info: Mapping) -> bool:
     return any((info.get(f"other_busy_cores_at_{when}") or 0) > 0.5 for when in ("start", "end"))
 
 
+def _units_text(units: Mapping) -> str:
+    """The machine line's note on the matrix units (`tt_zoo.hardware.matrix_units`)."""
+    if units.get("amx"):
+        return "AMX in use (bfloat16 by default)"
+    if units.get("bfloat16_unit") == "avx512_bf16":
+        return "no AMX, AVX512-BF16 in use (bfloat16 encoding by default)"
+    return "no AMX (float32 by default)"
+
+
 def machine_line(info: Mapping) -> str:
     """One Markdown line: the machine and library versions a section was measured with."""
     v = {k: x for k, x in info["versions"].items() if x != "not installed"}
@@ -256,8 +265,7 @@ def machine_line(info: Mapping) -> str:
     busy = [info.get(f"other_busy_cores_at_{when}") for when in ("start", "end")]
     busy_text = " / ".join("?" if b is None else f"{b:.2f}" for b in busy)
     units = info.get("matrix_units") or {}
-    amx = ("" if not units else ", AMX in use (bfloat16 by default)" if units.get("amx")
-           else ", no AMX (float32 by default)")
+    amx = "" if not units else ", " + _units_text(units)
     return (f"Machine: {info['cpu']}, {info['cores']} cores{amx}, cores kept busy by other processes "
             f"at start / end {busy_text}; "
             f"Python {info['python']}; " + ", ".join(f"{k} {x}" for k, x in v.items())

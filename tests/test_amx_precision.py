@@ -32,10 +32,22 @@ def test_default_precision_follows_the_cpu_and_the_switch(monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN: no AMX
     assert hardware.default_precision() == "float32"
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
+    # AVX512-BF16 without AMX (AMD Zen 4): bfloat16 encoding, float32 training unless asked.
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
-    assert hardware.default_precision() == "float32"
+    assert hardware.bfloat16_unit() == "avx512_bf16"
+    assert hardware.default_precision() == "bfloat16"
+    assert hardware.training_dtype_policy() == "float32"
+    assert hardware.training_dtype_policy("bfloat16") == "mixed_bfloat16"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "bfloat16")
+    assert hardware.training_dtype_policy() == "mixed_bfloat16"
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE)
     assert hardware.matrix_units() == {"flags": ["avx512_bf16"], "amx": False,
-                                       "default_precision": "float32"}
+                                       "bfloat16_unit": "avx512_bf16",
+                                       "default_precision": "bfloat16"}
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
+    assert hardware.bfloat16_unit() is None
+    assert hardware.default_precision() == "float32"
+    assert hardware.training_dtype_policy() == "float32"
 
 
 def test_auto_is_bfloat16_only_for_a_bert_plain_graph_on_many_texts(monkeypatch):
@@ -69,13 +81,18 @@ def test_bfloat16_encoding_stays_within_rounding_of_float32():
     np.testing.assert_allclose(one, bf16[:3], atol=2e-2)
 
 
-@pytest.mark.skipif(not hardware.has_amx(), reason="this CPU has no AMX bfloat16 tiles "
-                    "(amx_bf16, amx_tile in /proc/cpuinfo), or oneDNN is off")
-def test_the_default_encoding_runs_on_the_amx_units():
+# The oneDNN kernel each bfloat16 unit runs matmuls on.
+UNIT_KERNELS = {"amx": "amx", "avx512_bf16": "avx512_core_bf16"}
+
+
+@pytest.mark.skipif(hardware.bfloat16_unit() is None, reason="this CPU has no bfloat16 unit "
+                    "(amx_bf16 + amx_tile, or avx512_bf16, in /proc/cpuinfo), or oneDNN is off")
+def test_the_default_encoding_runs_on_the_bfloat16_units():
     """The default (precision="auto") of a corpus-sized call on this CPU: oneDNN's verbose log
-    names the AMX kernel for bfloat16 matmuls, and no float32 inner product (the fused
-    MatMul + BiasAdd of the float32 graph) runs. Fails if the fast path falls back. (The tiny
-    model's [CLS] projection, a Keras Dense, is a bfloat16 inner product.)"""
+    names the unit's kernel for bfloat16 matmuls (AMX tiles, or AVX512-BF16 without AMX), and
+    no float32 inner product (the fused MatMul + BiasAdd of the float32 graph) runs. Fails if
+    the fast path falls back. (The tiny model's [CLS] projection, a Keras Dense, is a bfloat16
+    inner product.)"""
     from benchmarks.measure import kernels_of
 
     script = textwrap.dedent(f"""
@@ -90,7 +107,8 @@ def test_the_default_encoding_runs_on_the_amx_units():
         model.encode_documents(texts, titles=texts)
     """)
     kernels = kernels_of(script, timeout=300)
-    assert any(k.startswith("matmul ") and "amx" in k and k.endswith(" bf16") for k in kernels), \
+    unit = UNIT_KERNELS[hardware.bfloat16_unit()]
+    assert any(k.startswith("matmul ") and unit in k and k.endswith(" bf16") for k in kernels), \
         kernels
     assert not any(k.startswith("inner_product ") and k.endswith(" f32") for k in kernels), \
         kernels

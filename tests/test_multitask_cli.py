@@ -290,7 +290,7 @@ def test_a_model_without_markers_encodes_queries_as_given(exported):
 
 @pytest.mark.parametrize("flags, message", [
     (["--task", "wikipedia"], "--task 'wikipedia': expected webquestions, curatedtrec, reqa, "
-                              "lexical[:N], pairs:DIR[:MAX] or jsonl:PATH[:CLASS]"),
+                              "lexical[:N], pairs:DIR[:MAX], jsonl:PATH[:CLASS] or distill:FILE"),
     (["--task", "csv:x.csv"], "--task 'csv:x.csv': expected webquestions"),
     (["--task", "jsonl:{a}:Fact"], "--task 'jsonl:{a}:Fact': CLASS: task class must be a "
                                    "lower-case word"),

@@ -1,8 +1,8 @@
 """Query adaptation against a fixed passage index (ADORE, Zhan et al. 2021;
 tt_zoo.training.query_adaptation, `tt-zoo adapt-queries`): the loss by hand, the positives'
 mask, a tiny model's query tower trained alone (its document side, token table and cached
-passage embeddings stay the base model's; the training questions' loss falls), and bad input
-named."""
+passage embeddings stay the base model's; the training questions' loss falls), a teacher's
+ranking distilled into it, and bad input named."""
 
 import json
 
@@ -54,6 +54,40 @@ def test_the_loss_is_minus_log_the_softmax_mass_on_the_positives_by_hand():
     mask = tf.constant([[False, True, True], [True, False, False], [True, True, True]])
     loss = multi_positive_softmax_loss(scores, mask).numpy()
     np.testing.assert_allclose(loss, [np.log(6 / 5), np.log(6.0), 0.0], atol=1e-6)
+
+
+def test_the_teachers_listwise_kl_by_hand():
+    import tensorflow as tf
+    from tt_zoo.modeling.distillation import listwise_kl_over_index
+
+    # Question 1: the teacher ranks rows 2, 0 with scores log 3, 0: p = 3/4, 1/4. The student's
+    # log-softmax over scores 1, 2, 3 is s - 3.407606: -2.407606 at row 0, -0.407606 at row 2.
+    # KL = 3/4 (log 3/4 + 0.407606) + 1/4 (log 1/4 + 2.407606) = 0.345271. Its third candidate
+    # is padding (-1): ignored, whatever its score.
+    # Question 2: the teacher's softmax over all three equals the student's: KL 0.
+    student = tf.constant([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    rows = tf.constant([[2, 0, -1], [0, 1, 2]])
+    teacher = tf.constant([[np.log(3.0), 0.0, 99.0], [1.0, 2.0, 3.0]])
+    np.testing.assert_allclose(listwise_kl_over_index(student, rows, teacher).numpy(),
+                               [0.345271, 0.0],
+                               atol=1e-5)
+
+
+def test_teacher_targets_pad_and_refuse_what_does_not_fit():
+    from tt_zoo.training.teacher_targets import TeacherTargets
+
+    targets = TeacherTargets.from_lists([[3, 1], [0]], [[0.5, 0.25], [1.0]], temperature=0.5)
+    assert targets.rows.tolist() == [[3, 1], [0, -1]]
+    assert targets.scores.tolist() == [[0.5, 0.25], [1.0, 0.0]]
+    targets.check(2, 4)
+    with pytest.raises(ValueError, match=r"expected rows in \[0, 3\)"):
+        targets.check(2, 3)
+    with pytest.raises(ValueError, match=r"expected both \[3, k\]"):
+        targets.check(3, 4)
+    with pytest.raises(ValueError, match="question 1 has 1 candidate rows but 2 scores"):
+        TeacherTargets.from_lists([[1], [2]], [[1.0], [1.0, 2.0]])
+    with pytest.raises(ValueError, match="question 1 has no candidate"):
+        TeacherTargets.from_lists([[1], []], [[1.0], []]).check(2, 4)
 
 
 def test_the_mask_marks_each_questions_positives_only():
@@ -121,6 +155,71 @@ def test_only_the_query_tower_trains_and_the_document_side_stays_the_base_models
                                             "cached")) > 0.999
 
 
+def write_teacher_scores_file(tmp_path, articles, questions, best=lambda i: i):
+    """A teacher-scores file over the six-passage collection: question i's teacher puts passage
+    best(i) first (score 1) and every other at 0."""
+    from tt_zoo.data.passage_collection import passage_collection
+    from tt_zoo.data.teacher_scores import from_candidates, write_teacher_scores
+
+    collection = passage_collection(str(articles))
+    meta = {"teacher": {"name": "toy_teacher", "sha256": "0" * 64},
+            "student": {"name": "tiny_shared", "sha256": "1" * 64},
+            "collection": {"passages": len(collection),
+                           "sha256": collection.fingerprint().hexdigest(),
+                           "source": str(articles)},
+            "depth": {"teacher": 6}, "question_sets": ["questions"]}
+    asked = [json.loads(line)["question"] for line in questions.read_text().splitlines()]
+    candidates = [(np.arange(6), (np.arange(6) == best(i)).astype(np.float32),
+                   np.arange(6) == i, np.full(6, 4, np.uint8)) for i in range(len(asked))]
+    path = tmp_path / "teacher.npz"
+    write_teacher_scores(from_candidates(asked, [0] * len(asked), candidates, meta), path)
+    return path
+
+
+def test_a_teachers_ranking_is_distilled_into_the_query_tower(base_export, tmp_path):
+    """With --teacher-scores and weight 1 the query tower learns the teacher's ranking alone:
+    a teacher that ranks the *next* city's passage first (a ranking the answers contradict) is
+    followed, and the card and run config record the teacher, the file's sha256, w and T."""
+    import tensorflow as tf
+
+    import tt_zoo
+    from tt_zoo.modeling.distillation import listwise_kl_over_index
+
+    articles, questions = write_corpus(tmp_path)
+    teacher = write_teacher_scores_file(tmp_path, articles, questions, best=lambda i: (i + 1) % 6)
+    export = tmp_path / "distilled"
+    record = adapt_queries.main([
+        "--model", str(base_export), "--questions", str(questions), "--articles", str(articles),
+        "--teacher-scores", str(teacher), "--distill-weight", "1", "--teacher-temperature",
+        "0.1", "--epochs", "20", "--batch-size", "3", "--learning-rate", "3e-2",
+        "--temperature", "0.1", "--workdir", str(tmp_path / "work"), "--export", str(export),
+        "--no-progress"])
+    distilled = record["train"]["distillation"]
+    assert distilled["teacher"] == "toy_teacher" and distilled["distill_weight"] == 1.0
+    assert distilled["temperature"] == 0.1 and len(distilled["sha256"]) == 64
+    base, adapted = tt_zoo.load(str(base_export)), tt_zoo.load(str(export))
+    texts = [f"{c} is a city on the river {r}." for c, r in zip(CITIES, RIVERS)]
+    passages = base.encode_documents(texts, titles=CITIES)
+    asked = [f"which river flows through {c}?" for c in CITIES]
+    rows = tf.constant([[(i + 1) % 6] for i in range(6)])
+
+    def kl(model):
+        scores = model.encode_queries(asked) @ passages.T / 0.1
+        return float(tf.reduce_mean(listwise_kl_over_index(tf.constant(scores), rows,
+                                                           tf.zeros([6, 1]))))
+
+    assert kl(adapted) < kl(base) - 0.1, (kl(base), kl(adapted))
+
+    def follows_the_teacher(model):
+        ranked = np.argmax(model.encode_queries(asked) @ passages.T, axis=1)
+        return int((ranked == (np.arange(6) + 1) % 6).sum())
+
+    assert follows_the_teacher(adapted) >= follows_the_teacher(base) + 2
+    card = adapted.card
+    assert "distilling toy_teacher's ranking" in card.training.training_data
+    assert card.training.run_config["data"]["teacher_scores"] == str(teacher)
+
+
 def test_bad_input_is_named(base_export, tmp_path, capsys):
     from tt_zoo.serving.export import export_saved_model
 
@@ -133,6 +232,16 @@ def test_bad_input_is_named(base_export, tmp_path, capsys):
         said = f"{exited.value.code} {capsys.readouterr().err}"  # sys.exit's message, or usage's
         assert message in said, said
 
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text(questions.read_text().splitlines()[0] + "\n", encoding="utf-8")
+    teacher = write_teacher_scores_file(tmp_path, articles, partial)
+    refused(["--model", str(base_export), "--teacher-scores", str(teacher),
+             "--workdir", str(tmp_path / "w0"), *common],
+            f"--teacher-scores {teacher}: 5 of the 6 training questions are not in it (the "
+            "first: 'which river flows through london?')")
+    refused(["--model", str(base_export), "--teacher-scores", str(teacher), "--limit-articles",
+             "3", "--workdir", str(tmp_path / "w0"), *common],
+            "--teacher-scores: " + str(teacher) + ": scored over a collection of 6 passages")
     wrong_shape = tmp_path / "wrong_shape.npy"
     np.save(wrong_shape, np.zeros((5, 8), np.float32))
     refused(["--model", str(base_export), "--passage-embeddings", str(wrong_shape),

@@ -4,7 +4,12 @@ On a CPU with AMX (Intel Sapphire Rapids and later: `amx_bf16` and `amx_tile` in
 /proc/cpuinfo), oneDNN runs bfloat16 matmuls on the tile units, about 5x the float32 rate
 measured here (docs/speed.md). tt_zoo then encodes and trains in bfloat16 by default
 (`tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`; training under Keras'
-``mixed_bfloat16`` policy, float32 weights); elsewhere nothing changes.
+``mixed_bfloat16`` policy, float32 weights).
+
+On a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and later: `avx512_bf16`), oneDNN's
+`avx512_core_bf16` matmuls run about 2x the float32 rate (docs/speed.md): tt_zoo encodes in
+bfloat16 by default there too; training stays float32 unless asked (`bfloat16_unit`,
+`training_dtype_policy`). Elsewhere nothing changes.
 
 The switch back: ``TT_ZOO_PRECISION=float32`` in the environment (or ``precision="float32"``
 in a call, ``--precision float32`` on a command); ``TT_ZOO_PRECISION=bfloat16`` asks for
@@ -16,13 +21,14 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Dict
+from typing import Dict, Optional
 
 from tt_zoo.errors import TtZooError
 
 PRECISION_VARIABLE = "TT_ZOO_PRECISION"
 PRECISION_CHOICES = ("auto", "float32", "bfloat16")
 _AMX_FLAGS = ("amx_bf16", "amx_tile")
+_AVX512_BF16_FLAG = "avx512_bf16"
 
 
 @functools.lru_cache(maxsize=None)
@@ -38,20 +44,40 @@ def cpu_flags() -> frozenset:
     return frozenset()
 
 
+def _onednn_on() -> bool:
+    """False when TensorFlow runs without oneDNN (``TF_ENABLE_ONEDNN_OPTS=0``): no bfloat16
+    kernels on the matrix units then."""
+    return os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() not in ("0", "false")
+
+
 def has_amx() -> bool:
     """True when the CPU has AMX bfloat16 tiles and TensorFlow's oneDNN kernels are on."""
-    onednn_off = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "").strip().lower() in ("0", "false")
-    return not onednn_off and all(flag in cpu_flags() for flag in _AMX_FLAGS)
+    return _onednn_on() and all(flag in cpu_flags() for flag in _AMX_FLAGS)
 
 
-def default_precision() -> str:
-    """"bfloat16" on a CPU with AMX, "float32" elsewhere, unless ``TT_ZOO_PRECISION`` says."""
+def bfloat16_unit() -> Optional[str]:
+    """The unit oneDNN runs bfloat16 matmuls on: "amx" (tiles), "avx512_bf16" (AVX512-BF16 dot
+    products, no AMX), or None (no such unit, or oneDNN off)."""
+    if has_amx():
+        return "amx"
+    return "avx512_bf16" if _onednn_on() and _AVX512_BF16_FLAG in cpu_flags() else None
+
+
+def _chosen_precision() -> str:
+    """``TT_ZOO_PRECISION`` ("auto" when unset), checked."""
     chosen = os.environ.get(PRECISION_VARIABLE, "").strip().lower() or "auto"
     if chosen not in PRECISION_CHOICES:
         raise TtZooError(f"{PRECISION_VARIABLE} must be one of {PRECISION_CHOICES} (got "
                          f"{os.environ[PRECISION_VARIABLE]!r}).")
+    return chosen
+
+
+def default_precision() -> str:
+    """The encoders' default: "bfloat16" on a CPU with a bfloat16 unit (`bfloat16_unit`: AMX or
+    AVX512-BF16), "float32" elsewhere, unless ``TT_ZOO_PRECISION`` says."""
+    chosen = _chosen_precision()
     if chosen == "auto":
-        return "bfloat16" if has_amx() else "float32"
+        return "bfloat16" if bfloat16_unit() else "float32"
     return chosen
 
 
@@ -65,13 +91,23 @@ def resolve_precision(precision: str) -> str:
 
 def training_dtype_policy(precision: str = "auto") -> str:
     """The Keras dtype policy a training run uses for `precision`: "mixed_bfloat16" (float32
-    weights, bfloat16 matmuls) or "float32"."""
-    return "mixed_bfloat16" if resolve_precision(precision) == "bfloat16" else "float32"
+    weights, bfloat16 matmuls) or "float32". "auto" (and ``TT_ZOO_PRECISION`` unset or auto) is
+    mixed_bfloat16 on AMX only: on AVX512-BF16 alone the training step was not measured faster
+    (docs/speed.md)."""
+    if precision not in PRECISION_CHOICES:
+        raise TtZooError(f"precision must be one of {PRECISION_CHOICES} (got {precision!r}).")
+    if precision == "auto":
+        precision = _chosen_precision()
+    if precision == "auto":
+        precision = "bfloat16" if has_amx() else "float32"
+    return "mixed_bfloat16" if precision == "bfloat16" else "float32"
 
 
 def matrix_units() -> Dict[str, object]:
     """What a benchmark records of the CPU's matrix units: the AMX, AVX512-BF16 and VNNI flags,
-    whether tt_zoo uses AMX, and the precision it chose."""
+    whether tt_zoo uses AMX, the unit its bfloat16 matmuls run on, and the encoders' default
+    precision."""
     return {"flags": sorted(f for f in cpu_flags()
                             if f.startswith(("amx", "avx512_bf16", "avx512_vnni"))),
-            "amx": has_amx(), "default_precision": default_precision()}
+            "amx": has_amx(), "bfloat16_unit": bfloat16_unit(),
+            "default_precision": default_precision()}

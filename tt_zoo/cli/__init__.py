@@ -49,6 +49,8 @@ COMMANDS = {
     "train-term-weights": ("train_term_weights",
                            "HDCT term weights from pairs' query terms, from an export's encoder"),
     "finetune": ("finetune", "fine-tune on a ReQA split and evaluate (Sec. 5)"),
+    "teacher-scores": ("teacher_scores", "mine candidates (BM25, student and teacher top-k) and "
+                                         "score them with a teacher, for distillation"),
     "multitask": ("multitask", "train one retriever on several tasks (Maillard et al. 2021), "
                                "resumable, export"),
     "adapt-queries": ("adapt_queries", "train a model's query tower against its own passage "

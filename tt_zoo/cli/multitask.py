@@ -25,6 +25,13 @@ selection"). The tasks (--task SPEC, repeatable):
   jsonl:PATH[:CLASS]  any task file: one {"query", "positives", "negatives"?, "answers"?} a
                       line (tt_zoo.data.tasks.read_task_jsonl); CLASS (default qa) is its task
                       class, e.g. self_supervised
+  distill:FILE        distillation: a teacher-scores file (tt-zoo teacher-scores) of questions
+                      with candidates over Wikispeedia's 100-word passages scored by a teacher;
+                      each step gives each question --distill-candidates K of them (the
+                      teacher's best and K - 1 others) and the student learns the teacher's
+                      scores (--distill-loss kl: RocketQAv2's listwise KL at
+                      --distill-temperature; margin_mse: Hofstatter et al.'s Margin-MSE). Its
+                      batches hold only its questions; the file's collection must be this one
 
 A task's NAME (for --weight, --few-shot and --task-class) is the spec's word, the pair
 directory's name, or the task file's name without .jsonl. A task's class (one marker, and with
@@ -43,6 +50,8 @@ Examples:
       --task jsonl:b.jsonl:self_supervised --markers --weight b=2 --few-shot a=128 --steps 200
   tt-zoo multitask --init bow_mlp_ict_bfs_wlp_512 --task webquestions --task reqa \\
       --task-class reqa=sentence_qa --markers --query-towers per-class --steps 800
+  tt-zoo multitask --init minilm_l6_384 --task distill:runs/distill/webquestions.npz \\
+      --task reqa --distill-loss kl --distill-candidates 16 --steps 2000 --export runs/models/d
 
 --config run.json reads the settings from a JSON file ({"group": {"setting": value}}, as the
 export records them under "run_config", `MultitaskConfig`); flags given with it override it.
@@ -57,8 +66,8 @@ import sys
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import (check_init_vocab, check_model_export_target,
                                check_query_weight_flags, default_data_dir, run_training)
-from tt_zoo.training.multi_task_tasks import (SPEC_FORMS, WIKI_QA, SpecError, class_overrides,
-                                              needed_files, task_plan)
+from tt_zoo.training.multi_task_tasks import (FILE_KINDS, SPEC_FORMS, WIKI_QA, SpecError,
+                                              class_overrides, needed_files, task_plan)
 from tt_zoo.configs.multitask import MultitaskConfig
 from tt_zoo.configs.run_config import RUN_CONFIG_KEY  # noqa: F401 (the record's key)
 
@@ -95,7 +104,7 @@ def parse_args(argv=None) -> MultitaskConfig:
             if not path.exists():
                 parsing.exit_missing(p, f"--task {s.spec}: {path} does not exist (set "
                                         "TT_ZOO_DATA to the shared data folder)")
-        if s.kind in ("pairs", "jsonl") and not os.path.exists(s.path):
+        if s.kind in FILE_KINDS and not os.path.exists(s.path):
             p.error(f"--task {s.spec!r}: {s.path} does not exist")
     if args.remine_with and not any(s.kind in WIKI_QA for s in specs):
         p.error(f"--remine-with re-mines the confounders of the tasks over Wikispeedia "

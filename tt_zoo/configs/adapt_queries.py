@@ -34,6 +34,13 @@ class DataArguments:
         None, "the model's document embeddings of those passages, one float32 row per passage "
               "in order (.npy; e.g. the file tt-zoo odqa --cache-dir writes); checked on a sample "
               "of rows. Default: encoded into the workdir first (resumable)")
+    limit_articles: Optional[int] = option(
+        None, "cut only the first N articles into passages (a smaller index, as tt-zoo odqa "
+              "--limit-articles)", number=numbers.count())
+    teacher_scores: Optional[str] = option(
+        None, "a teacher's scores of each training question's candidates over these passages "
+              "(.npz, tt-zoo teacher-scores): its ranking is distilled (listwise KL, "
+              "--distill-weight); every training question must be in it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +57,12 @@ class TrainingArguments:
     train_token_embeddings: bool = option(
         False, "train the query tower's token embedding table too (default frozen: the two "
                "towers keep one vocabulary table)")
+    distill_weight: float = option(
+        0.5, "with --teacher-scores: the teacher's share w of the loss, (1 - w) the answers' "
+             "(1: the teacher alone)", number=numbers.fraction(low_open=True))
+    teacher_temperature: Optional[float] = option(
+        None, "with --teacher-scores: the temperature T of the teacher's softmax (default: tau)",
+        number=numbers.positive(100.0))
     seed: int = option(0, "seed of the batch order and dropout", number=numbers.SEED)
 
 

@@ -14,13 +14,14 @@ from tt_zoo import numbers
 from tt_zoo.configs.finetune import ModelArguments as InitialModelArguments
 from tt_zoo.configs.run_config import (ComputeArguments, RunConfig, SequenceLengthArguments,
                                        TrainOutputArguments, option)
+from tt_zoo.data.distill_task import DISTILL_LOSSES
 from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
 
 # Where the ODQA answers are cached, and the forms of --task (`tt_zoo.training.multi_task_tasks`
 # reads both from here).
 ODQA_CACHE = os.path.join("runs", "odqa_cache")
-SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX] or "
-              "jsonl:PATH[:CLASS]")
+SPEC_FORMS = ("webquestions, curatedtrec, reqa, lexical[:N], pairs:DIR[:MAX], "
+              "jsonl:PATH[:CLASS] or distill:FILE")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,6 +99,25 @@ class TaskArguments:
 
 
 @dataclasses.dataclass(frozen=True)
+class DistillationArguments:
+    """Distillation tasks (--task distill:FILE): the student learns a teacher's scores over
+    each question's candidates (`tt_zoo.modeling.distillation`)."""
+
+    distill_loss: str = option(
+        "kl", "kl: KL between the teacher's softmax over the K candidates and the student's "
+              "(RocketQAv2, Ren et al. 2021); margin_mse: the squared error of the score "
+              "margins of the teacher's best over each other candidate (Hofstatter et al. 2020)",
+        choices=DISTILL_LOSSES)
+    distill_candidates: int = option(
+        8, "K candidates of each question a step: the teacher's best and K - 1 others drawn "
+           "from the file's list", metavar="K", number=numbers.count(low=2, high=10_000))
+    distill_temperature: Optional[float] = option(
+        None, "kl: T dividing the teacher's scores (default: the student's own loss temperature, "
+              "0.05 for the cosine models, else 1; the student's scores are divided by that)",
+        metavar="T", number=numbers.positive(10_000.0))
+
+
+@dataclasses.dataclass(frozen=True)
 class TrainingArguments:
     """Adam with warm-up and linear decay, one confounder per example (Maillard et al. 2021:
     batch 128, learning rate 2e-5)."""
@@ -134,6 +154,7 @@ class MultitaskConfig(RunConfig):
     model: ModelArguments
     lengths: SequenceLengthArguments
     tasks: TaskArguments
+    distillation: DistillationArguments
     training: TrainingArguments
     compute: ComputeArguments
     output: OutputArguments

@@ -27,6 +27,11 @@ HARD_NEGATIVE_SAMPLING_PROBS = "hard_negative_sampling_probs"  # tf.float32 [H]
 # and HARD_NEGATIVE_SAMPLING_PROBS [batch * H].
 HARD_NEGATIVE_INPUTS = "hard_negative_inputs"
 
+# Distillation (`tt_zoo.training.distill_data`): the teacher's scores of each example's K
+# candidates, the document first and its K - 1 hard negatives after: float32 [batch, K]; a batch
+# of another task in the same run carries [batch, 0].
+TEACHER_SCORES = "teacher_scores"
+
 # MLM examples use the Model Garden's feature names.
 MLM_FEATURES = ("input_word_ids", "input_mask", "input_type_ids",
                 "masked_lm_positions", "masked_lm_ids", "masked_lm_weights")

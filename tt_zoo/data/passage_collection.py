@@ -7,6 +7,7 @@ recall over them.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from typing import List, Optional
 
 
@@ -25,6 +26,16 @@ class Collection:
     def bm25_texts(self) -> List[str]:
         """What BM25 indexes: "title text"."""
         return [f"{t} {x}" for t, x in zip(self.titles, self.texts)]
+
+    def fingerprint(self, h=None):
+        """`h` (a new sha256 if None) updated with the passages' ids and texts in row order: what
+        identifies the collection (rows, ids and what they hold). Returns `h`."""
+        h = hashlib.sha256() if h is None else h
+        for part in (self.ids, self.texts):
+            for item in part:
+                h.update(item.encode("utf-8"))
+                h.update(b"\x1f")
+        return h
 
 
 def passage_collection(articles, words: int = 100, limit_articles: Optional[int] = None,

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
-import hashlib
 import json
 import pathlib
 import re
@@ -178,11 +177,7 @@ def _keep_answerable(question_set: QuestionSet, rows) -> AnswerSets:
 
 def _digest(collection: Collection, question_set: QuestionSet) -> str:
     """sha256 of the passages (ids, texts) and the questions (ids, answers, regexes)."""
-    h = hashlib.sha256()
-    for part in (collection.ids, collection.texts):
-        for item in part:
-            h.update(item.encode("utf-8"))
-            h.update(b"\x1f")
+    h = collection.fingerprint()
     h.update(json.dumps([dataclasses.astuple(q) for q in question_set.questions]).encode())
     return h.hexdigest()[:24]
 

@@ -81,6 +81,7 @@ class PairModel(tfrs.Model):
         self.document_tower = query_tower if document_tower is None else document_tower
         self.retrieval_loss = loss if loss is not None else CorrectedSampledSoftmaxLoss()
         self._gradient_step: Optional[Callable] = None  # training's (`set_gradient_step`)
+        self._distillation = None  # training's (`set_distillation`)
 
     @property
     def embedding_dim(self) -> int:
@@ -187,8 +188,47 @@ class PairModel(tfrs.Model):
                                    **hard)
 
     def compute_loss(self, inputs, training: bool = False) -> tf.Tensor:
-        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`)."""
-        return self.loss_from_embeddings(inputs, self.embed_for_loss(inputs, training))
+        """The corrected sampled-softmax loss on a batch of pair dicts (see `tt_zoo.data.features`);
+        for a batch that carries TEACHER_SCORES, `distillation_loss` when it has columns."""
+        embeddings = self.embed_for_loss(inputs, training)
+        if F.TEACHER_SCORES not in inputs:
+            return self.loss_from_embeddings(inputs, embeddings)
+        if self._distillation is None:
+            raise ValueError(f"A batch with {F.TEACHER_SCORES} needs a distillation setting: "
+                             "call model.set_distillation(DistillationLoss(...)) first.")
+        # One training step serves both kinds of batch (`tt_zoo.training.distill_data`): a
+        # distillation batch has K teacher scores a row, any other batch none.
+        teacher = inputs[F.TEACHER_SCORES]
+        return tf.cond(tf.shape(teacher)[1] > 0,
+                       lambda: self.distillation_loss(teacher, embeddings),
+                       lambda: self.loss_from_embeddings(inputs, embeddings))
+
+    def distillation_loss(self, teacher_scores, embeddings: dict) -> tf.Tensor:
+        """The `set_distillation` loss of `embed_for_loss`'s embeddings of a distillation batch:
+        row b's candidates are its document (the teacher's best) then its K - 1 hard negatives
+        (rows b * (K - 1) ...), scored by the dot product against `teacher_scores` `[B, K]`
+        (`tt_zoo.modeling.distillation`)."""
+        from tt_zoo.modeling.distillation import candidate_scores  # noqa: PLC0415
+
+        queries = embeddings["query"]
+        first = tf.reduce_sum(tf.cast(queries, tf.float32)
+                              * tf.cast(embeddings["document"], tf.float32), axis=-1)
+        rest = candidate_scores(queries, embeddings["hard_negative"])
+        return self._distillation(tf.concat([first[:, None], rest], axis=1), teacher_scores)
+
+    @property
+    def distillation(self):
+        """The `tt_zoo.modeling.distillation.DistillationLoss` of batches with teacher scores,
+        or None."""
+        return self._distillation
+
+    def set_distillation(self, loss) -> None:
+        """Lets training score batches that carry TEACHER_SCORES with `loss` (a
+        `tt_zoo.modeling.distillation.DistillationLoss`; None: none). A training setting only,
+        as `set_gradient_step`: not part of `get_config`, checkpoints or exports."""
+        if loss != self._distillation:
+            self._distillation = loss
+            self.train_function = None
 
     @property
     def gradient_step(self) -> Optional[Callable]:

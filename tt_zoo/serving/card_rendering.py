@@ -77,9 +77,12 @@ def _fine_tuning_text(fine_tuning: dict) -> str:
 
 
 def _matrix_units_text(units: dict) -> str:
-    """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)" or "no AMX (...)"."""
+    """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)", "no AMX, AVX512-BF16
+    (...)" or "no AMX (...)"."""
     flags = ", ".join(units.get("flags") or []) or "no AMX, AVX512-BF16 or VNNI flags"
-    return f"{'AMX' if units.get('amx') else 'no AMX'} ({flags})"
+    unit = ("AMX" if units.get("amx") else "no AMX, AVX512-BF16"
+            if units.get("bfloat16_unit") == "avx512_bf16" else "no AMX")
+    return f"{unit} ({flags})"
 
 
 # Fields whose recorded object reads better as a sentence in the card's table.
@@ -229,7 +232,24 @@ def multi_task_lines(card: ModelCard) -> list:
         origin = run.remined_with
         lines.append(f"Confounders re-mined with {_or(origin.source or origin.name, '?')} "
                      "(Maillard et al. 2021, Sec. 4.4).")
+    if run.distillation is not None:
+        lines.append(distillation_line(run.distillation))
     return lines
+
+
+def distillation_line(distilled) -> str:
+    """The Tasks section's line on distillation (``multi_task.distillation``)."""
+    loss = {"kl": "listwise KL (RocketQAv2)", "margin_mse": "Margin-MSE (Hofstätter et al. "
+                                                            "2020)"}.get(distilled.loss,
+                                                                         _or(distilled.loss, "?"))
+    temperature = (f", teacher temperature {_fmt(distilled.temperature)}"
+                   if distilled.temperature is not None else "")
+    files = "; ".join(f"{f.get('task')}: {f.get('scores_file', {}).get('path')} (sha256 "
+                      f"{str(f.get('scores_file', {}).get('sha256'))[:12]}…)"
+                      for f in distilled.files or [])
+    return (f"Distilled from {', '.join(distilled.teachers or []) or '?'}: {loss}, "
+            f"{_or(distilled.candidates, '?')} candidates a question a step{temperature}; "
+            f"teacher scores {files or '?'}.")
 
 
 def query_tower_lines(card: ModelCard) -> list:

@@ -202,6 +202,21 @@ class TaskRecord(_Record):
 
 
 @dataclass
+class Distillation(_Record):
+    """``multi_task.distillation``: how the distillation tasks trained (tt-zoo multitask --task
+    distill:FILE; `tt_zoo.modeling.distillation`): the loss ("kl", RocketQAv2's listwise KL, or
+    "margin_mse", Hofstätter et al. 2020), K candidates an example a step, the teacher's and the
+    student's temperatures (kl), the teachers, and per task the teacher-scores file (path, size,
+    sha256) with the teacher and the student that mined its candidates."""
+    loss: Optional[str] = None
+    candidates: Optional[int] = None
+    temperature: Optional[float] = None
+    student_temperature: Optional[float] = None
+    teachers: Optional[List[str]] = None
+    files: Optional[List[Dict[str, Any]]] = None
+
+
+@dataclass
 class MultiTaskRun(_Record):
     """``multi_task``: a multi-task training run (tt-zoo multitask; Maillard et al. 2021,
     Sec. 3-4; `tt_zoo.training.multi_task`): its tasks, the task-marker words ({class: word},
@@ -214,6 +229,7 @@ class MultiTaskRun(_Record):
     query_towers: Optional[str] = None  # `tt_zoo.data.tasks.QUERY_TOWERS`; absent: shared
     negatives_borrowed: Optional[int] = None  # examples without a confounder of their own
     remined_with: Optional[Origin] = None
+    distillation: Optional[Distillation] = None
 
 
 @dataclass

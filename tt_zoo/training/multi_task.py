@@ -303,10 +303,13 @@ def _borrowed_negative(task: Task, i: int, rng: np.random.Generator):
 
 class TaskMixtureOrder:
     """Row indices of step s's batch, drawn from ``default_rng([seed, s])`` (see the module
-    docstring); the `order` of `tt_zoo.training.step_data.step_batches`."""
+    docstring); the `order` of `tt_zoo.training.step_data.step_batches`. The tasks of `alone`
+    (distillation: their examples carry K candidates, `tt_zoo.training.distill_data`) always
+    fill a batch by themselves, drawn by weight as in homogeneous batching; with ``"mixed"``,
+    the other tasks share the remaining batches by their weights."""
 
     def __init__(self, task_of: np.ndarray, weights: np.ndarray, batch_size: int, seed: int,
-                 batching: str = "mixed"):
+                 batching: str = "mixed", alone: Sequence[int] = ()):
         if batching not in BATCHING:
             raise ValueError(f"batching must be one of {BATCHING} (got {batching!r}).")
         self.rows_of_task = [np.flatnonzero(task_of == t) for t in range(len(weights))]
@@ -314,6 +317,7 @@ class TaskMixtureOrder:
             raise ValueError("TaskMixtureOrder: every task needs at least one row.")
         self.weights = np.asarray(weights, np.float64)
         self.batch_size, self.seed, self.batching = batch_size, seed, batching
+        self.alone = frozenset(int(t) for t in alone)
 
     def _draw(self, rng, task: int, count: int) -> np.ndarray:
         rows = self.rows_of_task[task]
@@ -324,30 +328,54 @@ class TaskMixtureOrder:
         if self.batching == "homogeneous":
             task = int(rng.choice(len(self.weights), p=self.weights))
             return self._draw(rng, task, self.batch_size)
-        counts = rng.multinomial(self.batch_size, self.weights)
+        weights = self.weights
+        if self.alone:  # (without such tasks, the draws of the runs recorded before)
+            task = int(rng.choice(len(weights), p=weights))
+            if task in self.alone:
+                return self._draw(rng, task, self.batch_size)
+            weights = np.array([0.0 if t in self.alone else w for t, w in enumerate(weights)])
+            weights /= weights.sum()
+        counts = rng.multinomial(self.batch_size, weights)
         return np.concatenate([self._draw(rng, t, int(c)) for t, c in enumerate(counts) if c])
 
     def settings(self) -> dict:
         return {"batching": self.batching, "weights": [round(float(w), 6) for w in self.weights],
-                "task_sizes": [len(r) for r in self.rows_of_task]}
+                "task_sizes": [len(r) for r in self.rows_of_task],
+                **({"alone": sorted(self.alone)} if self.alone else {})}
 
 
 # -- training ---------------------------------------------------------------------------------
 
 @dataclasses.dataclass
 class MultiTaskData:
-    """The tokenized examples of a task union and their batch order."""
+    """The tokenized examples of a task union and their batch order; with distillation tasks,
+    their examples too (`distill`, rows numbered after the others' in `order`)."""
 
-    arrays: dict
+    arrays: Optional[dict]
     order: TaskMixtureOrder
     tasks: List[dict]
     counts: dict
+    distill: Optional[object] = None  # `tt_zoo.training.distill_data.DistillArrays`
+
+    def batches(self, batch_size: int, *, seed: int, start_step: int,
+                distill_candidates: int = 0) -> tf.data.Dataset:
+        """The run's step dataset from `start_step` on."""
+        from tt_zoo.training import distill_data, step_data  # noqa: PLC0415
+
+        if self.distill is None:
+            return step_data.step_batches(self.arrays, batch_size, seed=seed,
+                                          start_step=start_step, order=self.order)
+        return distill_data.step_batches(self.arrays, self.distill, batch_size,
+                                         distill_candidates, seed=seed, start_step=start_step,
+                                         order=self.order)
 
 
 def prepare(model, tasks: Sequence[Task], *, batch_size: int, weights=None,
             batching: str = "mixed", markers: Optional[Dict[str, str]] = None, seed: int = 0,
-            log=print) -> MultiTaskData:
-    """Tokenizes the union of `tasks` with `model` and sets its batch order."""
+            distill_candidates: int = 0, log=print) -> MultiTaskData:
+    """Tokenizes the union of `tasks` with `model` and sets its batch order; distillation
+    tasks (`tt_zoo.data.distill_task`) are tokenized apart, `distill_candidates` K a step."""
+    from tt_zoo.data.distill_task import is_distillation  # noqa: PLC0415
     from tt_zoo.training.step_data import tokenize_pair_set  # noqa: PLC0415
 
     if not tasks:
@@ -356,20 +384,53 @@ def prepare(model, tasks: Sequence[Task], *, batch_size: int, weights=None,
     if len(set(names)) != len(names):
         raise ValueError(f"Task names must be unique (got {names}).")
     w = task_weights(tasks, weights)
-    features, task_of, counts = example_table(tasks, w, markers, seed)
-    arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(features), log=log)
-    order = TaskMixtureOrder(task_of, w, batch_size, seed, batching)
+    distilled = [t for t, task in enumerate(tasks) if is_distillation(task)]
+    others = [t for t in range(len(tasks)) if t not in distilled]
+    arrays, counts, task_of = None, {"negatives_borrowed": 0}, np.zeros(0, np.int64)
+    if others:
+        features, local, counts = example_table([tasks[t] for t in others], w[others], markers,
+                                                seed)
+        arrays = tokenize_pair_set(model, tf.data.Dataset.from_tensor_slices(features), log=log)
+        task_of = np.asarray(others, np.int64)[local]
+    distill = None
+    if distilled:
+        from tt_zoo.training.distill_data import distill_arrays  # noqa: PLC0415
+        distill = distill_arrays(model, [tasks[t] for t in distilled], distill_candidates,
+                                 markers, log=log)
+        task_of = np.concatenate([task_of, np.repeat(
+            np.asarray(distilled, np.int64), [len(tasks[t]) for t in distilled])])
+    order = TaskMixtureOrder(task_of, w, batch_size, seed, batching, alone=distilled)
     described = [{**t.describe(), "weight": round(float(wt), 6),
                   **({"marker": markers[t.task_class]} if markers else {})}
                  for t, wt in zip(tasks, w)]
-    return MultiTaskData(arrays, order, described, counts)
+    return MultiTaskData(arrays, order, described, counts, distill)
+
+
+def check_distillation(model, names: Sequence[str], distillation, candidates) -> None:
+    """Raises `TtZooError` (a ValueError) unless distillation tasks `names` can train `model`:
+    a `DistillationLoss` given, K >= 2 candidates, a single-vector model (scores are dot
+    products of its query and passage embeddings)."""
+    from tt_zoo.errors import TtZooError  # noqa: PLC0415
+    from tt_zoo.modeling.late_interaction_model import LateInteractionModel  # noqa: PLC0415
+
+    if distillation is None:
+        raise TtZooError(f"Tasks {list(names)} distil a teacher's scores: pass distillation="
+                         "DistillationLoss(...) (tt-zoo multitask --distill-loss).")
+    if not isinstance(candidates, (int, np.integer)) or candidates < 2:
+        raise TtZooError(f"distill_candidates must be an int >= 2: the teacher's best and at "
+                         f"least one other (got {candidates!r}).")
+    if isinstance(model, LateInteractionModel):
+        raise TtZooError(f"Tasks {list(names)}: distillation scores a query and a passage by "
+                         "the dot product of their embeddings; a late-interaction (ColBERT) "
+                         "model scores by MaxSim (train it on the other tasks).")
 
 
 def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: int,
                      learning_rate: float, workdir: str, weights=None, batching: str = "mixed",
                      markers: Optional[Dict[str, str]] = None, warmup_fraction: float = 0.1,
                      seed: int = 0, checkpoint_every: int = 100, progress: bool = True,
-                     callbacks: Sequence[tf.keras.callbacks.Callback] = (), log=print) -> dict:
+                     callbacks: Sequence[tf.keras.callbacks.Callback] = (),
+                     distillation=None, distill_candidates: int = 8, log=print) -> dict:
     """Trains `model` in place on the union of `tasks` (Maillard et al. 2021), resumably.
 
     Adam with linear warm-up and decay (`loop.paper_learning_rate`), one confounder per
@@ -383,11 +444,15 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
     its settings record ``query_towers: per-class``. `callbacks`:
     more Keras callbacks for the `fit` call (they run after the step's checkpoint).
 
+    Distillation tasks (`tt_zoo.data.distill_task`, examples with teacher scores) train with
+    `distillation` (a `tt_zoo.modeling.distillation.DistillationLoss`: listwise KL or
+    Margin-MSE) on `distill_candidates` K candidates an example a step, in batches of their own
+    (`tt_zoo.training.distill_data`); the settings record both.
+
     Returns the run's summary: settings, tasks (with weights and markers), steps, wall time,
     pairs/s, final loss.
     """
     from tt_zoo.training import loop  # noqa: PLC0415
-    from tt_zoo.training.step_data import step_batches  # noqa: PLC0415
 
     for name, value in (("steps", steps), ("batch_size", batch_size)):
         if not isinstance(value, (int, np.integer)) or value < 1:
@@ -409,10 +474,16 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
                              f"{sorted(routes)}; the tasks' classes {unrouted} have no such "
                              "marker (pass the markers the towers were split with, "
                              "with_task_query_towers).")
+    from tt_zoo.data.distill_task import is_distillation  # noqa: PLC0415
+
+    distilling = [t.name for t in tasks if is_distillation(t)]
+    if distilling:
+        check_distillation(model, distilling, distillation, distill_candidates)
     start = time.perf_counter()
     tf.keras.utils.set_random_seed(seed)
     data = prepare(model, tasks, batch_size=batch_size, weights=weights, batching=batching,
-                   markers=markers, seed=seed, log=log)
+                   markers=markers, seed=seed, distill_candidates=distill_candidates, log=log)
+    model.set_distillation(distillation if distilling else None)
     model.compile(optimizer=tf.keras.optimizers.Adam(
         loop.paper_learning_rate(learning_rate, steps, warmup_fraction)))
     settings = {"kind": "multi_task", "steps": int(steps), "batch_size": int(batch_size),
@@ -423,9 +494,12 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
                 "tasks": [{k: t[k] for k in ("name", "task_class", "examples")}
                           for t in data.tasks],
                 "vocabulary_sha256": model.query_preprocessor.vocabulary_sha256}
+    if distilling:  # (absent otherwise: the runs recorded before keep resuming)
+        settings["distillation"] = {**distillation.describe(),
+                                    "candidates": int(distill_candidates)}
     result = loop.train_resumable(
-        model, lambda first: step_batches(data.arrays, batch_size, seed=seed, start_step=first,
-                                          order=data.order),
+        model, lambda first: data.batches(batch_size, seed=seed, start_step=first,
+                                          distill_candidates=distill_candidates),
         steps=steps, global_batch=batch_size, checkpoint_dir=f"{workdir}/checkpoints",
         checkpoint_every=checkpoint_every, settings=settings, progress=progress,
         callbacks=callbacks, log=log)

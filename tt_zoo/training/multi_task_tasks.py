@@ -3,8 +3,9 @@
 `class_overrides`), building the named tasks from the shared data folder (`Sources`,
 `build_named_task`: WebQuestions / CuratedTREC over Wikispeedia's 100-word passages, a ReQA
 cold-start split), reading pair sets and task files (`load_task`), caching built tasks keyed by
-their inputs (`cached_task`) and re-mining their confounders with a trained model (`remine`,
-Sec. 4.4). The run itself (model, training, card) is `tt_zoo.training.multitask_run`; the
+their inputs (`cached_task`), re-mining their confounders with a trained model (`remine`,
+Sec. 4.4) and reading teacher-scored candidates as a distillation task (``distill:FILE``,
+`tt_zoo.data.distill_task`). The run itself (model, training, card) is `tt_zoo.training.multitask_run`; the
 command's flags are `tt-zoo multitask`'s and `tt-zoo train-term-weights`'s.
 """
 
@@ -30,12 +31,14 @@ PASSAGE_WORDS = 100  # DPR's passages (Karpukhin et al. 2020, Sec. 4.1)
 TASK_CACHE_VERSION = 1  # bump when a task source builds other examples from the same inputs
 # SQuAD v1.1 dev in the data folder (the reqa task's source; the commands' --squad default).
 SQUAD_DEV = pathlib.Path("squad") / "dev-v1.1.json"
-_TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json)?(\.gz|\.bz2)?$", re.IGNORECASE)
+_TASK_FILE_SUFFIX = re.compile(r"(\.jsonl|\.json|\.npz)?(\.gz|\.bz2)?$", re.IGNORECASE)
+FILE_KINDS = ("pairs", "jsonl", "distill")  # the tasks read from a path the spec gives
 
 
 @dataclasses.dataclass(frozen=True)
 class TaskSpec:
-    """One --task: its kind (a named task, "pairs" or "jsonl"), name and source."""
+    """One --task: its kind (a named task, "pairs", "jsonl" or "distill"), name and
+    source."""
 
     spec: str
     kind: str
@@ -57,7 +60,7 @@ class TaskFileError(TtZooError):
 
 
 def task_file_name(path: str) -> str:
-    """A task file's name: its file name without .jsonl/.json and .gz/.bz2."""
+    """A task file's name: its file name without .jsonl/.json/.npz and .gz/.bz2."""
     base = os.path.basename(path.rstrip("/"))
     return _TASK_FILE_SUFFIX.sub("", base) or base
 
@@ -72,8 +75,10 @@ def parse_task_spec(spec: str) -> TaskSpec:
         if not rest.isdigit() or int(rest) < 1:
             raise SpecError(f"lexical:N needs N, a positive number of queries (got {rest!r})")
         return TaskSpec(spec, kind, kind, num_queries=int(rest))
-    if not colon or kind not in ("pairs", "jsonl") or not rest:
+    if not colon or kind not in FILE_KINDS or not rest:
         raise SpecError(f"expected {SPEC_FORMS}")
+    if kind == "distill":  # a teacher-scores file (tt-zoo teacher-scores) of QA questions
+        return TaskSpec(spec, kind, task_file_name(rest), rest)
     head, colon, tail = rest.rpartition(":")
     if kind == "pairs":
         path, max_pairs = rest, None
@@ -171,8 +176,11 @@ def class_overrides(tasks, specs: List[TaskSpec]) -> Dict[str, str]:
 
 def needed_files(spec: TaskSpec, data_dir) -> List[pathlib.Path]:
     """The files of the data folder a named task is built from (none for a pair set or a task
-    file), so that a run can refuse a missing one before it starts."""
+    file; the passages a distillation file's rows refer to), so that a run can refuse a missing
+    one before it starts."""
     data = pathlib.Path(data_dir)
+    if spec.kind == "distill":
+        return [data / "wikispeedia"]
     if spec.kind in WIKI_QA:
         from tt_zoo.data.question_sets import NAMED_SETS  # noqa: PLC0415
         return [data / "odqa" / NAMED_SETS[WIKI_QA[spec.kind][0]], data / "wikispeedia"]
@@ -200,7 +208,22 @@ class Sources:
         self.squad = None if data_dir is None else str(self.data / SQUAD_DEV)
         self.wiki_sets = [WIKI_QA[s.kind][0] for s in specs if s.kind in WIKI_QA]
         self.tasks, self.progress, self.log = tasks, progress, log
-        self._benchmark = self._bm25 = self._reqa = None
+        self._benchmark = self._bm25 = self._reqa = self._collection = None
+
+    @property
+    def collection(self):
+        """Wikispeedia's 100-word passages (the benchmark's, when it is built)."""
+        from tt_zoo.data.passage_collection import passage_collection  # noqa: PLC0415
+
+        if self._benchmark is not None:
+            return self._benchmark.collection
+        if self._collection is None:
+            t = time.perf_counter()
+            self._collection = passage_collection(self.data / "wikispeedia", PASSAGE_WORDS,
+                                                  progress=self.progress)
+            self.log(f"Wikispeedia: {len(self._collection):,} passages of {PASSAGE_WORDS} "
+                     f"words ({time.perf_counter() - t:.0f} s)")
+        return self._collection
 
     @property
     def benchmark(self):
@@ -339,10 +362,21 @@ def _wikispeedia_passages(collection) -> str:
 
 def load_task(spec: TaskSpec, sources: Sources, cache: pathlib.Path, log=print):
     """The task of one --task; a malformed task file raises `TaskFileError` naming the flag,
-    file and line."""
+    file and line; a teacher-scores file of another collection, naming the flag and both."""
     from tt_zoo.data.tasks import TaskFormatError, read_task_jsonl  # noqa: PLC0415
     from tt_zoo.mining import task_sources  # noqa: PLC0415
 
+    if spec.kind == "distill":
+        from tt_zoo.data.distill_task import distill_task  # noqa: PLC0415
+        from tt_zoo.data.teacher_scores import TeacherScoresError  # noqa: PLC0415
+        try:
+            task = distill_task(spec.name, spec.path, sources.collection,
+                                task_class=spec.task_class)
+        except TeacherScoresError as e:
+            raise TaskFileError(f"--task {spec.spec!r}: {e}") from None
+        log(f"Task {spec.name}: {len(task):,} questions with candidates scored by "
+            f"{task.stats['teacher']['name']} from {spec.path}")
+        return task
     if spec.kind == "jsonl":
         try:
             task = read_task_jsonl(spec.path, name=spec.name, task_class=spec.task_class)

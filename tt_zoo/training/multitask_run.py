@@ -230,6 +230,18 @@ def shaped_model(config, model, task_classes: List[str], log=print):
     return split, markers
 
 
+def distillation_loss(config, model):
+    """The `DistillationLoss` of the settings (``distillation`` group) for `model`: the
+    student's scores divided by its own loss temperature (a cosine model's 0.05, else 1), the
+    teacher's by --distill-temperature (default: the same)."""
+    from tt_zoo.modeling.distillation import DistillationLoss  # noqa: PLC0415
+    from tt_zoo.training.query_adaptation_run import default_temperature  # noqa: PLC0415
+
+    given = config.distillation
+    student = default_temperature(model)
+    return DistillationLoss(given.distill_loss, given.distill_temperature or student, student)
+
+
 # -- the card and the evaluation ----------------------------------------------------------------
 
 def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, command: str,
@@ -266,6 +278,7 @@ def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, com
                                   query_towers=config.tasks.query_towers,
                                   negatives_borrowed=summary["negatives_borrowed"],
                                   remined_with=origin,
+                                  distillation=distillation_record(summary),
                                   read_nulls=frozenset() if markers else frozenset({"markers"}))
     if markers:
         card.architecture.task_markers = dict(markers)
@@ -284,6 +297,23 @@ def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, com
     result.train_pairs_per_s = summary["pairs_per_s"]
     result.final_loss = summary["final_loss"]
     return card
+
+
+def distillation_record(summary: dict):
+    """The card's ``multi_task.distillation`` of a run with distillation tasks (None without):
+    the loss, K, the temperatures and, per task, the teacher and the teacher-scores file."""
+    from tt_zoo.serving.model_card import Distillation  # noqa: PLC0415
+
+    setting = summary["settings"].get("distillation")
+    if setting is None:
+        return None
+    files = [{"task": t["name"], "teacher": t["stats"]["teacher"],
+              "student": t["stats"]["student"], "scores_file": t["stats"]["scores_file"]}
+             for t in summary["tasks"] if "scores_file" in t["stats"]]
+    return Distillation(loss=setting["loss"], candidates=setting["candidates"],
+                        temperature=setting.get("temperature"),
+                        student_temperature=setting.get("student_temperature"),
+                        teachers=sorted({f["teacher"]["name"] for f in files}), files=files)
 
 
 def evaluate(zoo_model, name: str, trained_on: List[str], data_dir, progress: bool,
@@ -330,8 +360,8 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     argv = list(argv)
     if data_dir is None and (config.output.eval or config.model.query_idf is not None or any(
             s.kind not in ("pairs", "jsonl") for s in task_plan(config.tasks)[0])):
-        raise MultitaskError("data_dir: the named tasks, --eval and --query-idf read the shared "
-                             "data folder ($TT_ZOO_DATA); pass it")
+        raise MultitaskError("data_dir: the named tasks, distillation tasks, --eval and "
+                             "--query-idf read the shared data folder ($TT_ZOO_DATA); pass it")
     workdir = pathlib.Path(workdir_of(config))
     tasks, weights, origin = prepare_tasks(config, workdir, data_dir, log)
 
@@ -359,9 +389,11 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
                 batching=config.tasks.batching, markers=markers,
                 warmup_fraction=train.warmup_fraction, seed=train.seed,
                 checkpoint_every=config.output.checkpoint_every,
-                progress=not config.output.no_progress, log=log)
-    except TtZooError as e:  # a checkpoint of other settings in the workdir; TT_ZOO_PRECISION
-        raise MultitaskError(str(e)) from None
+                progress=not config.output.no_progress,
+                distillation=distillation_loss(config, model),
+                distill_candidates=config.distillation.distill_candidates, log=log)
+    except TtZooError as e:  # a checkpoint of other settings in the workdir; TT_ZOO_PRECISION;
+        raise MultitaskError(str(e)) from None  # a model or a task distillation cannot train
     summary.update(card_record(policy))
     card = make_card(config, zoo_model, info, summary, markers, origin,
                      recorded_command(COMMAND, argv),

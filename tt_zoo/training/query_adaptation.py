@@ -16,6 +16,19 @@ adapted model's document side is the base model's, recorded on its card
 (`tt_zoo.serving.model_card.Lineage.document_encoder`) so cached passage embeddings are reused
 (`tt_zoo.evaluation.document_embeddings.model_tag`).
 
+A stronger teacher's ranking can be distilled the same way (listwise, as RocketQAv2, Ren et
+al. 2021, Sec. 3, and TCT-ColBERT, Lin et al. 2021): for each question the teacher's scores t_k
+over its candidate passages C(q) (its own top-k of the collection) give p = softmax(t / T), and the
+student's full-index log-softmax is pulled towards it:
+
+    kl(q) = sum_{k in C(q)} p_k (log p_k - log softmax_j(s_j)[k])
+    loss(q) = (1 - w) * loss_answers(q) + w * kl(q)
+
+The teacher is not run while training (its scores are read from a file made once,
+`tt_zoo.training.teacher_targets`), so a teacher five times the student's size costs nothing per
+step, and questions without an answer in the collection (generated ones, other sets) train on
+the teacher's ranking alone.
+
 Chang et al. 2020 train both towers on every task (Sec. 2); this is the step after them, for a
 user with questions and a collection already indexed: the model's own index, its own failures
 as negatives. A shared tower is untied first (`tt_zoo.training.multi_task.untie_towers`); the
@@ -30,6 +43,7 @@ from typing import List, Sequence
 import numpy as np
 import tensorflow as tf
 
+from tt_zoo.modeling.distillation import listwise_kl_over_index
 from tt_zoo.modeling.models import finished_embeddings
 
 QUESTION_ROW = "question_row"  # a batch's rows into the training questions (their positives)
@@ -71,6 +85,11 @@ class QueryAdapter(tf.keras.Model):
       temperature: tau (the model's own loss temperature for a cosine model).
       train_token_embeddings: also train the query tower's token embedding table (frozen by
         default: the vocabulary's vectors stay the document tower's).
+      teacher: a teacher's ranking of each training question's candidates
+        (`tt_zoo.training.teacher_targets.TeacherTargets`, rows into `passage_embeddings`), or
+        None; with it a question may have no positive (it trains on the teacher alone).
+      distill_weight: w, the teacher's share of the loss (module docstring); 0 without a
+        teacher.
 
     `fit` takes batches of {QUERY_INPUTS: packed ids, QUESTION_ROW: rows into `positives`}
     (`question_arrays`, through `tt_zoo.training.step_data.step_batches`); only the query
@@ -83,7 +102,8 @@ class QueryAdapter(tf.keras.Model):
     """
 
     def __init__(self, model, passage_embeddings: np.ndarray, positives: Sequence[np.ndarray], *,
-                 temperature: float, train_token_embeddings: bool = False, **kwargs):
+                 temperature: float, train_token_embeddings: bool = False, teacher=None,
+                 distill_weight: float = 0.0, **kwargs):
         super().__init__(**kwargs)
         passage_embeddings = np.asarray(passage_embeddings, np.float32)
         if passage_embeddings.ndim != 2 or passage_embeddings.shape[1] != model.embedding_dim:
@@ -91,12 +111,18 @@ class QueryAdapter(tf.keras.Model):
                              f"{passage_embeddings.shape}; expected [passages, "
                              f"{model.embedding_dim}] (the model's embedding size).")
         lengths = np.array([len(p) for p in positives], np.int64)
-        if len(lengths) == 0 or lengths.min() == 0:
+        if (teacher is None) != (distill_weight == 0) or not 0 <= distill_weight <= 1:
+            raise ValueError(f"QueryAdapter: distill_weight {distill_weight} with "
+                             f"{'a' if teacher is not None else 'no'} teacher; expected a weight "
+                             "in (0, 1] with a teacher, 0 without.")
+        if len(lengths) == 0 or (teacher is None and lengths.min() == 0):
             raise ValueError("QueryAdapter: every training question needs at least one positive "
                              "passage (keep the answerable questions only).")
-        values = np.concatenate([np.asarray(p, np.int64) for p in positives])
-        if values.min() < 0 or values.max() >= len(passage_embeddings):
+        values = np.concatenate([np.asarray(p, np.int64) for p in positives] + [[0]])[:-1]
+        if len(values) and (values.min() < 0 or values.max() >= len(passage_embeddings)):
             raise ValueError(f"QueryAdapter: positive rows outside [0, {len(passage_embeddings)}).")
+        if teacher is not None:
+            teacher.check(len(lengths), len(passage_embeddings))
         if not temperature > 0:
             raise ValueError(f"QueryAdapter: the temperature must be positive (got {temperature}).")
         self.query_preprocessor = model.query_preprocessor
@@ -105,6 +131,10 @@ class QueryAdapter(tf.keras.Model):
         self.temperature = float(temperature)
         self.passages = tf.constant(passage_embeddings)
         self.positives = tf.RaggedTensor.from_row_lengths(values, lengths)
+        self.distill_weight = float(distill_weight)
+        if teacher is not None:
+            self.teacher_rows = tf.constant(teacher.rows)
+            self.teacher_scores = tf.constant(teacher.scores / teacher.temperature)
         self.frozen = [] if train_token_embeddings else [token_embedding_layer(self.query_tower)]
         for layer in self.frozen:
             layer.trainable = False
@@ -129,14 +159,29 @@ class QueryAdapter(tf.keras.Model):
         counts = tf.scatter_nd(indices, tf.ones_like(positives.values, tf.int32), shape)
         return counts > 0
 
+    def losses_of(self, scores: tf.Tensor, rows: tf.Tensor) -> dict:
+        """{"answers": the multi-positive loss (0 for a question without positives), "kl": the
+        teacher's listwise KL (with a teacher)} [batch] each, for `scores` of the training
+        questions `rows`."""
+        mask = self.positive_mask(rows)
+        answers = tf.where(tf.reduce_any(mask, axis=1),
+                           multi_positive_softmax_loss(scores, mask), tf.zeros_like(scores[:, 0]))
+        if not self.distill_weight:
+            return {"answers": answers}
+        return {"answers": answers, "kl": listwise_kl_over_index(
+            scores, tf.gather(self.teacher_rows, rows), tf.gather(self.teacher_scores, rows))}
+
     def train_step(self, batch):
-        mask = self.positive_mask(batch[QUESTION_ROW])
         variables = self.query_tower.trainable_variables
         with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(multi_positive_softmax_loss(
-                self(batch[QUERY_INPUTS], training=True), mask))
+            parts = self.losses_of(self(batch[QUERY_INPUTS], training=True), batch[QUESTION_ROW])
+            w = self.distill_weight
+            loss = tf.reduce_mean((1.0 - w) * parts["answers"] + w * parts.get("kl", 0.0))
         self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return {"loss": loss}
+        metrics = {"loss": loss}
+        if w:
+            metrics.update({k: tf.reduce_mean(v) for k, v in parts.items()})
+        return metrics
 
 
 def question_arrays(model, questions: Sequence[str]) -> dict:

@@ -52,6 +52,7 @@ def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print
             raise RunError(f"--questions {name}: {e}") from None
     try:
         benchmark = odqa.Benchmark.build(articles, question_sets, config.data.words,
+                                         limit_articles=config.data.limit_articles,
                                          progress=not config.output.no_progress)
     except (OSError, ValueError) as e:
         raise RunError(f"--articles {articles}: {e}") from None
@@ -107,6 +108,41 @@ def passage_embeddings(config: AdaptQueriesConfig, zoo_model, collection, workdi
     return np.asarray(embeddings, np.float32)
 
 
+def teacher_targets(config: AdaptQueriesConfig, collection, questions: Sequence[str],
+                    temperature: float, log=print):
+    """(`TeacherTargets` of every training question, the file's record for the card and the
+    resume check) from --teacher-scores, or (None, None) without it. Raises `RunError` for a
+    file of another collection, or a training question it does not score."""
+    given = config.data.teacher_scores
+    if given is None:
+        return None, None
+    from tt_zoo.data.teacher_scores import TeacherScoresError, read_teacher_scores  # noqa: PLC0415
+    from tt_zoo.manifest import describe_file  # noqa: PLC0415
+    from tt_zoo.training.teacher_targets import TeacherTargets  # noqa: PLC0415
+
+    try:
+        scores = read_teacher_scores(given, collection)
+    except TeacherScoresError as e:
+        raise RunError(f"--teacher-scores: {e}") from None
+    where = {q: i for i, q in enumerate(scores.questions)}
+    missing = [q for q in questions if q not in where]
+    if missing:
+        raise RunError(f"--teacher-scores {given}: {len(missing):,} of the {len(questions):,} "
+                       f"training questions are not in it (the first: {missing[0]!r}); score "
+                       "the same --questions with tt-zoo teacher-scores")
+    rows, values = zip(*(scores.candidates(where[q])[:2] for q in questions))
+    train = config.training
+    targets = TeacherTargets.from_lists(rows, values, train.teacher_temperature or temperature)
+    record = {"file": str(given), "sha256": describe_file(given)["sha256"],
+              "teacher": scores.teacher,
+              "distill_weight": train.distill_weight, "temperature": targets.temperature,
+              "candidates": scores.summary()["per_question"]}
+    log(f"--teacher-scores {given}: {scores.teacher}'s ranking of {targets.rows.shape[1]} "
+        f"candidates at most per question, T {targets.temperature:g}, weight "
+        f"{train.distill_weight:g}")
+    return targets, record
+
+
 def loaded_two_tower(name_or_path: str):
     """The zoo model, refused with a `RunError` unless it is a two-tower model with one query
     tower."""
@@ -154,6 +190,13 @@ def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command
         "query adaptation against a fixed passage index (ADORE, Zhan et al. 2021): "
         + " + ".join(f"{n} ({c['answerable']:,} answerable questions)" for n, c in counts.items())
         + f" over {num_passages:,} {config.data.words}-word passages")
+    distilled = summary.get("distillation")
+    if distilled:
+        run.training_data += (
+            f", distilling {distilled['teacher']}'s ranking of each question's candidates "
+            f"(listwise KL, RocketQAv2; weight {distilled['distill_weight']:g}, T "
+            f"{distilled['temperature']:g}; {pathlib.Path(distilled['file']).name}, sha256 "
+            f"{distilled['sha256'][:12]})")
     run.batch_size, run.learning_rate = config.training.batch_size, config.training.learning_rate
     run.seed, run.command, run.run_config = config.training.seed, command, config.to_dict()
     run.dtype_policy, run.matrix_units = summary["dtype_policy"], summary["matrix_units"]
@@ -187,6 +230,7 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     embeddings = passage_embeddings(config, zoo_model, collection, workdir, log)
     model = untie_towers(zoo_model.keras_model)
     temperature = train.temperature or default_temperature(model)
+    teacher, distilled = teacher_targets(config, collection, questions, temperature, log)
     arrays = question_arrays(model, questions)
     batch = min(train.batch_size, len(questions))
     steps = loop.steps_for_epochs(len(questions), batch, train.epochs)
@@ -198,11 +242,13 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     with training_copy(model, config.compute.precision) as trained:
         result, settings = train_query_tower(
             config, trained, embeddings, positives, temperature, arrays, batch, steps, workdir,
-            counts, zoo_model, len(collection), log)
+            counts, zoo_model, len(collection), log, teacher=teacher, distilled=distilled)
     summary = {"steps_done": result.steps_done, "resumed_from": result.resumed_from,
                "train_wall_time_s": round(result.total_wall_time_s, 1),
                "final_loss": None if result.final_loss is None else round(result.final_loss, 4),
                **card_record(policy)}
+    if distilled is not None:
+        summary["distillation"] = distilled
     card = make_card(config, zoo_model, name, summary, counts,
                      recorded_command(COMMAND, argv), len(collection))
     if config.output.export:
@@ -224,10 +270,11 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
 
 
 def train_query_tower(config, model, embeddings, positives, temperature, arrays, batch, steps,
-                      workdir, counts, zoo_model, passages, log):
-    """Trains `model`'s query tower against the fixed passage `embeddings` (`QueryAdapter`),
-    resuming from WORKDIR/checkpoints; returns (`loop.train_resumable`'s result, the run's
-    settings: what resuming checks)."""
+                      workdir, counts, zoo_model, passages, log, teacher=None, distilled=None):
+    """Trains `model`'s query tower against the fixed passage `embeddings` (`QueryAdapter`;
+    with `teacher`, distilling it: `distilled` is its record), resuming from
+    WORKDIR/checkpoints; returns (`loop.train_resumable`'s result, the run's settings: what
+    resuming checks)."""
     import tensorflow as tf  # noqa: PLC0415
 
     from tt_zoo.training import loop  # noqa: PLC0415
@@ -236,7 +283,8 @@ def train_query_tower(config, model, embeddings, positives, temperature, arrays,
 
     train = config.training
     adapter = QueryAdapter(model, embeddings, positives, temperature=temperature,
-                           train_token_embeddings=train.train_token_embeddings)
+                           train_token_embeddings=train.train_token_embeddings, teacher=teacher,
+                           distill_weight=train.distill_weight if teacher is not None else 0.0)
     tf.keras.utils.set_random_seed(train.seed)
     adapter.compile(optimizer=tf.keras.optimizers.Adam(train.learning_rate))
     # builds the variables before a restore
@@ -246,6 +294,8 @@ def train_query_tower(config, model, embeddings, positives, temperature, arrays,
                 "train_token_embeddings": train.train_token_embeddings, "seed": train.seed,
                 "questions": counts, "passages": passages,
                 "base_model": zoo_model.card.provenance.sha256}
+    if distilled is not None:
+        settings["distillation"] = distilled
     log(f"Training the query tower: {len(positives):,} questions, {steps} steps of {batch}, "
         f"lr {train.learning_rate:g}, tau {temperature:g}, against {passages:,} passages")
     try:

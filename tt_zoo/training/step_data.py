@@ -36,14 +36,14 @@ from tt_zoo.modeling.pair_model import hard_negative_ids, hard_negative_strings
 Arrays = Dict[str, object]  # a nested dict of np.ndarray, all with the same first dimension
 
 
-def _map_arrays(fn, arrays):
-    return {k: _map_arrays(fn, v) if isinstance(v, dict) else fn(v) for k, v in arrays.items()}
+def map_arrays(fn, arrays):
+    return {k: map_arrays(fn, v) if isinstance(v, dict) else fn(v) for k, v in arrays.items()}
 
 
 def num_rows(arrays: Arrays) -> int:
     """The common first dimension of a nested dict of arrays (raises if they disagree)."""
     sizes = set()
-    _map_arrays(lambda a: sizes.add(len(a)), arrays)
+    map_arrays(lambda a: sizes.add(len(a)), arrays)
     if len(sizes) != 1:
         raise ValueError(f"Training arrays must all have the same number of rows (got {sizes}).")
     return sizes.pop()
@@ -110,10 +110,7 @@ def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
     def tokenize(batch):
         packed = tokenize_on_host(model, batch)
         for side in (F.QUERY_INPUTS, F.DOCUMENT_INPUTS):
-            packed[side] = {
-                "input_word_ids": tf.cast(packed[side]["input_word_ids"], tf.int32),
-                "input_mask": tf.cast(packed[side]["input_mask"], tf.int8),
-                "input_type_ids": tf.cast(packed[side]["input_type_ids"], tf.int8)}
+            packed[side] = narrow_packed(packed[side])
         return packed
 
     arrays = arrays_from_dataset(pairs.batch(batch_size).map(
@@ -123,7 +120,25 @@ def tokenize_pair_set(model, pairs: tf.data.Dataset, batch_size: int = 2048,
     return arrays
 
 
-def _widen(a: np.ndarray) -> np.ndarray:
+def narrow_packed(packed: dict) -> dict:
+    """Packed ids as they are kept in memory: ids int32, masks and segment ids int8."""
+    return {"input_word_ids": tf.cast(packed["input_word_ids"], tf.int32),
+            "input_mask": tf.cast(packed["input_mask"], tf.int8),
+            "input_type_ids": tf.cast(packed["input_type_ids"], tf.int8)}
+
+
+def tokenize_texts(preprocessor, texts, batch_size: int = 2048) -> Arrays:
+    """`preprocessor`'s packed ids of `texts` (a list of strings, or a tuple of two lists for a
+    document preprocessor's (title, text) pairs) as in-memory arrays (`narrow_packed`)."""
+    data = tf.data.Dataset.from_tensor_slices(
+        tuple(np.asarray(t, dtype=object) for t in texts) if isinstance(texts, tuple)
+        else np.asarray(texts, dtype=object))
+    return arrays_from_dataset(data.batch(batch_size).map(
+        lambda *batch: narrow_packed(preprocessor(batch if len(batch) > 1 else batch[0])),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True))
+
+
+def widen(a: np.ndarray) -> np.ndarray:
     """Narrow integer arrays (stored compactly) go to the model as int32."""
     return a.astype(np.int32) if a.dtype in (np.int8, np.int16) else a
 
@@ -226,7 +241,7 @@ def hard_negative_features(arrays: Arrays, rows: np.ndarray) -> dict:
     b's h-th negative): their document ids (HARD_NEGATIVE_INPUTS), hashed DOC_IDs
     (HARD_NEGATIVE_IDS) and q(d) (HARD_NEGATIVE_SAMPLING_PROBS, when the arrays have it), taken
     from the tokenized pair arrays (`tt_zoo.mining.hard_negatives` stores negatives as rows)."""
-    out = {F.HARD_NEGATIVE_INPUTS: _map_arrays(lambda a: _widen(a[rows]),
+    out = {F.HARD_NEGATIVE_INPUTS: map_arrays(lambda a: widen(a[rows]),
                                                arrays[F.DOCUMENT_INPUTS]),
            F.HARD_NEGATIVE_IDS: arrays[F.DOC_ID][rows]}
     if F.DOC_SAMPLING_PROB in arrays:
@@ -295,7 +310,7 @@ def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
         first = input_context.input_pipeline_id * replicas * per_replica
 
     def batch_of(part):
-        batch = _map_arrays(lambda a: _widen(a[part]), arrays)
+        batch = map_arrays(lambda a: widen(a[part]), arrays)
         if negatives is not None:
             batch.update(hard_negative_features(arrays, negatives[part].reshape(-1)))
         return batch
@@ -309,11 +324,11 @@ def step_batches(arrays: Arrays, batch_size: int, *, seed: int, start_step: int,
                 yield batch_of(rows[start:start + per_replica])
             step += 1
 
-    signature = _map_arrays(
-        lambda a: tf.TensorSpec([per_replica, *a.shape[1:]], tf.as_dtype(_widen(a[:1]).dtype)),
+    signature = map_arrays(
+        lambda a: tf.TensorSpec([per_replica, *a.shape[1:]], tf.as_dtype(widen(a[:1]).dtype)),
         arrays)
     if negatives is not None:
-        signature.update(_map_arrays(
+        signature.update(map_arrays(
             lambda a: tf.TensorSpec([per_replica * negatives.shape[1], *a.shape[1:]],
                                     tf.as_dtype(a.dtype)),
             hard_negative_features(arrays, np.zeros(1, np.int64))))
