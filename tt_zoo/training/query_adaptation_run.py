@@ -17,7 +17,6 @@ model's (``document_encoder``), so the base model's cached passage embeddings se
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
 import time
 from typing import List, Optional, Sequence
