@@ -300,6 +300,21 @@ RESULTS = {
                         "bfloat16 default on AMX, and the answer recall it gives beside BM25",
                         "tt-zoo odqa --model minilm_l6_384 --bm25 --json-out ... (its JSON, "
                         "summarised with the /usr/bin/time of the command)", "speed.md"),
+    "odqa_mpnet": ("all-mpnet-base-v2 (bfloat16) beside all-MiniLM-L6-v2 and BM25 on the ODQA "
+                   "questions over the 130,638 passages, one run",
+                   "tt-zoo odqa --bm25 --model minilm_l6_384 --model mpnet_base_768 --questions "
+                   "webquestions-val --questions curatedtrec-train --questions "
+                   "webquestions-devtest --json-out ... (its JSON and table)", "checkpoints.md"),
+    "distill_queries": ("all-MiniLM-L6-v2's query tower adapted on WebQuestions trainmodel with "
+                        "and without the MPNet teacher's ranking, scored on the ODQA questions",
+                        "tt-zoo teacher-scores ...; tt-zoo adapt-queries ... --teacher-scores "
+                        "...; tt-zoo odqa ... (runs/chain*.sh, quoted in the file)",
+                        "checkpoints.md"),
+    "avx512_bf16_encode": ("all-MiniLM-L6-v2 encoding passages in float32 and with the default "
+                           "(bfloat16 on AVX512-BF16, no AMX) on an AMD EPYC",
+                           "python -m benchmarks encode_throughput --model minilm_l6_384 "
+                           "--configs bucketing,default --documents 1024 --rounds 3 --output "
+                           "avx512_bf16_encode", "speed.md"),
     "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
                      "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
                      "python -m benchmarks.amx_training", "speed.md"),

@@ -65,10 +65,7 @@ def parse_args(argv=None):
     if args.passage_words < 1:
         p.error(f"--passage-words must be positive (got {args.passage_words})")
     data = default_data_dir()
-    args.articles = args.articles or str(data / "wikispeedia")
-    if not pathlib.Path(args.articles).exists() and "://" not in args.articles:
-        parsing.exit_missing(p, f"--articles: {args.articles} does not exist (set TT_ZOO_DATA or "
-                                "pass --articles PATH)")
+    args.articles = parsing.articles_or_exit(p, args.articles, data)
     args.questions = args.questions or list(odqa.VALIDATION)
     args.data = data
     return args

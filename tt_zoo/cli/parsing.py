@@ -11,6 +11,7 @@ arguments to its subparser, so `tt-zoo NAME --help` and `python -m tt_zoo.cli NA
 from __future__ import annotations
 
 import argparse
+import pathlib
 from typing import Callable
 
 from tt_zoo.configs.run_config import NO_PROGRESS_HELP
@@ -61,6 +62,16 @@ def exit_missing(parser: argparse.ArgumentParser, message: str):
     """`parser.error` without the usage: one line for a missing data file, whose fix is a path
     (the flag, or $TT_ZOO_DATA), not the command's syntax. Exits with status 2."""
     parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+
+def articles_or_exit(parser: argparse.ArgumentParser, articles, data) -> str:
+    """--articles made concrete: `articles`, else `data`/wikispeedia (the shared data's);
+    `exit_missing` when that path does not exist (a URL is taken as it is)."""
+    articles = articles or str(data / "wikispeedia")
+    if not pathlib.Path(articles).exists() and "://" not in articles:
+        exit_missing(parser, f"--articles: {articles} does not exist (set TT_ZOO_DATA or pass "
+                             "--articles PATH)")
+    return articles
 
 
 

@@ -21,7 +21,6 @@ Example:
 from __future__ import annotations
 
 import argparse
-import pathlib
 import sys
 import time
 
@@ -73,10 +72,7 @@ def parse_args(argv=None):
     if problem:
         p.error(problem)
     data = default_data_dir()
-    args.articles = args.articles or str(data / "wikispeedia")
-    if not pathlib.Path(args.articles).exists():
-        parsing.exit_missing(p, f"--articles: {args.articles} does not exist (set TT_ZOO_DATA "
-                                "or pass --articles PATH)")
+    args.articles = parsing.articles_or_exit(p, args.articles, data)
     args.data = data
     return args
 
