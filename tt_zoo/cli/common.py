@@ -216,6 +216,22 @@ def check_model_export_target(p, path: str, flag: str) -> None:
         p.error(f"{flag}: {e}")
 
 
+def question_sets_or_exit(names, data, prefix: str = ""):
+    """The ODQA question sets `names` (named sets under `data`/odqa or files,
+    `tt_zoo.data.question_sets.load_question_set`), each skipped question said on stderr; a
+    set that cannot be read exits with "`prefix`--questions: why"."""
+    from tt_zoo.data.question_sets import OdqaFormatError, load_question_set  # noqa: PLC0415
+
+    try:
+        sets = [load_question_set(name, data) for name in names]
+    except OdqaFormatError as e:
+        sys.exit(f"{prefix}--questions: {e}")
+    for s in sets:
+        for qid, why in s.skipped:
+            print(f"{s.name}: skipped question {qid}: {why}", file=sys.stderr)
+    return sets
+
+
 def check_new_file(path: str, overwrite: bool, flag: str = "--output") -> Optional[str]:
     """Why `path` cannot be written (it exists and `overwrite` is off, or it is a folder), or
     None."""

@@ -21,7 +21,7 @@ import time
 
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import default_data_dir
+from tt_zoo.cli.common import default_data_dir, question_sets_or_exit
 from tt_zoo.evaluation import odqa  # numpy only: --help stays fast
 
 
@@ -72,13 +72,7 @@ def parse_args(argv=None):
 
 
 def run(args) -> dict:
-    try:
-        question_sets = [odqa.load_question_set(q, args.data) for q in args.questions]
-    except odqa.OdqaFormatError as e:
-        sys.exit(f"--questions: {e}")
-    for s in question_sets:
-        for qid, why in s.skipped:
-            print(f"{s.name}: skipped question {qid}: {why}", file=sys.stderr)
+    question_sets = question_sets_or_exit(args.questions, args.data)
     cache = pathlib.Path(args.cache_dir) if args.cache_dir else None
     t = time.perf_counter()
     benchmark = odqa.Benchmark.build(args.articles, question_sets, args.passage_words,

@@ -26,7 +26,7 @@ import time
 
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
-from tt_zoo.cli.common import check_new_file, default_data_dir
+from tt_zoo.cli.common import check_new_file, default_data_dir, question_sets_or_exit
 from tt_zoo.data.question_sets import NAMED_SETS, VALIDATION
 
 COMMAND = "teacher-scores"
@@ -85,17 +85,12 @@ def run(args) -> dict:
     from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark  # noqa: PLC0415
     from tt_zoo.mining import teacher_candidates  # noqa: PLC0415
 
-    try:
-        sets = [odqa.load_question_set(q, args.data) for q in args.questions]
-    except odqa.OdqaFormatError as e:
-        sys.exit(f"tt-zoo {COMMAND}: --questions: {e}")
+    sets = question_sets_or_exit(args.questions, args.data, prefix=f"tt-zoo {COMMAND}: ")
     for s in sets:
         if s.name in VALIDATION:
             print(f"WARNING: --questions {s.name} is an ODQA validation set "
                   "(tt_zoo.evaluation.odqa.VALIDATION): a model distilled on it is no longer "
                   "validated on it.", file=sys.stderr)
-        for qid, why in s.skipped:
-            print(f"{s.name}: skipped question {qid}: {why}", file=sys.stderr)
     progress = not args.no_progress
     benchmark = odqa.Benchmark.build(args.articles, sets, args.passage_words,
                                      progress=progress, cache_dir=args.cache_dir)

@@ -14,8 +14,7 @@ from tt_zoo import numbers
 from tt_zoo.configs.finetune import ModelArguments as InitialModelArguments
 from tt_zoo.configs.run_config import (ComputeArguments, RunConfig, SequenceLengthArguments,
                                        TrainOutputArguments, option)
-from tt_zoo.data.distill_task import DISTILL_LOSSES
-from tt_zoo.data.tasks import BATCHING, QUERY_TOWERS
+from tt_zoo.data.task_choices import BATCHING, DISTILL_LOSSES, QUERY_TOWERS
 
 # Where the ODQA answers are cached, and the forms of --task (`tt_zoo.training.multi_task_tasks`
 # reads both from here).

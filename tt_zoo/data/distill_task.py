@@ -14,11 +14,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, Tuple
 
+from tt_zoo.data.task_choices import DISTILL_LOSSES  # noqa: F401 (named here too)
 from tt_zoo.data.tasks import Document, Task, TaskExample
 
-# The losses of `tt_zoo.modeling.distillation` (here, without TensorFlow, for the commands'
-# flags): RocketQAv2's listwise KL, Hofstätter et al.'s Margin-MSE.
-DISTILL_LOSSES = ("kl", "margin_mse")
 
 
 @dataclasses.dataclass(frozen=True)

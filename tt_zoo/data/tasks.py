@@ -34,16 +34,10 @@ import numpy as np
 
 from tt_zoo.atomic_io import open_for_replace
 from tt_zoo.data.inputs import open_input
+from tt_zoo.data.task_choices import BATCHING, QUERY_TOWERS  # noqa: F401 (named here too)
 from tt_zoo.errors import TtZooError
 
 TASK_CLASSES = ("qa", "self_supervised")
-# How multi-task training draws batches (`tt_zoo.training.multi_task.TaskMixtureOrder`): from the
-# union by task weight, or one task a batch.
-BATCHING = ("mixed", "homogeneous")
-# The query side of multi-task training (Maillard et al. 2021, Sec. 4.3): one query tower for
-# every task, or one per task class routed by the marker word
-# (`tt_zoo.training.multi_task.with_task_query_towers`).
-QUERY_TOWERS = ("shared", "per-class")
 _MARKER_PREFIX = "ttzootask"
 _CLASS_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 

@@ -118,7 +118,8 @@ class QueryAdapter(tf.keras.Model):
         if len(lengths) == 0 or (teacher is None and lengths.min() == 0):
             raise ValueError("QueryAdapter: every training question needs at least one positive "
                              "passage (keep the answerable questions only).")
-        values = np.concatenate([np.asarray(p, np.int64) for p in positives] + [[0]])[:-1]
+        values = np.concatenate([np.zeros(0, np.int64),
+                                 *(np.asarray(p, np.int64) for p in positives)])
         if len(values) and (values.min() < 0 or values.max() >= len(passage_embeddings)):
             raise ValueError(f"QueryAdapter: positive rows outside [0, {len(passage_embeddings)}).")
         if teacher is not None:
