@@ -315,6 +315,11 @@ RESULTS = {
                          "MPNet, scored on the ODQA questions in one run",
                          "tt-zoo adapt-queries ...; tt-zoo teacher-scores ...; tt-zoo odqa ... "
                          "(quoted in the file)", "checkpoints.md"),
+    "distill_two_towers": ("both of MiniLM's towers distilled from the adapted MPNet "
+                           "(tt-zoo multitask --task distill:FILE), scored on the ODQA "
+                           "questions with its passages encoded again",
+                           "tt-zoo multitask --init minilm_l6_384 --task distill:... ; tt-zoo "
+                           "odqa ... (quoted in the file)", "checkpoints.md"),
     "fusion_mpnet_adapted": ("the best system: BM25 fused with the adapted MPNet (and the adapted "
                              "MiniLM) on the ODQA questions, the weights chosen on WebQuestions "
                              "devtest",
