@@ -16,12 +16,13 @@
 
 from __future__ import annotations
 
-import argparse
 import collections
 import decimal
 import json
 import pathlib
 import sys
+
+from benchmarks import arguments
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -461,7 +462,7 @@ def results_index() -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = arguments.parser(__doc__, summary="paragraph")
     p.add_argument("--check", action="store_true", help="exit 1 when a generated part is stale")
     args = p.parse_args(argv)
     wanted = {README: readme_with_table(README.read_text(encoding="utf-8"),

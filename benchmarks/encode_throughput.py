@@ -116,7 +116,7 @@ def load_inputs(args) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, repeat=True, required=True, help="name or path (repeatable)")
     p.add_argument("--configs", type=parse_configs, default=["bucketing"],
                    help=f"comma list of encode settings, of {sorted(SETTINGS)}")

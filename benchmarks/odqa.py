@@ -10,7 +10,6 @@ Encoding the 130K passages takes about a minute for a BoW-MLP and ten for the ti
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
 import sys
@@ -54,7 +53,7 @@ def report(out: dict) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, repeat=True,
                         help="models to score (default: every shipped two-tower model)")
     arguments.add_output(p, REPO / "results" / "odqa")
