@@ -68,9 +68,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.output.endswith(".npz"):
         p.error(f"--output: a teacher-scores file ends in .npz (got {args.output})")
-    problem = check_new_file(args.output, args.overwrite)
-    if problem:
-        p.error(problem)
+    check_new_file(p, args.output, args.overwrite)
     data = default_data_dir()
     args.articles = parsing.articles_or_exit(p, args.articles, data)
     args.data = data
