@@ -47,7 +47,7 @@ import datetime
 import json
 import os
 import pathlib
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -260,9 +260,8 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
     card = ModelCard.from_dict(metadata or {})
     check_markers(card.architecture.task_markers, card.architecture.default_task_class,
                   f"the metadata of export {path}")
-    meta = {}
 
-    def build(staging: pathlib.Path) -> None:
+    def fill(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
         module, signatures = serving_signatures(serving_model)
         with _without_keras_traces():
@@ -280,13 +279,29 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
         if isinstance(serving_model, LateInteractionModel):
             arch.scoring = MAXSIM
             arch.late_interaction = late_interaction_settings(serving_model)
+
+    return write_export(path, card, fill, overwrite=overwrite, is_replaceable=is_model_export,
+                        what="tt_zoo model export")
+
+
+def write_export(path, card: ModelCard, fill: Callable[[pathlib.Path], None], *,
+                 overwrite: bool, is_replaceable: Callable, what: str) -> dict:
+    """Writes an export (this module's, `tt_zoo.serving.term_weight_export`'s) atomically: built
+    in a temp folder, then renamed; to a URL such as gs://, uploaded with metadata.json last
+    (`tt_zoo.atomic_io.write_directory`). `fill(staging)` saves the model's files and sets the
+    fields of `card` they decide; then come behaviour.json (`write_behaviour`), the provenance
+    (`stamp_provenance`), metadata.json and the card. Returns the metadata written."""
+    meta = {}
+
+    def build(staging: pathlib.Path) -> None:
+        fill(staging)
         write_behaviour(card, staging)
         stamp_provenance(card, staging)
         meta.update(card.to_dict())
         write_metadata_and_card(staging, meta)
 
-    write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
-                    what="tt_zoo model export", last=(METADATA_FILE,))
+    write_directory(path, build, overwrite=overwrite, is_replaceable=is_replaceable, what=what,
+                    last=(METADATA_FILE,))
     return meta
 
 
@@ -431,8 +446,9 @@ def late_interaction_settings(model: LateInteractionModel) -> LateInteractionSet
         query_token_weights=model.query_token_weights)
 
 
-def _inference_copy(model: PairModel) -> PairModel:
-    """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
+def _inference_copy(model):
+    """A copy of a model (a `PairModel`, a `TermWeightModel`) with the same weights but no
+    optimizer, so exports carry no Adam slots."""
     if not model.built:
         model.build_by_calling()
     if getattr(model, "optimizer", None) is None:

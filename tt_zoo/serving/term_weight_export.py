@@ -27,7 +27,6 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tt_zoo.atomic_io import write_directory
 from tt_zoo.data.terms import TermSpace
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.inference import cut_to_longest
@@ -35,8 +34,8 @@ from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
 from tt_zoo.modeling.kinds import TERM_WEIGHTS
 from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
-                                   _without_keras_traces, count_parameters,
-                                   stamp_provenance, verify_export, write_metadata_and_card)
+                                   _inference_copy, _without_keras_traces, count_parameters,
+                                   verify_export, write_export)
 from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
@@ -84,9 +83,8 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
     of the wrong type raises `TtZooError` (`ModelCard`) before anything is written.
     """
     card = ModelCard.from_dict(metadata or {})
-    meta = {}
 
-    def build(staging: pathlib.Path) -> None:
+    def fill(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
         module = _TermWeightModule(serving_model)
         with _without_keras_traces():
@@ -106,25 +104,9 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
         arch.vocab_size = serving_model.preprocessor.vocab_size
         arch.parameters = count_parameters(serving_model)
         arch.signatures = [DEFAULT_SIGNATURE, TERM_WEIGHT_SIGNATURE]
-        stamp_provenance(card, staging)
-        meta.update(card.to_dict())
-        write_metadata_and_card(staging, meta)
 
-    write_directory(path, build, overwrite=overwrite, is_replaceable=is_term_weight_export,
-                    what="tt_zoo term-weight export", last=(METADATA_FILE,))
-    return meta
-
-
-def _inference_copy(model: TermWeightModel) -> TermWeightModel:
-    """The same weights without the optimizer, so the export carries no Adam slots."""
-    if not model.built:
-        model.build_by_calling()
-    if getattr(model, "optimizer", None) is None:
-        return model
-    clone = tf.keras.layers.deserialize(model.artifact_config())
-    clone.build_by_calling()
-    clone.set_weights(model.get_weights())
-    return clone
+    return write_export(path, card, fill, overwrite=overwrite,
+                        is_replaceable=is_term_weight_export, what="tt_zoo term-weight export")
 
 
 def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermWeightModel:
