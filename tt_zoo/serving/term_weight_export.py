@@ -109,11 +109,13 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
                         is_replaceable=is_term_weight_export, what="tt_zoo term-weight export")
 
 
-def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermWeightModel:
+def load_term_weight_model(path, expected_sha256: Optional[str] = None, *,
+                           metadata: Optional[dict] = None) -> TermWeightModel:
     """The trainable Keras model of a term-weight export, after checking every file's sha256
-    (against `expected_sha256`, the registry's, when given)."""
+    (against `expected_sha256`, the registry's, when given); `metadata`: the export's, which
+    the caller verified just before (`tt_zoo.zoo.loading.open_artifact`: not hashed again)."""
     path = pathlib.Path(path)
-    meta = verify_export(path, expected_sha256)
+    meta = metadata if metadata is not None else verify_export(path, expected_sha256)
     kind = ModelCard.from_dict(meta).kind
     if kind != KIND:
         raise ArtifactError(f"{path} is not a term-weight export (its metadata.json kind is "
@@ -135,12 +137,14 @@ def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermW
     return model
 
 
-def load_term_weighter(path, expected_sha256: Optional[str] = None, **options):
+def load_term_weighter(path, expected_sha256: Optional[str] = None, *,
+                       metadata: Optional[dict] = None, **options):
     """A `tt_zoo.retrieval.term_weighting.TermWeighter` on a term-weight export, in the term
-    space it was trained in; `options` go to `TermWeighter` (max_windows, batch_size, ...)."""
+    space it was trained in (`metadata` as `load_term_weight_model` takes it); `options` go to
+    `TermWeighter` (max_windows, batch_size, ...)."""
     from tt_zoo.retrieval.term_weighting import TermWeighter  # noqa: PLC0415
 
-    model = load_term_weight_model(path, expected_sha256)
+    model = load_term_weight_model(path, expected_sha256, metadata=metadata)
     space = ModelCard.from_dict(model.export_metadata).term_weighting.term_space or {}
     terms = TermSpace(space.get("stemmer", "english"), space.get("stopwords", "en"))
     return TermWeighter(model, terms=terms, **options)
