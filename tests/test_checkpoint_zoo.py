@@ -24,7 +24,7 @@ def test_the_family_is_registered_with_its_recipes():
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")
     assert get_spec("static_minilm_l6_384").recipe_command().startswith(
         "tt-zoo distill-static --model minilm_l6_384 ")
-    # The shipped models' recipes are their runs' (recipes/models/): the static model's run
+    # The shipped models' recipes are their runs' (tt_zoo/zoo/recipes/): the static model's run
     # started from the static export it had distilled, the registry's recipe names it.
     assert "--init runs/exports/static_minilm_384 " in get_spec(
         "multitask_static_minilm_l6_384").recipe_command()

@@ -180,7 +180,7 @@ def test_shipped_kinds_load_by_name(sources, zoo):
     meta = json.loads((saved / HDCT / "metadata.json").read_text())
     assert hdct["sha256"] == meta["sha256"] and meta["name"] == HDCT  # named as it loads
     assert hdct["url"] == download.release_url(HDCT)
-    # artifact facts only: how it was trained is its recipe (recipes/models/, `tt-zoo ship`)
+    # artifact facts only: how it was trained is its recipe (zoo/recipes/, `tt-zoo ship`)
     assert set(hdct) == {"kind", "artifact", "sha256", "url", "provenance", "metrics"}
     assert hdct["provenance"] == ("ict+bfs+wlp pairs from runs/pairs/x (96 pairs, the first 64)"
                                   "; 4 steps x 8 on CPU; from tiny_test's encoder")
@@ -351,8 +351,8 @@ def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, z
     assert ship_cli.main([HDCT, "--record-from", str(results_json)]) == 0  # shipped in place
     said = capsys.readouterr().out
     assert f"next: python tests/golden/regenerate.py {HDCT}" in said
-    recipe = tmp_path / "recipes" / "models" / "train-term-weights" / f"{HDCT}.json"
-    assert f"wrote its recipe {recipe}" in said  # beside the (temporary) saved_models/
+    recipe = tmp_path / "recipes" / "train-term-weights" / f"{HDCT}.json"
+    assert f"wrote its recipe {recipe}" in said  # beside the (temporary) shipped list
     assert json.loads(recipe.read_text())["training"] == {
         "steps": 4, "batch_size": 8, "learning_rate": 0.0005, "warmup_fraction": 0.1, "seed": 0}
     card = (saved / HDCT / "MODEL_CARD.md").read_text()

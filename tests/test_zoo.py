@@ -345,7 +345,7 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     path.write_text(json.dumps({"ict_512": entry}))
     fields = registry.read_shipped(path)["ict_512"]
     assert fields["metrics"] == (("R@1", 0.5),) and fields["kind"] == TWO_TOWER
-    # How a shipped model was trained is its recipe (recipes/models/), not an entry's: an
+    # How a shipped model was trained is its recipe (tt_zoo/zoo/recipes/), not an entry's: an
     # entry recording a recipe, or its lengths, is refused.
     for bad in ({"ict_1024": entry}, {"ict_512": {**entry, "weights": "x"}},
                 {"ict_512": {"sha256": "0"}}, {"ict_512": {**entry, "recipe": {"steps": 1}}},

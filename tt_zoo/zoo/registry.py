@@ -46,8 +46,9 @@ A name's recipe is the run config of the command that trains it (`ModelSpec.run`
 `tt_zoo.configs` instance, `PretrainConfig`, `MultitaskConfig`, `TermWeightConfig` or
 `AdaptQueriesConfig`), and `ModelSpec.recipe_command` is that config's command line
 (`RunConfig.command_line`), after ``tt-zoo make-pairs`` of the pair set it reads. A shipped
-name's is what its run recorded: ``recipes/models/COMMAND/NAME.json``, the config's `to_dict`
-(`read_recipe`; `tt_zoo.training.shipped_recipes` writes it from the export's metadata). Any other
+name's is what its run recorded: ``tt_zoo/zoo/recipes/COMMAND/NAME.json`` (package data, beside
+the shipped list), the config's `to_dict` (`read_recipe`; `tt_zoo.training.shipped_recipes`
+writes it from the export's metadata). Any other
 name's is its `Series`' run config (`SERIES`, chosen by the name's prefix: encoder, tower size,
 options, kind and that run config in one row) with the name's own variant, pair set, starting
 model and export: a CPU-scale tower (mean pooling, shared, cosine / 0.05) the CPU-scale run its
@@ -92,9 +93,6 @@ TERM_WEIGHT_PREFIX = "hdct_"
 # The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
-# The clone's recipes/models/: the run config of every shipped model, COMMAND/NAME.json
-# (`read_recipe`; absent from an installed wheel, where a shipped name keeps its series' run).
-RECIPES_DIR = SAVED_MODELS_DIR.parent / "recipes" / "models"
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
@@ -673,9 +671,13 @@ def register_shipped(name: str, **fields) -> None:
 # -- What ships trained weights: tt_zoo/zoo/shipped_models.json (package data, so an installed
 # wheel has it), name -> kind, artifact folder, sha256 of its files, download URL, provenance
 # and measured metrics (written by `tt-zoo reproduce --stages ship` and `tt-zoo ship` from real
-# runs; see each MODEL_CARD.md); how each was trained is its recipe, recipes/models/ (`read_recipe`).
+# runs; see each MODEL_CARD.md); how each was trained is its recipe, recipes/ (`read_recipe`).
 # The weights themselves are in the clone's saved_models/.
 SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
+# Beside it, package data too: the run config of every shipped model, RECIPES/COMMAND/NAME.json
+# (`read_recipe`), so an installed wheel's shipped name holds its own run, not its series'.
+RECIPES_FOLDER = "recipes"
+RECIPES_DIR = SHIPPED_FILE.parent / RECIPES_FOLDER
 _SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "provenance", "metrics")
 
 
@@ -713,7 +715,7 @@ def read_shipped(path: Optional[pathlib.Path] = None) -> Dict[str, dict]:
 
 def recipe_files(root: Optional[pathlib.Path] = None) -> Dict[str, pathlib.Path]:
     """Model name -> its recipe file, ROOT/COMMAND/NAME.json (default ROOT `RECIPES_DIR`; {}
-    where there is none, as in an installed wheel)."""
+    where there is none)."""
     root = RECIPES_DIR if root is None else root
     found: Dict[str, pathlib.Path] = {}
     for path in sorted(root.glob("*/*.json")):

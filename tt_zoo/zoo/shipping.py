@@ -4,7 +4,7 @@ What ships is three things kept in step: the export in ``saved_models/<name>/`` 
 pinned by the sha256 of their manifest, `tt_zoo.manifest`), its entry in
 ``tt_zoo/zoo/shipped_models.json`` (kind, artifact, that sha256, the release URL, provenance,
 a few headline numbers; `tt_zoo.zoo.registry.read_shipped`; how it was trained is its recipe,
-``recipes/models/``, which `tt-zoo ship` writes), and its ``MODEL_CARD.md`` with the measured
+``tt_zoo/zoo/recipes/``, which `tt-zoo ship` writes), and its ``MODEL_CARD.md`` with the measured
 tables (``metadata.json``'s ``metrics``). Any kind ships the
 same way (`tt_zoo.modeling.kinds.KINDS`: two-tower, late interaction, term weights).
 
