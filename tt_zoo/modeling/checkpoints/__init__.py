@@ -114,7 +114,7 @@ def import_checkpoint(path, *, expected_sha256: Optional[str] = None,
 
     checkpoint = read_checkpoint(path, expected_sha256)
     model = build_model(checkpoint, **build_options)
-    new = [NEW_PROJECTION] if model.query_tower.projection is not None else []
+    new = [NEW_PROJECTION] if getattr(model.query_tower, "projection", None) is not None else []
     origin = {"from": str(path), "sha256": ";".join(f"{k}={v}" for k, v in
                                                      sorted(checkpoint.files.items())),
               "copied": architectures.get(checkpoint.encoder).converter.copied,
