@@ -80,7 +80,7 @@ def first_passages(source, limit: int):
 
 def measure_speed(args, model, model_path: str, passages, work: pathlib.Path) -> dict:
     from tt_zoo.serving.corpus_index import index_corpus
-    from tt_zoo.serving.export import LoadedEncoder
+    from tt_zoo.artifacts.export import LoadedEncoder
 
     corpus = work / "passages.jsonl"
     corpus.write_text("".join(json.dumps({"id": p.doc_id, "title": p.title, "text": p.text})

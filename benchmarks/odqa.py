@@ -98,8 +98,8 @@ def record(out: dict, models) -> None:
     from tt_zoo.atomic_io import write_json
     from tt_zoo.reproduction.ship import ODQA_HEADLINE
     from tt_zoo.evaluation import odqa
-    from tt_zoo.serving.export import update_metadata
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.export import update_metadata
+    from tt_zoo.artifacts.model_card import ModelCard
     from tt_zoo.zoo.registry import REGISTRY, SHIPPED_FILE
 
     shipped = json.loads(SHIPPED_FILE.read_text())

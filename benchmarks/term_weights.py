@@ -90,7 +90,7 @@ def term_weight_rows(ctx: text_rows.Context) -> dict:
     from tt_zoo.evaluation import text_benchmarks as tb
     from tt_zoo.retrieval.bm25 import BM25Retriever
     from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
-    from tt_zoo.serving.term_weight_export import load_term_weighter
+    from tt_zoo.artifacts.term_weight_export import load_term_weighter
 
     args, bench, rows = ctx.args, ctx.bench, {}
     c = bench.candidates

@@ -98,7 +98,7 @@ def test_a_toy_architecture_is_one_new_module(toy, tmp_path):
 
     import tt_zoo
     from tt_zoo.modeling.models import build_two_tower_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = build_two_tower_model(tiny_vocab(), encoder="toy", embedding_dim=8, query_length=16,
                                   document_length=24, share_towers=True)
@@ -127,7 +127,7 @@ def test_a_toy_checkpoint_imports_through_its_converter(toy, tmp_path):
     import tt_zoo
     from tt_zoo.errors import ArtifactError
     from tt_zoo.modeling.checkpoints import import_checkpoint
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     vocab = tiny_vocab()
     table = np.random.default_rng(0).normal(size=(len(vocab), 8)).astype("float32")

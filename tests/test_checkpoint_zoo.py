@@ -170,9 +170,10 @@ def test_measured_tables_reach_the_cached_card(tmp_path, monkeypatch, exported):
     the export already in the cache (metadata only) without rebuilding it."""
     import shutil
 
-    from tt_zoo.serving.model_card import ModelCard
-    from tt_zoo.serving.export import verify_export
-    from tt_zoo.zoo import download, imported
+    from tt_zoo.artifacts.model_card import ModelCard
+    from tt_zoo.artifacts.export import verify_export
+    from tt_zoo.artifacts import download
+    from tt_zoo.zoo import imported
     from tt_zoo.zoo.registry import get_spec
 
     monkeypatch.setattr(imported, "MEASURED_FILE", tmp_path / "measured.json")

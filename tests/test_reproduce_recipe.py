@@ -9,7 +9,10 @@ from helpers import load_recipe, tiny_vocab
 import tt_zoo
 from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction import grid, report, ship
-from tt_zoo.zoo import download, registry
+from tt_zoo.artifacts import download
+
+
+from tt_zoo.zoo import registry
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from helpers import (assert_matches_golden, assert_matches_term_golden,
                      assert_matches_token_golden, read_golden, registered_op_layers,
                      saved_model_graph)
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-from tt_zoo.serving.model_card import table_rows
+from tt_zoo.artifacts.model_card import table_rows
 from tt_zoo.zoo import registry
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"

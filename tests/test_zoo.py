@@ -395,7 +395,7 @@ def _copy_with_format(path, tmp_path, version, name="copy"):
 
 
 def test_an_export_of_a_newer_format_is_refused_naming_both_versions(exported, tmp_path):
-    from tt_zoo.serving.export import FORMAT_VERSION
+    from tt_zoo.artifacts.export import FORMAT_VERSION
     newer = _copy_with_format(exported.path, tmp_path, FORMAT_VERSION + 1)
     expected = (f"written in tt_zoo model export format {FORMAT_VERSION + 1}; this tt_zoo .* "
                 f"reads up to format {FORMAT_VERSION}: upgrade tt_zoo")

@@ -208,7 +208,7 @@ def check_model_export_target(p, path: str, flag: str) -> None:
     """Exits naming `flag` unless a model export may be written to `path` (absent, empty or an
     earlier export): checked before training, so a run never ends in a refused write."""
     from tt_zoo.atomic_io import check_replaceable  # noqa: PLC0415
-    from tt_zoo.serving.export import is_model_export  # noqa: PLC0415
+    from tt_zoo.artifacts.export import is_model_export  # noqa: PLC0415
 
     try:
         check_replaceable(path, is_replaceable=is_model_export, what="tt_zoo model export")

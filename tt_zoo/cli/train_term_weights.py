@@ -64,7 +64,7 @@ def check_settings(config: TermWeightConfig) -> None:
     if training.learning_rate <= 0 or not 0 <= training.warmup_fraction < 1:
         sys.exit(f"--learning-rate must be > 0 and --warmup-fraction in [0, 1) (got "
                  f"{training.learning_rate}, {training.warmup_fraction})")
-    from tt_zoo.serving.term_weight_export import is_term_weight_export  # noqa: PLC0415
+    from tt_zoo.artifacts.term_weight_export import is_term_weight_export  # noqa: PLC0415
     try:
         check_replaceable(config.output.export, is_replaceable=is_term_weight_export,
                           what="tt_zoo term-weight export")

@@ -21,9 +21,9 @@ from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card
 from tt_zoo.reproduction.report import collect, label
 from tt_zoo.reproduction.runner import read_json
-from tt_zoo.serving.model_card import METADATA_FILE, ModelCard
+from tt_zoo.artifacts.model_card import METADATA_FILE, ModelCard
 
-# What recorded the tables (`tt_zoo.serving.model_card.Measurement`: a rerun replaces them).
+# What recorded the tables (`tt_zoo.artifacts.model_card.Measurement`: a rerun replaces them).
 SOURCE = "recipes/reproduce.py"
 WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
                "vocabulary learned from it (7,964 WordPiece tokens)")

@@ -174,7 +174,7 @@ def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command
               num_passages: int):
     """The export's card: the base model's lineage, the questions, and its document side as
     the base model's (`Lineage.document_encoder`)."""
-    from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import Origin  # noqa: PLC0415
 
     card = zoo_model.fine_tuned_card(name, summary["steps_done"])
     options = card.architecture.model_options
@@ -251,7 +251,7 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     card = make_card(config, zoo_model, name, summary, counts,
                      recorded_command(COMMAND, argv), len(collection))
     if config.output.export:
-        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        from tt_zoo.artifacts.export import export_saved_model  # noqa: PLC0415
         export_saved_model(model, config.output.export, card.to_dict())
         log(f"Exported the query-adapted model to {config.output.export}")
     output = {"name": name, "base_model": zoo_model.name, "workdir": str(workdir),

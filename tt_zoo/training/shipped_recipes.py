@@ -26,7 +26,7 @@ from tt_zoo.atomic_io import write_json
 from tt_zoo.configs.commands import RUN_CONFIGS  # noqa: F401 (the commands, by name)
 from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunConfig
 from tt_zoo.manifest import read_json_object
-from tt_zoo.serving.model_card import METADATA_FILE
+from tt_zoo.artifacts.model_card import METADATA_FILE
 from tt_zoo.zoo import registry
 
 

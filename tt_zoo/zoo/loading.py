@@ -1,9 +1,9 @@
 """`tt_zoo.load(name_or_path)`: a pretrained model, ready to encode, index and fine-tune;
 `tt_zoo.load_term_weighter(name_or_path)`: a term-weight model's document weighter.
 
-A registered name is found through the catalogue (`tt_zoo.zoo.registry`, `tt_zoo.zoo.download`);
-an export directory is read and verified by `tt_zoo.serving.export` (or
-`tt_zoo.serving.term_weight_export`). What `load` gives: a `ZooModel` (a two-tower export; it
+A registered name is found through the catalogue (`tt_zoo.zoo.registry`, `tt_zoo.artifacts.download`);
+an export directory is read and verified by `tt_zoo.artifacts.export` (or
+`tt_zoo.artifacts.term_weight_export`). What `load` gives: a `ZooModel` (a two-tower export; it
 and its `TextIndex` are `tt_zoo.zoo.zoo_model`'s) or, for the other kinds, a model of
 `tt_zoo.zoo.kind_models`.
 """
@@ -21,9 +21,10 @@ from tt_zoo.arguments import as_path  # noqa: E402
 from tt_zoo.atomic_io import recover_replaced  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS  # noqa: E402
-from tt_zoo.serving import export as export_lib, float16_storage  # noqa: E402
-from tt_zoo.serving.model_card import ModelCard  # noqa: E402
-from tt_zoo.zoo import download, registry  # noqa: E402
+from tt_zoo.artifacts import export as export_lib, float16_storage  # noqa: E402
+from tt_zoo.artifacts.model_card import ModelCard  # noqa: E402
+from tt_zoo.artifacts import download  # noqa: E402
+from tt_zoo.zoo import registry  # noqa: E402
 from tt_zoo.zoo.registry import get_spec  # noqa: E402
 # What `load` gives for a two-tower export, and its index (`TextIndex`: named here, as before).
 from tt_zoo.zoo.zoo_model import TextIndex, ZooModel  # noqa: E402,F401
@@ -35,7 +36,7 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
 
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
-    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.zoo.download`; no
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.artifacts.download`; no
     release is published yet: the weights ship in the git clone). An artifact whose weights are
     stored in float16 gives the path of its float32 copy in the cache (`loadable`). A name of a
     kind (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
@@ -133,7 +134,7 @@ def load(name_or_path) -> ZooModel:
     path, spec, metadata = open_artifact(name_or_path)
     kind = ModelCard.from_dict(metadata).artifact_kind
     if kind == TERM_WEIGHTS:
-        from tt_zoo.serving import term_weight_export
+        from tt_zoo.artifacts import term_weight_export
         weighter = term_weight_export.load_term_weighter(path, metadata=metadata)
         return kind_models.TermWeightZooModel(weighter, spec=spec, path=path, metadata=metadata)
     keras_model = export_lib.load_keras_model(path)
@@ -155,7 +156,7 @@ def load_term_weighter(name_or_path, **options):
     Raises as `load` does; `TtZooError` for a two-tower or late-interaction name, and
     `ArtifactError` for a directory that is not a term-weight export.
     """
-    from tt_zoo.serving import term_weight_export
+    from tt_zoo.artifacts import term_weight_export
 
     path, _, metadata = open_artifact(name_or_path, kinds=(TERM_WEIGHTS,))
     return term_weight_export.load_term_weighter(path, metadata=metadata, **options)

@@ -90,7 +90,7 @@ SUCCESSOR_PREFIXES = ("", "bow_mlp_", "colbert_")
 EMBEDDING_DIMS = (128, 256, 512)
 TOKEN_DIMS = (32, 64, 128)  # the late-interaction (colbert_) models' token vector sizes
 TERM_WEIGHT_PREFIX = "hdct_"
-# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.artifacts.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
@@ -294,9 +294,9 @@ class ModelSpec:
       init_from: the shipped model a recipe warm-starts from (`pretrain --init-from`), if any.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
-        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.zoo.download`), else None.
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.artifacts.download`), else None.
       sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
-      url: the folder URL its files are to be downloaded from (`tt_zoo.zoo.download`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.artifacts.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.

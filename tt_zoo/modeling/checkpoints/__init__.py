@@ -108,7 +108,7 @@ def build_model(checkpoint: Checkpoint, *, embedding_dim: Optional[int] = None,
 def import_checkpoint(path, *, expected_sha256: Optional[str] = None,
                       **build_options) -> Tuple[object, dict]:
     """``(model, origin)``: `build_model` of the checkpoint at `path`, and what the card
-    records of it (`tt_zoo.serving.model_card.Origin` fields: where it came from, the weight
+    records of it (`tt_zoo.artifacts.model_card.Origin` fields: where it came from, the weight
     files' sha256, which weights were copied and which layers are new)."""
     from tt_zoo.modeling import architectures
 

@@ -33,10 +33,10 @@ from tt_zoo.modeling.inference import cut_to_longest
 from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
 from tt_zoo.modeling.kinds import TERM_WEIGHTS
-from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
+from tt_zoo.artifacts.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
                                    _inference_copy, _without_keras_traces, count_parameters,
                                    verify_export, write_export)
-from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
+from tt_zoo.artifacts.model_card import DEFAULT_SIGNATURE, ModelCard
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
 

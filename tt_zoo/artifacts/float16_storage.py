@@ -7,16 +7,16 @@ variables, and `tt-zoo index-corpus`, serving and ``tf.saved_model.load`` read i
 checkpoint directly, so the compact artifact is not a SavedModel: it keeps the export's files
 but ``variables/`` becomes ``variables_float16/``, the same checkpoint keys with every float32
 array cast to float16 (other dtypes, the object graph included, copied). Its card records
-``storage`` (`tt_zoo.serving.model_card.Storage`: weights "float16", the arrays cast and the
+``storage`` (`tt_zoo.artifacts.model_card.Storage`: weights "float16", the arrays cast and the
 float32 export's sha256), which ``behaviour.json`` pins under the file manifest
-(`tt_zoo.serving.export.BEHAVIOUR_KEYS`: a swapped shared array or an edited cast is refused at
+(`tt_zoo.artifacts.export.BEHAVIOUR_KEYS`: a swapped shared array or an edited cast is refused at
 load, naming metadata.json), and its own file manifest, which is the registry's sha256.
 
 `tt_zoo.load` (`tt_zoo.zoo.loading.find_artifact`) verifies a compact artifact, then
 `materialise`s it once into the cache (``$TT_ZOO_HOME/float32/<name>-<key>``, the key a digest of
 the manifest's sha256 and the pinned storage facts: `cache_key`): the float16 arrays cast back
 to float32 under ``variables/``, a card recording ``materialised_from`` (the compact artifact's
-sha256, which `tt_zoo.serving.export.verify_export` accepts for it) and its own manifest. Built
+sha256, which `tt_zoo.artifacts.export.verify_export` accepts for it) and its own manifest. Built
 in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut materialisation is
 never taken for a model; a damaged copy is built again.
 
@@ -49,10 +49,10 @@ from tt_zoo.atomic_io import write_directory
 from tt_zoo.cache import home
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import describe_files, manifest_digest
-from tt_zoo.serving.export import (BEHAVIOUR_FILE, COMPACT_WEIGHTS, FLOAT16_DIR,
+from tt_zoo.artifacts.export import (BEHAVIOUR_FILE, COMPACT_WEIGHTS, FLOAT16_DIR,
                                    MANIFEST_EXCLUDES, METADATA_FILE, behaviour_of, verify_export,
                                    write_behaviour, write_metadata_and_card)
-from tt_zoo.serving.model_card import ModelCard, Storage
+from tt_zoo.artifacts.model_card import ModelCard, Storage
 
 FLOAT32_DIR = "variables"  # the SavedModel's own
 CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-00000-of-00001
@@ -118,7 +118,7 @@ def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype,
 def _stamp(staging: pathlib.Path, card: ModelCard, storage: Storage,
            copied: Optional[Dict[str, dict]] = None) -> dict:
     """The card with `storage`, pinned in behaviour.json (a compact artifact's:
-    `tt_zoo.serving.export.write_behaviour`), and the manifest of `staging`'s files, written
+    `tt_zoo.artifacts.export.write_behaviour`), and the manifest of `staging`'s files, written
     into it. `copied`: the manifest entries of files copied unchanged from an artifact verified
     just before, taken as they are; only the other files are hashed."""
     card.provenance.storage = storage
@@ -219,7 +219,7 @@ def _shared_arrays(storage: Storage, path: pathlib.Path, base) -> Dict[str, np.n
 def cache_key(metadata: dict) -> str:
     """The sha256 of what a float32 copy is made from: the compact artifact's manifest sha256
     and the facts of its card that change the weights (its storage: the arrays cast, those
-    read from another model and which; `tt_zoo.serving.export.behaviour_of`)."""
+    read from another model and which; `tt_zoo.artifacts.export.behaviour_of`)."""
     facts = {"sha256": ModelCard.from_dict(metadata).provenance.sha256,
              "behaviour": behaviour_of(metadata)}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8")).hexdigest()
