@@ -38,9 +38,9 @@ def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:
 def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print):
     """(the passages, the question texts, their positive rows, per-set counts): every
     --questions set's answerable questions over `articles` cut into passages
-    (`odqa.Benchmark.build`)."""
+    (`tt_zoo.data.answer_passages.answered_passages`)."""
+    from tt_zoo.data.answer_passages import answered_passages  # noqa: PLC0415
     from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     given = config.data.questions or DEFAULT_QUESTIONS
     question_sets = []
@@ -50,17 +50,17 @@ def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print
         except (OSError, ValueError) as e:
             raise RunError(f"--questions {name}: {e}") from None
     try:
-        benchmark = odqa.Benchmark.build(articles, question_sets, config.data.words,
-                                         limit_articles=config.data.limit_articles,
-                                         progress=not config.output.no_progress)
+        answered = answered_passages(articles, question_sets, config.data.words,
+                                     limit_articles=config.data.limit_articles,
+                                     progress=not config.output.no_progress)
     except (OSError, ValueError) as e:
         raise RunError(f"--articles {articles}: {e}") from None
-    collection = benchmark.collection
+    collection = answered.collection
     log(f"{len(collection):,} passages of {config.data.words} words from {articles}")
     texts: List[str] = []
     rows: list = []
     counts = {}
-    for name, sets in zip(given, benchmark.sets):
+    for name, sets in zip(given, answered.sets):
         counts[sets.name] = {"questions": sets.num_questions, "answerable": sets.num_answerable}
         texts += [q.text for q in sets.questions]
         rows += [sorted(r) for r in sets.rows]
