@@ -50,6 +50,8 @@ Scripts (results/ file written by default):
   scores one cell, pretrain_tasks_report writes the report
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
+- reqa_questions: the ReQA split's training questions as an ODQA question file, for query
+  adaptation and distillation over the ODQA passages (a step, no results file)
 - reqa_misses: where ReQA's R@1 misses go (a sibling sentence of the gold paragraph or another
   paragraph), BM25 and models, and how many BM25 hard negatives are siblings (reqa_misses)
 - search_loop: the retrieval loop timed end to end as a user runs it (`tt-zoo index`, `search`,

@@ -99,15 +99,16 @@ def main(argv=None) -> dict:
         return out
     out = text_rows.run(args, NAME, fusion.fusion_rows, report)
     import tt_zoo
+    from tt_zoo.evaluation.tables import row_labels
 
     titles, texts = speed_passages(args.articles)
     out["costs"] = {}
-    for given in args.model:
-        model = tt_zoo.load(given)
-        out["costs"][model.name] = {**cost(model),
-                                    **encoding_speed(model, titles, texts, args.speed_runs)}
-        print(f"  {model.name}: {out['costs'][model.name]['docs_per_s']:,.0f} docs/s",
-              file=sys.stderr)
+    loaded = [tt_zoo.load(given) for given in args.model]
+    for label, model in zip(row_labels([(g, m.name) for g, m in zip(args.model, loaded)]),
+                            loaded):
+        out["costs"][label] = {**cost(model),
+                               **encoding_speed(model, titles, texts, args.speed_runs)}
+        print(f"  {label}: {out['costs'][label]['docs_per_s']:,.0f} docs/s", file=sys.stderr)
     text_rows.write(out, args.output, report)
     print(report(out))
     if args.record and not args.smoke:

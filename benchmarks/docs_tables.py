@@ -311,6 +311,30 @@ RESULTS = {
                         "tt-zoo teacher-scores ...; tt-zoo adapt-queries ... --teacher-scores "
                         "...; tt-zoo odqa ... (runs/chain*.sh, quoted in the file)",
                         "checkpoints.md"),
+    "transfer_queries": ("which query adaptations carry to the question set they never saw: "
+                         "MiniLM and MPNet adapted on one set, MiniLM taught by the adapted "
+                         "MPNet, scored on the ODQA questions in one run",
+                         "tt-zoo adapt-queries ...; tt-zoo teacher-scores ...; tt-zoo odqa ... "
+                         "(quoted in the file)", "checkpoints.md"),
+    "fusion_mpnet_adapted": ("the best system: BM25 fused with the adapted MPNet (and the adapted "
+                             "MiniLM) on the ODQA questions, the weights chosen on WebQuestions "
+                             "devtest",
+                             "python -m benchmarks.fusion --benchmarks odqa --model "
+                             "runs/exports/minilm_adapted_webq --model "
+                             "runs/exports/mpnet_adapted_webq --model mpnet_base_768 --fuse-with "
+                             "runs/exports/mpnet_adapted_webq --odqa-validation "
+                             "webquestions-devtest", "checkpoints.md"),
+    "static_distill_queries": ("the static tower's query side adapted on WebQuestions, and "
+                               "taught by the adapted MPNet, on the ODQA questions",
+                               "tt-zoo adapt-queries --model multitask_static_minilm_l6_384 "
+                               "--train-token-embeddings ...; tt-zoo odqa ... (quoted in the "
+                               "file)", "checkpoints.md"),
+    "static_distill_speed": ("the static tower's documents/s on 100-word passages with titles, "
+                             "shipped and query-adapted (one document side)",
+                             "python -m benchmarks encode_throughput --model "
+                             "multitask_static_minilm_l6_384 --model "
+                             "runs/exports/static_mpnetA_webqreqa_w1 --configs bucketing,default "
+                             "--documents 4096 --rounds 5", "checkpoints.md"),
     "avx512_bf16_encode": ("all-MiniLM-L6-v2 encoding passages in float32 and with the default "
                            "(bfloat16 on AVX512-BF16, no AMX) on an AMD EPYC",
                            "python -m benchmarks encode_throughput --model minilm_l6_384 "

@@ -241,13 +241,13 @@ def run(args, name: str, add_rows: Callable[[Context], Dict[str, dict]],
     """
     import tt_zoo
     from tt_zoo.evaluation import text_benchmarks as tb
+    from tt_zoo.evaluation.tables import row_labels
 
     t0 = time.perf_counter()
     machine = machine_start()
-    models = {}
-    for model_name in args.model:
-        model = tt_zoo.load(model_name)
-        models[model.name] = model
+    loaded = [tt_zoo.load(given) for given in args.model]
+    models = dict(zip(row_labels([(given, m.name) for given, m in zip(args.model, loaded)]),
+                      loaded))
     out = {"generator": f"benchmarks/{name}.py", "machine": machine,
            "settings": {k: str(v) if isinstance(v, pathlib.Path) else v
                         for k, v in vars(args).items()},

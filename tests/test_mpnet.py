@@ -281,3 +281,14 @@ def test_all_mpnet_base_v2_matches_sentence_transformers():
                            model.encode_documents(golden["texts"], titles=golden["titles"])])
     theirs = np.asarray(golden["query_vectors"] + golden["document_vectors"], np.float32)
     assert np.sum(ours * theirs, axis=-1).min() >= 0.9999
+
+
+def test_query_adaptation_finds_mpnets_token_table(imported):
+    """`tt-zoo adapt-queries` freezes the query tower's token table: an MPNet tower names its
+    word embeddings, the checkpoint's `embeddings.word_embeddings.weight`."""
+    from tt_zoo.training.query_adaptation import token_embedding_layer
+
+    model, _, weights = imported
+    table = token_embedding_layer(model.query_tower)
+    np.testing.assert_array_equal(table.get_weights()[0],
+                                  weights["embeddings.word_embeddings.weight"])

@@ -160,3 +160,24 @@ def test_r_precision_hand_worked():
     assert odqa.r_precision(ranked, gold) == pytest.approx((1 + 1 / 3 + 0) / 3)
     with pytest.raises(ValueError, match="must be \\[3, depth\\]"):
         odqa.r_precision(ranked[:2], gold)
+
+
+def test_rows_of_models_that_share_a_name_are_told_apart():
+    """Two exports of one base (each BASE_adapted) would be one row, the later hiding the
+    earlier: they get their argument beside the name; a name used once stays bare."""
+    from tt_zoo.evaluation.tables import row_labels
+
+    assert row_labels([("minilm_l6_384", "minilm_l6_384"),
+                       ("runs/a", "minilm_l6_384_adapted"),
+                       ("runs/b", "minilm_l6_384_adapted")]) == [
+        "minilm_l6_384", "minilm_l6_384_adapted (runs/a)", "minilm_l6_384_adapted (runs/b)"]
+    with pytest.raises(ValueError, match="runs/a is given twice"):
+        row_labels([("runs/a", "x"), ("runs/a", "x")])
+
+
+def test_the_command_refuses_the_same_model_twice(capsys):
+    from tt_zoo.cli import odqa as command
+
+    with pytest.raises(SystemExit):
+        command.parse_args(["--model", "minilm_l6_384", "--model", "minilm_l6_384"])
+    assert "--model minilm_l6_384 is given twice" in capsys.readouterr().err

@@ -23,6 +23,7 @@ from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir, question_sets_or_exit
 from tt_zoo.evaluation import odqa  # numpy only: --help stays fast
+from tt_zoo.evaluation.tables import row_labels
 
 
 CUTOFF = numbers.count(high=100_000)  # each --k: as `tt-zoo search --k` takes it
@@ -56,6 +57,10 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.model and not args.bm25:
         p.error("nothing to score: pass --model NAME_OR_PATH and/or --bm25")
+    try:
+        row_labels([(given, given) for given in args.model])
+    except ValueError as e:
+        p.error(str(e))
     try:
         args.ks = tuple(sorted({CUTOFF(k.strip()) for k in args.k.split(",") if k.strip()}))
     except argparse.ArgumentTypeError as e:
@@ -92,15 +97,17 @@ def run(args) -> dict:
         import tt_zoo  # noqa: PLC0415
         from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark, cache_file  # noqa: PLC0415
 
-    for name in args.model:
-        t = time.perf_counter()
-        model = tt_zoo.load(name)
-        path = None
-        if cache is not None:
-            path = cache_file(cache, OdqaBenchmark.cache_prefix, model, len(benchmark.collection))
-        results[model.name] = benchmark.score_model(model, path, args.ks,
-                                                    progress=not args.no_progress)
-        seconds[model.name] = round(time.perf_counter() - t, 1)
+        models = [tt_zoo.load(name) for name in args.model]
+        labels = row_labels([(given, m.name) for given, m in zip(args.model, models)])
+        for label, model in zip(labels, models):
+            t = time.perf_counter()
+            path = None
+            if cache is not None:
+                path = cache_file(cache, OdqaBenchmark.cache_prefix, model,
+                                  len(benchmark.collection))
+            results[label] = benchmark.score_model(model, path, args.ks,
+                                                   progress=not args.no_progress)
+            seconds[label] = round(time.perf_counter() - t, 1)
     print(odqa.format_table(results, args.ks))
     out = {"benchmark": described, "ks": list(args.ks), "results": results, "seconds": seconds}
     if args.json_out:

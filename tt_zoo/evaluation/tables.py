@@ -6,6 +6,7 @@ command's ``--help`` stays quick."""
 from __future__ import annotations
 
 import pathlib
+from collections import Counter
 from typing import List, Mapping, Sequence, Tuple
 
 COLUMNS = ("R@1", "R@5", "R@10", "R@50", "R@100", "MRR")
@@ -38,6 +39,18 @@ def format_table(rows) -> str:
         lines.append(" ".join(f"{str(r[k]):<{widths[k]}}" for k in keys) + " "
                      + " ".join(f"{100 * r[c]:6.1f}" for c in COLUMNS))
     return "\n".join(lines)
+
+
+def row_labels(loaded: Sequence[Tuple[str, str]]) -> List[str]:
+    """The table rows of models loaded from ``(argument, model name)`` pairs: each model's own
+    name, or ``name (argument)`` where two of them share a name (two exports of one base, each
+    ``BASE_adapted``), so that no row hides another. The same argument twice raises
+    `ValueError`, naming it."""
+    repeated = [given for given, n in Counter(given for given, _ in loaded).items() if n > 1]
+    if repeated:
+        raise ValueError(f"--model {repeated[0]} is given twice: each model is one row.")
+    shared = Counter(name for _, name in loaded)
+    return [name if shared[name] == 1 else f"{name} ({given})" for given, name in loaded]
 
 
 def card_tables(rows, where: str, num_questions: int,

@@ -208,6 +208,11 @@ class BertTower(tf.keras.layers.Layer):
                   else masked_mean(states, inputs["input_mask"]))
         return pooled if self.projection is None else self.projection(pooled)
 
+    @property
+    def token_embedding_table(self) -> tf.keras.layers.Layer:
+        """The encoder's WordPiece embedding layer (frozen in query adaptation)."""
+        return self.encoder.get_embedding_layer()
+
     def get_config(self):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, embedding_dim=self.embedding_dim, size=self.size,
@@ -306,6 +311,11 @@ class BowMlpTower(tf.keras.layers.Layer):
         token_vectors = self.token_embeddings(inputs["input_word_ids"])
         average = masked_mean(token_vectors, inputs["input_mask"])
         return self.output_layer(self.hidden(average)) if self.mlp else average
+
+    @property
+    def token_embedding_table(self) -> tf.keras.layers.Layer:
+        """The unigram vectors (frozen in query adaptation)."""
+        return self.token_embeddings
 
     def get_config(self):
         config = super().get_config()

@@ -60,16 +60,14 @@ def multi_positive_softmax_loss(scores: tf.Tensor, positive_mask: tf.Tensor) -> 
 
 
 def token_embedding_layer(tower) -> tf.keras.layers.Layer:
-    """The tower's token (WordPiece) embedding table: a BERT tower's word embeddings or a
-    bag-of-words tower's token vectors."""
-    from tt_zoo.modeling.towers import BertTower, BowMlpTower  # noqa: PLC0415
-
-    if isinstance(tower, BertTower):
-        return tower.encoder.get_embedding_layer()
-    if isinstance(tower, BowMlpTower):
-        return tower.token_embeddings
-    raise ValueError(f"token_embedding_layer: a {type(tower).__name__} has no token embedding "
-                     "table this knows (BertTower or BowMlpTower).")
+    """The tower's token (WordPiece) embedding table, as its family names it
+    (``token_embedding_table``: a BERT or MPNet tower's word embeddings, a bag-of-words tower's
+    token vectors)."""
+    table = getattr(tower, "token_embedding_table", None)
+    if table is None:
+        raise ValueError(f"token_embedding_layer: a {type(tower).__name__} names no token "
+                         "embedding table (a tower family defines `token_embedding_table`).")
+    return table
 
 
 class QueryAdapter(tf.keras.Model):

@@ -308,6 +308,11 @@ class MPNetTower(tf.keras.layers.Layer):
         pooled = states[:, 0, :] if self.pooling == "cls" else masked_mean(states, mask)
         return pooled if self.projection is None else self.projection(pooled)
 
+    @property
+    def token_embedding_table(self) -> tf.keras.layers.Layer:
+        """The WordPiece embedding layer (frozen in query adaptation)."""
+        return self.word_embeddings
+
     def get_config(self):
         config = super().get_config()
         config.update(vocab_size=self.vocab_size, embedding_dim=self.embedding_dim,
