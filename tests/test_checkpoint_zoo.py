@@ -16,9 +16,9 @@ def test_the_family_is_registered_with_its_recipes():
     from tt_zoo.zoo.registry import get_spec, list_models
 
     family = list_models("*minilm*", include_recipes=True)
-    assert family == ["adapted_multitask_minilm_l6_384", "minilm_l6_384",
-                      "multitask_minilm_l6_384", "multitask_static_minilm_l6_384",
-                      "static_minilm_l6_384"]
+    assert family == ["adapted_multitask_minilm_l6_384", "adapted_multitask_static_minilm_l6_384",
+                      "minilm_l6_384", "multitask_minilm_l6_384",
+                      "multitask_static_minilm_l6_384", "static_minilm_l6_384"]
     assert "minilm_l6_384" in list_models(shipped_only=True)
     assert get_spec("minilm_l6_384").recipe_command() == (
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")

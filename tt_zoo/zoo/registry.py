@@ -170,6 +170,16 @@ ADAPTATION_RUN = AdaptQueriesConfig.from_dict(
 # task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
 # over MULTITASK_RUN in the median of three seeds, every seed above every seed without it
 # (`benchmarks/multi_task.py --experiments lexical`, `results/multi_task.md`).
+# The static model's query side taught by a teacher's ranking: its own token table
+# (`--train-token-embeddings`) trained on the listwise KL of the teacher's softmax over each
+# question's mined candidates against its own full-index softmax, 3 epochs of 32 at 1e-3 (chosen
+# on webquestions-devtest; results/static_distill_queries.md). The teacher scores come first:
+# `tt-zoo teacher-scores` with all-mpnet-base-v2 whose query tower was adapted on WebQuestions.
+STATIC_TEACHER_RUN = AdaptQueriesConfig.from_dict(
+    {"data": {"questions": ["webquestions-trainmodel", "runs/questions/reqa80_train.jsonl"],
+              "teacher_scores": "runs/distill/mpnetA_webq_reqa.npz"},
+     "training": {"epochs": 3.0, "batch_size": 32, "learning_rate": 1e-3,
+                  "train_token_embeddings": True, "distill_weight": 1.0}})
 MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
 MULTITASK_LEXICAL_RUN = MULTITASK_RUN.replace(task=(*MULTITASK_TASKS, "lexical"),
                                               weight=("lexical=0.3",))
@@ -485,6 +495,12 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
             name=f"multitask_{static}", encoder="bow_mlp", tower_size=None,
             embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=static,
             run=MULTITASK_RUN.replace(init=static, export=f"saved_models/multitask_{static}"),
+            architecture=static, **common)
+        specs[f"adapted_multitask_{static}"] = ModelSpec(
+            name=f"adapted_multitask_{static}", encoder="bow_mlp", tower_size=None,
+            embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=f"multitask_{static}",
+            run=STATIC_TEACHER_RUN.replace(model=f"multitask_{static}",
+                                           export=f"saved_models/adapted_multitask_{static}"),
             architecture=static, **common)
     return specs
 
