@@ -25,8 +25,15 @@ def squad_path(data: Optional[pathlib.Path] = None) -> pathlib.Path:
     return (data if data is not None else data_dir()) / SQUAD_DEV
 
 
-def parser(doc: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """A benchmark's parser: its docstring's first line the description, the rest the epilog."""
+def parser(doc: str, summary: Optional[str] = None, **kwargs: Any) -> argparse.ArgumentParser:
+    """A benchmark's parser, from its docstring: the first line the description, the rest the
+    epilog, both as written; or, with `summary` ("line" or "paragraph"), the docstring's first
+    line or first paragraph alone as the description, reflowed by argparse."""
+    if summary is not None:
+        if summary not in ("line", "paragraph"):
+            raise ValueError(f"summary must be 'line' or 'paragraph' (got {summary!r})")
+        first = doc.splitlines()[0] if summary == "line" else doc.split("\n\n")[0]
+        return argparse.ArgumentParser(description=first, **kwargs)
     lines = doc.splitlines()
     return argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[2:]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter,

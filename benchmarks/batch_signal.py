@@ -28,7 +28,6 @@ at exactly equal CPU time (each curve interpolated at the shortest run's CPU tim
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -36,7 +35,7 @@ import statistics
 import subprocess
 import sys
 
-from benchmarks import pretrain_curve
+from benchmarks import arguments, pretrain_curve
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -242,7 +241,7 @@ def write_report(runs: dict, args) -> None:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     pretrain_curve.add_curve_arguments(p, CONFIGS, str(REPO / "runs" / "batch_signal"))
     p.add_argument("--seeds", default="0",
                    help="comma-separated seeds; each configuration runs once per seed")

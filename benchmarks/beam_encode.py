@@ -32,7 +32,6 @@ answerable in these N passages.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import pathlib
@@ -51,7 +50,7 @@ from benchmarks.measure import (interleaved_rounds, machine_info,
 def parse_args(argv=None):
     from tt_zoo.cli.common import FLAGSHIP
 
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, FLAGSHIP, help="a registered name or an export directory")
     p.add_argument("--limit", type=int, default=2048, help="passages encoded")
     p.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
@@ -81,7 +80,7 @@ def first_passages(source, limit: int):
 
 def measure_speed(args, model, model_path: str, passages, work: pathlib.Path) -> dict:
     from tt_zoo.serving.corpus_index import index_corpus
-    from tt_zoo.serving.export import LoadedEncoder
+    from tt_zoo.artifacts.export import LoadedEncoder
 
     corpus = work / "passages.jsonl"
     corpus.write_text("".join(json.dumps({"id": p.doc_id, "title": p.title, "text": p.text})

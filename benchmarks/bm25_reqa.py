@@ -10,7 +10,6 @@ English stop words).
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 
@@ -31,7 +30,7 @@ VARIANTS = [  # (field, stemmer, stopwords)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.parser(__doc__, summary="line")
     arguments.add_squad(parser, type=str, help=None)
     parser.add_argument("--json-out")
     args = parser.parse_args(argv)

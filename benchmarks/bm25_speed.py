@@ -15,7 +15,6 @@ question's top-k scores are equal (ties may be ordered otherwise: ours orders th
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -107,7 +106,7 @@ def report(out: dict) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     p.add_argument("--questions", type=int, default=300,
                    help="questions per corpus (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each side (default: 3)")

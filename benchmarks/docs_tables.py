@@ -16,12 +16,13 @@
 
 from __future__ import annotations
 
-import argparse
 import collections
 import decimal
 import json
 import pathlib
 import sys
+
+from benchmarks import arguments
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
@@ -119,6 +120,13 @@ def _tower(spec, registry) -> str:
     return f"{bert}, dim {spec.embedding_dim}"
 
 
+def _question_source(question_set: str) -> str:
+    """A training question set as the table names it: webquestions, reqa, or the file's stem."""
+    stem = pathlib.Path(question_set).stem
+    return next((source for source in ("webquestions", "curatedtrec", "reqa")
+                 if stem.startswith(source)), stem)
+
+
 def _training(spec, registry) -> str:
     from tt_zoo.reproduction.report import label
 
@@ -126,9 +134,13 @@ def _training(spec, registry) -> str:
         how = f", by `{spec.imported.install}`" if spec.imported.optional else ""
         return f"imported as published{how} (supervised start ‡)"
     if spec.adapted is not None:
-        epochs = spec.adapted.training.epochs
+        run = spec.adapted
+        on = " + ".join(dict.fromkeys(_question_source(q) for q in run.data.questions or
+                                      ("webquestions",)))
+        taught = (f", learning a teacher's ranking (weight {run.training.distill_weight:g})"
+                  if run.data.teacher_scores else "")
         return (f"`{spec.init_from}` (supervised start ‡), then its query tower adapted to its "
-                f"index of the ODQA passages on webquestions, {epochs:g} epochs")
+                f"index of the ODQA passages on {on}{taught}, {run.training.epochs:g} epochs")
     if spec.pretraining == "distilled":
         what = f"distilled from `{_root(spec, registry).name}`"
     elif spec.pretraining == "none":
@@ -333,6 +345,14 @@ RESULTS = {
                                "tt-zoo adapt-queries --model multitask_static_minilm_l6_384 "
                                "--train-token-embeddings ...; tt-zoo odqa ... (quoted in the "
                                "file)", "checkpoints.md"),
+    "adapted_static_minilm": ("the static tower taught by the adapted MPNet beside the shipped "
+                              "static model: ReQA (the 80% split's test questions) and ODQA, "
+                              "the rows its card records",
+                              "python -m benchmarks.checkpoints --benchmarks reqa,odqa --model "
+                              "multitask_static_minilm_l6_384 --model "
+                              "runs/exports/static_mpnetA_webqreqa_w1 --odqa-validation "
+                              "webquestions-devtest --split-fraction 0.8 --reqa-choose-on "
+                              "validation", "checkpoints.md"),
     "static_distill_speed": ("the static tower's documents/s on 100-word passages with titles, "
                              "shipped and query-adapted (one document side)",
                              "python -m benchmarks encode_throughput --model "
@@ -490,7 +510,7 @@ def results_index() -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = arguments.parser(__doc__, summary="paragraph")
     p.add_argument("--check", action="store_true", help="exit 1 when a generated part is stale")
     args = p.parse_args(argv)
     wanted = {README: readme_with_table(README.read_text(encoding="utf-8"),

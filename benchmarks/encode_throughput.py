@@ -116,7 +116,7 @@ def load_inputs(args) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, repeat=True, required=True, help="name or path (repeatable)")
     p.add_argument("--configs", type=parse_configs, default=["bucketing"],
                    help=f"comma list of encode settings, of {sorted(SETTINGS)}")
@@ -140,7 +140,7 @@ def main(argv=None):
     import tensorflow as tf
     from tt_zoo.atomic_io import write_text
     from tt_zoo.evaluation.reqa import build_reqa
-    from tt_zoo.serving.export import LoadedEncoder, export_saved_model
+    from tt_zoo.artifacts.export import LoadedEncoder, export_saved_model
 
     inputs = load_inputs(args)
     questions = [q.text for q in build_reqa(args.squad).questions[:args.queries]]

@@ -13,7 +13,6 @@ and reports R@k on each split's test questions against all candidates (median ov
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -53,7 +52,7 @@ def run_one(args, sha: str, fraction: float, hard: int, seed: int) -> dict:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, "bow_mlp_ict_bfs_wlp_512")
     p.add_argument("--fractions", default="0.05,0.8")
     p.add_argument("--seeds", default="0,1,2", help="split seeds")

@@ -42,8 +42,7 @@ def parse_args(argv=None):
 
 def add_fusion_arguments(p) -> None:
     """--depth, --rrf-k and --fill-depth of every fused row (`FusionSearcher`'s settings)."""
-    p.add_argument("--depth", type=int, default=100,
-                   help="candidates of each searcher fused per query (default: %(default)s)")
+    text_rows.add_depth(p)
     p.add_argument("--rrf-k", type=float, default=60, help="RRF's constant (default: %(default)s)")
     p.add_argument("--fill-depth", type=int, default=None, metavar="N",
                    help="search each searcher to N (> --depth) and fill in the scores of the "

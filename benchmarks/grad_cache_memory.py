@@ -144,7 +144,7 @@ def markdown(report: dict) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.parser(__doc__, summary="line")
     parser.add_argument("--settings", default="full,64,128",
                         help="comma-separated: full, or a GradCache chunk size")
     parser.add_argument("--batch", type=int, default=512)

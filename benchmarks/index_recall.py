@@ -37,7 +37,6 @@ Writes results/index_recall.{json,md}.
 
 from __future__ import annotations
 
-import argparse
 import math
 import pathlib
 import statistics
@@ -282,7 +281,7 @@ def markdown(rows) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = arguments.parser(__doc__, summary="paragraph")
     arguments.add_model(p, repeat=True, required=True, help="a zoo name (repeatable)")
     p.add_argument("--sets", default="reqa", help=f"comma list of {SETS}")
     p.add_argument("--setting", action="append", default=None,

@@ -43,18 +43,15 @@ from benchmarks import arguments, fusion, text_rows
 from benchmarks.fusion import convex_fusion
 
 NAME = "late_interaction"
-PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
 
 
 def parse_args(argv=None):
     p = arguments.parser(__doc__)
     p.add_argument("--colbert", required=True, metavar="NAME_OR_PATH",
                    help="a late-interaction export (tt-zoo pretrain --variant colbert_*)")
-    p.add_argument("--partner", default=PARTNER,
-                   help="the single-vector model also searched through ScaNN (one of --model; "
-                        "default: %(default)s)")
-    p.add_argument("--depth", type=int, default=100,
-                   help="BM25 candidates re-ranked per query (default: %(default)s)")
+    text_rows.add_partner(p, "the single-vector model also searched through ScaNN (one of "
+                             "--model; default: %(default)s)")
+    text_rows.add_depth(p, "BM25 candidates re-ranked per query (default: %(default)s)")
     p.add_argument("--token-k", type=int, default=64,
                    help="end to end: neighbours of each query token (default: %(default)s)")
     p.add_argument("--end-to-end", default="reqa,odqa",

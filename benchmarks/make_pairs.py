@@ -14,7 +14,6 @@ Exit status 1 when the two paths disagree.
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
@@ -24,6 +23,7 @@ import subprocess
 import sys
 import time
 
+from benchmarks import arguments
 from tt_zoo.data import features, pairs_io
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -77,7 +77,7 @@ def records(output: str):
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = arguments.parser(__doc__, summary="paragraph")
     parser.add_argument("--input", required=True)
     parser.add_argument("--tasks", default="ict,bfs,wlp")
     parser.add_argument("--seed", type=int, default=0)

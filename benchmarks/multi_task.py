@@ -42,7 +42,6 @@ report's files are the shared grid runner's (`tt_zoo.reproduction.runner`).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import math
 import os
@@ -355,7 +354,7 @@ def experiments(names, seeds, init=BOW_BEST):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     p.add_argument("--experiments",
                    default="main,markers,towers,untie,lexical,positives,short,loo,remine,"
                            "fewshot",

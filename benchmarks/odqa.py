@@ -10,7 +10,6 @@ Encoding the 130K passages takes about a minute for a BoW-MLP and ten for the ti
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
 import sys
@@ -54,7 +53,7 @@ def report(out: dict) -> str:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     arguments.add_model(p, repeat=True,
                         help="models to score (default: every shipped two-tower model)")
     arguments.add_output(p, REPO / "results" / "odqa")
@@ -99,8 +98,8 @@ def record(out: dict, models) -> None:
     from tt_zoo.atomic_io import write_json
     from tt_zoo.reproduction.ship import ODQA_HEADLINE
     from tt_zoo.evaluation import odqa
-    from tt_zoo.serving.export import update_metadata
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.export import update_metadata
+    from tt_zoo.artifacts.model_card import ModelCard
     from tt_zoo.zoo.registry import REGISTRY, SHIPPED_FILE
 
     shipped = json.loads(SHIPPED_FILE.read_text())

@@ -1,6 +1,6 @@
 """results/precision_cost.{json,md}: what encoding in bfloat16 instead of float32 costs in recall;
 results/float16_storage.{json,md} (--compare storage): what storing the weights in float16 costs
-(`tt_zoo.serving.float16_storage`, `tt-zoo ship --float16`). Both on ReQA-SQuAD(dev) and on the
+(`tt_zoo.artifacts.float16_storage`, `tt-zoo ship --float16`). Both on ReQA-SQuAD(dev) and on the
 ODQA validation questions over the first N Wikispeedia passages.
 
 - ``--compare precision``: `encode_documents(precision="bfloat16")` (the default on a CPU with
@@ -205,7 +205,7 @@ def float16_copy(path):
     shipped one; the artifact and its materialised float32 copy are removed on exit. Yields
     ``(model, note)``."""
     import tt_zoo
-    from tt_zoo.serving import float16_storage
+    from tt_zoo.artifacts import float16_storage
 
     with tempfile.TemporaryDirectory(prefix="tt_zoo_float16_") as tmp:
         compact = pathlib.Path(tmp) / pathlib.Path(path).name

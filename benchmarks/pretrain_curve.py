@@ -25,6 +25,7 @@ import subprocess
 import sys
 from typing import Optional
 
+from benchmarks import arguments
 from tt_zoo.cli.common import default_data_dir
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -232,7 +233,7 @@ def selected_configs(args, configs: dict) -> list:
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = arguments.parser(__doc__, summary="line")
     add_curve_arguments(p, CONFIGS, str(REPO / "runs" / "curve"))
     p.add_argument("--steps", type=int, default=600)
     p.add_argument("--batch", type=int, default=128)

@@ -12,7 +12,6 @@ Each search is timed 3 times (median reported); each index is built once (what t
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -147,7 +146,7 @@ def markdown(result: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = arguments.parser(__doc__, summary="paragraph")
     p.add_argument("--kinds", nargs="+", choices=list(KINDS), default=list(KINDS))
     arguments.add_output(p, default=str(REPO / "results" / "search_loop"), type=str,
                          help="writes OUTPUT.json and OUTPUT.md")

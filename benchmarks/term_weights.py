@@ -32,7 +32,6 @@ from benchmarks import arguments, text_rows
 
 NAME = "term_weights"
 K1_GRID = (0.9, 1.5, 4.0, 10.0)
-PARTNER = "bow_mlp_ict_bfs_wlp_crop_span_qgen_512"
 HDCT = "HDCT-weighted BM25"
 
 
@@ -40,11 +39,9 @@ def parse_args(argv=None):
     p = arguments.parser(__doc__)
     p.add_argument("--term-model", required=True, metavar="PATH",
                    help="a term-weight export (tt-zoo train-term-weights)")
-    p.add_argument("--partner", default=PARTNER,
-                   help="the dense model fused with the weighted BM25 (one of --model, by "
-                        "name or path; default: %(default)s)")
-    p.add_argument("--depth", type=int, default=100,
-                   help="candidates of each searcher fused per query (default: %(default)s)")
+    text_rows.add_partner(p, "the dense model fused with the weighted BM25 (one of --model, "
+                             "by name or path; default: %(default)s)")
+    text_rows.add_depth(p)
     p.add_argument("--reqa-documents", default="passage", choices=("passage", "candidate"),
                    help="what weighs a ReQA candidate: its passage (each distinct passage "
                         "once) or (sentence, passage) (default: %(default)s)")
@@ -93,7 +90,7 @@ def term_weight_rows(ctx: text_rows.Context) -> dict:
     from tt_zoo.evaluation import text_benchmarks as tb
     from tt_zoo.retrieval.bm25 import BM25Retriever
     from tt_zoo.retrieval.fusion import FusionSearcher, choose_fusion_weight
-    from tt_zoo.serving.term_weight_export import load_term_weighter
+    from tt_zoo.artifacts.term_weight_export import load_term_weighter
 
     args, bench, rows = ctx.args, ctx.bench, {}
     c = bench.candidates

@@ -36,6 +36,8 @@ TITLES = {"reqa": "ReQA-SQuAD(dev)", "open_domain_reqa": "Open-domain ReQA",
           "odqa": "ODQA answer recall"}
 VERSIONED = ("tt_zoo", "tensorflow", "tf-keras", "numpy", "bm25s", "scann")
 FLAGSHIPS = ("ict_bfs_wlp_512", "bow_mlp_ict_bfs_wlp_crop_span_qgen_512")
+# The single-vector flagship that a script's own kind of model is paired with (--partner).
+PARTNER = FLAGSHIPS[1]
 
 
 def add_record_argument(p: argparse.ArgumentParser, model_flag: str) -> None:
@@ -44,6 +46,19 @@ def add_record_argument(p: argparse.ArgumentParser, model_flag: str) -> None:
                    help="after the run, write the model's measured tables into the card of "
                         f"the export {model_flag} names (a shipped one's entry too): "
                         "tt_zoo.zoo.shipping.record_results")
+
+
+def add_partner(p: argparse.ArgumentParser, help: str) -> None:
+    """--partner: the single-vector model (one of --model) that the script's own model is
+    paired with (default `PARTNER`)."""
+    p.add_argument("--partner", default=PARTNER, help=help)
+
+
+def add_depth(p: argparse.ArgumentParser,
+              help: str = "candidates of each searcher fused per query (default: %(default)s)"
+              ) -> None:
+    """--depth: how deep each query's candidates go (fused, or re-ranked)."""
+    p.add_argument("--depth", type=int, default=100, help=help)
 
 
 def require_reqa_with_open_domain(p: argparse.ArgumentParser, benchmarks: Sequence[str],

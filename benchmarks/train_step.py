@@ -19,7 +19,6 @@ Usage:
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import pathlib
@@ -132,7 +131,7 @@ def build(config: str, vocab, args):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments.parser(__doc__, summary="line")
     parser.add_argument("--size", default="tiny", help="BERT tower size: tiny, mini, small, base")
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--query-length", type=int, default=64)

@@ -34,7 +34,7 @@ def exported(request, tmp_path_factory):
     `export_saved_model` returned it. A module sets ``TINY_EXPORT_METADATA`` to choose the
     metadata written (default: name "tiny_test", encoder "bert", pretraining "none")."""
     from helpers import TinyExport, tiny_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = tiny_model()
     model.build_by_calling()

@@ -152,7 +152,7 @@ def assert_model_round_trip(model, path, *, exported=False,
     call); `run_eagerly=False` traces it as training does (test_models does this once)."""
     import tensorflow as tf
 
-    from tt_zoo.serving.export import export_saved_model, load_keras_model
+    from tt_zoo.artifacts.export import export_saved_model, load_keras_model
     from tt_zoo.modeling.models import TwoTowerModel
     path = pathlib.Path(path)
     model.build_by_calling()

@@ -13,8 +13,8 @@ from test_finetune_recipe import squad_slice
 from tt_zoo import hardware
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.pair_model import tower_dtype_policy, with_dtype_policy
-from tt_zoo.serving.card_rendering import render_card
-from tt_zoo.serving.model_card import ModelCard
+from tt_zoo.artifacts.card_rendering import render_card
+from tt_zoo.artifacts.model_card import ModelCard
 from tt_zoo.training import precision, pretrain_run, shipped_recipes
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 from tt_zoo.configs.run_config import RunError
@@ -89,7 +89,7 @@ def test_finetune_on_this_cpu_trains_a_loaded_model_in_bfloat16_and_exports_floa
     mixed_bfloat16 copy, exported with float32 weights, a float32 config and the same
     signatures; the card records the policy and the matrix units."""
     import tt_zoo
-    from tt_zoo.serving.export import load_keras_model
+    from tt_zoo.artifacts.export import load_keras_model
 
     monkeypatch.delenv(hardware.PRECISION_VARIABLE, raising=False)
     record = finetune(FinetuneConfig.from_dict({

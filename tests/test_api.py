@@ -266,8 +266,8 @@ def test_a_text_index_has_a_repr(zoo):
 def test_a_fine_tuned_card_names_its_base_model_without_a_machine_path(exported, tmp_path):
     """A model loaded by name records the name only (its folder is the clone's or the cache's);
     the card's table shows the base model and the fine-tuning as text, not as dicts."""
-    from tt_zoo.serving.card_rendering import render_card
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.card_rendering import render_card
+    from tt_zoo.artifacts.model_card import ModelCard
 
     base = {"name": "ict_bfs_wlp_512", "sha256": "82a998fa049e55a3", "train_steps": 3500,
             "path": "/home/someone/tt_zoo/saved_models/ict_bfs_wlp_512"}

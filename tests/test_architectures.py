@@ -1,6 +1,7 @@
 """The architecture registry (`tt_zoo.modeling.architectures`): every family registered once; a
-toy architecture added by one new module (a tower, a tokenizer mapping) builds, encodes, exports
-and loads like the others; unknown encoders and Hugging Face model types are named in the
+toy architecture added by one new module (a tower, a tokenizer mapping, a checkpoint converter)
+builds, encodes, exports and loads like the others, and its Hugging Face checkpoint imports
+through the one import path; unknown encoders and Hugging Face model types are named in the
 error with what is known."""
 
 import sys
@@ -14,7 +15,10 @@ from tt_zoo.data import features as F
 
 TOY_MODULE = '''
 """A toy family: the mean of a token table, doubled; it packs with [CLS]/[SEP] as BERT does
-but joins a pair with two separators."""
+but joins a pair with two separators; its Hugging Face checkpoint (model_type "toy") holds the
+table as embeddings.table.weight."""
+import dataclasses
+
 import tensorflow as tf
 
 from tt_zoo.data.text import SpecialTokens
@@ -37,9 +41,28 @@ class ToyTower(tf.keras.layers.Layer):
                     embedding_dim=self.embedding_dim)
 
 
+@dataclasses.dataclass(frozen=True)
+class ToyConfig:
+    vocab_size: int
+    hidden_size: int
+    max_length: int
+    num_layers: int = 0
+
+
+def set_weights(tower, checkpoint):
+    tower.table.set_weights([checkpoint.weights["embeddings.table.weight"]])
+
+
 architectures.register(architectures.Architecture(
     name="toy", special_tokens=SpecialTokens(pair_separators=2),
-    build_tower=lambda s, name: ToyTower(s.vocab_size, s.embedding_dim, name=name)))
+    build_tower=lambda s, name: ToyTower(s.vocab_size, s.embedding_dim, name=name),
+    converter=architectures.CheckpointConverter(
+        model_types=("toy",),
+        read_config=lambda c, path: ToyConfig(c["vocab_size"], c["hidden_size"],
+                                              c["max_position_embeddings"]),
+        weight_names=dict,
+        expected_shapes=lambda c: {"embeddings.table.weight": (c.vocab_size, c.hidden_size)},
+        tower_settings=lambda c: {}, set_weights=set_weights, copied="the token table")))
 '''
 
 
@@ -75,7 +98,7 @@ def test_a_toy_architecture_is_one_new_module(toy, tmp_path):
 
     import tt_zoo
     from tt_zoo.modeling.models import build_two_tower_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = build_two_tower_model(tiny_vocab(), encoder="toy", embedding_dim=8, query_length=16,
                                   document_length=24, share_towers=True)
@@ -91,6 +114,45 @@ def test_a_toy_architecture_is_one_new_module(toy, tmp_path):
     reloaded = tt_zoo.load(tmp_path / "export")
     np.testing.assert_allclose(reloaded.encode_documents(texts, titles=titles), expected,
                                rtol=1e-5, atol=1e-6)
+
+
+def test_a_toy_checkpoint_imports_through_its_converter(toy, tmp_path):
+    """A Hugging Face folder of model_type "toy" is read, checked, built and filled by the toy
+    module's converter through `import_checkpoint`, as BERT's and MPNet's are; the model
+    computes the table's doubled mean and exports and loads like any other."""
+    import json
+
+    from safetensors.numpy import save_file
+
+    import tt_zoo
+    from tt_zoo.errors import ArtifactError
+    from tt_zoo.modeling.checkpoints import import_checkpoint
+    from tt_zoo.artifacts.export import export_saved_model
+
+    vocab = tiny_vocab()
+    table = np.random.default_rng(0).normal(size=(len(vocab), 8)).astype("float32")
+    folder = tmp_path / "toy_checkpoint"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(
+        {"model_type": "toy", "vocab_size": len(vocab), "hidden_size": 8,
+         "max_position_embeddings": 64}))
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    save_file({"embeddings.table.weight": table}, str(folder / "model.safetensors"))
+    model, origin = import_checkpoint(folder, document_length=24)
+    assert isinstance(model.query_tower, toy.ToyTower)
+    assert origin["copied"] == "the token table" and origin["new"] == []
+    # "[CLS] paris [SEP]": 2 * the mean of those three rows of the checkpoint's table
+    ids = [vocab.index(t) for t in ("[CLS]", "paris", "[SEP]")]
+    np.testing.assert_allclose(model.encode_queries(["Paris"]), [2 * table[ids].mean(axis=0)],
+                               rtol=1e-5, atol=1e-6)
+    export_saved_model(model, tmp_path / "export")
+    reloaded = tt_zoo.load(tmp_path / "export")
+    np.testing.assert_allclose(reloaded.encode_queries(["Paris"]), model.encode_queries(["Paris"]),
+                               rtol=1e-5, atol=1e-6)
+    # ... and checked as the others are: a table of another shape is named.
+    save_file({"embeddings.table.weight": table[:, :4]}, str(folder / "model.safetensors"))
+    with pytest.raises(ArtifactError, match=r"'embeddings.table.weight' has shape \(\d+, 4\)"):
+        import_checkpoint(folder)
 
 
 def test_a_second_registration_of_a_name_is_refused(toy):

@@ -16,15 +16,15 @@ def test_the_family_is_registered_with_its_recipes():
     from tt_zoo.zoo.registry import get_spec, list_models
 
     family = list_models("*minilm*", include_recipes=True)
-    assert family == ["adapted_multitask_minilm_l6_384", "minilm_l6_384",
-                      "multitask_minilm_l6_384", "multitask_static_minilm_l6_384",
-                      "static_minilm_l6_384"]
+    assert family == ["adapted_multitask_minilm_l6_384", "adapted_multitask_static_minilm_l6_384",
+                      "minilm_l6_384", "multitask_minilm_l6_384",
+                      "multitask_static_minilm_l6_384", "static_minilm_l6_384"]
     assert "minilm_l6_384" in list_models(shipped_only=True)
     assert get_spec("minilm_l6_384").recipe_command() == (
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")
     assert get_spec("static_minilm_l6_384").recipe_command().startswith(
         "tt-zoo distill-static --model minilm_l6_384 ")
-    # The shipped models' recipes are their runs' (recipes/models/): the static model's run
+    # The shipped models' recipes are their runs' (tt_zoo/zoo/recipes/): the static model's run
     # started from the static export it had distilled, the registry's recipe names it.
     assert "--init runs/exports/static_minilm_384 " in get_spec(
         "multitask_static_minilm_l6_384").recipe_command()
@@ -170,9 +170,10 @@ def test_measured_tables_reach_the_cached_card(tmp_path, monkeypatch, exported):
     the export already in the cache (metadata only) without rebuilding it."""
     import shutil
 
-    from tt_zoo.serving.model_card import ModelCard
-    from tt_zoo.serving.export import verify_export
-    from tt_zoo.zoo import download, imported
+    from tt_zoo.artifacts.model_card import ModelCard
+    from tt_zoo.artifacts.export import verify_export
+    from tt_zoo.artifacts import download
+    from tt_zoo.zoo import imported
     from tt_zoo.zoo.registry import get_spec
 
     monkeypatch.setattr(imported, "MEASURED_FILE", tmp_path / "measured.json")

@@ -89,7 +89,7 @@ def test_imported_model_round_trips_through_an_export(tmp_path):
     import tt_zoo
     from helpers import assert_model_round_trip
     from tt_zoo.modeling.checkpoints import import_checkpoint
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     folder, _, _ = write_hf_folder(tmp_path / "st")
     model, origin = import_checkpoint(folder, query_length=16)

@@ -25,6 +25,7 @@ def test_every_command_has_a_module_and_recipes_holds_pretrain_and_the_shipped_c
     COMMAND/NAME.json, one per shipped model, COMMAND a command that reads --config
     (tests/test_shipped_models.py checks what each file holds)."""
     from tt_zoo.training import shipped_recipes
+    from tt_zoo.zoo import registry
 
     for name in cli.COMMANDS:
         command = cli.command_module(name)
@@ -33,9 +34,9 @@ def test_every_command_has_a_module_and_recipes_holds_pretrain_and_the_shipped_c
     wrapper = (recipes / "pretrain.py").read_text()
     assert "from tt_zoo.cli.pretrain import main" in wrapper
     assert "sys.path" not in wrapper and "importlib" not in wrapper
-    assert {p.name for p in recipes.iterdir() if p.name != "__pycache__"} == {"pretrain.py",
-                                                                             "models"}
-    models = recipes / "models"
+    assert {p.name for p in recipes.iterdir() if p.name != "__pycache__"} == {"pretrain.py"}
+    models = shipped_recipes.recipes_dir()  # package data, beside the shipped list
+    assert models == registry.RECIPES_DIR == registry.SHIPPED_FILE.parent / "recipes"
     configs = {p.relative_to(models) for p in models.rglob("*") if p.is_file()}
     expected = {shipped_recipes.recipe_path(name, shipped_recipes.shipped_recipe(name)[0],
                                             models).relative_to(models)

@@ -293,7 +293,7 @@ def test_multitask_mixes_a_distillation_task_and_records_the_recipe(tmp_path, mo
     with another loss is refused; a file of another collection is named."""
     from tt_zoo.cli import multitask
     from tt_zoo.data import passage_collection as pc
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.model_card import ModelCard
 
     collection = tiny_collection()
     monkeypatch.setattr(pc, "passage_collection", lambda *args, **kwargs: collection)

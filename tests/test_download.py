@@ -15,7 +15,8 @@ import pytest
 
 import tt_zoo
 from helpers import assert_matches_golden, read_golden
-from tt_zoo.zoo import download, registry
+from tt_zoo.artifacts import download
+from tt_zoo.zoo import registry
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError
 from tt_zoo.manifest import describe_files
 
@@ -177,7 +178,7 @@ def test_the_wheel_installed_in_a_fresh_venv_loads_a_model_by_name(tmp_path, htt
           "--disable-pip-version-check", "-q", "-w", tmp_path / "dist", source])
     (wheel,) = (tmp_path / "dist").glob("tt_zoo-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
-    assert "tt_zoo/zoo/shipped_models.json" in names and "tt_zoo/zoo/download.py" in names
+    assert "tt_zoo/zoo/shipped_models.json" in names and "tt_zoo/artifacts/download.py" in names
     assert not [n for n in names if n.startswith("saved_models/") or n.endswith(".pb")]
     assert wheel.stat().st_size < 1 << 20, f"{wheel} holds {wheel.stat().st_size} bytes"
 

@@ -101,7 +101,7 @@ def test_recipe_models_and_scann_rows(tmp_path, recipe, monkeypatch):
 
 
 def test_record_card_writes_the_measured_numbers_into_the_export(tmp_path, recipe):
-    from tt_zoo.serving.export import export_saved_model, verify_export
+    from tt_zoo.artifacts.export import export_saved_model, verify_export
     model = tiny_model()
     model.build_by_calling()
     path = tmp_path / "model"

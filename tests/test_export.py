@@ -8,9 +8,9 @@ import numpy as np
 
 from helpers import PAIRS, assert_model_round_trip
 from tt_zoo.data import features as F
-from tt_zoo.serving.card_rendering import render_card
-from tt_zoo.serving.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
-from tt_zoo.serving.model_card import ModelCard
+from tt_zoo.artifacts.card_rendering import render_card
+from tt_zoo.artifacts.export import MANIFEST_EXCLUDES, SIGNATURES, verify_export
+from tt_zoo.artifacts.model_card import ModelCard
 from tt_zoo.manifest import describe_files, manifest_digest
 
 QUERIES = PAIRS[F.QUERY]
@@ -60,7 +60,7 @@ def test_fresh_process_reload_matches_keras(exported, tmp_path):
 import os, json, numpy as np
 os.environ["TF_USE_LEGACY_KERAS"] = "1"
 import tensorflow as tf, tensorflow_text  # tensorflow_text registers the tokenizer ops
-from tt_zoo.serving.export import serialize_reqa_examples
+from tt_zoo.artifacts.export import serialize_reqa_examples
 loaded = tf.saved_model.load({str(path)!r})
 q = loaded.signatures["encode_query"](query=tf.constant({QUERIES!r}))["embedding"].numpy()
 d = loaded.signatures["encode_document"](title=tf.constant({SENTENCES!r}),
@@ -137,8 +137,8 @@ def test_every_export_records_the_format_version_its_loader_compares(exported, t
     `FORMAT_VERSION`, which `verify_export` (every loader's first step) compares."""
     from helpers import tiny_model
     from tt_zoo.modeling.term_weights import TermWeightModel
-    from tt_zoo.serving.export import FORMAT_VERSION
-    from tt_zoo.serving.term_weight_export import export_term_weight_model
+    from tt_zoo.artifacts.export import FORMAT_VERSION
+    from tt_zoo.artifacts.term_weight_export import export_term_weight_model
     assert FORMAT_VERSION == 1
     _, path, meta = exported
     assert meta["format_version"] == FORMAT_VERSION
@@ -158,7 +158,7 @@ def test_retrieve_model_records_its_format_and_needs_only_scann_ops_beyond_core_
     import pytest
     from helpers import registered_op_layers, saved_model_graph
     from tt_zoo.errors import ArtifactError
-    from tt_zoo.serving.export import QueryEncoder
+    from tt_zoo.artifacts.export import QueryEncoder
     from tt_zoo.serving.retrieve import (RETRIEVAL_CONFIG_FILE, RETRIEVE_FORMAT_VERSION,
                                          export_retrieval_model, load_retrieval_model)
     model, _, _ = exported
@@ -191,7 +191,7 @@ def test_reexport_keeps_the_weights_and_the_card_and_records_why(exported, tmp_p
     stay, the note says when and why, the file manifest and sha256 are the new files'."""
     import shutil
     from helpers import saved_model_graph
-    from tt_zoo.serving import export
+    from tt_zoo.artifacts import export
     from tt_zoo.zoo import shipping
     _, path, _ = exported
     old = tmp_path / "old"

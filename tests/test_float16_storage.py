@@ -1,4 +1,4 @@
-"""float16 storage of an export's weights (`tt_zoo.serving.float16_storage`): the compact
+"""float16 storage of an export's weights (`tt_zoo.artifacts.float16_storage`): the compact
 artifact, its float32 copy materialised on load, and what is refused."""
 
 import json
@@ -11,9 +11,9 @@ import tensorflow as tf
 
 import tt_zoo
 from tt_zoo.errors import ArtifactError, TtZooError
-from tt_zoo.serving import float16_storage
-from tt_zoo.serving.export import export_saved_model, load_keras_model, verify_export
-from tt_zoo.zoo import download
+from tt_zoo.artifacts import float16_storage
+from tt_zoo.artifacts.export import export_saved_model, load_keras_model, verify_export
+from tt_zoo.artifacts import download
 
 QUERIES = ["who discovered penicillin?", "what is the capital of france?"]
 PASSAGES = ["Fleming discovered penicillin in 1928.", "Paris is the capital of France."]

@@ -75,7 +75,7 @@ def test_fuse_with_adds_a_three_way_row_its_weight_chosen_on_validation(exported
     from benchmarks import fusion
     from benchmarks import measure
     from helpers import tiny_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     partner = tmp_path / "bow"
@@ -135,7 +135,7 @@ def test_a_validation_set_a_model_trained_on_is_named_in_the_report(tmp_path, mo
     import types
 
     from benchmarks import text_rows
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.model_card import ModelCard
 
     card = ModelCard.from_dict({"name": "m", "multi_task": {"tasks": [
         {"name": "webquestions", "stats": {"question_set": "webquestions-trainmodel"}},

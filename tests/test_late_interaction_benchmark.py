@@ -11,7 +11,7 @@ from test_fusion_benchmark import _jsonl
 
 @pytest.fixture
 def colbert_export(tmp_path):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     export_saved_model(tiny_colbert(), tmp_path / "colbert", {"name": "colbert_tiny"})
     return tmp_path / "colbert"

@@ -268,7 +268,7 @@ def test_shares_the_pair_model_not_the_two_tower_encoders():
 
 @pytest.fixture(scope="module")
 def colbert_export(tmp_path_factory):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
     model = tiny_colbert()
     model.build_by_calling()
     path = tmp_path_factory.mktemp("colbert") / "export"
@@ -278,7 +278,7 @@ def colbert_export(tmp_path_factory):
 
 
 def test_export_signatures_ops_and_metadata(colbert_export):
-    from tt_zoo.serving.export import verify_export
+    from tt_zoo.artifacts.export import verify_export
     model, path, meta = colbert_export
     assert meta["signatures"] == ["serving_default", "encode_query_tokens",
                                   "encode_document_tokens"]
@@ -386,7 +386,7 @@ def pretrain_inputs(tmp_path_factory):
     from tt_zoo.data.pairs_io import write_pair_shards
     from tt_zoo.data.pretraining_tasks import Pair
     from tt_zoo.modeling.models import build_two_tower_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
     root = tmp_path_factory.mktemp("colbert_pretrain")
     vocab = root / "vocab.txt"
     vocab.write_text("\n".join(VOCAB) + "\n")

@@ -1,4 +1,4 @@
-"""The typed model card (`tt_zoo.serving.model_card`): every shipped export's metadata loads and
+"""The typed model card (`tt_zoo.artifacts.model_card`): every shipped export's metadata loads and
 round-trips unchanged, the card's body renders as before under Hugging Face front matter, a
 fresh export carries the front matter, and a bad value is refused naming its field."""
 
@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tt_zoo.errors import ArtifactError, TtZooError
-from tt_zoo.serving.card_rendering import TERM_WEIGHT_TABLE, TWO_TOWER_TABLE, render_card
-from tt_zoo.serving.model_card import (FineTuning, ModelCard, Origin, PairSet, Training, _HIDDEN,
+from tt_zoo.artifacts.card_rendering import TERM_WEIGHT_TABLE, TWO_TOWER_TABLE, render_card
+from tt_zoo.artifacts.model_card import (FineTuning, ModelCard, Origin, PairSet, Training, _HIDDEN,
                                        _Record)
 
 SAVED_MODELS = pathlib.Path(__file__).resolve().parents[1] / "saved_models"
@@ -193,14 +193,14 @@ def test_a_fresh_export_carries_the_typed_card(exported):
 
 
 def test_export_refuses_a_bad_value_before_writing(exported, tmp_path):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
     with pytest.raises(TtZooError, match="'train_steps' must be an integer .got 'abc'"):
         export_saved_model(exported.model, tmp_path / "bad", {"train_steps": "abc"})
     assert not (tmp_path / "bad").exists()
 
 
 def test_update_metadata_refuses_a_bad_value_and_leaves_the_files(exported, tmp_path):
-    from tt_zoo.serving.export import update_metadata
+    from tt_zoo.artifacts.export import update_metadata
     copy = tmp_path / "copy"
     shutil.copytree(exported.path, copy)
     before = {n: (copy / n).read_text() for n in ("metadata.json", "MODEL_CARD.md")}
@@ -210,7 +210,7 @@ def test_update_metadata_refuses_a_bad_value_and_leaves_the_files(exported, tmp_
 
 
 def test_verify_names_the_file_and_field_of_a_bad_card(exported, tmp_path):
-    from tt_zoo.serving.export import verify_export
+    from tt_zoo.artifacts.export import verify_export
     copy = tmp_path / "copy"
     shutil.copytree(exported.path, copy)
     meta = json.loads((copy / "metadata.json").read_text())

@@ -7,7 +7,7 @@ import tensorflow as tf
 from helpers import PAIRS, assert_model_round_trip, pair_dataset, tiny_model
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError
-from tt_zoo.serving.export import export_saved_model, load_keras_model
+from tt_zoo.artifacts.export import export_saved_model, load_keras_model
 
 @pytest.mark.parametrize("encoder", ["bert", "bow_mlp"])
 def test_fit_lowers_the_loss(encoder):

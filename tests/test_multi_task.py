@@ -260,7 +260,7 @@ def test_a_per_class_model_exports_its_routing(tmp_path):
     """Trained per class, exported: the SavedModel's encode_query routes a query by the marker
     it carries, as the model in memory does, and `ZooModel.encode_queries(task_class=...)`
     adds the marker that picks the tower."""
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
     from tt_zoo.zoo.loading import load
 
     tasks = [task("a", 6), task("b", 4, "sentence_qa", first=20)]

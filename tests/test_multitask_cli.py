@@ -12,8 +12,8 @@ from helpers import tiny_colbert, tiny_vocab
 from tt_zoo import cli
 from tt_zoo.cli import multitask
 from tt_zoo.data.tasks import Document, Task, TaskExample
-from tt_zoo.serving.card_rendering import render_card
-from tt_zoo.serving.model_card import ModelCard, MultiTaskRun, TaskRecord
+from tt_zoo.artifacts.card_rendering import render_card
+from tt_zoo.artifacts.model_card import ModelCard, MultiTaskRun, TaskRecord
 from tt_zoo.training import multi_task_tasks
 
 TINY_MODEL = ["--init", "none", "--num-layers", "1", "--hidden-size", "16",
@@ -225,7 +225,7 @@ def test_per_class_query_towers_route_the_export_by_task_class(init, task_files,
 
 
 def test_per_class_query_towers_refuse_a_colbert_init(task_files, tmp_path):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     a, b, _ = task_files
     colbert = tiny_colbert()
@@ -243,7 +243,7 @@ def test_untie_towers_gives_the_document_side_its_own_tower(task_files, tmp_path
     exports with two, and its card says share_towers false; a ColBERT init is refused."""
     import tt_zoo
     from helpers import tiny_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     a, _, _ = task_files
     shared = tiny_model("bow_mlp", share_towers=True)

@@ -61,7 +61,7 @@ def test_smoke_run_measures_float16_storage_against_the_float32_export(exported,
     """--compare storage: the export against its float16 artifact, both encoding in float32;
     the temp artifact and its materialised copy are gone afterwards."""
     from benchmarks import measure, precision_cost
-    from tt_zoo.zoo import download
+    from tt_zoo.artifacts import download
 
     monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)
     monkeypatch.setenv(download.HOME_ENV, str(tmp_path / "home"))

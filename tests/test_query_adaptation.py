@@ -35,7 +35,7 @@ def write_corpus(tmp_path):
 def base_export(tmp_path_factory):
     """A tiny bag-of-words model sharing one tower for both sides (the zoo's MiniLM's layout),
     exported. (A random tiny BERT embeds every passage alike; random token vectors do not.)"""
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = tiny_model("bow_mlp", share_towers=True, normalize_embeddings=True)
     model.build_by_calling()
@@ -221,7 +221,7 @@ def test_a_teachers_ranking_is_distilled_into_the_query_tower(base_export, tmp_p
 
 
 def test_bad_input_is_named(base_export, tmp_path, capsys):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     articles, questions = write_corpus(tmp_path)
     common = ["--questions", str(questions), "--articles", str(articles), "--no-progress"]

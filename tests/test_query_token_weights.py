@@ -163,7 +163,7 @@ def test_weights_are_not_trained_and_training_still_lowers_the_loss():
 
 
 def test_weights_survive_export_and_load(tmp_path):
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = tiny_colbert()
     weighted(model)
@@ -231,7 +231,7 @@ def test_export_weighs_a_colbert_export_over_its_corpus(tmp_path, capsys):
     import json
 
     from tt_zoo.cli import export as command
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = tiny_colbert()
     export_saved_model(model, tmp_path / "colbert", {"name": "colbert_tiny"})

@@ -31,7 +31,7 @@ tree = ScannConfig(num_leaves=35, num_leaves_to_search=7)
 ids = [str(i) for i in range(len(texts))]
 assert EmbeddingIndex(embeddings, ids, scann_config=tree).search(embeddings[:2], k=3).rows.shape == (2, 3)
 # The `retrieve` SavedModel's index: ScaNN's TensorFlow ops, which log through TensorFlow's absl.
-from tt_zoo.serving.export import QueryEncoder
+from tt_zoo.artifacts.export import QueryEncoder
 from tt_zoo.serving.retrieve import build_retrieval_module
 build_retrieval_module(QueryEncoder(model.keras_model), embeddings, ids, k=3, backend="scann",
                        scann_config=tree)

@@ -15,7 +15,7 @@ import tensorflow as tf
 import tt_zoo
 from helpers import graph_ops, load_recipe, pair_dataset, tiny_model
 from tt_zoo import atomic_io
-from tt_zoo.serving import export
+from tt_zoo.artifacts import export
 from tt_zoo.data import pairs_io
 from tt_zoo.training import loop as training
 from tt_zoo.errors import ArtifactError

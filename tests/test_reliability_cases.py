@@ -19,7 +19,7 @@ from conftest import REPO_ROOT
 from helpers import pair_dataset, tiny_model, tiny_vocab
 from tt_zoo import atomic_io
 from tt_zoo.errors import ArtifactError, DownloadError
-from tt_zoo.serving import export as export_lib
+from tt_zoo.artifacts import export as export_lib
 from tt_zoo.training import loop as training
 
 TINY_EXPORT_METADATA = {"name": "tiny_base", "pretraining": "none"}  # conftest's `exported`
@@ -284,7 +284,7 @@ def test_7_api_errors_name_the_argument(exported, tmp_path):
 
 def test_8_a_base_url_that_is_no_url_is_the_downloaders_error(tmp_path, monkeypatch):
     """8. TT_ZOO_BASE_URL="not a url at all": a DownloadError naming the variable."""
-    from tt_zoo.zoo import download
+    from tt_zoo.artifacts import download
     monkeypatch.setenv("TT_ZOO_BASE_URL", "not a url at all")
     spec = tt_zoo.get_spec("ict_bfs_wlp_512")
     with pytest.raises(DownloadError, match="TT_ZOO_BASE_URL='not a url at all' is not a URL"):

@@ -19,9 +19,11 @@ import tensorflow as tf
 import tt_zoo
 from helpers import pair_dataset, tiny_colbert, tiny_model
 from tt_zoo.errors import ArtifactError, DownloadError, TtZooError
-from tt_zoo.serving import export as export_lib, float16_storage
+from tt_zoo.artifacts import export as export_lib, float16_storage
 from tt_zoo.training import loop as training
-from tt_zoo.zoo import download, registry
+from tt_zoo.artifacts import download
+
+from tt_zoo.zoo import registry
 
 TINY_EXPORT_METADATA = {"name": "tiny_probe", "pretraining": "none"}  # conftest's `exported`
 QUERIES = ["who discovered penicillin?", "what is the capital of france?"]

@@ -9,7 +9,10 @@ from helpers import load_recipe, tiny_vocab
 import tt_zoo
 from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction import grid, report, ship
-from tt_zoo.zoo import download, registry
+from tt_zoo.artifacts import download
+
+
+from tt_zoo.zoo import registry
 
 
 @pytest.fixture(scope="module")
@@ -119,10 +122,9 @@ def test_small_grid_end_to_end_and_resumes(recipe, tmp_path, capsys, monkeypatch
     entries = registry.read_shipped(shipped)
     assert set(entries) == {"none_512", "bow_mlp_none_512"}
     assert entries["none_512"]["url"] == download.release_url("none_512")
-    # its recipe is the run config its export records (recipes/models/ beside saved_models/),
-    # its headline numbers its card's headline
-    recipe = json.loads((tmp_path / "recipes" / "models" / "pretrain" / "none_512.json")
-                        .read_text())
+    # its recipe is the run config its export records (recipes/ beside the shipped list), its
+    # headline numbers its card's headline
+    recipe = json.loads((tmp_path / "recipes" / "pretrain" / "none_512.json").read_text())
     assert recipe["model"]["variant"] == "none_512" and recipe["training"]["steps"] == 0
     headline = dict(entries["none_512"]["metrics"])
     assert set(headline) == {f"R@100 {kind} {split}" for kind in ("zero-shot", "fine-tuned")

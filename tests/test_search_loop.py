@@ -284,7 +284,7 @@ def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
     import sys
     import tt_zoo
     from helpers import tiny_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     model = tiny_model(encoder="bow_mlp", share_towers=True, bow_mlp=False,
                        normalize_embeddings=True)
@@ -311,7 +311,7 @@ def test_a_static_models_index_is_searched_without_tensorflow(tmp_path, beir):
 def test_load_index_checks_the_model_it_is_given(exported, beir, tmp_path):
     import tt_zoo
     from helpers import tiny_model
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     texts = [p["text"] for p in PASSAGES]
     tt_zoo.load(exported.path).index(texts).save(tmp_path / "idx")

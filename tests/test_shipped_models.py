@@ -12,7 +12,7 @@ from helpers import (assert_matches_golden, assert_matches_term_golden,
                      assert_matches_token_golden, read_golden, registered_op_layers,
                      saved_model_graph)
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-from tt_zoo.serving.model_card import table_rows
+from tt_zoo.artifacts.model_card import table_rows
 from tt_zoo.zoo import registry
 
 GOLDEN = pathlib.Path(__file__).resolve().parent / "golden"
@@ -236,7 +236,7 @@ def test_the_license_file_is_the_one_the_metadata_and_every_card_name():
 
 @pytest.mark.parametrize("name", sorted(SHIPPED_ENTRIES))
 def test_a_shipped_models_run_config_is_the_command_it_records(name):
-    """A shipped model's recipe, recipes/models/COMMAND/NAME.json (written by
+    """A shipped model's recipe, tt_zoo/zoo/recipes/COMMAND/NAME.json (written by
     `tt_zoo.training.shipped_recipes`), is the run config its export records, or, where the export
     records only its command line (`python recipes/pretrain.py ...`), the config those flags parse
     to. Read through the command's --config, it gives the settings of the recorded command (so
@@ -271,7 +271,7 @@ def test_a_shipped_models_run_config_is_the_command_it_records(name):
 def test_recipe_command_is_the_command_its_export_records(name):
     """Issue 66: a shipped model's `recipe_command()` is the command recorded in its export's
     metadata.json (``command``), made from the one run config the registry holds for it
-    (`ModelSpec.run`, read from recipes/models/COMMAND/NAME.json).
+    (`ModelSpec.run`, read from tt_zoo/zoo/recipes/COMMAND/NAME.json).
 
     The documented normalisation: both lines are read by the command's own run-config parser
     and written back by the one renderer (`RunConfig.command_line`), so the flags' order, the
@@ -297,3 +297,51 @@ def test_recipe_command_is_the_command_its_export_records(name):
     assert train == recorded.replace(**resolved).command_line(), name
     folder = spec.run.get("pairs") or spec.run.get("mlm_examples")
     assert [m.rsplit(" --output ", 1)[1] for m in make] == ([folder] if folder else [])
+
+
+def test_a_wheel_carries_the_recipes_of_the_shipped_models(tmp_path):
+    """The recipes are package data (tt_zoo/zoo/recipes/, setup.cfg): a wheel built from the
+    sources holds every one, and installed from it (no clone beside it: no saved_models/), a
+    shipped name's run config and recipe command are its recorded run's, not its series'
+    defaults (the flagship's 3,500 steps, not 800)."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    from helpers import run_as_a_user
+
+    repo = GOLDEN.parents[1]
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("setup.py", "setup.cfg", "README.md", "LICENSE"):
+        shutil.copy(repo / name, source / name)
+    shutil.copytree(repo / "tt_zoo", source / "tt_zoo",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps",
+                            "--no-build-isolation", "--no-index", "-q", "-w",
+                            str(tmp_path / "dist"), str(source)],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert built.returncode == 0, built.stderr
+    wheel = zipfile.ZipFile(next((tmp_path / "dist").glob("tt_zoo-*.whl")))
+    recipes = {pathlib.PurePosixPath(n).relative_to("tt_zoo/zoo/recipes")
+               for n in wheel.namelist() if n.startswith("tt_zoo/zoo/recipes/")}
+    expected = {path.relative_to(registry.RECIPES_DIR)
+                for path in registry.recipe_files().values()}
+    assert set(registry.recipe_files()) == set(SHIPPED_ENTRIES)  # one recipe a shipped model
+    assert {pathlib.Path(r) for r in recipes} == expected
+    site = tmp_path / "site"
+    wheel.extractall(site)
+    flagship = "ict_bfs_wlp_512"
+    installed = run_as_a_user(
+        ["-c", "import json, tt_zoo; from tt_zoo.zoo import registry; "
+               f"spec = registry.get_spec({flagship!r}); "
+               "print(json.dumps([tt_zoo.__file__, registry.SAVED_MODELS_DIR.is_dir(), "
+               "spec.run.training.steps, spec.recipe_command()]))"],
+        cwd=tmp_path, PYTHONPATH=str(site), TF_USE_LEGACY_KERAS="1")
+    assert installed.returncode == 0, installed.stderr
+    where, clone, steps, command = json.loads(installed.stdout.splitlines()[-1])
+    assert pathlib.Path(where).is_relative_to(site) and not clone
+    spec = registry.get_spec(flagship)
+    assert steps == spec.run.training.steps == 3500
+    assert command == spec.recipe_command()

@@ -14,9 +14,11 @@ from helpers import (PAIRS, assert_matches_term_golden, assert_matches_token_gol
 from tt_zoo.data import features as F
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
-from tt_zoo.serving.card_rendering import render_card
-from tt_zoo.serving.model_card import ModelCard
-from tt_zoo.zoo import download, registry, shipping
+from tt_zoo.artifacts.card_rendering import render_card
+from tt_zoo.artifacts.model_card import ModelCard
+from tt_zoo.artifacts import download
+
+from tt_zoo.zoo import registry, shipping
 
 COLBERT = "colbert_ict_bfs_wlp_32"
 HDCT = "hdct_ict_bfs_wlp"
@@ -130,8 +132,8 @@ def test_registry_kinds_and_term_weight_names(tmp_path):
 def sources(tmp_path_factory):
     """A tiny ColBERT export (token vectors of 32) and a tiny term-weight export."""
     from tt_zoo.modeling.term_weights import TermWeightModel
-    from tt_zoo.serving.export import export_saved_model
-    from tt_zoo.serving.term_weight_export import export_term_weight_model
+    from tt_zoo.artifacts.export import export_saved_model
+    from tt_zoo.artifacts.term_weight_export import export_term_weight_model
 
     root = tmp_path_factory.mktemp("sources")
     colbert = tiny_colbert(embedding_dim=32)
@@ -180,7 +182,7 @@ def test_shipped_kinds_load_by_name(sources, zoo):
     meta = json.loads((saved / HDCT / "metadata.json").read_text())
     assert hdct["sha256"] == meta["sha256"] and meta["name"] == HDCT  # named as it loads
     assert hdct["url"] == download.release_url(HDCT)
-    # artifact facts only: how it was trained is its recipe (recipes/models/, `tt-zoo ship`)
+    # artifact facts only: how it was trained is its recipe (zoo/recipes/, `tt-zoo ship`)
     assert set(hdct) == {"kind", "artifact", "sha256", "url", "provenance", "metrics"}
     assert hdct["provenance"] == ("ict+bfs+wlp pairs from runs/pairs/x (96 pairs, the first 64)"
                                   "; 4 steps x 8 on CPU; from tiny_test's encoder")
@@ -351,8 +353,8 @@ def test_ship_command_records_term_weight_tables_and_goldens_pin_both(sources, z
     assert ship_cli.main([HDCT, "--record-from", str(results_json)]) == 0  # shipped in place
     said = capsys.readouterr().out
     assert f"next: python tests/golden/regenerate.py {HDCT}" in said
-    recipe = tmp_path / "recipes" / "models" / "train-term-weights" / f"{HDCT}.json"
-    assert f"wrote its recipe {recipe}" in said  # beside the (temporary) saved_models/
+    recipe = tmp_path / "recipes" / "train-term-weights" / f"{HDCT}.json"
+    assert f"wrote its recipe {recipe}" in said  # beside the (temporary) shipped list
     assert json.loads(recipe.read_text())["training"] == {
         "steps": 4, "batch_size": 8, "learning_rate": 0.0005, "warmup_fraction": 0.1, "seed": 0}
     card = (saved / HDCT / "MODEL_CARD.md").read_text()
@@ -449,7 +451,7 @@ def test_ship_float16_of_a_term_weight_model_loads_by_name(sources, zoo):
 def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
     """`_check_same_model`: a re-export keeps the weights (checked array by array), so results
     measured on the export it replaced (its previous sha256) record; other weights do not."""
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.model_card import ModelCard
 
     measured = tmp_path / "measured"
     measured.mkdir()
@@ -466,7 +468,7 @@ def test_results_of_the_export_a_reexport_replaced_are_these_weights(tmp_path):
 def test_tables_say_how_the_model_met_the_questions():
     """A query-adapted card (its document side another model's) gets "after query adaptation
     on ..." in its tables' titles, never "zero-shot"."""
-    from tt_zoo.serving.model_card import ModelCard
+    from tt_zoo.artifacts.model_card import ModelCard
 
     adapted = ModelCard.from_dict({"name": "a", "document_encoder": {"name": "b", "sha256": "x"},
                                    "run_config": {"data": {"questions": ["my_questions.jsonl"]}}})

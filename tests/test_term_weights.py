@@ -235,8 +235,8 @@ def assert_same_weights(a: TermWeights, b: TermWeights):
 # ------------------------------------------------------------------------------ the export
 
 def test_export_round_trip_signature_and_ops(model, exported, tmp_path):
-    from tt_zoo.serving.export import verify_export
-    from tt_zoo.serving.term_weight_export import (export_term_weight_model,
+    from tt_zoo.artifacts.export import verify_export
+    from tt_zoo.artifacts.term_weight_export import (export_term_weight_model,
                                                    load_term_weight_model, load_term_weighter)
 
     path = tmp_path / "tw"
@@ -274,7 +274,7 @@ def test_export_round_trip_signature_and_ops(model, exported, tmp_path):
 
 def test_training_command_resumes_after_a_kill(exported, tmp_path, monkeypatch, capsys):
     from tt_zoo.cli import train_term_weights as command
-    from tt_zoo.serving.term_weight_export import load_term_weight_model
+    from tt_zoo.artifacts.term_weight_export import load_term_weight_model
     from tt_zoo.training import term_weights as training
 
     rng = np.random.default_rng(0)
@@ -333,7 +333,7 @@ def test_training_on_a_labelled_task_continues_a_term_weight_export(model, tmp_p
     export's weights, the card lists the task, and bad task flags exit naming them."""
     from tt_zoo.cli import train_term_weights as command
     from tt_zoo.data.tasks import Document, Task, TaskExample, write_task_jsonl
-    from tt_zoo.serving.term_weight_export import (export_term_weight_model,
+    from tt_zoo.artifacts.term_weight_export import (export_term_weight_model,
                                                    load_term_weight_model)
 
     start = tmp_path / "start"

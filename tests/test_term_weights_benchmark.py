@@ -11,7 +11,7 @@ def test_reqa_documents_passage_or_candidate(exported, tmp_path, monkeypatch):
     from benchmarks import term_weights
 
     from tt_zoo.modeling.term_weights import TermWeightModel
-    from tt_zoo.serving.term_weight_export import export_term_weight_model
+    from tt_zoo.artifacts.term_weight_export import export_term_weight_model
 
     assert term_weights.__file__.startswith(str(BENCHMARKS))  # the script, not a namesake
     monkeypatch.setattr(measure, "busy_cores", lambda seconds=1.0: 0.0)

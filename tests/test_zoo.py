@@ -345,7 +345,7 @@ def test_shipped_list_is_read_from_saved_models(tmp_path):
     path.write_text(json.dumps({"ict_512": entry}))
     fields = registry.read_shipped(path)["ict_512"]
     assert fields["metrics"] == (("R@1", 0.5),) and fields["kind"] == TWO_TOWER
-    # How a shipped model was trained is its recipe (recipes/models/), not an entry's: an
+    # How a shipped model was trained is its recipe (tt_zoo/zoo/recipes/), not an entry's: an
     # entry recording a recipe, or its lengths, is refused.
     for bad in ({"ict_1024": entry}, {"ict_512": {**entry, "weights": "x"}},
                 {"ict_512": {"sha256": "0"}}, {"ict_512": {**entry, "recipe": {"steps": 1}}},
@@ -395,7 +395,7 @@ def _copy_with_format(path, tmp_path, version, name="copy"):
 
 
 def test_an_export_of_a_newer_format_is_refused_naming_both_versions(exported, tmp_path):
-    from tt_zoo.serving.export import FORMAT_VERSION
+    from tt_zoo.artifacts.export import FORMAT_VERSION
     newer = _copy_with_format(exported.path, tmp_path, FORMAT_VERSION + 1)
     expected = (f"written in tt_zoo model export format {FORMAT_VERSION + 1}; this tt_zoo .* "
                 f"reads up to format {FORMAT_VERSION}: upgrade tt_zoo")

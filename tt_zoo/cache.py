@@ -1,6 +1,6 @@
 """tt_zoo's cache folder, ``$TT_ZOO_HOME`` (default ``~/.cache/tt_zoo``): downloaded models
-(``models/``, `tt_zoo.zoo.download`), the float32 copies of float16 artifacts (``float32/``,
-`tt_zoo.serving.float16_storage`) and the data a clone-less install reads (``data/``,
+(``models/``, `tt_zoo.artifacts.download`), the float32 copies of float16 artifacts (``float32/``,
+`tt_zoo.artifacts.float16_storage`) and the data a clone-less install reads (``data/``,
 `tt_zoo.cli.common.default_data_dir`). Defined once, below everything that keeps files there.
 """
 

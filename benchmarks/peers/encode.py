@@ -25,7 +25,7 @@ project's vocabulary (`tt_zoo.cli.common.PROJECT_VOCAB`):
   StaticEmbedding reads one string, so it gets "title passage" truncated to the pair's
   word-piece budget (length - 3 special tokens).
 - tt_zoo's serving path (`--encode-signature`, on by default): each model exported with
-  `tt_zoo.serving.export.export_saved_model` and its ``encode_document(title, passage)``
+  `tt_zoo.artifacts.export.export_saved_model` and its ``encode_document(title, passage)``
   signature called on batches in corpus order, as a server receives them; the report gives the
   largest difference from `encode_documents`' embeddings.
 
@@ -147,11 +147,11 @@ def passage_documents(wikispeedia, limit: int):
 
 
 def signature_encoder(model, path: str, batch: int):
-    """Exports `model` (`tt_zoo.serving.export.export_saved_model`) to `path`, loads the
+    """Exports `model` (`tt_zoo.artifacts.export.export_saved_model`) to `path`, loads the
     SavedModel and returns a function (titles, texts) -> embeddings that calls its
     ``encode_document(title, passage)`` signature on `batch` documents at a time, in the
     order given (as a server receives them; no sorting by length)."""
-    from tt_zoo.serving.export import LoadedEncoder, export_saved_model
+    from tt_zoo.artifacts.export import LoadedEncoder, export_saved_model
 
     export_saved_model(model, path)
     encode = LoadedEncoder(path)

@@ -26,7 +26,6 @@ export records them under "run_config", `AdaptQueriesConfig`); flags given with 
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import sys
 
@@ -35,13 +34,11 @@ from tt_zoo.cli.common import check_model_export_target, default_data_dir, run_t
 from tt_zoo.training.query_adaptation_run import COMMAND, AdaptQueriesConfig
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    AdaptQueriesConfig.add_arguments(p)
+add_arguments = AdaptQueriesConfig.add_arguments  # (the flags of its run config)
 
 
 def parse_args(argv=None) -> AdaptQueriesConfig:
-    p = parsing.command_parser(COMMAND, __doc__, add_arguments)
-    args = AdaptQueriesConfig.parse(p, argv)
+    p, args = parsing.parse_run_config(AdaptQueriesConfig, __doc__, argv)
     if not args.model:
         p.error("give --model NAME_OR_PATH: the trained two-tower model to adapt")
     articles = pathlib.Path(args.articles) if args.articles else default_data_dir() / "wikispeedia"

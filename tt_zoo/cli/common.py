@@ -208,7 +208,7 @@ def check_model_export_target(p, path: str, flag: str) -> None:
     """Exits naming `flag` unless a model export may be written to `path` (absent, empty or an
     earlier export): checked before training, so a run never ends in a refused write."""
     from tt_zoo.atomic_io import check_replaceable  # noqa: PLC0415
-    from tt_zoo.serving.export import is_model_export  # noqa: PLC0415
+    from tt_zoo.artifacts.export import is_model_export  # noqa: PLC0415
 
     try:
         check_replaceable(path, is_replaceable=is_model_export, what="tt_zoo model export")
@@ -232,15 +232,17 @@ def question_sets_or_exit(names, data, prefix: str = ""):
     return sets
 
 
-def check_new_file(path: str, overwrite: bool, flag: str = "--output") -> Optional[str]:
-    """Why `path` cannot be written (it exists and `overwrite` is off, or it is a folder), or
-    None."""
+def check_new_file(p, path: str, overwrite: bool, flag: str = "--output",
+                   suffix: Optional[str] = None) -> None:
+    """Exits through ``p.error``, naming `flag`, unless `path` can be written: a `suffix` file
+    (when given) that is no folder, and that does not exist unless `overwrite`."""
+    if suffix and not path.endswith(suffix):
+        p.error(f"{flag} must be a {suffix} file (got {path!r})")
     target = pathlib.Path(path)
     if target.is_dir():
-        return f"{flag}: {path} is a directory; give a file path"
+        p.error(f"{flag}: {path} is a directory; give a file path")
     if target.exists() and not overwrite:
-        return f"{flag}: {path} exists; pass --overwrite to replace it"
-    return None
+        p.error(f"{flag}: {path} exists; pass --overwrite to replace it")
 
 
 def progress_bar(no_progress: bool):

@@ -56,8 +56,8 @@ def main(argv=None):
         stem = teacher.name.rsplit("_", 1)[0] if teacher.name.rsplit("_", 1)[-1].isdigit() \
             else teacher.name
         name = args.name or f"static_{stem}_{args.dim}"
-        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
-        from tt_zoo.serving.model_card import WEIGHTS_LICENSE  # noqa: PLC0415
+        from tt_zoo.artifacts.export import export_saved_model  # noqa: PLC0415
+        from tt_zoo.artifacts.model_card import WEIGHTS_LICENSE  # noqa: PLC0415
         export_saved_model(static, args.export, {
             "name": name, "encoder": "bow_mlp", "pretraining": "distilled",
             "license": WEIGHTS_LICENSE, "model_options": static_options(static),

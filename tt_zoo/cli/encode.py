@@ -40,11 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def parse_args(argv=None):
     p = parsing.command_parser("encode", __doc__, add_arguments)
     args = p.parse_args(argv)
-    if not args.output.endswith(".npy"):
-        p.error(f"--output must be a .npy file (got {args.output!r})")
-    problem = check_new_file(args.output, args.overwrite)
-    if problem:
-        p.error(problem)
+    check_new_file(p, args.output, args.overwrite, suffix=".npy")
     return args
 
 

@@ -136,7 +136,7 @@ def main(argv=None) -> dict:
                                          bm25_field=args.bm25_field if args.bm25 else None)
     print(format_table(rows))
     if args.record_card:
-        from tt_zoo.serving.export import update_metadata
+        from tt_zoo.artifacts.export import update_metadata
         for path, tables in card_tables(rows, where, len(question_ids), len(reqa.candidates)):
             update_metadata(path, metrics=tables)
             print(f"Recorded the numbers in {path / 'MODEL_CARD.md'}")

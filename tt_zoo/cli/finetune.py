@@ -22,7 +22,6 @@ export records them under "run_config", `FinetuneConfig`); flags given with it o
 
 from __future__ import annotations
 
-import argparse
 import logging
 import pathlib
 import sys
@@ -34,13 +33,11 @@ from tt_zoo.hardware import training_dtype_policy
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    FinetuneConfig.add_arguments(p)
+add_arguments = FinetuneConfig.add_arguments  # (the flags of its run config)
 
 
 def parse_args(argv=None) -> FinetuneConfig:
-    p = parsing.command_parser("finetune", __doc__, add_arguments)
-    args = FinetuneConfig.parse(p, argv)
+    p, args = parsing.parse_run_config(FinetuneConfig, __doc__, argv)
     args.squad = args.squad or default_squad_path()
 
     if args.split_file and args.train_fraction is not None:

@@ -66,7 +66,7 @@ def main(argv=None):
                     else imported.locate(get_spec(args.name)))
         else:
             from tt_zoo.modeling.checkpoints import import_checkpoint  # noqa: PLC0415
-            from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+            from tt_zoo.artifacts.export import export_saved_model  # noqa: PLC0415
             model, origin = import_checkpoint(
                 args.folder, expected_sha256=args.sha256, embedding_dim=args.embedding_dim,
                 query_length=args.query_length, document_length=args.document_length)

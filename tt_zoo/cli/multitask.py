@@ -59,7 +59,6 @@ export records them under "run_config", `MultitaskConfig`); flags given with it 
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -74,13 +73,11 @@ from tt_zoo.configs.run_config import RUN_CONFIG_KEY  # noqa: F401 (the record's
 COMMAND = "multitask"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    MultitaskConfig.add_arguments(p)
+add_arguments = MultitaskConfig.add_arguments  # (the flags of its run config)
 
 
 def parse_args(argv=None) -> MultitaskConfig:
-    p = parsing.command_parser(COMMAND, __doc__, add_arguments)
-    args = MultitaskConfig.parse(p, argv)
+    p, args = parsing.parse_run_config(MultitaskConfig, __doc__, argv)
     if not args.task:
         p.error(f"give at least one --task SPEC ({SPEC_FORMS})")
     try:

@@ -51,6 +51,14 @@ def command_parser(name: str, doc: str,
     return parser
 
 
+def parse_run_config(config_type, doc: str, argv=None):
+    """``(parser, namespace)`` of a training command whose flags are the run config
+    `config_type`'s (`tt_zoo.configs.run_config.RunConfig`: its groups, ``--config``, the
+    required settings), parsed from `argv`; the command checks what the config cannot."""
+    parser = command_parser(config_type.COMMAND, doc, config_type.add_arguments)
+    return parser, config_type.parse(parser, argv)
+
+
 def add_no_progress(parser: argparse.ArgumentParser) -> None:
     """``--no-progress``, every command's one spelling for "no progress bars" (a run config's
     ``no_progress`` field carries the same help:

@@ -33,7 +33,6 @@ export records them under "run_config", `PretrainConfig`); flags given with it o
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -43,13 +42,11 @@ from tt_zoo.training.pretrain_run import PretrainConfig, pretrain, tower_shape
 from tt_zoo.configs.run_config import RunError, recorded_command
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    PretrainConfig.add_arguments(p)
+add_arguments = PretrainConfig.add_arguments  # (the flags of its run config)
 
 
 def parse_args(argv=None) -> PretrainConfig:
-    parser = parsing.command_parser("pretrain", __doc__, add_arguments)
-    args = PretrainConfig.parse(parser, argv)
+    parser, args = parsing.parse_run_config(PretrainConfig, __doc__, argv)
     try:
         tower_shape(args.tower_shape)
     except ValueError as e:

@@ -92,11 +92,7 @@ def parse_args(argv=None):
     for flag, path, suffix in (("--output", args.output, ".jsonl"), ("--run", args.run, None)):
         if not path:
             continue
-        if suffix and not path.endswith(suffix):
-            p.error(f"{flag} must be a {suffix} file (got {path!r})")
-        problem = check_new_file(path, args.overwrite, flag)
-        if problem:
-            p.error(problem)
+        check_new_file(p, path, args.overwrite, flag, suffix)
     return args
 
 

@@ -68,9 +68,7 @@ def parse_args(argv=None):
     args = p.parse_args(argv)
     if not args.output.endswith(".npz"):
         p.error(f"--output: a teacher-scores file ends in .npz (got {args.output})")
-    problem = check_new_file(args.output, args.overwrite)
-    if problem:
-        p.error(problem)
+    check_new_file(p, args.output, args.overwrite)
     data = default_data_dir()
     args.articles = parsing.articles_or_exit(p, args.articles, data)
     args.data = data
@@ -80,7 +78,7 @@ def parse_args(argv=None):
 def run(args) -> dict:
     from tt_zoo.data.teacher_scores import write_teacher_scores  # noqa: PLC0415
     from tt_zoo.errors import TtZooError  # noqa: PLC0415
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
+    from tt_zoo.data.answer_passages import answered_passages  # noqa: PLC0415
     from tt_zoo.evaluation.document_embeddings import cache_file  # noqa: PLC0415
     from tt_zoo.evaluation.text_benchmarks import OdqaBenchmark  # noqa: PLC0415
     from tt_zoo.mining import teacher_candidates  # noqa: PLC0415
@@ -92,10 +90,10 @@ def run(args) -> dict:
                   "(tt_zoo.evaluation.odqa.VALIDATION): a model distilled on it is no longer "
                   "validated on it.", file=sys.stderr)
     progress = not args.no_progress
-    benchmark = odqa.Benchmark.build(args.articles, sets, args.passage_words,
-                                     progress=progress, cache_dir=args.cache_dir)
-    collection = benchmark.collection
-    found = [dict(zip(a.questions, a.rows)) for a in benchmark.sets]
+    answered = answered_passages(args.articles, sets, args.passage_words, progress=progress,
+                                 cache_dir=args.cache_dir)
+    collection = answered.collection
+    found = [dict(zip(a.questions, a.rows)) for a in answered.sets]
     answer_rows = [[rows.get(q, frozenset()) for q in s.questions]
                    for s, rows in zip(sets, found)]
     from tt_zoo.cli.common import load_model  # noqa: PLC0415 (TensorFlow)

@@ -32,7 +32,6 @@ export records them under "run_config", `TermWeightConfig`); flags given with it
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from tt_zoo.atomic_io import check_replaceable
@@ -44,13 +43,12 @@ from tt_zoo.configs.term_weights import TermWeightConfig
 COMMAND = "train-term-weights"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    TermWeightConfig.add_arguments(p)
+add_arguments = TermWeightConfig.add_arguments  # (the flags of its run config)
 
 
 def parse_args(argv=None) -> TermWeightConfig:
-    parser = parsing.command_parser(COMMAND, __doc__, add_arguments)
-    return TermWeightConfig.from_namespace(TermWeightConfig.parse(parser, argv))
+    return TermWeightConfig.from_namespace(
+        parsing.parse_run_config(TermWeightConfig, __doc__, argv)[1])
 
 
 def check_settings(config: TermWeightConfig) -> None:
@@ -66,7 +64,7 @@ def check_settings(config: TermWeightConfig) -> None:
     if training.learning_rate <= 0 or not 0 <= training.warmup_fraction < 1:
         sys.exit(f"--learning-rate must be > 0 and --warmup-fraction in [0, 1) (got "
                  f"{training.learning_rate}, {training.warmup_fraction})")
-    from tt_zoo.serving.term_weight_export import is_term_weight_export  # noqa: PLC0415
+    from tt_zoo.artifacts.term_weight_export import is_term_weight_export  # noqa: PLC0415
     try:
         check_replaceable(config.output.export, is_replaceable=is_term_weight_export,
                           what="tt_zoo term-weight export")

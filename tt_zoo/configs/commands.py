@@ -1,5 +1,5 @@
 """The run config of every `tt-zoo` command that trains a model, by command name
-(``recipes/models/COMMAND/NAME.json`` names its command by its folder)."""
+(``tt_zoo/zoo/recipes/COMMAND/NAME.json`` names its command by its folder)."""
 
 from __future__ import annotations
 

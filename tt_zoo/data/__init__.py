@@ -7,5 +7,7 @@ manifest (`beam_pairs` does it at scale); `pair_stats` reports Table 1; `feature
 `text` is the one tokenizer (vocabulary, in-graph WordPiece) that the towers, MLM examples and
 token counts share; `text_files` reads the files of texts the commands take. For open-domain QA,
 `question_sets` reads the question sets (WebQuestions, CuratedTREC, JSONL) that training and the
-benchmarks share, and `passage_collection` cuts an article source into the passages they search.
+benchmarks share, `passage_collection` cuts an article source into the passages they search, and
+`answer_passages` finds which passages hold each question's answer (a QA task's positives, the
+benchmark's relevance).
 """

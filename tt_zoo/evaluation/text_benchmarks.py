@@ -41,7 +41,7 @@ import numpy as np
 
 from tt_zoo.evaluation import metrics as retrieval_metrics, odqa, reqa as reqa_lib
 from tt_zoo.evaluation.document_embeddings import cache_file
-from tt_zoo.retrieval.search import (QueryEncodingSearcher, SearchResult,
+from tt_zoo.retrieval.search import (QueryEncodingSearcher, SearchResult, WrappedSearcher,
                                      check_built_searcher)
 
 KS = (1, 5, 10, 20, 50, 100)
@@ -51,7 +51,7 @@ _now = time.perf_counter  # the clock of every timing here (tests replace it)
 
 # -- timing and reuse ---------------------------------------------------------------------------
 
-class ReusedSearcher:
+class ReusedSearcher(WrappedSearcher):
     """A searcher whose results are kept: the same queries again, at the same or a smaller k,
     are answered from memory (a benchmark's fusion and re-ranking rows reuse the rows' own
     searches). Such a reuse is charged the seconds the first search took (`timed_search`), so
@@ -65,20 +65,9 @@ class ReusedSearcher:
     replayed_seconds = 0.0  # every reuse's charge, process-wide; read by `timed_search`
 
     def __init__(self, searcher):
-        check_built_searcher(searcher, "ReusedSearcher: searcher")
-        self.searcher = searcher
+        super().__init__(searcher)
         self._kept: Dict[tuple, Tuple[int, SearchResult, float]] = {}
         self.searches = self.reuses = 0
-
-    @property
-    def ids(self):
-        return getattr(self.searcher, "ids", None)
-
-    def __len__(self) -> int:
-        return len(self.searcher)
-
-    def __repr__(self) -> str:
-        return f"ReusedSearcher({self.searcher!r})"
 
     def search(self, queries, k: int = 10) -> SearchResult:
         try:

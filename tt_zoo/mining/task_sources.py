@@ -9,10 +9,10 @@ Sec. 3-4) trains one retriever on the union of several tasks' (query, positive p
   As DPR builds its WebQuestions and CuratedTREC training data (Karpukhin et al. 2020, Sec. 5.1
   "Selection of positive passages"):
   the positives are the passages of BM25's top ``depth`` (100) that hold an answer (DrQA/DPR
-  answer matching, `odqa.AnswerIndex`), in rank order, the first one being trained on; a question
-  with none is dropped and counted. The confounder is DPR's BM25 negative (Sec. 3.2): the first
-  passage of the same ranking that holds no answer anywhere (`hard_negatives.
-  mine_answer_negatives`, with its random fallback).
+  answer matching, `tt_zoo.data.answer_passages.AnswerIndex`), in rank order, the first one
+  being trained on; a question with none is dropped and counted. The confounder is DPR's BM25
+  negative (Sec. 3.2): the first passage of the same ranking that holds no answer anywhere
+  (`hard_negatives.mine_answer_negatives`, with its random fallback).
 * `reqa_task`: the training part of a ReQA-SQuAD cold-start split (Chang et al. 2020, Sec. 4.1):
   the gold (sentence, passage) candidate, and `hard_negatives.mine_reqa_negatives`' confounder.
   Documents follow fine-tuning's convention (`tt_zoo.evaluation.reqa.training_examples`):
@@ -40,6 +40,7 @@ from typing import FrozenSet, List, Optional, Sequence, Tuple
 import numpy as np
 from tqdm.auto import tqdm
 
+from tt_zoo.data import answer_passages
 from tt_zoo.data.passage_collection import Collection
 from tt_zoo.data.question_sets import OdqaQuestion, QuestionSet
 from tt_zoo.data.tasks import Document, Task, TaskExample
@@ -97,7 +98,7 @@ def qa_task(name: str, question_set: QuestionSet, collection: Collection, *,
       collection: the passages (`Collection`), searched and matched.
       depth: BM25 passages per question where positives and the confounder are looked for.
       answer_rows: per question of the set, the rows of the passages holding an answer (e.g.
-        cached); default `odqa.AnswerIndex(collection.texts).rows_with_answers(...)`.
+        cached); default `answer_passages.AnswerIndex(collection.texts)`'s rows.
       bm25: a `tt_zoo.retrieval.bm25.BM25Retriever` over the collection's rows (default
         `odqa.bm25_searcher(collection)`, built here).
       seed: seeds the confounder's random fallback.
@@ -117,7 +118,7 @@ def qa_task(name: str, question_set: QuestionSet, collection: Collection, *,
                          "questions.")
     hn.MiningSettings(1, depth, seed=seed)  # checks depth
     if answer_rows is None:
-        answer_rows = odqa.AnswerIndex(collection.texts).rows_with_answers(questions)
+        answer_rows = answer_passages.AnswerIndex(collection.texts).rows_with_answers(questions)
     elif len(answer_rows) != len(questions):
         raise TtZooError(f"qa_task {name!r}: {len(answer_rows)} answer-row sets for the "
                          f"{len(questions)} questions of {question_set.name!r}.")
@@ -302,12 +303,12 @@ def qa_excluded_rows(task: Task, collection: Collection,
                      answer_rows: Optional[Sequence[FrozenSet[int]]] = None
                      ) -> List[FrozenSet[int]]:
     """Per example of `task` (built over `collection`), the rows a confounder must avoid: the
-    passages holding one of its answers (`odqa.AnswerIndex`, or `answer_rows` aligned with the
-    task's examples) and its positives' rows (by id). An example without answers (a
+    passages holding one of its answers (`answer_passages.AnswerIndex`, or `answer_rows`
+    aligned with the task's examples) and its positives' rows (by id). An example without answers (a
     self-supervised pair) excludes its positives only."""
     row_of = {doc_id: row for row, doc_id in enumerate(collection.ids)}
     if answer_rows is None:
-        answer_rows = odqa.AnswerIndex(collection.texts).rows_with_answers(
+        answer_rows = answer_passages.AnswerIndex(collection.texts).rows_with_answers(
             [OdqaQuestion(str(i), e.query, tuple(e.answers), e.answer_regex)
              for i, e in enumerate(task.examples)])
     elif len(answer_rows) != len(task.examples):

@@ -8,8 +8,8 @@ the teacher's (`tt_zoo.retrieval.search.ExactSearcher` over their passage embedd
 once: `tt_zoo.evaluation.document_embeddings.encode_documents_to_file`). The student's own
 top passages are the ones it ranks wrongly today (RocketQAv2 mines them so); the teacher's are
 what it should rank; BM25's add lexical neighbours. Each candidate gets the teacher's score,
-<phi_t(q), psi_t(d)>, and an answer flag (DPR's match, `odqa.AnswerIndex`). The result is a
-`tt_zoo.data.teacher_scores.TeacherScores`, written by ``tt-zoo teacher-scores``.
+<phi_t(q), psi_t(d)>, and an answer flag (DPR's match, `tt_zoo.data.answer_passages`). The
+result is a `tt_zoo.data.teacher_scores.TeacherScores`, written by ``tt-zoo teacher-scores``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import FrozenSet, List, Sequence
 
 import numpy as np
 
+from tt_zoo.data import answer_passages
 from tt_zoo.data.passage_collection import Collection
 from tt_zoo.data.question_sets import QuestionSet
 from tt_zoo.data.teacher_scores import SOURCES, TeacherScores, from_candidates
@@ -61,7 +62,7 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
         embeddings psi(title, text) (e.g. a memory-mapped ``.npy``).
       depth: the top passages taken from each of the three searches.
       answer_rows: per set, per question, the rows holding an answer (e.g. cached); default
-        `odqa.AnswerIndex` over the collection.
+        `answer_passages.AnswerIndex` over the collection.
       bm25: a BM25 searcher over the collection's rows (default: built here).
       collection_source: what the collection was cut from, recorded.
 
@@ -82,8 +83,8 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
         raise TtZooError("build_teacher_scores: the question sets "
                          f"{[s.name for s in question_sets]} hold no questions.")
     if answer_rows is None:
-        rows_of: List[FrozenSet[int]] = odqa.AnswerIndex(collection.texts).rows_with_answers(
-            questions)
+        index = answer_passages.AnswerIndex(collection.texts)
+        rows_of: List[FrozenSet[int]] = index.rows_with_answers(questions)
     else:
         rows_of = [frozenset(r) for per_set in answer_rows for r in per_set]
         if len(rows_of) != len(questions):

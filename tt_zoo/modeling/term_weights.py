@@ -9,7 +9,7 @@ two-tower export (`TermWeightModel.from_two_tower`) and fine-tune in minutes.
 
 Inputs are the packed (title, passage) ids of `tt_zoo.data.text.TextPreprocessor`; the targets
 come from `tt_zoo.data.term_weight_targets`; documents become BM25 term weights in
-`tt_zoo.retrieval.term_weighting`; the serving export is `tt_zoo.serving.term_weight_export`.
+`tt_zoo.retrieval.term_weighting`; the serving export is `tt_zoo.artifacts.term_weight_export`.
 """
 
 from __future__ import annotations

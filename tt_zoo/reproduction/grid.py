@@ -26,7 +26,7 @@ from tt_zoo.configs.pretrain import PretrainConfig
 from tt_zoo.errors import StageError
 from tt_zoo.reproduction.config import Budget
 from tt_zoo.reproduction.runner import read_json, run_logged, run_once, tt_zoo_command
-from tt_zoo.serving.model_card import METADATA_FILE, ModelCard  # no TensorFlow
+from tt_zoo.artifacts.model_card import METADATA_FILE, ModelCard  # no TensorFlow
 from tt_zoo.zoo import registry
 
 # The cells' ReQA fine-tuning: the paper's (Sec. 5) scaled down to fewer, smaller steps at a

@@ -4,7 +4,7 @@ generated from those cards by `benchmarks.docs_tables`).
 
 Shipping itself is `tt_zoo.zoo.shipping`'s, as `tt-zoo ship` does it: `ship` copies an export
 to saved_models/NAME and writes its entry in shipped_models.json (sha256, release URL,
-provenance), its recipe goes to recipes/models/ (the run config its export records:
+provenance), its recipe to recipes/ beside that list (the run config its export records:
 `tt_zoo.training.shipped_recipes`), then `record_tables` writes the measured ReQA tables
 (Chang et al. 2020, Table 3's columns; ODQA where measured) into its metadata and
 MODEL_CARD.md, and their headline R@100s into the entry.
@@ -21,9 +21,9 @@ from tt_zoo.evaluation.tables import COLUMNS
 from tt_zoo.reproduction.grid import CELLS, FLAGSHIP_SUFFIX, FLAGSHIPS, read_card
 from tt_zoo.reproduction.report import collect, label
 from tt_zoo.reproduction.runner import read_json
-from tt_zoo.serving.model_card import METADATA_FILE, ModelCard
+from tt_zoo.artifacts.model_card import METADATA_FILE, ModelCard
 
-# What recorded the tables (`tt_zoo.serving.model_card.Measurement`: a rerun replaces them).
+# What recorded the tables (`tt_zoo.artifacts.model_card.Measurement`: a rerun replaces them).
 SOURCE = "recipes/reproduce.py"
 WIKISPEEDIA = ("Wikispeedia (SNAP; 4,598 articles of the 2007 Wikipedia for Schools, CC BY-SA), "
                "vocabulary learned from it (7,964 WordPiece tokens)")
@@ -92,7 +92,7 @@ def stage_ship(config) -> None:
     measured tables in its card and headline numbers in its entry. A model that cannot be
     shipped raises `StageError` naming it."""
     from tt_zoo.training import shipped_recipes
-    from tt_zoo.zoo import shipping
+    from tt_zoo.zoo import registry, shipping
 
     grid = collect(config.cells, config.runs, config.budget, config.splits)
     shipped = read_json(config.shipped) or {}
@@ -117,7 +117,7 @@ def stage_ship(config) -> None:
                           else provenance(row, read_card(source)),
                           saved_models=config.saved_models, shipped_file=config.shipped, log=log)
             recipe = shipped_recipes.write_recipe(
-                variant, config.saved_models.parent / "recipes" / "models",
+                variant, config.shipped.parent / registry.RECIPES_FOLDER,
                 read_json(config.saved_models / variant / METADATA_FILE))
             log(f"wrote its recipe {recipe}")
             shipping.record_tables(config.saved_models / variant, card_metrics(row, grid["bm25"]),
@@ -128,5 +128,5 @@ def stage_ship(config) -> None:
             raise StageError(f"ship {name}: {e}") from e
     print("pin the new models' outputs with `python tests/golden/regenerate.py`, regenerate the "
           "README's table with `python -m benchmarks.docs_tables`, then commit saved_models/, "
-          f"{config.shipped.name}, recipes/models/, tests/golden/ and the README together (and "
+          f"{config.shipped.name}, its recipes/, tests/golden/ and the README together (and "
           "publish saved_models/ at the release URL when releases are published)")

@@ -338,7 +338,7 @@ class FusionSearcher:
         if isinstance(queries, (str, bytes)):
             raise ValueError("FusionSearcher.search: queries must be a sequence, not one string.")
         if len(queries) == 0:
-            return SearchResult(np.zeros((0, k), np.int64), np.zeros((0, k), np.float32), ())
+            return SearchResult.of_no_queries(k)
         inputs = self.search_both(queries)
         if self.method == "rrf":
             return inputs.rrf(k, self.rrf_k)

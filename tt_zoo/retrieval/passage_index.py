@@ -36,10 +36,9 @@ import json
 import pathlib
 from typing import Callable, List, Optional, Sequence
 
-import numpy as np
-
 from tt_zoo.retrieval.fusion import DEFAULT_DEPTH, DEFAULT_RRF_K, METHODS, FusionSearcher
-from tt_zoo.retrieval.search import Hit, SearchResult, check_built_searcher, check_k
+from tt_zoo.retrieval.search import (Hit, SearchResult, WrappedSearcher, check_k,
+                                     check_text_queries)
 
 MODES = ("rerank", "token_index")  # how a late-interaction index searches (module docstring)
 DEFAULT_RERANK_DEPTH = 100  # BM25's top 100, as every measured "ColBERT re-ranking BM25@100"
@@ -68,7 +67,7 @@ def as_passages(passages, titles=None, ids=None):
     return texts, titles, [str(i) for i in ids]
 
 
-class PassageIndex:
+class PassageIndex(WrappedSearcher):
     """Passages searched with query text through a `Searcher` of strings; answers `Hit`s.
 
     Args:
@@ -82,7 +81,8 @@ class PassageIndex:
         model's index: `tt_zoo.zoo.kind_models.save_passage_index`).
 
     Attributes:
-      searcher, texts, titles, description, settings; `ids` (the searcher's candidate ids).
+      searcher, texts, titles, description, settings; `ids` (the searcher's candidate ids)
+      and the length are the searcher's (`tt_zoo.retrieval.search.WrappedSearcher`).
 
     Example:
     >>> index = PassageIndex(BM25Retriever(texts, ids=ids), texts, titles, description="BM25")
@@ -93,8 +93,7 @@ class PassageIndex:
     def __init__(self, searcher, texts: Sequence[str], titles: Optional[Sequence[str]] = None,
                  *, description: str = "", settings: Optional[dict] = None,
                  save: Optional[Callable] = None):
-        check_built_searcher(searcher, "PassageIndex: searcher")
-        self.searcher = searcher
+        super().__init__(searcher)
         self.texts = list(texts)
         self.titles = [""] * len(self.texts) if titles is None else list(titles)
         if len(self.titles) != len(self.texts) or len(self.texts) != len(searcher):
@@ -105,13 +104,6 @@ class PassageIndex:
         self.settings = dict(settings or {})
         self._save = save
 
-    @property
-    def ids(self):
-        """The passages' ids, in order (the searcher's)."""
-        return getattr(self.searcher, "ids", None)
-
-    def __len__(self) -> int:
-        return len(self.texts)
 
     def __repr__(self) -> str:
         return f"PassageIndex({self.description!r}, num_passages={len(self)})"
@@ -138,13 +130,10 @@ class PassageIndex:
 
     def search_result(self, queries: Sequence[str], k: int = 10) -> SearchResult:
         """The searcher's `SearchResult` (rows, scores, ids) of each query string."""
-        if isinstance(queries, (str, bytes)):
-            raise ValueError("search_batch: queries must be a sequence of strings, not one "
-                             "string (search takes one).")
-        queries = list(queries)
+        queries = check_text_queries(queries, "search_batch", " (search takes one)")
         k = check_k(k)
         if not queries:
-            return SearchResult(np.zeros((0, 0), np.int64), np.zeros((0, 0), np.float32), ())
+            return SearchResult.of_no_queries()
         return self.searcher.search(queries, k)
 
 

@@ -87,6 +87,11 @@ class SearchResult:
         table = np.asarray(candidate_ids, dtype=object)
         return cls(rows, scores, tuple(tuple(table[row[row >= 0]]) for row in rows))
 
+    @classmethod
+    def of_no_queries(cls, width: int = 0) -> "SearchResult":
+        """The result of searching no queries: `[0, width]` rows and scores."""
+        return cls(np.zeros((0, width), np.int64), np.zeros((0, width), np.float32), ())
+
     def __len__(self) -> int:
         """The number of queries."""
         return self.rows.shape[0]
@@ -212,6 +217,14 @@ def check_built_searcher(searcher, who: str, hint: str = "") -> None:
                         f"Searcher answers len() and search(queries, k)); got {got}{hint}.")
 
 
+def check_text_queries(queries, who: str, hint: str = "") -> list:
+    """`queries` as a list; ValueError naming `who` (and `hint`, what to call instead) when it
+    is one string rather than a sequence of them."""
+    if isinstance(queries, (str, bytes)):
+        raise ValueError(f"{who}: queries must be a sequence of strings, not one string{hint}.")
+    return list(queries)
+
+
 def check_k(k) -> int:
     if not isinstance(k, (int, np.integer)) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive int (got {k!r}).")
@@ -295,7 +308,32 @@ class ExactSearcher:
         return SearchResult.from_rows(rows, scores, self.ids)
 
 
-class QueryEncodingSearcher:
+class WrappedSearcher:
+    """Base of a searcher that wraps a built `Searcher` (`searcher`): its length and `ids` are
+    the wrapped one's, its repr names it. A subclass adds what it does on top (encoding the
+    queries, keeping results, holding the texts).
+
+    Args:
+      searcher: a built `Searcher` (`check_built_searcher`, the error naming the subclass).
+    """
+
+    def __init__(self, searcher):
+        check_built_searcher(searcher, f"{type(self).__name__}: searcher")
+        self.searcher = searcher
+
+    @property
+    def ids(self):
+        """The wrapped searcher's candidate ids (None when it has none)."""
+        return getattr(self.searcher, "ids", None)
+
+    def __len__(self) -> int:
+        return len(self.searcher)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.searcher!r})"
+
+
+class QueryEncodingSearcher(WrappedSearcher):
     """A searcher over query embeddings searched with text: `search(texts, k)` is
     `searcher.search(encode_queries(texts), k)`, `len` and `ids` are the wrapped searcher's.
 
@@ -315,30 +353,13 @@ class QueryEncodingSearcher:
         if not callable(encode_queries):
             raise TypeError(f"QueryEncodingSearcher: encode_queries must be callable (got "
                             f"{type(encode_queries).__name__}).")
-        check_built_searcher(searcher, "QueryEncodingSearcher: searcher")
+        super().__init__(searcher)
         self.encode_queries = encode_queries
-        self.searcher = searcher
-
-    @property
-    def ids(self):
-        """The wrapped searcher's candidate ids (None when it has none)."""
-        return getattr(self.searcher, "ids", None)
-
-    def __len__(self) -> int:
-        return len(self.searcher)
-
-    def __repr__(self) -> str:
-        return f"QueryEncodingSearcher({self.searcher!r})"
 
     def search(self, queries: Sequence[str], k: int = 10) -> SearchResult:
         """The top-k candidates of each query string; no queries give an empty result."""
-        if isinstance(queries, (str, bytes)):
-            raise ValueError("QueryEncodingSearcher.search: queries must be a sequence of "
-                             "strings, not one string.")
-        queries = list(queries)
+        queries = check_text_queries(queries, "QueryEncodingSearcher.search")
         k = check_k(k)
         if not queries:
-            width = min(k, len(self))
-            return SearchResult(np.zeros((0, width), np.int64), np.zeros((0, width), np.float32),
-                                ())
+            return SearchResult.of_no_queries(min(k, len(self)))
         return self.searcher.search(self.encode_queries(queries), k)

@@ -109,8 +109,8 @@ class EncodeDocumentHandler(ModelHandler):
         self.model_path = str(model_path)
 
     def load_model(self):
-        """The export's `tt_zoo.serving.export.LoadedEncoder` (workers import TensorFlow here)."""
-        from tt_zoo.serving.export import LoadedEncoder  # noqa: PLC0415
+        """The export's `tt_zoo.artifacts.export.LoadedEncoder` (workers import TensorFlow here)."""
+        from tt_zoo.artifacts.export import LoadedEncoder  # noqa: PLC0415
         return LoadedEncoder(self.model_path)
 
     def run_inference(self, batch, model, inference_args=None):
@@ -124,14 +124,14 @@ class EncodeDocumentHandler(ModelHandler):
 
 def resolve_model(model, expected_sha256: Optional[str] = None) -> Tuple[str, dict]:
     """``(export path, metadata)`` of an export directory (verified, against `expected_sha256`
-    when given, e.g. the registry's for a shipped name: `tt_zoo.serving.export.verify_export`),
+    when given, e.g. the registry's for a shipped name: `tt_zoo.artifacts.export.verify_export`),
     or of a gs:// export (its metadata read, its files checked by nothing here). A registered
     name is found by its caller (`tt-zoo index-corpus`: `tt_zoo.cli.index_corpus.export_of`).
     Raises `TtZooError` for a model without one embedding a document (late interaction, term
     weights).
     """
-    from tt_zoo.serving import export as export_lib  # noqa: PLC0415 (TensorFlow)
-    from tt_zoo.serving.model_card import ModelCard  # noqa: PLC0415
+    from tt_zoo.artifacts import export as export_lib  # noqa: PLC0415 (TensorFlow)
+    from tt_zoo.artifacts.model_card import ModelCard  # noqa: PLC0415
 
     if is_remote(model):
         import json  # noqa: PLC0415

@@ -1,5 +1,5 @@
 """What `tt-zoo export` writes of a loaded model: its serving SavedModel with its card
-(`tt_zoo.serving.export.export_saved_model`), and over a corpus of passages a ScaNN or
+(`tt_zoo.artifacts.export.export_saved_model`), and over a corpus of passages a ScaNN or
 brute-force index (`tt_zoo.retrieval.index.EmbeddingIndex`, saved with ScaNN's own serializer)
 and a `retrieve` SavedModel, query string -> top-k ids and scores (`tt_zoo.serving.retrieve`).
 The model comes from `tt_zoo.load` or, for a pretraining checkpoint,
@@ -33,7 +33,7 @@ def export_for_serving(model, output: Optional[str] = None, corpus: Optional[Tex
     Logs a line for each. Raises FileExistsError where a folder it would replace holds
     something else.
     """
-    from tt_zoo.serving.export import QueryEncoder, export_saved_model  # noqa: PLC0415
+    from tt_zoo.artifacts.export import QueryEncoder, export_saved_model  # noqa: PLC0415
     from tt_zoo.serving.retrieve import export_retrieval_model  # noqa: PLC0415
 
     keras_model, meta = model.keras_model, dict(model.metadata)

@@ -24,7 +24,7 @@ from tt_zoo.atomic_io import write_directory, write_json
 from tt_zoo.manifest import check_format_version
 from tt_zoo.retrieval.index import ScannConfig, check_backend, read_json
 from tt_zoo.retrieval.search import check_embeddings, check_ids, check_k
-from tt_zoo.serving.export import _without_keras_traces
+from tt_zoo.artifacts.export import _without_keras_traces
 
 RETRIEVAL_CONFIG_FILE = "assets.extra/tt_zoo_retrieval.json"
 # The layout of a `retrieve` SavedModel and its settings file; `load_retrieval_model` refuses a

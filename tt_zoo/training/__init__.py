@@ -7,7 +7,7 @@ The runs, as notebooks, tests and the commands call them: `pretrain(config)`
 evaluation, export and record) and `train_term_weighter(config)` (`term_weight_run`: HDCT term
 weights), each with its typed config (`run_config`: the settings, as flags, a JSON file and the
 artifact's record) and an error for a setting that stops the run; `shipped_recipes` writes
-each shipped model's run config to recipes/models/ as a ``--config`` file. Below them: `step_data`
+each shipped model's run config to tt_zoo/zoo/recipes/ as a ``--config`` file. Below them: `step_data`
 (pairs tokenized on the host, served by step), `loop` (the paper's schedule, strategies, the
 resumable one-`fit` loop), `mlm` (the MLM baseline), `finetuning` (ReQA), `multi_task` and
 `multi_task_tasks` (its tasks: specs, building, caching, re-mining), `precision` (every run's

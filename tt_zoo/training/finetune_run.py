@@ -105,8 +105,8 @@ def export_finetuned(config: FinetuneConfig, zoo_model, model, info, training: d
                      rows, where: str, training_data: str) -> None:
     """Exports to --output with the card's fields (`where`: the split's description); the
     export records the lineage itself (base model name, sha256, steps, date)."""
-    from tt_zoo.serving import export as export_lib
-    from tt_zoo.serving.model_card import FinetuneRun, ModelCard  # noqa: PLC0415
+    from tt_zoo.artifacts import export as export_lib
+    from tt_zoo.artifacts.model_card import FinetuneRun, ModelCard  # noqa: PLC0415
 
     # `info` holds card fields (name, encoder, sizes) and the base model as given
     # ("base_model", a name or path: the export's lineage names it with its sha256).

@@ -63,7 +63,7 @@ def load_pretrained(name_or_path: str, lengths, name: Optional[str] = None):
 
 def with_sizes(model, info: dict, log=print) -> dict:
     """`info` with the model's embedding dim, sequence lengths and parameter count (logged)."""
-    from tt_zoo.serving import export as export_lib  # noqa: PLC0415
+    from tt_zoo.artifacts import export as export_lib  # noqa: PLC0415
 
     info.update(embedding_dim=model.embedding_dim,
                 query_length=model.query_preprocessor.seq_length,

@@ -195,8 +195,8 @@ def needed_files(spec: TaskSpec, data_dir) -> List[pathlib.Path]:
 
 class Sources:
     """What the named tasks are built from, each built on first use: the Wikispeedia passages
-    with the answer rows of the QA training sets (`odqa.Benchmark`, answers cached in
-    runs/odqa_cache), their BM25 index, ReQA-SQuAD(dev) and its split."""
+    with the answer rows of the QA training sets (`tt_zoo.data.answer_passages`, answers cached
+    in runs/odqa_cache), their BM25 index, ReQA-SQuAD(dev) and its split."""
 
     def __init__(self, specs: List[TaskSpec], tasks, progress: bool, log=print, *,
                  data_dir):
@@ -227,14 +227,15 @@ class Sources:
 
     @property
     def benchmark(self):
-        """Wikispeedia's 100-word passages and the answerable questions of the QA sets."""
+        """Wikispeedia's 100-word passages and the answerable questions of the QA sets
+        (`tt_zoo.data.answer_passages.AnsweredPassages`)."""
+        from tt_zoo.data.answer_passages import answered_passages  # noqa: PLC0415
         from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
-        from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
         if self._benchmark is None:
             t = time.perf_counter()
             sets = [load_question_set(name, self.data) for name in self.wiki_sets]
-            self._benchmark = odqa.Benchmark.build(
+            self._benchmark = answered_passages(
                 self.data / "wikispeedia", sets, PASSAGE_WORDS, progress=self.progress,
                 cache_dir=ODQA_CACHE)
             self.log(f"Wikispeedia: {len(self._benchmark.collection):,} passages of "

@@ -104,7 +104,7 @@ def prepare_tasks(config, workdir: pathlib.Path, data_dir, log=print):
         tasks.append(task)
     origin = None
     if config.tasks.remine_with:
-        from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+        from tt_zoo.artifacts.model_card import Origin  # noqa: PLC0415
 
         miner = _load_miner(config.tasks.remine_with)
         origin = Origin(source=config.tasks.remine_with, name=miner.name,
@@ -246,11 +246,11 @@ def distillation_loss(config, model):
 
 def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, command: str,
               share_towers: bool):
-    """The export's card (`tt_zoo.serving.model_card.ModelCard`): the model, the run's tasks
+    """The export's card (`tt_zoo.artifacts.model_card.ModelCard`): the model, the run's tasks
     (`MultiTaskRun`), markers and training; for a loaded model, its lineage, whose
     ``model_options`` keep the loaded model's but for `share_towers`, the trained model's (untied
     or split from a shared tower: false). `command`: the command line it records."""
-    from tt_zoo.serving.model_card import (ModelCard, MultiTaskRun,  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import (ModelCard, MultiTaskRun,  # noqa: PLC0415
                                            TaskRecord)
 
     card = ModelCard.from_dict({k: v for k, v in info.items() if k != "base_model"})
@@ -302,7 +302,7 @@ def make_card(config, zoo_model, info: dict, summary: dict, markers, origin, com
 def distillation_record(summary: dict):
     """The card's ``multi_task.distillation`` of a run with distillation tasks (None without):
     the loss, K, the temperatures and, per task, the teacher and the teacher-scores file."""
-    from tt_zoo.serving.model_card import Distillation  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import Distillation  # noqa: PLC0415
 
     setting = summary["settings"].get("distillation")
     if setting is None:
@@ -407,7 +407,7 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
                                   not config.output.no_progress, log)
         card.evaluation.metrics = tables
     if config.output.export:
-        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        from tt_zoo.artifacts.export import export_saved_model  # noqa: PLC0415
         export_saved_model(model, config.output.export, card.to_dict())
         log(f"Exported the multi-task model to {config.output.export}")
 

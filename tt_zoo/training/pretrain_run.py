@@ -227,12 +227,12 @@ def clustering_summary(order, train_wall_time_s: float) -> dict:
 
 def init_from(model, name_or_path):
     """Copies an export's weights into `model` (a warm start); its name, sha256, steps and
-    pretraining, for the card (a `tt_zoo.serving.model_card.Origin`). The vocabulary and every
+    pretraining, for the card (a `tt_zoo.artifacts.model_card.Origin`). The vocabulary and every
     weight's shape must match; a late-interaction model takes a single-vector BERT export's
     encoder only (`warm_start_from`: its token projection starts fresh), recorded under
     "copied" and "new"."""
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel, warm_start_from
-    from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import Origin  # noqa: PLC0415
     from tt_zoo.zoo.loading import load  # noqa: PLC0415 (tt_zoo.load)
 
     source = load(name_or_path)
@@ -463,11 +463,11 @@ def check_pairs(pairs: str) -> None:
 def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, outcome: TrainOutcome,
                   warm_start, command: Optional[str], summary_path: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
-    `tt_zoo.serving.model_card.ModelCard`): what was trained, on what, with which schedule, at
+    `tt_zoo.artifacts.model_card.ModelCard`): what was trained, on what, with which schedule, at
     what cost, and the whole config under `RUN_CONFIG_KEY`. A rerun of a finished run trains
     nothing: the first run's costs stay the record."""
     import tensorflow as tf  # noqa: PLC0415
-    from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
                                            Lineage, ModelCard, PairSet, Training,
                                            TrainingResult)
     from tt_zoo.training.precision import card_record  # noqa: PLC0415
@@ -520,7 +520,7 @@ def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, out
 @dataclasses.dataclass(frozen=True)
 class PretrainResult:
     """What `pretrain` leaves: the trained model (Keras, in its strategy's scope), the run's
-    record (train_summary.json's, a `tt_zoo.serving.model_card.ModelCard` as a dict), its work
+    record (train_summary.json's, a `tt_zoo.artifacts.model_card.ModelCard` as a dict), its work
     folder, and the export's metadata (None without one)."""
 
     model: Any
@@ -543,7 +543,7 @@ def pretrain(config: PretrainConfig, *, command: Optional[str] = None,
     schedule = resolve_schedule(spec, config.training)
     mining = check_settings(spec, config, schedule.steps)
     # TensorFlow loads here, after the settings are checked.
-    from tt_zoo.serving.export import export_saved_model, is_model_export  # noqa: PLC0415
+    from tt_zoo.artifacts.export import export_saved_model, is_model_export  # noqa: PLC0415
     from tt_zoo.training import loop as training  # noqa: PLC0415
     export = config.output.export
     if export:

@@ -13,7 +13,7 @@ Nothing is sampled: the negatives are the index itself, so the passages the curr
 highest are always in the denominator (ADORE's dynamic hard negatives, exact here rather than
 its top-k). Only phi changes, so the index stays valid: no passage is encoded again, and the
 adapted model's document side is the base model's, recorded on its card
-(`tt_zoo.serving.model_card.Lineage.document_encoder`) so cached passage embeddings are reused
+(`tt_zoo.artifacts.model_card.Lineage.document_encoder`) so cached passage embeddings are reused
 (`tt_zoo.evaluation.document_embeddings.model_tag`).
 
 A stronger teacher's ranking can be distilled the same way (listwise, as RocketQAv2, Ren et

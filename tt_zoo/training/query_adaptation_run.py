@@ -38,9 +38,9 @@ def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:
 def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print):
     """(the passages, the question texts, their positive rows, per-set counts): every
     --questions set's answerable questions over `articles` cut into passages
-    (`odqa.Benchmark.build`)."""
+    (`tt_zoo.data.answer_passages.answered_passages`)."""
+    from tt_zoo.data.answer_passages import answered_passages  # noqa: PLC0415
     from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
-    from tt_zoo.evaluation import odqa  # noqa: PLC0415
 
     given = config.data.questions or DEFAULT_QUESTIONS
     question_sets = []
@@ -50,17 +50,17 @@ def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print
         except (OSError, ValueError) as e:
             raise RunError(f"--questions {name}: {e}") from None
     try:
-        benchmark = odqa.Benchmark.build(articles, question_sets, config.data.words,
-                                         limit_articles=config.data.limit_articles,
-                                         progress=not config.output.no_progress)
+        answered = answered_passages(articles, question_sets, config.data.words,
+                                     limit_articles=config.data.limit_articles,
+                                     progress=not config.output.no_progress)
     except (OSError, ValueError) as e:
         raise RunError(f"--articles {articles}: {e}") from None
-    collection = benchmark.collection
+    collection = answered.collection
     log(f"{len(collection):,} passages of {config.data.words} words from {articles}")
     texts: List[str] = []
     rows: list = []
     counts = {}
-    for name, sets in zip(given, benchmark.sets):
+    for name, sets in zip(given, answered.sets):
         counts[sets.name] = {"questions": sets.num_questions, "answerable": sets.num_answerable}
         texts += [q.text for q in sets.questions]
         rows += [sorted(r) for r in sets.rows]
@@ -174,7 +174,7 @@ def make_card(config, zoo_model, name: str, summary: dict, counts: dict, command
               num_passages: int):
     """The export's card: the base model's lineage, the questions, and its document side as
     the base model's (`Lineage.document_encoder`)."""
-    from tt_zoo.serving.model_card import Origin  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import Origin  # noqa: PLC0415
 
     card = zoo_model.fine_tuned_card(name, summary["steps_done"])
     options = card.architecture.model_options
@@ -251,7 +251,7 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     card = make_card(config, zoo_model, name, summary, counts,
                      recorded_command(COMMAND, argv), len(collection))
     if config.output.export:
-        from tt_zoo.serving.export import export_saved_model  # noqa: PLC0415
+        from tt_zoo.artifacts.export import export_saved_model  # noqa: PLC0415
         export_saved_model(model, config.output.export, card.to_dict())
         log(f"Exported the query-adapted model to {config.output.export}")
     output = {"name": name, "base_model": zoo_model.name, "workdir": str(workdir),

@@ -1,5 +1,6 @@
 """The recipe of every shipped model: the run config of the command that trained it, as a file
-that ``tt-zoo COMMAND --config`` reads (``recipes/models/COMMAND/NAME.json``) and the registry
+that ``tt-zoo COMMAND --config`` reads (``tt_zoo/zoo/recipes/COMMAND/NAME.json``, package data
+beside the shipped list, so a wheel carries it) and the registry
 reads as the model's recipe (`tt_zoo.zoo.registry.read_recipe`: `ModelSpec.run`, whose command
 line is `ModelSpec.recipe_command`).
 
@@ -7,11 +8,11 @@ A shipped export records the command line that made it (metadata.json's ``comman
 the typed run configs, the whole config (``run_config``, `RUN_CONFIG_KEY`). A model's recipe is
 that config; where only the command line is recorded, the config its flags parse to with the
 command's own parser (`parse_command`). The folder names the command and the file holds only
-`RunConfig.to_dict`'s groups, so ``tt-zoo COMMAND --config recipes/models/COMMAND/NAME.json``
+`RunConfig.to_dict`'s groups, so ``tt-zoo COMMAND --config tt_zoo/zoo/recipes/COMMAND/NAME.json``
 reads it as it reads any ``--config`` file (flags given with it override it: ``--export``,
 ``--workdir``). Paths in it are those of the run that made the model.
 
-    python -m tt_zoo.training.shipped_recipes   # rewrites recipes/models/ from saved_models/
+    python -m tt_zoo.training.shipped_recipes   # rewrites tt_zoo/zoo/recipes/ from saved_models/
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ from tt_zoo.atomic_io import write_json
 from tt_zoo.configs.commands import RUN_CONFIGS  # noqa: F401 (the commands, by name)
 from tt_zoo.configs.run_config import RUN_CONFIG_KEY, RunConfig
 from tt_zoo.manifest import read_json_object
-from tt_zoo.serving.model_card import METADATA_FILE
+from tt_zoo.artifacts.model_card import METADATA_FILE
 from tt_zoo.zoo import registry
 
 
 def recipes_dir() -> pathlib.Path:
-    """recipes/models/ beside saved_models/ (`registry.SAVED_MODELS_DIR`, read when called)."""
-    return registry.SAVED_MODELS_DIR.parent / "recipes" / "models"
+    """The recipes beside the shipped list (`registry.SHIPPED_FILE`, read when called: a
+    temporary list has its own), `registry.RECIPES_DIR` for the package's."""
+    return registry.SHIPPED_FILE.parent / registry.RECIPES_FOLDER
 
 
 def command_words(line: str) -> Tuple[str, List[str]]:

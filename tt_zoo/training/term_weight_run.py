@@ -31,12 +31,12 @@ class TermWeightRunError(RunError):
 
 def load_init(name_or_path):
     """The `TermWeightModel` that training starts from, and what the card records about its
-    start (a `tt_zoo.serving.model_card.Origin`): a term-weight export as it is, or a new head
+    start (a `tt_zoo.artifacts.model_card.Origin`): a term-weight export as it is, or a new head
     on a two-tower export's document encoder."""
     from tt_zoo.modeling.kinds import TERM_WEIGHTS  # noqa: PLC0415
     from tt_zoo.modeling.term_weights import TermWeightModel  # noqa: PLC0415
-    from tt_zoo.serving.model_card import ModelCard, Origin  # noqa: PLC0415
-    from tt_zoo.serving.term_weight_export import is_term_weight_export  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import ModelCard, Origin  # noqa: PLC0415
+    from tt_zoo.artifacts.term_weight_export import is_term_weight_export  # noqa: PLC0415
     from tt_zoo.zoo.loading import find_artifact, load, load_term_weighter  # noqa: PLC0415
 
     path, spec = find_artifact(name_or_path)
@@ -84,12 +84,12 @@ def load_labelled_tasks(args, workdir: str, progress: bool, data_dir):
 def term_weight_metadata(config, name: str, init, trained: dict, terms, tasks, untitled,
                          command: str, summary_path: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
-    `tt_zoo.serving.model_card.ModelCard`), the whole config under ``run_config``; `init`:
+    `tt_zoo.artifacts.model_card.ModelCard`), the whole config under ``run_config``; `init`:
     `load_init`'s record; `trained`: `train_term_weights`' report; `tasks`, `untitled`:
     `load_labelled_tasks`'. A rerun of a finished run keeps the first run's final loss."""
     from tt_zoo.data.pairs_io import read_manifest  # noqa: PLC0415
     from tt_zoo.retrieval.term_weighting import COMBINE  # noqa: PLC0415
-    from tt_zoo.serving.model_card import (WEIGHTS_LICENSE, Lineage,  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import (WEIGHTS_LICENSE, Lineage,  # noqa: PLC0415
                                            ModelCard, MultiTaskRun, PairSet, TaskRecord,
                                            TermWeighting)
 
@@ -137,7 +137,7 @@ def train_term_weighter(config, *, command: str, data_dir=None, log=print) -> di
     from."""
     from tt_zoo.atomic_io import is_remote, write_json  # noqa: PLC0415
     from tt_zoo.data.terms import TermSpace  # noqa: PLC0415 (TensorFlow from here on)
-    from tt_zoo.serving.term_weight_export import export_term_weight_model  # noqa: PLC0415
+    from tt_zoo.artifacts.term_weight_export import export_term_weight_model  # noqa: PLC0415
     from tt_zoo.training import loop  # noqa: PLC0415
     from tt_zoo.training.term_weights import (cached_term_weight_arrays,  # noqa: PLC0415
                                               train_term_weights)

@@ -84,7 +84,7 @@ def restore_from_checkpoint(variant: str, checkpoint, vocabulary,
     """
     import tensorflow as tf  # noqa: PLC0415
 
-    from tt_zoo.serving.model_card import ModelCard  # noqa: PLC0415
+    from tt_zoo.artifacts.model_card import ModelCard  # noqa: PLC0415
     from tt_zoo.zoo.zoo_model import ZooModel  # noqa: PLC0415
 
     spec = get_spec(variant)

@@ -255,7 +255,7 @@ def missing_packages(checkpoint: ImportedCheckpoint) -> Optional[str]:
 
 def is_imported(spec) -> bool:
     """Whether the export of an imported name is in tt_zoo's cache (its import step ran)."""
-    from tt_zoo.zoo.download import cache_path
+    from tt_zoo.artifacts.download import cache_path
 
     return spec.artifact is not None and (cache_path(spec.artifact) / "metadata.json").is_file()
 
@@ -280,10 +280,10 @@ def card_metadata(name: str, checkpoint: ImportedCheckpoint, origin: dict) -> di
 
 def build(name: str, dest: pathlib.Path) -> pathlib.Path:
     """Imports the checkpoint of `name` from its package into an export at `dest` (atomically:
-    `tt_zoo.serving.export.export_saved_model`). The zip is unpacked in a temp folder beside
+    `tt_zoo.artifacts.export.export_saved_model`). The zip is unpacked in a temp folder beside
     `dest`, removed afterwards whatever happens."""
     from tt_zoo.modeling.checkpoints import import_checkpoint
-    from tt_zoo.serving.export import export_saved_model
+    from tt_zoo.artifacts.export import export_saved_model
 
     checkpoint = CHECKPOINTS[name]
     package_files(checkpoint)  # installed, before any folder is made
@@ -305,8 +305,8 @@ def locate(spec) -> pathlib.Path:
     absent or made by an older importer (`build`, `IMPORTER_VERSION`); a card older than this
     package's (its fields, its measured tables: `MEASURED_FILE`) is brought up to date (metadata
     only: the weights are not touched)."""
-    from tt_zoo.serving.export import METADATA_FILE, update_metadata
-    from tt_zoo.zoo.download import cache_path
+    from tt_zoo.artifacts.export import METADATA_FILE, update_metadata
+    from tt_zoo.artifacts.download import cache_path
 
     cached = cache_path(spec.artifact)
     if not (cached.is_dir() and any(cached.iterdir())):

@@ -1,9 +1,9 @@
 """`tt_zoo.load(name_or_path)`: a pretrained model, ready to encode, index and fine-tune;
 `tt_zoo.load_term_weighter(name_or_path)`: a term-weight model's document weighter.
 
-A registered name is found through the catalogue (`tt_zoo.zoo.registry`, `tt_zoo.zoo.download`);
-an export directory is read and verified by `tt_zoo.serving.export` (or
-`tt_zoo.serving.term_weight_export`). What `load` gives: a `ZooModel` (a two-tower export; it
+A registered name is found through the catalogue (`tt_zoo.zoo.registry`, `tt_zoo.artifacts.download`);
+an export directory is read and verified by `tt_zoo.artifacts.export` (or
+`tt_zoo.artifacts.term_weight_export`). What `load` gives: a `ZooModel` (a two-tower export; it
 and its `TextIndex` are `tt_zoo.zoo.zoo_model`'s) or, for the other kinds, a model of
 `tt_zoo.zoo.kind_models`.
 """
@@ -21,10 +21,11 @@ from tt_zoo.arguments import as_path  # noqa: E402
 from tt_zoo.atomic_io import recover_replaced  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS  # noqa: E402
-from tt_zoo.serving import export as export_lib, float16_storage  # noqa: E402
-from tt_zoo.serving.model_card import ModelCard  # noqa: E402
-from tt_zoo.zoo import download, registry  # noqa: E402
-from tt_zoo.zoo.registry import ModelSpec, get_spec  # noqa: E402
+from tt_zoo.artifacts import export as export_lib, float16_storage  # noqa: E402
+from tt_zoo.artifacts.model_card import ModelCard  # noqa: E402
+from tt_zoo.artifacts import download  # noqa: E402
+from tt_zoo.zoo import registry  # noqa: E402
+from tt_zoo.zoo.registry import get_spec  # noqa: E402
 # What `load` gives for a two-tower export, and its index (`TextIndex`: named here, as before).
 from tt_zoo.zoo.zoo_model import TextIndex, ZooModel  # noqa: E402,F401
 
@@ -35,7 +36,7 @@ def find_artifact(name_or_path, kinds: Sequence[str] = KINDS):
 
     A shipped name is looked for in the git clone's saved_models/, then in the cache
     (``$TT_ZOO_HOME/models/``, default ``~/.cache/tt_zoo``), else downloaded into the cache from
-    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.zoo.download`; no
+    ``$TT_ZOO_BASE_URL`` or the registry's URL, sha256-verified (`tt_zoo.artifacts.download`; no
     release is published yet: the weights ship in the git clone). An artifact whose weights are
     stored in float16 gives the path of its float32 copy in the cache (`loadable`). A name of a
     kind (`tt_zoo.modeling.kinds.KINDS`) not in `kinds` raises `TtZooError` naming its loader.
@@ -77,28 +78,40 @@ def locate_artifact(name_or_path, kinds: Sequence[str] = KINDS):
 
 def loadable(path, expected_sha256: Optional[str] = None) -> pathlib.Path:
     """What the loader reads of the artifact found at `path` (`float16_storage.loadable`: the
-    folder itself, or a float16 artifact's float32 copy). A float16 artifact that reads arrays
-    of another model (`float16_storage.shared_from`) is handed that model's folder, found
-    here."""
+    folder itself, or a float16 artifact's float32 copy), with the folder of the model it
+    shares arrays with (`_base_of`)."""
+    return float16_storage.loadable(path, expected_sha256, base=_base_of(path))
+
+
+def open_artifact(name_or_path, kinds: Sequence[str] = KINDS):
+    """``(path, spec, metadata)``: the artifact found as `find_artifact` finds it, verified
+    once (`float16_storage.open_export`: against the registry's sha256 for a name; a float16
+    artifact materialised into its float32 copy, which is the path), as `load` reads it.
+    Raises as `find_artifact` does, and `ArtifactError` for a damaged artifact (naming the
+    copy in the cache to delete, if it is one)."""
+    path, spec = locate_artifact(name_or_path, kinds)
+    base = _base_of(path)
+    try:
+        found, metadata = float16_storage.open_export(
+            path, spec.sha256 if spec is not None else None, base=base)
+    except ArtifactError as e:
+        if spec is None or not download.in_cache(path):
+            raise
+        raise ArtifactError(f"{e} (This copy is in tt_zoo's cache: delete {path} and load "
+                            f"{spec.name!r} again to download it anew.)") from e
+    return found, spec, metadata
+
+
+def _base_of(path) -> Optional[pathlib.Path]:
+    """The folder of the model whose arrays the float16 artifact at `path` reads
+    (`float16_storage.shared_from`), found as any artifact is; None for any other export."""
     shared_from = float16_storage.shared_from(path)
-    base = locate_artifact(shared_from)[0] if shared_from is not None else None
-    return float16_storage.loadable(path, expected_sha256, base=base)
+    return locate_artifact(shared_from)[0] if shared_from is not None else None
 
 
 def _wrong_kind(what, kind: str) -> str:
     loader = "tt_zoo.load_term_weighter" if kind == TERM_WEIGHTS else "tt_zoo.load"
     return f"{what} is a {kind.replace('_', '-')} model: load it with {loader}."
-
-
-def _verified(path: pathlib.Path, spec: Optional[ModelSpec], verify) -> object:
-    """`verify(path, expected_sha256)`, with a hint to delete a damaged copy in the cache."""
-    try:
-        return verify(path, spec.sha256 if spec else None)
-    except ArtifactError as e:
-        if spec is not None and download.in_cache(path):
-            raise ArtifactError(f"{e} (This copy is in tt_zoo's cache: delete {path} and load "
-                                f"{spec.name!r} again to download it anew.)") from e
-        raise
 
 
 def load(name_or_path) -> ZooModel:
@@ -118,12 +131,11 @@ def load(name_or_path) -> ZooModel:
     """
     from tt_zoo.zoo import kind_models
 
-    path, spec = find_artifact(name_or_path)
-    metadata = _verified(path, spec, export_lib.verify_export)
+    path, spec, metadata = open_artifact(name_or_path)
     kind = ModelCard.from_dict(metadata).artifact_kind
     if kind == TERM_WEIGHTS:
-        from tt_zoo.serving import term_weight_export
-        weighter = _verified(path, spec, term_weight_export.load_term_weighter)
+        from tt_zoo.artifacts import term_weight_export
+        weighter = term_weight_export.load_term_weighter(path, metadata=metadata)
         return kind_models.TermWeightZooModel(weighter, spec=spec, path=path, metadata=metadata)
     keras_model = export_lib.load_keras_model(path)
     export_lib.check_card_matches_model(path, metadata, keras_model)
@@ -144,11 +156,10 @@ def load_term_weighter(name_or_path, **options):
     Raises as `load` does; `TtZooError` for a two-tower or late-interaction name, and
     `ArtifactError` for a directory that is not a term-weight export.
     """
-    from tt_zoo.serving import term_weight_export
+    from tt_zoo.artifacts import term_weight_export
 
-    path, spec = find_artifact(name_or_path, kinds=(TERM_WEIGHTS,))
-    return _verified(path, spec, lambda p, sha: term_weight_export.load_term_weighter(
-        p, sha, **options))
+    path, _, metadata = open_artifact(name_or_path, kinds=(TERM_WEIGHTS,))
+    return term_weight_export.load_term_weighter(path, metadata=metadata, **options)
 
 
 def load_index(path, model=None):

@@ -46,8 +46,9 @@ A name's recipe is the run config of the command that trains it (`ModelSpec.run`
 `tt_zoo.configs` instance, `PretrainConfig`, `MultitaskConfig`, `TermWeightConfig` or
 `AdaptQueriesConfig`), and `ModelSpec.recipe_command` is that config's command line
 (`RunConfig.command_line`), after ``tt-zoo make-pairs`` of the pair set it reads. A shipped
-name's is what its run recorded: ``recipes/models/COMMAND/NAME.json``, the config's `to_dict`
-(`read_recipe`; `tt_zoo.training.shipped_recipes` writes it from the export's metadata). Any other
+name's is what its run recorded: ``tt_zoo/zoo/recipes/COMMAND/NAME.json`` (package data, beside
+the shipped list), the config's `to_dict` (`read_recipe`; `tt_zoo.training.shipped_recipes`
+writes it from the export's metadata). Any other
 name's is its `Series`' run config (`SERIES`, chosen by the name's prefix: encoder, tower size,
 options, kind and that run config in one row) with the name's own variant, pair set, starting
 model and export: a CPU-scale tower (mean pooling, shared, cosine / 0.05) the CPU-scale run its
@@ -89,12 +90,9 @@ SUCCESSOR_PREFIXES = ("", "bow_mlp_", "colbert_")
 EMBEDDING_DIMS = (128, 256, 512)
 TOKEN_DIMS = (32, 64, 128)  # the late-interaction (colbert_) models' token vector sizes
 TERM_WEIGHT_PREFIX = "hdct_"
-# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.zoo.download` then finds
+# The git clone's saved_models/ (absent from an installed wheel: `tt_zoo.artifacts.download` then finds
 # the weights in the cache or downloads them).
 SAVED_MODELS_DIR = pathlib.Path(__file__).resolve().parents[2] / "saved_models"
-# The clone's recipes/models/: the run config of every shipped model, COMMAND/NAME.json
-# (`read_recipe`; absent from an installed wheel, where a shipped name keeps its series' run).
-RECIPES_DIR = SAVED_MODELS_DIR.parent / "recipes" / "models"
 COLBERT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_INIT_FROM = "ict_bfs_wlp_512"
 TERM_WEIGHT_MAX_PAIRS = 200_000  # `tt-zoo train-term-weights --max-pairs` of the hdct_ recipe
@@ -172,6 +170,16 @@ ADAPTATION_RUN = AdaptQueriesConfig.from_dict(
 # task: SPAR's lexical model, Chen et al. 2021) at 0.3 times its share by size; +1.0 ODQA top-20
 # over MULTITASK_RUN in the median of three seeds, every seed above every seed without it
 # (`benchmarks/multi_task.py --experiments lexical`, `results/multi_task.md`).
+# The static model's query side taught by a teacher's ranking: its own token table
+# (`--train-token-embeddings`) trained on the listwise KL of the teacher's softmax over each
+# question's mined candidates against its own full-index softmax, 3 epochs of 32 at 1e-3 (chosen
+# on webquestions-devtest; results/static_distill_queries.md). The teacher scores come first:
+# `tt-zoo teacher-scores` with all-mpnet-base-v2 whose query tower was adapted on WebQuestions.
+STATIC_TEACHER_RUN = AdaptQueriesConfig.from_dict(
+    {"data": {"questions": ["webquestions-trainmodel", "runs/questions/reqa80_train.jsonl"],
+              "teacher_scores": "runs/distill/mpnetA_webq_reqa.npz"},
+     "training": {"epochs": 3.0, "batch_size": 32, "learning_rate": 1e-3,
+                  "train_token_embeddings": True, "distill_weight": 1.0}})
 MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
 MULTITASK_LEXICAL_RUN = MULTITASK_RUN.replace(task=(*MULTITASK_TASKS, "lexical"),
                                               weight=("lexical=0.3",))
@@ -296,9 +304,9 @@ class ModelSpec:
       init_from: the shipped model a recipe warm-starts from (`pretrain --init-from`), if any.
       options: pooling, tower sharing, score scale (see `ModelOptions`).
       artifact: the export's folder name when shipped (saved_models/<artifact> in a git
-        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.zoo.download`), else None.
+        clone, <cache>/models/<artifact> once downloaded: `tt_zoo.artifacts.download`), else None.
       sha256: sha256 of the artifact's file manifest (`tt_zoo.manifest.manifest_digest`).
-      url: the folder URL its files are to be downloaded from (`tt_zoo.zoo.download`).
+      url: the folder URL its files are to be downloaded from (`tt_zoo.artifacts.download`).
       provenance: training data and license of the shipped weights.
       metrics: measured numbers (e.g. ReQA-SQuAD(dev) recall) of the shipped weights.
       kind: one of `tt_zoo.modeling.kinds.KINDS`: what the artifact is and how it loads.
@@ -488,6 +496,12 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
             embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=static,
             run=MULTITASK_RUN.replace(init=static, export=f"saved_models/multitask_{static}"),
             architecture=static, **common)
+        specs[f"adapted_multitask_{static}"] = ModelSpec(
+            name=f"adapted_multitask_{static}", encoder="bow_mlp", tower_size=None,
+            embedding_dim=STATIC_DIM, pretraining=DISTILLED, init_from=f"multitask_{static}",
+            run=STATIC_TEACHER_RUN.replace(model=f"multitask_{static}",
+                                           export=f"saved_models/adapted_multitask_{static}"),
+            architecture=static, **common)
     return specs
 
 
@@ -673,9 +687,13 @@ def register_shipped(name: str, **fields) -> None:
 # -- What ships trained weights: tt_zoo/zoo/shipped_models.json (package data, so an installed
 # wheel has it), name -> kind, artifact folder, sha256 of its files, download URL, provenance
 # and measured metrics (written by `tt-zoo reproduce --stages ship` and `tt-zoo ship` from real
-# runs; see each MODEL_CARD.md); how each was trained is its recipe, recipes/models/ (`read_recipe`).
+# runs; see each MODEL_CARD.md); how each was trained is its recipe, recipes/ (`read_recipe`).
 # The weights themselves are in the clone's saved_models/.
 SHIPPED_FILE = pathlib.Path(__file__).resolve().parent / "shipped_models.json"
+# Beside it, package data too: the run config of every shipped model, RECIPES/COMMAND/NAME.json
+# (`read_recipe`), so an installed wheel's shipped name holds its own run, not its series'.
+RECIPES_FOLDER = "recipes"
+RECIPES_DIR = SHIPPED_FILE.parent / RECIPES_FOLDER
 _SHIPPED_FIELDS = ("kind", "artifact", "sha256", "url", "provenance", "metrics")
 
 
@@ -713,7 +731,7 @@ def read_shipped(path: Optional[pathlib.Path] = None) -> Dict[str, dict]:
 
 def recipe_files(root: Optional[pathlib.Path] = None) -> Dict[str, pathlib.Path]:
     """Model name -> its recipe file, ROOT/COMMAND/NAME.json (default ROOT `RECIPES_DIR`; {}
-    where there is none, as in an installed wheel)."""
+    where there is none)."""
     root = RECIPES_DIR if root is None else root
     found: Dict[str, pathlib.Path] = {}
     for path in sorted(root.glob("*/*.json")):

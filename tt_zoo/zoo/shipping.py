@@ -4,7 +4,7 @@ What ships is three things kept in step: the export in ``saved_models/<name>/`` 
 pinned by the sha256 of their manifest, `tt_zoo.manifest`), its entry in
 ``tt_zoo/zoo/shipped_models.json`` (kind, artifact, that sha256, the release URL, provenance,
 a few headline numbers; `tt_zoo.zoo.registry.read_shipped`; how it was trained is its recipe,
-``recipes/models/``, which `tt-zoo ship` writes), and its ``MODEL_CARD.md`` with the measured
+``tt_zoo/zoo/recipes/``, which `tt-zoo ship` writes), and its ``MODEL_CARD.md`` with the measured
 tables (``metadata.json``'s ``metrics``). Any kind ships the
 same way (`tt_zoo.modeling.kinds.KINDS`: two-tower, late interaction, term weights).
 
@@ -39,11 +39,14 @@ from typing import Callable, Dict, Mapping, Optional, Tuple, Union
 from tt_zoo.atomic_io import read_json, write_directory, write_json
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-from tt_zoo.serving import float16_storage
-from tt_zoo.serving.export import (METADATA_FILE, is_model_export, update_metadata,
+from tt_zoo.artifacts import float16_storage
+from tt_zoo.artifacts.export import (METADATA_FILE, is_model_export, update_metadata,
                                    verify_export)
-from tt_zoo.serving.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
-from tt_zoo.zoo import download, loading, registry
+from tt_zoo.artifacts.model_card import Measurement, ModelCard, PairSet, Reexport, table_rows
+from tt_zoo.artifacts import download
+
+# The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
+from tt_zoo.zoo import loading, registry
 
 # The rows of a text-benchmark results JSON that are a model's own, by the model's kind (a
 # two-tower model's rows are labelled with its name).
@@ -67,7 +70,7 @@ def ship(source, name: str, *, provenance: Optional[str] = None, float16: bool =
       source: an export directory of any kind (in place when it is saved_models/<name>).
       name: a registered name of the export's kind (`tt_zoo.zoo.registry.get_spec`).
       provenance: the entry's training data and license line (default: from the metadata).
-      float16: ship the weights stored in float16 (`tt_zoo.serving.float16_storage`: half the
+      float16: ship the weights stored in float16 (`tt_zoo.artifacts.float16_storage`: half the
         bytes; `tt_zoo.load` materialises the float32 SavedModel); `source` is a float32
         export, and may be saved_models/<name> itself. Its cost in recall is measured apart
         (``python -m benchmarks.precision_cost --compare storage``). A `source` stored in
@@ -212,7 +215,7 @@ def reexport(name_or_path, reason: str, *, shipped_file=None,
       the metadata written.
     """
     from tt_zoo._version import __version__
-    from tt_zoo.serving import export as export_lib, term_weight_export
+    from tt_zoo.artifacts import export as export_lib, term_weight_export
 
     path, spec = export_path(name_or_path)
     metadata = verify_export(path, spec.sha256 if spec else None)
@@ -297,8 +300,8 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
     Args:
       name_or_path: a shipped name or an export directory (of any kind).
       tables: title -> table: ``{column: value}`` (one row) or ``{row label: {column: value}}``
-        (`tt_zoo.serving.model_card.table_rows`); the card prints each under "## Measured quality"
-        (`tt_zoo.serving.card_rendering`).
+        (`tt_zoo.artifacts.model_card.table_rows`); the card prints each under "## Measured quality"
+        (`tt_zoo.artifacts.card_rendering`).
       source: what measured them (e.g. "benchmarks/late_interaction.py"): the tables it recorded
         before are replaced, others stay; ``metadata["measured_by"][source]`` lists them. A
         table of rows whose title another source recorded too (titles are shared on purpose:
@@ -356,7 +359,7 @@ def record_tables(name_or_path, tables: Mapping[str, Mapping], *, source: str,
 
 def merged_table(earlier, table: Mapping) -> dict:
     """`table` over `earlier`, a same-title table another source recorded. Two tables of rows
-    (`tt_zoo.serving.model_card.table_rows`): earlier's rows with the new rows replacing those
+    (`tt_zoo.artifacts.model_card.table_rows`): earlier's rows with the new rows replacing those
     of the same label, in earlier's order, new labels last. A one-row table over a table of rows:
     the rows stay (the same title is the same measurement, and the rows hold the model's own
     row beside BM25's and the fusions'). Otherwise `table`."""

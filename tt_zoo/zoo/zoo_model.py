@@ -26,8 +26,8 @@ from tt_zoo.arguments import (as_documents, as_path, as_string_list, as_texts,  
 from tt_zoo.atomic_io import json_text, recover_replaced, write_directory, write_json  # noqa: E402
 from tt_zoo.errors import ArtifactError, TtZooError  # noqa: E402
 from tt_zoo.retrieval.search import Hit  # noqa: E402,F401  (TextIndex.search returns Hits)
-from tt_zoo.serving import export as export_lib  # noqa: E402
-from tt_zoo.serving.model_card import ModelCard  # noqa: E402
+from tt_zoo.artifacts import export as export_lib  # noqa: E402
+from tt_zoo.artifacts.model_card import ModelCard  # noqa: E402
 from tt_zoo.zoo.registry import ModelSpec  # noqa: E402
 
 PASSAGES_FILE = "passages.jsonl"
@@ -243,7 +243,7 @@ class CardIdentity:
 
     @property
     def card(self) -> ModelCard:
-        """The metadata as a `tt_zoo.serving.model_card.ModelCard`."""
+        """The metadata as a `tt_zoo.artifacts.model_card.ModelCard`."""
         return ModelCard.from_dict(self.metadata)
 
     @property
@@ -609,7 +609,7 @@ class ZooModel(CardIdentity):
             finished=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
 
     def export(self, path, metadata: Optional[dict] = None, overwrite: bool = False) -> dict:
-        """Writes a serving SavedModel (see `tt_zoo.serving.export.export_saved_model`).
+        """Writes a serving SavedModel (see `tt_zoo.artifacts.export.export_saved_model`).
 
         Weights unchanged since loading keep this model's card. Weights trained since (its
         optimizer has taken steps, e.g. after `compile` and `fit`) get a card of their own: their

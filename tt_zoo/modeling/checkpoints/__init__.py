@@ -108,13 +108,13 @@ def build_model(checkpoint: Checkpoint, *, embedding_dim: Optional[int] = None,
 def import_checkpoint(path, *, expected_sha256: Optional[str] = None,
                       **build_options) -> Tuple[object, dict]:
     """``(model, origin)``: `build_model` of the checkpoint at `path`, and what the card
-    records of it (`tt_zoo.serving.model_card.Origin` fields: where it came from, the weight
+    records of it (`tt_zoo.artifacts.model_card.Origin` fields: where it came from, the weight
     files' sha256, which weights were copied and which layers are new)."""
     from tt_zoo.modeling import architectures
 
     checkpoint = read_checkpoint(path, expected_sha256)
     model = build_model(checkpoint, **build_options)
-    new = [NEW_PROJECTION] if model.query_tower.projection is not None else []
+    new = [NEW_PROJECTION] if getattr(model.query_tower, "projection", None) is not None else []
     origin = {"from": str(path), "sha256": ";".join(f"{k}={v}" for k, v in
                                                      sorted(checkpoint.files.items())),
               "copied": architectures.get(checkpoint.encoder).converter.copied,

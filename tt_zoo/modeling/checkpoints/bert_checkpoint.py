@@ -31,8 +31,9 @@ ENCODER_LAYER_NORM_EPS = 1e-12
 
 
 @dataclasses.dataclass(frozen=True)
-class BertConfig:
-    """The shape of a BERT encoder, as Hugging Face's and Google's ``config.json`` give it."""
+class TransformerConfig:
+    """The shape every Transformer encoder's ``config.json`` gives (a family's config adds its
+    own fields: `BertConfig`, `tt_zoo.modeling.families.mpnet.MPNetConfig`)."""
 
     vocab_size: int
     hidden_size: int
@@ -40,6 +41,12 @@ class BertConfig:
     num_attention_heads: int
     intermediate_size: int
     max_position_embeddings: int
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig(TransformerConfig):
+    """The shape of a BERT encoder, as Hugging Face's and Google's ``config.json`` give it."""
+
     type_vocab_size: int
     inner_activation: str  # a key of `tt_zoo.modeling.towers.INNER_ACTIVATIONS`
     layer_norm_eps: float = 1e-12
@@ -106,14 +113,25 @@ def expected_shapes(config: BertConfig) -> Dict[str, tuple]:
               "embeddings.token_type_embeddings.weight": (config.type_vocab_size, h),
               "embeddings.LayerNorm.weight": (h,), "embeddings.LayerNorm.bias": (h,)}
     for n in range(config.num_layers):
-        p = f"encoder.layer.{n}."
-        for part in ("attention.self.query", "attention.self.key", "attention.self.value",
-                     "attention.output.dense"):
-            shapes[f"{p}{part}.weight"], shapes[f"{p}{part}.bias"] = (h, h), (h,)
-        for norm in ("attention.output.LayerNorm", "output.LayerNorm"):
-            shapes[f"{p}{norm}.weight"], shapes[f"{p}{norm}.bias"] = (h,), (h,)
-        shapes[f"{p}intermediate.dense.weight"], shapes[f"{p}intermediate.dense.bias"] = (i, h), (i,)
-        shapes[f"{p}output.dense.weight"], shapes[f"{p}output.dense.bias"] = (h, i), (h,)
+        shapes.update(layer_shapes(f"encoder.layer.{n}.", h, i, (
+            "attention.self.query", "attention.self.key", "attention.self.value",
+            "attention.output.dense"), "attention.output.LayerNorm"))
+    return shapes
+
+
+def layer_shapes(prefix: str, h: int, i: int, attention, attention_norm: str
+                 ) -> Dict[str, tuple]:
+    """{Hugging Face weight name: shape} of one post-LN Transformer layer under `prefix`
+    (BERT's, MPNet's): the attention's projections `attention` (an (h, h) weight and a bias
+    each), its norm `attention_norm`, then the feed-forward of inner size `i` and its norm."""
+    shapes = {}
+    for part in attention:
+        shapes[f"{prefix}{part}.weight"], shapes[f"{prefix}{part}.bias"] = (h, h), (h,)
+    for norm in (attention_norm, "output.LayerNorm"):
+        shapes[f"{prefix}{norm}.weight"], shapes[f"{prefix}{norm}.bias"] = (h,), (h,)
+    shapes[f"{prefix}intermediate.dense.weight"] = (i, h)
+    shapes[f"{prefix}intermediate.dense.bias"] = (i,)
+    shapes[f"{prefix}output.dense.weight"], shapes[f"{prefix}output.dense.bias"] = (h, i), (h,)
     return shapes
 
 

@@ -37,8 +37,9 @@ from tt_zoo.modeling import architectures
 from tt_zoo.modeling import transformer_bfloat16 as bf16_blocks
 from tt_zoo.modeling.bert_inference import _MASK_ADDER, _dense_2d, _matmul
 from tt_zoo.modeling.transformer_bfloat16 import f32 as _f32, layer_norm as _layer_norm
-from tt_zoo.modeling.checkpoints.bert_checkpoint import (as_int, hidden_activation,
-                                                         hidden_and_heads, layer_norm_eps)
+from tt_zoo.modeling.checkpoints.bert_checkpoint import (TransformerConfig, as_int,
+                                                         hidden_activation, hidden_and_heads,
+                                                         layer_norm_eps, layer_shapes)
 from tt_zoo.modeling.towers import INNER_ACTIVATIONS, POOLINGS, masked_mean, resolve_bert_shape
 
 # MPNetTokenizer's (tokenizer.json: RobertaProcessing, pad "<pad>"): ids <s> 0, <pad> 1, </s> 2.
@@ -341,15 +342,9 @@ def build_tower(settings: architectures.TowerSettings, name: str) -> MPNetTower:
 # -- the Hugging Face converter (``MPNetModel`` names; linear weights [out, in]) -------------
 
 @dataclasses.dataclass(frozen=True)
-class MPNetConfig:
+class MPNetConfig(TransformerConfig):
     """The shape of an MPNet encoder, as Hugging Face's ``config.json`` gives it."""
 
-    vocab_size: int
-    hidden_size: int
-    num_layers: int
-    num_attention_heads: int
-    intermediate_size: int
-    max_position_embeddings: int
     relative_attention_num_buckets: int
     inner_activation: str
     layer_norm_eps: float
@@ -395,14 +390,9 @@ def expected_shapes(c: MPNetConfig) -> dict:
               "encoder.relative_attention_bias.weight": (c.relative_attention_num_buckets,
                                                          c.num_attention_heads)}
     for n in range(c.num_layers):
-        p = f"encoder.layer.{n}."
-        for part in "qkvo":
-            shapes[f"{p}attention.attn.{part}.weight"] = (h, h)
-            shapes[f"{p}attention.attn.{part}.bias"] = (h,)
-        for norm in ("attention.LayerNorm", "output.LayerNorm"):
-            shapes[f"{p}{norm}.weight"], shapes[f"{p}{norm}.bias"] = (h,), (h,)
-        shapes[f"{p}intermediate.dense.weight"], shapes[f"{p}intermediate.dense.bias"] = (i, h), (i,)
-        shapes[f"{p}output.dense.weight"], shapes[f"{p}output.dense.bias"] = (h, i), (h,)
+        shapes.update(layer_shapes(f"encoder.layer.{n}.", h, i,
+                                   [f"attention.attn.{part}" for part in "qkvo"],
+                                   "attention.LayerNorm"))
     return shapes
 
 

@@ -27,17 +27,16 @@ from typing import Optional
 
 import tensorflow as tf
 
-from tt_zoo.atomic_io import write_directory
 from tt_zoo.data.terms import TermSpace
 from tt_zoo.errors import ArtifactError
 from tt_zoo.modeling.inference import cut_to_longest
 from tt_zoo.modeling.term_weights import TermWeightModel
 from tt_zoo.retrieval.bm25 import DEFAULT_WEIGHT_SCALE
 from tt_zoo.modeling.kinds import TERM_WEIGHTS
-from tt_zoo.serving.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
-                                   _without_keras_traces, count_parameters,
-                                   stamp_provenance, verify_export, write_metadata_and_card)
-from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard
+from tt_zoo.artifacts.export import (CONFIG_FILE, METADATA_FILE, TERM_WEIGHT_SIGNATURE,
+                                   _inference_copy, _without_keras_traces, count_parameters,
+                                   verify_export, write_export)
+from tt_zoo.artifacts.model_card import DEFAULT_SIGNATURE, ModelCard
 
 KIND = TERM_WEIGHTS  # metadata.json's "kind" (the registry's kind of hdct_ names)
 
@@ -84,9 +83,8 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
     of the wrong type raises `TtZooError` (`ModelCard`) before anything is written.
     """
     card = ModelCard.from_dict(metadata or {})
-    meta = {}
 
-    def build(staging: pathlib.Path) -> None:
+    def fill(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
         module = _TermWeightModule(serving_model)
         with _without_keras_traces():
@@ -106,32 +104,18 @@ def export_term_weight_model(model: TermWeightModel, path, metadata: Optional[di
         arch.vocab_size = serving_model.preprocessor.vocab_size
         arch.parameters = count_parameters(serving_model)
         arch.signatures = [DEFAULT_SIGNATURE, TERM_WEIGHT_SIGNATURE]
-        stamp_provenance(card, staging)
-        meta.update(card.to_dict())
-        write_metadata_and_card(staging, meta)
 
-    write_directory(path, build, overwrite=overwrite, is_replaceable=is_term_weight_export,
-                    what="tt_zoo term-weight export", last=(METADATA_FILE,))
-    return meta
+    return write_export(path, card, fill, overwrite=overwrite,
+                        is_replaceable=is_term_weight_export, what="tt_zoo term-weight export")
 
 
-def _inference_copy(model: TermWeightModel) -> TermWeightModel:
-    """The same weights without the optimizer, so the export carries no Adam slots."""
-    if not model.built:
-        model.build_by_calling()
-    if getattr(model, "optimizer", None) is None:
-        return model
-    clone = tf.keras.layers.deserialize(model.artifact_config())
-    clone.build_by_calling()
-    clone.set_weights(model.get_weights())
-    return clone
-
-
-def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermWeightModel:
+def load_term_weight_model(path, expected_sha256: Optional[str] = None, *,
+                           metadata: Optional[dict] = None) -> TermWeightModel:
     """The trainable Keras model of a term-weight export, after checking every file's sha256
-    (against `expected_sha256`, the registry's, when given)."""
+    (against `expected_sha256`, the registry's, when given); `metadata`: the export's, which
+    the caller verified just before (`tt_zoo.zoo.loading.open_artifact`: not hashed again)."""
     path = pathlib.Path(path)
-    meta = verify_export(path, expected_sha256)
+    meta = metadata if metadata is not None else verify_export(path, expected_sha256)
     kind = ModelCard.from_dict(meta).kind
     if kind != KIND:
         raise ArtifactError(f"{path} is not a term-weight export (its metadata.json kind is "
@@ -153,12 +137,14 @@ def load_term_weight_model(path, expected_sha256: Optional[str] = None) -> TermW
     return model
 
 
-def load_term_weighter(path, expected_sha256: Optional[str] = None, **options):
+def load_term_weighter(path, expected_sha256: Optional[str] = None, *,
+                       metadata: Optional[dict] = None, **options):
     """A `tt_zoo.retrieval.term_weighting.TermWeighter` on a term-weight export, in the term
-    space it was trained in; `options` go to `TermWeighter` (max_windows, batch_size, ...)."""
+    space it was trained in (`metadata` as `load_term_weight_model` takes it); `options` go to
+    `TermWeighter` (max_windows, batch_size, ...)."""
     from tt_zoo.retrieval.term_weighting import TermWeighter  # noqa: PLC0415
 
-    model = load_term_weight_model(path, expected_sha256)
+    model = load_term_weight_model(path, expected_sha256, metadata=metadata)
     space = ModelCard.from_dict(model.export_metadata).term_weighting.term_space or {}
     terms = TermSpace(space.get("stemmer", "english"), space.get("stopwords", "en"))
     return TermWeighter(model, terms=terms, **options)

@@ -1,6 +1,6 @@
 """MODEL_CARD.md of an export, rendered from its card: `render_card(card)`.
 
-The card (`tt_zoo.serving.model_card.ModelCard`) is what an export records, typed; this module
+The card (`tt_zoo.artifacts.model_card.ModelCard`) is what an export records, typed; this module
 is how it reads. The two are kept apart as in sentence-transformers (its
 ``SentenceTransformerModelCardData`` and the template that renders it) and huggingface_hub
 (``ModelCardData`` and a card's template). MODEL_CARD.md is YAML front matter as the Hugging
@@ -11,7 +11,7 @@ measured tables and how to use it. The body depends on the export's kind
 (`ModelCard.artifact_kind`): two-tower and late-interaction exports share one, term-weight
 exports have their own.
 
-`tt_zoo.serving.export` writes the text beside metadata.json (and again whenever the metadata
+`tt_zoo.artifacts.export` writes the text beside metadata.json (and again whenever the metadata
 is updated), so a shipped MODEL_CARD.md is always this rendering of its metadata.json.
 """
 
@@ -22,7 +22,7 @@ import posixpath
 import yaml
 
 from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS
-from tt_zoo.serving.model_card import DEFAULT_SIGNATURE, ModelCard, table_rows
+from tt_zoo.artifacts.model_card import DEFAULT_SIGNATURE, ModelCard, table_rows
 
 
 def render_card(card: ModelCard) -> str:
@@ -189,7 +189,7 @@ def _tensorflow_version(card: ModelCard) -> str:
 def reexport_lines(card: ModelCard) -> list:
     """The card's lines for each time the export was redone from its own weights
     (``reexported``, written by `tt_zoo.zoo.shipping.reexport`), and for weights stored in
-    float16 (``storage``, `tt_zoo.serving.float16_storage`); [] for none."""
+    float16 (``storage``, `tt_zoo.artifacts.float16_storage`); [] for none."""
     lines = []
     storage = card.provenance.storage
     if storage is not None and storage.float32_sha256:

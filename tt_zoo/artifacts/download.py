@@ -99,7 +99,7 @@ def artifact_url(spec) -> str:
 def locate(spec) -> pathlib.Path:
     """The folder of a shipped model's files: the clone's ``saved_models/<artifact>``, else the
     cache's, else the cache's after `download_export`. The caller verifies it
-    (`tt_zoo.serving.export.verify_export`)."""
+    (`tt_zoo.artifacts.export.verify_export`)."""
     clone = spec.artifact_path
     if clone is not None:
         recover_replaced(clone)  # a ship killed between its renames: the old version is back
@@ -231,7 +231,7 @@ def download_export(spec, dest: pathlib.Path) -> pathlib.Path:
 
     from tt_zoo.atomic_io import write_directory
     from tt_zoo.modeling.inference import bar_where_read  # (TensorFlow: only when downloading)
-    from tt_zoo.serving.export import METADATA_FILE, MODEL_CARD_FILE, is_model_export
+    from tt_zoo.artifacts.export import METADATA_FILE, MODEL_CARD_FILE, is_model_export
     from tt_zoo.manifest import manifest_digest, verify_file
 
     base = artifact_url(spec)

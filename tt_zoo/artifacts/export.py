@@ -29,8 +29,8 @@ the full length).
 Beside it: ``config.json`` (the Keras config with the vocabulary, so `tt_zoo.load` rebuilds the
 trainable model from the SavedModel's own variables), ``metadata.json`` (with the file manifest
 and the layout's ``format_version``, `FORMAT_VERSION`, which `verify_export` compares) and
-``MODEL_CARD.md``, both written and read through `tt_zoo.serving.model_card.ModelCard` (the card
-rendered by `tt_zoo.serving.card_rendering.render_card`).
+``MODEL_CARD.md``, both written and read through `tt_zoo.artifacts.model_card.ModelCard` (the card
+rendered by `tt_zoo.artifacts.card_rendering.render_card`).
 
 metadata.json holds the manifest, so it is not in it; what of it changes what the model
 computes is pinned by files that are: the keys only the card records (task markers, a compact
@@ -47,7 +47,7 @@ import datetime
 import json
 import os
 import pathlib
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import tensorflow as tf
@@ -61,8 +61,8 @@ from tt_zoo.modeling.kinds import LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
 from tt_zoo.modeling.late_interaction_model import LateInteractionModel
 from tt_zoo.modeling.models import TwoTowerModel
 from tt_zoo.modeling.pair_model import PairModel
-from tt_zoo.serving.card_rendering import render_card
-from tt_zoo.serving.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
+from tt_zoo.artifacts.card_rendering import render_card
+from tt_zoo.artifacts.model_card import (DEFAULT_SIGNATURE, MAXSIM, METADATA_FILE,
                                        MODEL_CARD_FILE, LateInteractionSettings, ModelCard)
 
 CONFIG_FILE = "config.json"  # the Keras config: `tt_zoo.load` rebuilds the model from it
@@ -71,7 +71,7 @@ MANIFEST_EXCLUDES = (METADATA_FILE, MODEL_CARD_FILE)
 # the export records: copied into BEHAVIOUR_FILE, which the file manifest covers, and checked
 # against it on load (`check_behaviour`). An export without the file records none of them.
 # ``storage`` counts when it describes a compact float16 artifact (`COMPACT_WEIGHTS`: which
-# arrays it reads from which shipped model, `tt_zoo.serving.float16_storage`); the record of a
+# arrays it reads from which shipped model, `tt_zoo.artifacts.float16_storage`); the record of a
 # float32 copy materialised from one is provenance (its weights are its own variables/).
 BEHAVIOUR_KEYS = ("task_markers", "default_task_class", "storage")
 BEHAVIOUR_FILE = "behaviour.json"
@@ -84,9 +84,9 @@ DOCUMENT_SIGNATURE = "encode_document"
 SIGNATURES = ("encode_query", DOCUMENT_SIGNATURE, "query_encoder", "response_encoder")
 # A late-interaction model's signatures (token vectors and their mask).
 TOKEN_SIGNATURES = ("encode_query_tokens", "encode_document_tokens")
-# A term-weight model's one signature (`tt_zoo.serving.term_weight_export`).
+# A term-weight model's one signature (`tt_zoo.artifacts.term_weight_export`).
 TERM_WEIGHT_SIGNATURE = "term_weights"
-# The layout of an export (this module's and `tt_zoo.serving.term_weight_export`'s), recorded in
+# The layout of an export (this module's and `tt_zoo.artifacts.term_weight_export`'s), recorded in
 # metadata.json as "format_version"; an export without one is format 1. Raise it when a later
 # tt_zoo changes the layout, so older readers refuse the new exports instead of misreading them.
 # 1: SavedModel, config.json, metadata.json with its file manifest, card. (Exports made before
@@ -260,9 +260,8 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
     card = ModelCard.from_dict(metadata or {})
     check_markers(card.architecture.task_markers, card.architecture.default_task_class,
                   f"the metadata of export {path}")
-    meta = {}
 
-    def build(staging: pathlib.Path) -> None:
+    def fill(staging: pathlib.Path) -> None:
         serving_model = _inference_copy(model)
         module, signatures = serving_signatures(serving_model)
         with _without_keras_traces():
@@ -280,13 +279,29 @@ def export_saved_model(model: PairModel, path, metadata: Optional[dict] = None, 
         if isinstance(serving_model, LateInteractionModel):
             arch.scoring = MAXSIM
             arch.late_interaction = late_interaction_settings(serving_model)
+
+    return write_export(path, card, fill, overwrite=overwrite, is_replaceable=is_model_export,
+                        what="tt_zoo model export")
+
+
+def write_export(path, card: ModelCard, fill: Callable[[pathlib.Path], None], *,
+                 overwrite: bool, is_replaceable: Callable, what: str) -> dict:
+    """Writes an export (this module's, `tt_zoo.artifacts.term_weight_export`'s) atomically: built
+    in a temp folder, then renamed; to a URL such as gs://, uploaded with metadata.json last
+    (`tt_zoo.atomic_io.write_directory`). `fill(staging)` saves the model's files and sets the
+    fields of `card` they decide; then come behaviour.json (`write_behaviour`), the provenance
+    (`stamp_provenance`), metadata.json and the card. Returns the metadata written."""
+    meta = {}
+
+    def build(staging: pathlib.Path) -> None:
+        fill(staging)
         write_behaviour(card, staging)
         stamp_provenance(card, staging)
         meta.update(card.to_dict())
         write_metadata_and_card(staging, meta)
 
-    write_directory(path, build, overwrite=overwrite, is_replaceable=is_model_export,
-                    what="tt_zoo model export", last=(METADATA_FILE,))
+    write_directory(path, build, overwrite=overwrite, is_replaceable=is_replaceable, what=what,
+                    last=(METADATA_FILE,))
     return meta
 
 
@@ -405,7 +420,7 @@ def check_card_matches_model(path, metadata: dict, model) -> None:
 
 def stamp_provenance(card: ModelCard, staging: pathlib.Path) -> None:
     """Sets what every export stamps on its card (this module's and
-    `tt_zoo.serving.term_weight_export`'s): the layout's version, the library versions, the
+    `tt_zoo.artifacts.term_weight_export`'s): the layout's version, the library versions, the
     date, and the manifest of the files in `staging` with its sha256 (`tt_zoo.manifest`)."""
     provenance = card.provenance
     provenance.format_version = FORMAT_VERSION
@@ -431,8 +446,9 @@ def late_interaction_settings(model: LateInteractionModel) -> LateInteractionSet
         query_token_weights=model.query_token_weights)
 
 
-def _inference_copy(model: PairModel) -> PairModel:
-    """A copy with the same weights but no optimizer, so exports carry no Adam slots."""
+def _inference_copy(model):
+    """A copy of a model (a `PairModel`, a `TermWeightModel`) with the same weights but no
+    optimizer, so exports carry no Adam slots."""
     if not model.built:
         model.build_by_calling()
     if getattr(model, "optimizer", None) is None:
@@ -477,7 +493,7 @@ def verify_export(path, expected_sha256: Optional[str] = None) -> dict:
 
     metadata.json's file manifest must hash to `expected_sha256` (the registry's, for a shipped
     model) or to the sha256 recorded beside it, and every file must match its entry. A float32
-    copy materialised from a float16 artifact (`tt_zoo.serving.float16_storage`) whose sha256
+    copy materialised from a float16 artifact (`tt_zoo.artifacts.float16_storage`) whose sha256
     is `expected_sha256` is checked against its own manifest's.
     Raises `ArtifactError` naming what is missing or differs.
     """

@@ -30,7 +30,7 @@ of the wrong type raises `TtZooError` naming the field (``warm_start.train_steps
 The card also says what a Hugging Face model card's YAML front matter holds
 (`ModelCard.front_matter`: ``library_name``, ``license``, ``base_model``, ``datasets``,
 ``metrics``, ``tags``). MODEL_CARD.md, the text a reader sees, is rendered from the card by
-`tt_zoo.serving.card_rendering.render_card`.
+`tt_zoo.artifacts.card_rendering.render_card`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ MAXSIM = "maxsim"  # ``scoring`` of a late-interaction (ColBERT) export
 DEFAULT_SIGNATURE = "serving_default"
 LIBRARY_NAME = "tt_zoo"  # the card's ``library_name`` and first tag
 # An export's files that hold the card (here, where modules that must not import TensorFlow read
-# them from; `tt_zoo.serving.export` writes them).
+# them from; `tt_zoo.artifacts.export` writes them).
 METADATA_FILE = "metadata.json"
 MODEL_CARD_FILE = "MODEL_CARD.md"
 
@@ -260,7 +260,7 @@ class Reexport(_Record):
 @dataclass
 class Storage(_Record):
     """``storage``: how an export's weights are stored, when not as the float32 SavedModel
-    variables (`tt_zoo.serving.float16_storage`): ``weights`` "float16" for a compact artifact
+    variables (`tt_zoo.artifacts.float16_storage`): ``weights`` "float16" for a compact artifact
     (its float32 arrays cast, made from the export whose sha256 is ``float32_sha256``), or
     "float32" for the copy materialised from one (``materialised_from``: that artifact's
     sha256); ``arrays``: how many arrays were cast. A compact artifact may leave out the

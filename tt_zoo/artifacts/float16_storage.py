@@ -7,16 +7,16 @@ variables, and `tt-zoo index-corpus`, serving and ``tf.saved_model.load`` read i
 checkpoint directly, so the compact artifact is not a SavedModel: it keeps the export's files
 but ``variables/`` becomes ``variables_float16/``, the same checkpoint keys with every float32
 array cast to float16 (other dtypes, the object graph included, copied). Its card records
-``storage`` (`tt_zoo.serving.model_card.Storage`: weights "float16", the arrays cast and the
+``storage`` (`tt_zoo.artifacts.model_card.Storage`: weights "float16", the arrays cast and the
 float32 export's sha256), which ``behaviour.json`` pins under the file manifest
-(`tt_zoo.serving.export.BEHAVIOUR_KEYS`: a swapped shared array or an edited cast is refused at
+(`tt_zoo.artifacts.export.BEHAVIOUR_KEYS`: a swapped shared array or an edited cast is refused at
 load, naming metadata.json), and its own file manifest, which is the registry's sha256.
 
 `tt_zoo.load` (`tt_zoo.zoo.loading.find_artifact`) verifies a compact artifact, then
 `materialise`s it once into the cache (``$TT_ZOO_HOME/float32/<name>-<key>``, the key a digest of
 the manifest's sha256 and the pinned storage facts: `cache_key`): the float16 arrays cast back
 to float32 under ``variables/``, a card recording ``materialised_from`` (the compact artifact's
-sha256, which `tt_zoo.serving.export.verify_export` accepts for it) and its own manifest. Built
+sha256, which `tt_zoo.artifacts.export.verify_export` accepts for it) and its own manifest. Built
 in a temp folder and renamed (`tt_zoo.atomic_io.write_directory`), so a cut materialisation is
 never taken for a model; a damaged copy is built again.
 
@@ -49,10 +49,10 @@ from tt_zoo.atomic_io import write_directory
 from tt_zoo.cache import home
 from tt_zoo.errors import ArtifactError, TtZooError
 from tt_zoo.manifest import describe_files, manifest_digest
-from tt_zoo.serving.export import (COMPACT_WEIGHTS, FLOAT16_DIR, MANIFEST_EXCLUDES,
-                                   METADATA_FILE, behaviour_of, verify_export, write_behaviour,
-                                   write_metadata_and_card)
-from tt_zoo.serving.model_card import ModelCard, Storage
+from tt_zoo.artifacts.export import (BEHAVIOUR_FILE, COMPACT_WEIGHTS, FLOAT16_DIR,
+                                   MANIFEST_EXCLUDES, METADATA_FILE, behaviour_of, verify_export,
+                                   write_behaviour, write_metadata_and_card)
+from tt_zoo.artifacts.model_card import ModelCard, Storage
 
 FLOAT32_DIR = "variables"  # the SavedModel's own
 CHECKPOINT_NAME = "variables"  # <dir>/variables.index, <dir>/variables.data-00000-of-00001
@@ -115,13 +115,20 @@ def _copy_checkpoint(source_prefix: str, target_prefix: str, dtype,
     return cast
 
 
-def _stamp(staging: pathlib.Path, card: ModelCard, storage: Storage) -> dict:
+def _stamp(staging: pathlib.Path, card: ModelCard, storage: Storage,
+           copied: Optional[Dict[str, dict]] = None) -> dict:
     """The card with `storage`, pinned in behaviour.json (a compact artifact's:
-    `tt_zoo.serving.export.write_behaviour`), and the manifest of `staging`'s files, written
-    into it."""
+    `tt_zoo.artifacts.export.write_behaviour`), and the manifest of `staging`'s files, written
+    into it. `copied`: the manifest entries of files copied unchanged from an artifact verified
+    just before, taken as they are; only the other files are hashed."""
     card.provenance.storage = storage
     write_behaviour(card, staging)
-    card.provenance.files = describe_files(staging, skip=MANIFEST_EXCLUDES)
+    known = {name: entry for name, entry in (copied or {}).items() if name != BEHAVIOUR_FILE}
+    names = sorted(p.relative_to(staging).as_posix() for p in staging.rglob("*") if p.is_file())
+    card.provenance.files = {
+        **describe_files(staging, names=[n for n in names if n not in known],
+                         skip=MANIFEST_EXCLUDES),
+        **{n: known[n] for n in names if n in known}}
     card.provenance.sha256 = manifest_digest(card.provenance.files)
     return write_metadata_and_card(staging, card.to_dict())
 
@@ -141,9 +148,9 @@ def _copy_beside_weights(source: pathlib.Path, staging: pathlib.Path, weights_di
 def _shared_model(base) -> Tuple[str, str]:
     """(the checkpoint prefix, the sha256) of the float32 SavedModel of the model whose arrays
     an artifact shares, at `base` (its export folder; a float16 one is materialised first)."""
-    path = loadable(base)
-    card = ModelCard.from_dict(verify_export(path))
-    return str(path / FLOAT32_DIR / CHECKPOINT_NAME), card.provenance.sha256
+    path, metadata = open_export(base)
+    return (str(path / FLOAT32_DIR / CHECKPOINT_NAME),
+            ModelCard.from_dict(metadata).provenance.sha256)
 
 
 def write_float16(source, staging, share_with: Optional[str] = None, base=None) -> dict:
@@ -212,7 +219,7 @@ def _shared_arrays(storage: Storage, path: pathlib.Path, base) -> Dict[str, np.n
 def cache_key(metadata: dict) -> str:
     """The sha256 of what a float32 copy is made from: the compact artifact's manifest sha256
     and the facts of its card that change the weights (its storage: the arrays cast, those
-    read from another model and which; `tt_zoo.serving.export.behaviour_of`)."""
+    read from another model and which; `tt_zoo.artifacts.export.behaviour_of`)."""
     facts = {"sha256": ModelCard.from_dict(metadata).provenance.sha256,
              "behaviour": behaviour_of(metadata)}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8")).hexdigest()
@@ -225,13 +232,15 @@ def materialised_path(path, metadata: dict) -> pathlib.Path:
             / f"{pathlib.Path(path).resolve().name}-{cache_key(metadata)[:16]}")
 
 
-def _is_copy_of(path: pathlib.Path, sha256: str) -> bool:
-    """Whether `path` is an undamaged float32 copy materialised from the artifact `sha256`."""
+def _copy_of(path: pathlib.Path, sha256: str) -> Optional[dict]:
+    """The metadata of `path` when it is an undamaged float32 copy materialised from the
+    artifact `sha256`, else None. (`verify_export` takes a folder for `sha256` only when its
+    manifest hashes to it, the compact artifact itself, or when its card records that it was
+    materialised from it: a copy.)"""
     try:
-        storage = storage_of(verify_export(path, sha256))
+        return verify_export(path, sha256)
     except (ArtifactError, TtZooError):
-        return False
-    return storage is not None and storage.materialised_from == sha256
+        return None
 
 
 def materialise(path, expected_sha256: Optional[str] = None, base=None) -> pathlib.Path:
@@ -248,13 +257,23 @@ def materialise(path, expected_sha256: Optional[str] = None, base=None) -> pathl
     if not is_float16(metadata):
         raise ArtifactError(f"{path / METADATA_FILE} records no float16 storage: it is a "
                             "SavedModel to load as it is.")
-    card = ModelCard.from_dict(metadata)
+    return _materialised(path, metadata, ModelCard.from_dict(metadata), base)[0]
+
+
+def _materialised(path: pathlib.Path, metadata: dict, card: ModelCard, base
+                  ) -> Tuple[pathlib.Path, dict]:
+    """(the float32 copy, its metadata) of the compact artifact at `path`, whose `metadata`
+    (read as `card`) was verified just before: the cached copy, verified, else one built now,
+    whose manifest takes the compact artifact's entries for the files it copies (hashed once,
+    there) and hashes only what it writes."""
     sha256 = card.provenance.sha256
     dest = materialised_path(path, metadata)
-    if _is_copy_of(dest, sha256):
-        return dest
+    cached = _copy_of(dest, sha256)
+    if cached is not None:
+        return dest, cached
 
     fill = _shared_arrays(card.provenance.storage, path, base)
+    written = {}
 
     def build(staging: pathlib.Path) -> None:
         _copy_beside_weights(path, staging, FLOAT16_DIR)
@@ -262,12 +281,14 @@ def materialise(path, expected_sha256: Optional[str] = None, base=None) -> pathl
         cast = _copy_checkpoint(str(path / FLOAT16_DIR / CHECKPOINT_NAME),
                                 str(staging / FLOAT32_DIR / CHECKPOINT_NAME), tf.float32,
                                 fill=fill)
-        _stamp(staging, card, Storage(
+        written.update(_stamp(staging, card, Storage(
             weights=MATERIALISED, arrays=cast, materialised_from=sha256,
-            float32_sha256=card.provenance.storage.float32_sha256))
+            float32_sha256=card.provenance.storage.float32_sha256),
+            copied=card.provenance.files))
 
     # The cache's own folder: whatever is there (a damaged copy) is replaced.
-    return write_directory(dest, build, overwrite=True, what="float32 copy of a tt_zoo export")
+    write_directory(dest, build, overwrite=True, what="float32 copy of a tt_zoo export")
+    return dest, written
 
 
 def _recorded_storage(path: pathlib.Path) -> Optional[Storage]:
@@ -290,6 +311,24 @@ def shared_from(path) -> Optional[str]:
     return storage.shared_from
 
 
+def open_export(path, expected_sha256: Optional[str] = None, base=None
+                ) -> Tuple[pathlib.Path, dict]:
+    """(the folder a loader reads, its metadata) of the export at `path`, verified once
+    against `expected_sha256` (the registry's) or its own record: a SavedModel export as it
+    is; a float16 artifact's float32 copy (`materialise`; `base` as `loadable` takes it).
+
+    Raises:
+      ArtifactError: `path` (or the model at `base` it reads arrays from) is damaged.
+    """
+    path = pathlib.Path(path)
+    metadata = verify_export(path, expected_sha256)
+    card = ModelCard.from_dict(metadata)
+    storage = card.provenance.storage
+    if storage is not None and storage.weights == FLOAT16:
+        return _materialised(path, metadata, card, base)
+    return path, metadata
+
+
 def loadable(path, expected_sha256: Optional[str] = None, base=None) -> pathlib.Path:
     """`path` itself for a SavedModel export; the `materialise`d copy for a float16 artifact
     (the one way a loader turns what it found into what it reads; `base`: the folder of the
@@ -301,4 +340,4 @@ def loadable(path, expected_sha256: Optional[str] = None, base=None) -> pathlib.
 
 
 __all__ = ["FLOAT16_DIR", "storage_of", "is_float16", "write_float16", "materialised_path",
-           "materialise", "shared_from", "loadable"]
+           "materialise", "shared_from", "loadable", "open_export"]
