@@ -206,7 +206,14 @@ def measure_finetune(args, log=print) -> dict:
 
 # ------------------------------------------------------------------ the record
 
-def markdown(record: dict) -> str:
+def _auto_policy(part: dict) -> str:
+    """What ``--precision auto`` trains in on the part's machine: bfloat16 on AMX only."""
+    if part.get("machine", {}).get("matrix_units", {}).get("amx"):
+        return "what `--precision auto` trains on this CPU"
+    return ("`--precision bfloat16`; `auto` trains in float32 on this CPU, which has no AMX")
+
+
+def markdown(record: dict, plot_name: str = "amx_training.png") -> str:
     out = ["# Training in bfloat16 on the AMX units (issue 65)", "",
            "Made by `benchmarks/amx_training.py`; each section names its command and machine.",
            ""]
@@ -214,8 +221,8 @@ def markdown(record: dict) -> str:
         s = record["step"]
         out += [f"## One training step: {s['model']}, batch {s['batch']}, query length "
                 f"{s['query_length']}, document length {s['document_length']}", "",
-                "The loaded float32 model against its mixed_bfloat16 training copy (what "
-                "`--precision auto` trains on this CPU), interleaved rounds in one process.", "",
+                "The loaded float32 model against its mixed_bfloat16 training copy "
+                f"({_auto_policy(s)}), interleaved rounds in one process.", "",
                 *_provenance(s),
                 "| policy | median step (ms) | min | max | pairs/s | speed |",
                 "|---|---|---|---|---|---|"]
@@ -251,7 +258,7 @@ def markdown(record: dict) -> str:
             for key in ("val_R@1", "val_MRR", "loss"):
                 cells += [_pct(a.get(key), key), _pct(b.get(key), key)]
             out.append("| " + " | ".join(map(str, cells)) + " |")
-        out += ["", "![validation curves](amx_training.png)", ""]
+        out += ["", f"![validation curves]({plot_name})", ""]
     return "\n".join(out)
 
 
@@ -312,8 +319,9 @@ def main(argv=None):
         output.with_suffix(".json").write_text(json.dumps(record, indent=1) + "\n")
     if "finetune" in record:
         plot(record, output.with_suffix(".png"))
-    output.with_suffix(".md").write_text(markdown(record) + "\n")
-    print(markdown(record))
+    text = markdown(record, output.with_suffix(".png").name)
+    output.with_suffix(".md").write_text(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

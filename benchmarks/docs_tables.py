@@ -364,6 +364,11 @@ RESULTS = {
                            "python -m benchmarks encode_throughput --model minilm_l6_384 "
                            "--configs bucketing,default --documents 1024 --rounds 3 --output "
                            "avx512_bf16_encode", "speed.md"),
+    "avx512_bf16_training": ("the MiniLM training step in mixed bfloat16 against float32 on an "
+                             "AMD EPYC with AVX512-BF16 and no AMX, and a ReQA fine-tune side "
+                             "by side", "python -m benchmarks.amx_training --parts step "
+                             "--rounds 5 --steps 3 --output results/avx512_bf16_training; then "
+                             "--parts finetune --keep", "speed.md"),
     "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
                      "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
                      "python -m benchmarks.amx_training", "speed.md"),
