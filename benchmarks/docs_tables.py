@@ -374,6 +374,10 @@ RESULTS = {
                      "python -m benchmarks.amx_training", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
+    "int8_cost": ("what dynamic-range int8 document encoding (the tower as TFLite) costs in "
+                  "recall and gains in speed against float32 and bfloat16 (ReQA, ODQA)",
+                  "python -m benchmarks.precision_cost --compare int8 --model minilm_l6_384",
+                  "speed.md"),
     "float16_storage": ("what storing the shipped multi-task MiniLM's weights in float16 costs "
                         "in recall against its float32 export (ReQA, ODQA)",
                         "python -m benchmarks.precision_cost --compare storage --model ...",

@@ -10,6 +10,11 @@ ODQA validation questions over the first N Wikispeedia passages.
 - ``--compare storage``: --model (a float32 export) against its float16 artifact, written to a
   temp folder and loaded as `tt_zoo.load` loads a shipped one (the float32 copy materialised
   from it, removed at the end); both encode in float32.
+- ``--compare int8``: float32 against bfloat16 and the document tower converted to TFLite with
+  dynamic-range int8 weights (`TfliteInt8`: the weights stored int8, each activation quantised
+  at run time, the matrix products in int8 through TFLite's XNNPACK/ruy kernels, which use
+  AVX512-VNNI where the CPU has it); the queries stay float32. A measurement of an int8 path
+  (issue 65), not a path `encode_documents` takes.
 
 Both variants encode the same texts with the same model, one after the other in this process,
 and are searched exactly (`ExactSearcher`, Chang et al. 2020, Sec. 4: inner product over every
@@ -34,10 +39,12 @@ side-by-side medians are results/performance.md's).
 from __future__ import annotations
 
 import contextlib
+import os
 import pathlib
 import shutil
 import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -50,7 +57,9 @@ PRECISIONS = ("float32", "bfloat16")
 COMPARISONS = {"precision": ("What bfloat16 encoding costs in recall", PRECISIONS,
                              "precision_cost"),
                "storage": ("What storing the weights in float16 costs in recall",
-                           ("float32 weights", "float16 weights"), "float16_storage")}
+                           ("float32 weights", "float16 weights"), "float16_storage"),
+               "int8": ("What dynamic-range int8 document encoding (TFLite) costs in recall",
+                        ("float32", "bfloat16", "int8 documents"), "int8_cost")}
 REQA_KS = (1, 5, 10, 100)
 ODQA_KS = (1, 5, 20, 100)
 
@@ -90,6 +99,69 @@ class AtPrecision:
                                            show_progress_bar=False, precision=self.precision)
 
 
+class TfliteInt8(AtPrecision):
+    """`model` with its document tower run as TFLite with dynamic-range int8 weights
+    (`tf.lite.TFLiteConverter`, ``Optimize.DEFAULT``), one interpreter per batch shape, on the
+    batches `encode_documents` makes (sorted by length, cut to a multiple of 16 tokens:
+    `tt_zoo.modeling.inference.encode_in_buckets`); queries in float32. `note` says what was
+    converted. TensorFlow 2.20 marks `tf.lite.Interpreter` deprecated in favour of the
+    ai_edge_litert package, which the pinned stack does not hold: its warning is silenced here."""
+
+    def __init__(self, model, batch_size: int):
+        import tensorflow as tf
+        from tt_zoo.modeling.inference import PACKED_KEYS
+
+        super().__init__(model, "float32", batch_size)
+        keras_model = model.keras_model
+        spec = {k: tf.TensorSpec([None, None], tf.int32, name=k) for k in PACKED_KEYS}
+        encode = tf.function(lambda packed: keras_model.embed_document_inputs(packed,
+                                                                              training=False),
+                             input_signature=[spec])
+        converter = tf.lite.TFLiteConverter.from_concrete_functions(
+            [encode.get_concrete_function()], keras_model)
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]  # TFLite builtins only
+        self.flatbuffer = converter.convert()
+        self.interpreters = {}
+        self.note = f"a {len(self.flatbuffer) / 2**20:.1f} MiB flatbuffer"
+
+    def _run(self, batch: dict):
+        import tensorflow as tf
+
+        shape = tuple(batch["input_word_ids"].shape)
+        if shape not in self.interpreters:
+            with warnings.catch_warnings():  # (said in the class docstring)
+                warnings.filterwarnings("ignore", "[^$]*tf.lite.Interpreter is deprecated",
+                                        UserWarning)
+                interpreter = tf.lite.Interpreter(model_content=self.flatbuffer,
+                                                  num_threads=os.cpu_count())
+            for detail in interpreter.get_input_details():
+                interpreter.resize_tensor_input(detail["index"], list(shape))
+            interpreter.allocate_tensors()
+            self.interpreters[shape] = interpreter
+        interpreter = self.interpreters[shape]
+        for detail in interpreter.get_input_details():
+            key = next(k for k in batch if k in detail["name"])
+            interpreter.set_tensor(detail["index"], np.asarray(batch[key], np.int32))
+        interpreter.invoke()
+        return tf.constant(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+
+    def encode_documents(self, texts, titles=None):
+        import tensorflow as tf
+        from tt_zoo.modeling.inference import EncodeOptions, encode_in_buckets
+
+        keras_model = self.model.keras_model
+        texts = list(texts)
+        titles = list(titles) if titles is not None else [""] * len(texts)
+        preprocessor = keras_model.document_preprocessor
+
+        def pack(start, end):
+            return preprocessor((tf.constant(titles[start:end]), tf.constant(texts[start:end])))
+
+        return encode_in_buckets(pack, self._run, len(texts), keras_model.embedding_dim,
+                                 preprocessor.seq_length, self.batch_size,
+                                 EncodeOptions(precision="float32", jit_compile=True))
+
+
 def _percent(metrics: dict) -> dict:
     return {k: round(100 * v, 2) for k, v in metrics.items()}
 
@@ -111,7 +183,18 @@ def measure_reqa(variants: dict, squad_path, batch_size: int, limit_questions=No
                                   candidate_embeddings=vectors[label])
         out["rows"][label] = {**_percent(result["exact"]),
                               "candidates_per_s": round(len(reqa.candidates) / seconds, 1)}
-    out["smallest_cosine"] = round(min_cosine(*vectors.values()), 6)
+    out.update(_against_first(vectors))
+    return out
+
+
+def _against_first(vectors: dict) -> dict:
+    """The smallest cosine between the first variant's vectors and the second's, and with
+    more than two variants each one's against the first."""
+    first, *others = vectors.values()
+    out = {"smallest_cosine": round(min_cosine(first, others[0]), 6)}
+    if len(others) > 1:
+        out["smallest_cosine_each"] = {label: round(min_cosine(first, v), 6)
+                                       for label, v in list(vectors.items())[1:]}
     return out
 
 
@@ -145,35 +228,51 @@ def measure_odqa(variants: dict, data_dir, n_passages: int) -> dict:
         recall = odqa.answer_recall(rows, [gold[i] for i in answerable], ks=ks)
         out["rows"][label] = {**_percent(recall),
                               "docs_per_s": round(len(passages) / seconds, 1)}
-    out["smallest_cosine"] = round(min_cosine(*vectors.values()), 6)
-    first, second = tops.values()
-    out["same_top_passage"] = round(float(np.mean(first == second)), 4)
+    out.update(_against_first(vectors))
+    first, *others = tops.values()
+    out["same_top_passage"] = round(float(np.mean(first == others[0])), 4)
+    if len(others) > 1:
+        out["same_top_passage_each"] = {label: round(float(np.mean(first == top)), 4)
+                                        for label, top in list(tops.items())[1:]}
     return out
 
 
 def _table(section: dict, speed_key: str, speed_label: str, column: str) -> list:
     rows = section["rows"]
-    base, variant = rows
+    base, *variants = rows
     metrics = [k for k in rows[base] if k != speed_key]
     lines = [f"| {column} | " + " | ".join(metrics) + f" | {speed_label} |",
              "|---|" + "---|" * (len(metrics) + 1)]
     for label, r in rows.items():
         lines.append(f"| {label} | " + " | ".join(f"{r[m]:.1f}" for m in metrics)
                      + f" | {r[speed_key]:.1f} |")
-    cost = {m: round(rows[variant][m] - rows[base][m], 2) for m in metrics}
-    lines.append(f"| {variant} - {base} | " + " | ".join(f"{v:+.1f}" for v in cost.values())
-                 + " | |")
+    for variant in variants:
+        cost = {m: round(rows[variant][m] - rows[base][m], 2) for m in metrics}
+        lines.append(f"| {variant} - {base} | "
+                     + " | ".join(f"{v:+.1f}" for v in cost.values()) + " | |")
     return lines
+
+
+def _cosines(section: dict, what: str) -> str:
+    """The report's line on the smallest cosines (each variant's against the first)."""
+    each = section.get("smallest_cosine_each")
+    if not each:
+        return f"Smallest cosine between a {what}'s two vectors: {section['smallest_cosine']}"
+    return (f"Smallest cosine between a {what}'s vectors and its first variant's: "
+            + ", ".join(f"{label} {c}" for label, c in each.items()))
 
 
 def report(result: dict) -> str:
     reqa, od = result["reqa"], result["odqa"]
     compare = result.get("compare", "precision")
     title, _, _ = COMPARISONS[compare]
-    column = "precision" if compare == "precision" else "weights"
-    how = ("both precisions encode the same texts" if compare == "precision" else
-           f"the float32 export and its float16 artifact ({result.get('storage_note', '')}) "
-           "encode the same texts in float32")
+    column = "weights" if compare == "storage" else "precision"
+    how = {"precision": "both precisions encode the same texts",
+           "storage": "the float32 export and its float16 artifact "
+                      f"({result.get('storage_note', '')}) encode the same texts in float32",
+           "int8": "float32, bfloat16 and the document tower as dynamic-range int8 TFLite "
+                   f"({result.get('int8_note', '')}; its queries float32) encode the same texts"
+           }[compare]
     option = "" if compare == "precision" else f" --compare {compare}"
     lines = [f"# {title}", "",
              f"Model `{result['model']}`, batch {result['batch_size']}; {how} one after the "
@@ -182,12 +281,15 @@ def report(result: dict) -> str:
              "", f"## ReQA-SQuAD(dev): {reqa['questions']:,} questions against all "
              f"{reqa['candidates']:,} (sentence, passage) candidates", "",
              *_table(reqa, "candidates_per_s", "candidates/s", column), "",
-             f"Smallest cosine between a candidate's two vectors: {reqa['smallest_cosine']}.", "",
+             f"{_cosines(reqa, 'candidate')}.", "",
              f"## ODQA validation questions over the first {od['passages']:,} 100-word "
              f"Wikispeedia passages ({od['answerable']:,} of {od['questions']:,} answerable "
              "there)", "", *_table(od, "docs_per_s", "docs/s", column), "",
-             f"Smallest cosine between a passage's two vectors: {od['smallest_cosine']}; the "
-             f"same top passage for {100 * od['same_top_passage']:.1f}% of the questions.", "",
+             f"{_cosines(od, 'passage')}; the same top passage as the first variant's for "
+             + (", ".join(f"{label} {100 * v:.1f}%" for label, v in
+                          od["same_top_passage_each"].items())
+                if "same_top_passage_each" in od else f"{100 * od['same_top_passage']:.1f}%")
+             + " of the questions.", "",
              "Recall in %. Documents/s: one timing per variant in this run; the side-by-side "
              "medians against sentence-transformers are in results/performance.md.", "",
              machine_line(result["machine"])]
@@ -232,6 +334,12 @@ def main(argv=None):
     with contextlib.ExitStack() as stack:
         if args.compare == "precision":
             variants = {p: AtPrecision(model, p, args.batch_size) for p in PRECISIONS}
+        elif args.compare == "int8":
+            int8 = TfliteInt8(model, args.batch_size)
+            result["int8_note"] = int8.note
+            variants = dict(zip(COMPARISONS["int8"][1], (
+                AtPrecision(model, "float32", args.batch_size),
+                AtPrecision(model, "bfloat16", args.batch_size), int8)))
         else:
             compact, result["storage_note"] = stack.enter_context(float16_copy(model.path))
             variants = dict(zip(COMPARISONS["storage"][1], (

@@ -156,6 +156,92 @@ def test_teacher_scores_are_the_union_scored_by_the_teacher_and_round_trip(tmp_p
     assert not list(tmp_path.glob("*.tmp*"))
 
 
+def test_lexical_fusion_by_hand_orders_as_the_convex_fusion():
+    from tt_zoo.mining.teacher_candidates import lexical_fusion
+
+    # Three candidates: a (both searches), b (teacher only), c (BM25 only). Bits: bm25 1,
+    # teacher 4. Dense over the teacher's own (a, b): 0.9, 0.5 -> spread 0.4. BM25 over its
+    # own (a, c): 10, 20 -> minmax a 0, c 1; b (BM25 3, not in its top) -> (3 - 10) / 10 = -0.7.
+    dense, bm25, bits = [0.9, 0.5, 0.4], [10.0, 3.0, 20.0], [5, 4, 1]
+    # w = 0.5: dense + 1 * 0.4 * minmax(BM25) = 0.9, 0.5 - 0.28, 0.4 + 0.4.
+    np.testing.assert_allclose(lexical_fusion(dense, bm25, bits, 0.5), [0.9, 0.22, 0.8],
+                               rtol=1e-6)
+    # The same order as the convex score itself, with dense min-max over (a, b): 1, 0, -0.25.
+    convex = 0.5 * np.array([0.0, -0.7, 1.0]) + 0.5 * np.array([1.0, 0.0, -0.25])
+    assert list(np.argsort(-convex)) == list(np.argsort(-lexical_fusion(dense, bm25, bits, 0.5)))
+    np.testing.assert_allclose(lexical_fusion(dense, bm25, bits, 0.0), dense, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"\[0, 1\)"):
+        lexical_fusion(dense, bm25, bits, 1.0)
+
+
+def test_a_hybrid_teacher_scores_its_candidates_with_bm25_fused_in():
+    from tt_zoo.evaluation import odqa
+    from tt_zoo.mining.teacher_candidates import build_teacher_scores, lexical_fusion
+
+    plain, collection, teacher, student = built_scores(depth=2)
+    questions = QuestionSet("tiny", tuple(OdqaQuestion(str(i), q, (a,))
+                                          for i, (q, a, _) in enumerate(QUESTIONS)))
+    hybrid = build_teacher_scores(
+        [questions], collection, teacher=teacher, student=student,
+        teacher_embeddings=teacher.passages(collection),
+        student_embeddings=student.passages(collection), depth=2, lexical_weight=0.4,
+        log=lambda line: None)
+    assert hybrid.meta["lexical_weight"] == 0.4 and "BM25" in hybrid.meta["score"]
+    bm25 = odqa.bm25_searcher(collection)
+    passages = teacher.passages(collection)
+    for i, (question, _, _) in enumerate(QUESTIONS):
+        rows, values, _ = hybrid.candidates(i)
+        assert sorted(rows.tolist()) == sorted(plain.candidates(i)[0].tolist())  # same union
+        part = slice(int(hybrid.offsets[i]), int(hybrid.offsets[i + 1]))
+        dense = passages[rows] @ teacher.encode_queries([question])[0]
+        lexical = bm25.scores_at([question], [rows])[0]
+        np.testing.assert_allclose(values, lexical_fusion(dense, lexical, hybrid.found_by[part],
+                                                          0.4), rtol=1e-5)
+        assert list(values) == sorted(values, reverse=True)
+    # Near w = 1 BM25 decides: the candidates BM25 found come in BM25's order, where the
+    # teacher alone (seed 3, depth 3) puts "the river flows through the city" first for
+    # question 2 and BM25 the seine's passage.
+    sharp = HashedWords("teacher", seed=3)
+
+    def bm25_ordered(weight):
+        scored = build_teacher_scores(
+            [questions], collection, teacher=sharp, student=student,
+            teacher_embeddings=sharp.passages(collection),
+            student_embeddings=student.passages(collection), depth=3, lexical_weight=weight,
+            log=lambda line: None)
+        ordered = []
+        for i, (question, _, _) in enumerate(QUESTIONS):
+            rows, _, _ = scored.candidates(i)
+            part = slice(int(scored.offsets[i]), int(scored.offsets[i + 1]))
+            mine = bm25.scores_at([question], [rows[scored.found_by[part] & 1 == 1]])[0]
+            ordered.append(bool(np.all(np.diff(mine) <= 0)))
+        return ordered
+
+    assert bm25_ordered(0.0)[2] is False
+    assert all(bm25_ordered(0.999))
+    with pytest.raises(ValueError, match="lexical_weight"):
+        build_teacher_scores([questions], collection, teacher=teacher, student=student,
+                             teacher_embeddings=passages,
+                             student_embeddings=student.passages(collection), lexical_weight=1)
+
+
+def test_bm25_scores_at_given_rows_match_its_search():
+    from tt_zoo.evaluation import odqa
+
+    bm25 = odqa.bm25_searcher(tiny_collection())
+    texts = [q for q, _, _ in QUESTIONS]
+    rows, scores = bm25.top_rows(texts, 6)
+    for i, text in enumerate(texts):
+        found = rows[i] >= 0
+        np.testing.assert_allclose(bm25.scores_at([text], [rows[i][found]])[0], scores[i][found],
+                                   rtol=1e-6)
+    assert bm25.scores_at(["zzz unknown"], [[0, 1]])[0].tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="rows must lie"):
+        bm25.scores_at(["paris"], [[6]])
+    with pytest.raises(ValueError, match="one sequence of rows per query"):
+        bm25.scores_at("paris", [[0]])
+
+
 def test_teacher_scores_refuse_another_collection_and_a_foreign_file(tmp_path):
     from tt_zoo.data.teacher_scores import (TeacherScoresError, read_teacher_scores,
                                             write_teacher_scores)

@@ -78,3 +78,24 @@ def test_smoke_run_measures_float16_storage_against_the_float32_export(exported,
     assert "| float16 weights - float32 weights |" in text
     assert "storing the weights in float16" in text and "--compare storage" in text
     assert not list((tmp_path / "home" / "float32").iterdir())
+
+
+def test_the_int8_tflite_tower_encodes_as_the_float32_one(exported):
+    """--compare int8's document tower (dynamic-range int8 TFLite, bucketed batches) gives the
+    float32 tower's vectors within int8 round-off, in the order given, and one interpreter per
+    batch shape."""
+    import tt_zoo
+    from benchmarks.precision_cost import TfliteInt8
+
+    model = tt_zoo.load(exported.path)
+    texts = [f"passage {i} about {'penicillin ' * (i % 9)}and mould" for i in range(40)]
+    titles = [f"title {i}" for i in range(40)]
+    int8 = TfliteInt8(model, batch_size=16)
+    got = int8.encode_documents(texts, titles)
+    want = model.encode_documents(texts, titles, precision="float32")
+    cosines = np.sum(got * want, 1) / np.linalg.norm(got, axis=1) / np.linalg.norm(want, axis=1)
+    assert got.shape == want.shape and 0.98 < cosines.min() and cosines.max() <= 1 + 1e-5
+    assert not np.allclose(got, want, atol=1e-6)  # int8 weights: not float32's vectors
+    assert 1 <= len(int8.interpreters) <= 3 and "flatbuffer" in int8.note
+    np.testing.assert_allclose(int8.encode_queries(["mould"]),
+                               model.encode_queries(["mould"], precision="float32"), atol=1e-6)

@@ -31,6 +31,12 @@ def write_corpus(tmp_path):
     return articles, questions
 
 
+@pytest.fixture(autouse=True)
+def in_tmp_path(tmp_path, monkeypatch):
+    """The answer rows are cached under ./runs/odqa_cache: here, in the test's own folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 @pytest.fixture(scope="module")
 def base_export(tmp_path_factory):
     """A tiny bag-of-words model sharing one tower for both sides (the zoo's MiniLM's layout),
@@ -128,6 +134,9 @@ def test_only_the_query_tower_trains_and_the_document_side_stays_the_base_models
         "--epochs", "20", "--batch-size", "3", "--learning-rate", "3e-2", "--temperature", "0.1",
         "--workdir", str(tmp_path / "work"), "--export", str(export), "--no-progress",
         "--json-out", str(tmp_path / "out.json")])
+    # The answer rows are cached where tt-zoo odqa keeps them (answer_sets reads them back).
+    cached = list((tmp_path / "runs" / "odqa_cache").glob("answers-*.json"))
+    assert len(cached) == 1 and len(json.loads(cached[0].read_text())) == len(CITIES)
     assert record["questions"]["questions"] == {"questions": 6, "answerable": 6}
     assert record["train"]["steps_done"] == 40  # 20 epochs of 6 questions in batches of 3
     base, adapted = tt_zoo.load(str(base_export)), tt_zoo.load(str(export))

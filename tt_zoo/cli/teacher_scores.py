@@ -52,6 +52,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the student's passage embeddings (default: its file in --cache-dir)")
     p.add_argument("--depth", type=numbers.count(high=10_000), default=DEPTH,
                    help="top passages taken from each search (default: %(default)s)")
+    p.add_argument("--lexical-weight", type=numbers.fraction(high_open=True), default=0.0, metavar="W",
+                   help="a hybrid teacher: each candidate scored by BM25 and the teacher fused "
+                        "convexly, w * minmax(BM25) + (1 - w) * minmax(teacher), on the teacher's "
+                        "scale (choose w on validation questions, e.g. with python -m "
+                        "benchmarks.fusion) (default: %(default)s, the teacher alone)")
     p.add_argument("--articles", default=None,
                    help="any article source tt_zoo reads (default: $TT_ZOO_DATA/wikispeedia)")
     p.add_argument("--passage-words", type=numbers.count(high=100_000), default=100,
@@ -115,7 +120,8 @@ def run(args) -> dict:
         scores = teacher_candidates.build_teacher_scores(
             sets, collection, teacher=models["teacher"][0], student=models["student"][0],
             teacher_embeddings=models["teacher"][1], student_embeddings=models["student"][1],
-            depth=args.depth, answer_rows=answer_rows, collection_source=(
+            depth=args.depth, answer_rows=answer_rows, lexical_weight=args.lexical_weight,
+            collection_source=(
                 f"{args.articles}, {args.passage_words}-word passages"),
             progress=progress, log=lambda line: print(line, file=sys.stderr))
     except TtZooError as e:

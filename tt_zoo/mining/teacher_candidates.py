@@ -10,6 +10,12 @@ top passages are the ones it ranks wrongly today (RocketQAv2 mines them so); the
 what it should rank; BM25's add lexical neighbours. Each candidate gets the teacher's score,
 <phi_t(q), psi_t(d)>, and an answer flag (DPR's match, `tt_zoo.data.answer_passages`). The
 result is a `tt_zoo.data.teacher_scores.TeacherScores`, written by ``tt-zoo teacher-scores``.
+
+With a lexical weight w > 0 the teacher is a hybrid: BM25 fused with the dense teacher as the
+convex combination of `tt_zoo.retrieval.fusion` ranks them (Bruch, Gai and Ingber, TOIS 2023;
+min-max normalised over each search's own top ``depth``, a deeper candidate below 0), written on
+the dense teacher's scale so a distillation temperature keeps its meaning
+(`lexical_fusion`).
 """
 
 from __future__ import annotations
@@ -46,11 +52,42 @@ def _embeddings(name: str, embeddings, collection: Collection) -> np.ndarray:
     return array
 
 
+def _min_max(values: np.ndarray, top: np.ndarray) -> np.ndarray:
+    """`values` min-max normalised by the min and max of ``values[top]`` (0 where that is
+    empty or flat)."""
+    if not top.any():
+        return np.zeros_like(values)
+    low, high = values[top].min(), values[top].max()
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)
+
+
+def lexical_fusion(dense: np.ndarray, lexical: np.ndarray, found_by: np.ndarray,
+                   weight: float) -> np.ndarray:
+    """One question's candidates scored by the convex fusion
+    ``w * minmax(BM25) + (1 - w) * minmax(dense)`` (`tt_zoo.retrieval.fusion`), each normalised
+    over the candidates its own search found (`found_by` bits of `SOURCES`), and written on the
+    dense scale: ``dense + w / (1 - w) * (max - min of dense) * minmax(BM25)``, which orders the
+    candidates exactly as the convex score does (it is that score times (max - min of dense) /
+    (1 - w), plus a constant) while keeping the dense teacher's spread, what the distillation
+    temperature was set for. ``weight`` 0 returns `dense` unchanged."""
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"lexical_fusion: the lexical weight must lie in [0, 1) (got {weight}).")
+    dense = np.asarray(dense, np.float64)
+    if weight == 0.0:
+        return dense.astype(np.float32)
+    found_by = np.asarray(found_by)
+    by_bm25 = (found_by >> SOURCES.index("bm25") & 1).astype(bool)
+    by_teacher = (found_by >> SOURCES.index("teacher") & 1).astype(bool)
+    spread = float(np.ptp(dense[by_teacher])) if by_teacher.any() else 0.0
+    lexical = _min_max(np.asarray(lexical, np.float64), by_bm25)
+    return (dense + weight / (1.0 - weight) * spread * lexical).astype(np.float32)
+
+
 def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Collection, *,
                          teacher, student, teacher_embeddings, student_embeddings,
                          depth: int = DEPTH, answer_rows=None, bm25=None,
-                         collection_source: str = "", progress: bool = False,
-                         log=print) -> TeacherScores:
+                         lexical_weight: float = 0.0, collection_source: str = "",
+                         progress: bool = False, log=print) -> TeacherScores:
     """The teacher-scored candidates of every question of `question_sets`.
 
     Args:
@@ -64,6 +101,9 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
       answer_rows: per set, per question, the rows holding an answer (e.g. cached); default
         `answer_passages.AnswerIndex` over the collection.
       bm25: a BM25 searcher over the collection's rows (default: built here).
+      lexical_weight: w in [0, 1); above 0 each candidate's score is the hybrid teacher's,
+        BM25 and the teacher fused (`lexical_fusion`), e.g. the convex weight chosen for that
+        pair on validation questions.
       collection_source: what the collection was cut from, recorded.
 
     Returns:
@@ -75,6 +115,9 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
     start = time.perf_counter()
     if not isinstance(depth, (int, np.integer)) or depth < 1:
         raise ValueError(f"build_teacher_scores: depth must be a positive int (got {depth!r}).")
+    if not 0.0 <= lexical_weight < 1.0:
+        raise ValueError("build_teacher_scores: lexical_weight must lie in [0, 1) (got "
+                         f"{lexical_weight!r}).")
     teacher_passages = _embeddings("teacher", teacher_embeddings, collection)
     student_passages = _embeddings("student", student_embeddings, collection)
     questions = [q for s in question_sets for q in s.questions]
@@ -101,8 +144,9 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
             raise TtZooError(f"build_teacher_scores: the {name}'s queries are "
                              f"{queries.shape[1]}-dimensional, its passage embeddings "
                              f"{passages.shape[1]}-dimensional: embeddings of another model?")
+    bm25 = bm25 if bm25 is not None else odqa.bm25_searcher(collection)
     searches = (
-        (bm25 if bm25 is not None else odqa.bm25_searcher(collection), texts),
+        (bm25, texts),
         (ExactSearcher(student_passages, collection.ids), student_queries),
         (ExactSearcher(teacher_passages, collection.ids), teacher_queries))
     found = []  # per source: [Q, <= depth] rows, -1 padded
@@ -112,24 +156,33 @@ def build_teacher_scores(question_sets: Sequence[QuestionSet], collection: Colle
             np.asarray(searcher.search(queries[i:i + _QUERY_CHUNK], depth).rows)
             for i in range(0, len(texts), _QUERY_CHUNK)]))
         log(f"  {source}: top {depth} in {time.perf_counter() - t:.0f} s")
-    candidates = []
+    union = []
     for i in range(len(questions)):
         bits = {}
         for bit, rows in enumerate(found):
             for r in rows[i]:
                 if r >= 0:
                     bits[int(r)] = bits.get(int(r), 0) | (1 << bit)
-        rows = np.fromiter(bits, np.int64, len(bits))
+        union.append(bits)
+    rows_each = [np.fromiter(bits, np.int64, len(bits)) for bits in union]
+    lexical = bm25.scores_at(texts, rows_each) if lexical_weight else None
+    candidates = []
+    for i, (bits, rows) in enumerate(zip(union, rows_each)):
+        found_by = np.fromiter((bits[int(r)] for r in rows), np.uint8, len(rows))
         scores = np.asarray(teacher_passages[rows], np.float32) @ teacher_queries[i]
+        if lexical is not None:
+            scores = lexical_fusion(scores, lexical[i], found_by, lexical_weight)
         candidates.append((rows, scores, np.array([int(r) in rows_of[i] for r in rows], bool),
-                           np.fromiter((bits[int(r)] for r in rows), np.uint8, len(rows))))
+                           found_by))
     meta = {"teacher": _identity(teacher), "student": _identity(student),
             "collection": {"passages": len(collection),
                            "sha256": collection.fingerprint().hexdigest(),
                            "source": collection_source},
             "depth": {source: int(depth) for source in SOURCES},
             "question_sets": [s.name for s in question_sets],
-            "score": "dot product of the teacher's query and passage embeddings"}
+            "score": "dot product of the teacher's query and passage embeddings" if not
+            lexical_weight else "the teacher's dot product fused with BM25 (convex, lexical "
+            f"weight {lexical_weight}), on the teacher's scale", "lexical_weight": lexical_weight}
     scores = from_candidates([q.text for q in questions], set_of, candidates, meta)
     log(f"Teacher scores: {scores.summary()} ({time.perf_counter() - start:.0f} s)")
     return scores
@@ -171,5 +224,5 @@ def passage_embeddings(model, collection: Collection, path, *, flag: str = "",
                                     progress=progress)
 
 
-__all__ = ["DEPTH", "build_teacher_scores", "passage_embeddings"]
+__all__ = ["DEPTH", "build_teacher_scores", "lexical_fusion", "passage_embeddings"]
 

@@ -116,7 +116,8 @@ def _embedded(encoder, inputs: Dict[str, tf.Tensor]):
     x = tf.reshape(_layer_norm(embeddings, encoder._embedding_norm_layer),
                    [-1, word_table.shape[-1]])
     mask = tf.cast(inputs["input_mask"], tf.float32)
-    return x, batch, length, ((1.0 - mask) * _MASK_ADDER)[:, tf.newaxis, tf.newaxis, :]
+    # expand_dims, not [:, None, None, :]: the same tensor, and an op TFLite has natively.
+    return x, batch, length, tf.expand_dims(tf.expand_dims((1.0 - mask) * _MASK_ADDER, 1), 1)
 
 
 def encode_sequence(encoder, inputs: Dict[str, tf.Tensor]) -> tf.Tensor:

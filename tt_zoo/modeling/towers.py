@@ -230,7 +230,7 @@ class BertTower(tf.keras.layers.Layer):
 def masked_mean(vectors: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     """Average of `vectors` [batch, seq_length, dim] over positions where `mask` [batch,
     seq_length] is 1; a row with no real token gives zeros. Returns [batch, dim]."""
-    weights = tf.cast(mask, vectors.dtype)[:, :, tf.newaxis]
+    weights = tf.expand_dims(tf.cast(mask, vectors.dtype), -1)
     summed = tf.reduce_sum(vectors * weights, axis=1)
     return summed / tf.maximum(tf.reduce_sum(weights, axis=1), tf.cast(1.0, vectors.dtype))
 

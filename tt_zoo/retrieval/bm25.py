@@ -259,6 +259,27 @@ class BM25Retriever:
                 scores[i, :found.size] = top
         return rows, scores
 
+    def scores_at(self, queries: Sequence[str], rows) -> list:
+        """The BM25 score of each query against given documents: for query i, float32 scores
+        of the documents at ``rows[i]`` (any ints in ``[0, len(self))``), 0 where a document
+        shares no term with it (e.g. to score a teacher's candidates lexically too)."""
+        if isinstance(queries, (str, bytes)) or len(queries) != len(rows):
+            raise ValueError("BM25Retriever.scores_at: one sequence of rows per query string "
+                             f"(got {len(rows)} row lists for "
+                             f"{'one string' if isinstance(queries, (str, bytes)) else len(queries)}"
+                             " queries).")
+        vocab = self.retriever.vocab_dict
+        out = []
+        for query_tokens, at in zip(self.terms.tokenize(queries), rows):
+            at = np.asarray(at, np.int64)
+            if at.size and (at.min() < 0 or at.max() >= len(self)):
+                raise ValueError(f"BM25Retriever.scores_at: rows must lie in [0, {len(self)}) "
+                                 f"(got {at.min()}..{at.max()}).")
+            known = [t for t in query_tokens if t in vocab]
+            out.append(np.asarray(self.retriever.get_scores(known), np.float32)[at] if known
+                       else np.zeros(at.size, np.float32))
+        return out
+
     def _top_matched(self, query_tokens, k: int):
         """The top-k documents with a positive score, by (score desc, row asc)."""
         all_scores = self.retriever.get_scores(query_tokens)

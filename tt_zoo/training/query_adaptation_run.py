@@ -38,7 +38,9 @@ def workdir_of(config: AdaptQueriesConfig, name: str) -> pathlib.Path:
 def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print):
     """(the passages, the question texts, their positive rows, per-set counts): every
     --questions set's answerable questions over `articles` cut into passages
-    (`tt_zoo.data.answer_passages.answered_passages`)."""
+    (`tt_zoo.data.answer_passages.answered_passages`; the answer rows cached where `tt-zoo odqa`
+    and `tt-zoo multitask` keep theirs, keyed by the passages and the questions)."""
+    from tt_zoo.configs.multitask import ODQA_CACHE  # noqa: PLC0415
     from tt_zoo.data.answer_passages import answered_passages  # noqa: PLC0415
     from tt_zoo.data.question_sets import load_question_set  # noqa: PLC0415
 
@@ -52,7 +54,8 @@ def training_questions(config: AdaptQueriesConfig, articles, data_dir, log=print
     try:
         answered = answered_passages(articles, question_sets, config.data.words,
                                      limit_articles=config.data.limit_articles,
-                                     progress=not config.output.no_progress)
+                                     progress=not config.output.no_progress,
+                                     cache_dir=ODQA_CACHE)
     except (OSError, ValueError) as e:
         raise RunError(f"--articles {articles}: {e}") from None
     collection = answered.collection
