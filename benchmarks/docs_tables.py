@@ -374,6 +374,12 @@ RESULTS = {
                      "python -m benchmarks.amx_training", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
+    "distill_longer_hybrid": ("MiniLM's two towers distilled from the adapted MPNet for twice "
+                              "the steps, and from a hybrid teacher (BM25 fused with it), on "
+                              "the ODQA validation questions",
+                              "tt-zoo teacher-scores --lexical-weight 0.4 ...; tt-zoo multitask "
+                              "--task distill:FILE ...; tt-zoo odqa (commands in the file)",
+                              "checkpoints.md"),
     "int8_cost": ("what dynamic-range int8 document encoding (the tower as TFLite) costs in "
                   "recall and gains in speed against float32 and bfloat16 (ReQA, ODQA)",
                   "python -m benchmarks.precision_cost --compare int8 --model minilm_l6_384",
