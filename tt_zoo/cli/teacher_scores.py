@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="the student's passage embeddings (default: its file in --cache-dir)")
     p.add_argument("--depth", type=numbers.count(high=10_000), default=DEPTH,
                    help="top passages taken from each search (default: %(default)s)")
-    p.add_argument("--lexical-weight", type=numbers.fraction(high_open=True), default=0.0, metavar="W",
+    p.add_argument("--lexical-weight", type=numbers.fraction(high_open=True), default=0.0,
+                   metavar="W",
                    help="a hybrid teacher: each candidate scored by BM25 and the teacher fused "
                         "convexly, w * minmax(BM25) + (1 - w) * minmax(teacher), on the teacher's "
                         "scale (choose w on validation questions, e.g. with python -m "

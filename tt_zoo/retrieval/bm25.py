@@ -263,11 +263,12 @@ class BM25Retriever:
         """The BM25 score of each query against given documents: for query i, float32 scores
         of the documents at ``rows[i]`` (any ints in ``[0, len(self))``), 0 where a document
         shares no term with it (e.g. to score a teacher's candidates lexically too)."""
-        if isinstance(queries, (str, bytes)) or len(queries) != len(rows):
+        if isinstance(queries, (str, bytes)):
             raise ValueError("BM25Retriever.scores_at: one sequence of rows per query string "
-                             f"(got {len(rows)} row lists for "
-                             f"{'one string' if isinstance(queries, (str, bytes)) else len(queries)}"
-                             " queries).")
+                             "(got one string, not a sequence of queries).")
+        if len(queries) != len(rows):
+            raise ValueError("BM25Retriever.scores_at: one sequence of rows per query string "
+                             f"(got {len(rows)} row lists for {len(queries)} queries).")
         vocab = self.retriever.vocab_dict
         out = []
         for query_tokens, at in zip(self.terms.tokenize(queries), rows):
