@@ -6,8 +6,7 @@ Three parts, each a section of the record:
   one shared tower), batch 32, query length 64, document length 128, on token ids made once
   on the host (`tt_zoo.training.step_data`), through `model.fit`: the loaded float32 model
   against its ``mixed_bfloat16`` training copy (`tt_zoo.modeling.pair_model.with_dtype_policy`,
-  what every training command trains under ``--precision auto`` on a CPU with AMX or
-  AVX512-BF16), both in
+  what every training command trains under ``--precision auto`` on a CPU with AMX), both in
   one process, in interleaved rounds (`benchmarks.measure.interleaved_rounds`); medians.
 - ``kernels``: the oneDNN kernels the bfloat16 step's matmuls run on, read from
   ``ONEDNN_VERBOSE=1`` in a child process (primitive, implementation, source type, count).
@@ -208,13 +207,10 @@ def measure_finetune(args, log=print) -> dict:
 # ------------------------------------------------------------------ the record
 
 def _auto_policy(part: dict) -> str:
-    """What ``--precision auto`` trains in on the part's machine: bfloat16 where it has a
-    bfloat16 unit (AMX or AVX512-BF16, `tt_zoo.hardware.bfloat16_unit`)."""
-    units = part.get("machine", {}).get("matrix_units", {})
-    if units.get("amx") or units.get("bfloat16_unit"):
+    """What ``--precision auto`` trains in on the part's machine: bfloat16 on AMX only."""
+    if part.get("machine", {}).get("matrix_units", {}).get("amx"):
         return "what `--precision auto` trains on this CPU"
-    return ("`--precision bfloat16`; `auto` trains in float32 on this CPU, which has no "
-            "bfloat16 unit")
+    return ("`--precision bfloat16`; `auto` trains in float32 on this CPU, which has no AMX")
 
 
 def markdown(record: dict, plot_name: str = "amx_training.png") -> str:

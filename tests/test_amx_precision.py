@@ -32,18 +32,15 @@ def test_default_precision_follows_the_cpu_and_the_switch(monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN: no AMX
     assert hardware.default_precision() == "float32"
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
-    # AVX512-BF16 without AMX (AMD Zen 4): bfloat16 encoding and training, float32 when asked.
+    # AVX512-BF16 without AMX (AMD Zen 4): bfloat16 encoding, float32 training unless asked.
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
     assert hardware.bfloat16_unit() == "avx512_bf16"
     assert hardware.default_precision() == "bfloat16"
+    assert hardware.training_dtype_policy() == "float32"
+    assert hardware.training_dtype_policy("bfloat16") == "mixed_bfloat16"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "bfloat16")
     assert hardware.training_dtype_policy() == "mixed_bfloat16"
-    assert hardware.training_dtype_policy("float32") == "float32"
-    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "float32")
-    assert hardware.training_dtype_policy() == "float32"
     monkeypatch.delenv(hardware.PRECISION_VARIABLE)
-    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN: no bfloat16 unit
-    assert hardware.training_dtype_policy() == "float32"
-    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
     assert hardware.matrix_units() == {"flags": ["avx512_bf16"], "amx": False,
                                        "bfloat16_unit": "avx512_bf16",
                                        "default_precision": "bfloat16"}

@@ -7,9 +7,8 @@ measured here (docs/speed.md). tt_zoo then encodes and trains in bfloat16 by def
 ``mixed_bfloat16`` policy, float32 weights).
 
 On a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and later: `avx512_bf16`), oneDNN's
-`avx512_core_bf16` matmuls run about 2x the float32 rate (docs/speed.md): tt_zoo encodes and
-trains in bfloat16 by default there too (a MiniLM training step x1.29, a ReQA fine-tune's
-validation curve float32's: results/avx512_bf16_training.md; `bfloat16_unit`,
+`avx512_core_bf16` matmuls run about 2x the float32 rate (docs/speed.md): tt_zoo encodes in
+bfloat16 by default there too; training stays float32 unless asked (`bfloat16_unit`,
 `training_dtype_policy`). Elsewhere nothing changes.
 
 The switch back: ``TT_ZOO_PRECISION=float32`` in the environment (or ``precision="float32"``
@@ -93,15 +92,14 @@ def resolve_precision(precision: str) -> str:
 def training_dtype_policy(precision: str = "auto") -> str:
     """The Keras dtype policy a training run uses for `precision`: "mixed_bfloat16" (float32
     weights, bfloat16 matmuls) or "float32". "auto" (and ``TT_ZOO_PRECISION`` unset or auto) is
-    mixed_bfloat16 on a CPU with a bfloat16 unit (`bfloat16_unit`: AMX, or AVX512-BF16, where a
-    MiniLM step measured x1.29 of float32's, results/avx512_bf16_training.md), float32
-    elsewhere."""
+    mixed_bfloat16 on AMX only: on AVX512-BF16 alone the training step was not measured faster
+    (docs/speed.md)."""
     if precision not in PRECISION_CHOICES:
         raise TtZooError(f"precision must be one of {PRECISION_CHOICES} (got {precision!r}).")
     if precision == "auto":
         precision = _chosen_precision()
     if precision == "auto":
-        precision = "bfloat16" if bfloat16_unit() else "float32"
+        precision = "bfloat16" if has_amx() else "float32"
     return "mixed_bfloat16" if precision == "bfloat16" else "float32"
 
 

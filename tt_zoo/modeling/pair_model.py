@@ -338,9 +338,9 @@ def tower_dtype_policy(model: PairModel) -> str:
 def with_dtype_policy(model: PairModel, policy: str) -> PairModel:
     """The same model (same class, config and weights, copied) with its towers computing under
     the Keras dtype `policy`: "mixed_bfloat16" (float32 variables, bfloat16 matmuls: what
-    training on a CPU with AMX or AVX512-BF16 uses, `tt_zoo.training.precision`) or "float32"
-    (what an export holds). The preprocessors and the loss stay float32, so scores and the loss
-    do too. Returns `model` itself when its towers already compute under `policy`.
+    training on a CPU with AMX uses, `tt_zoo.training.precision`) or "float32" (what an export
+    holds). The preprocessors and the loss stay float32, so scores and the loss do too.
+    Returns `model` itself when its towers already compute under `policy`.
     """
     if policy not in ("float32", "mixed_bfloat16"):
         raise ValueError(f"policy must be 'float32' or 'mixed_bfloat16' (got {policy!r}).")

@@ -2,11 +2,11 @@
 
 Every command that trains a two-tower model (`tt-zoo pretrain`, `finetune`, `multitask`,
 `adapt-queries`) takes ``--precision {auto,float32,bfloat16}`` (`PrecisionArguments`, declared
-once in `tt_zoo.configs.run_config`). "auto", the default, is bfloat16 on a CPU with AMX or
-AVX512-BF16 and float32 elsewhere (`tt_zoo.hardware.training_dtype_policy`; ``TT_ZOO_PRECISION=float32`` or
+once in `tt_zoo.configs.run_config`). "auto", the default, is bfloat16 on a CPU with AMX and
+float32 elsewhere (`tt_zoo.hardware.training_dtype_policy`; ``TT_ZOO_PRECISION=float32`` or
 ``--precision float32`` switch back). In bfloat16 the run trains a copy of the model whose towers
 compute under Keras' ``mixed_bfloat16`` policy (float32 variables and optimizer state, bfloat16
-matmuls: oneDNN's AMX or AVX512-BF16 kernels), with the preprocessors, the scores and the loss in float32
+matmuls: oneDNN's AMX kernels), with the preprocessors, the scores and the loss in float32
 (`tt_zoo.modeling.pair_model.with_dtype_policy`); the trained weights are written back to the
 float32 model, which is what the run exports: float32 weights, a float32 config, the same
 signatures. The card records the policy used and the CPU's matrix units (`card_record`).

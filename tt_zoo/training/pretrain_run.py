@@ -134,9 +134,9 @@ def run_settings(model, config: PretrainConfig, batch, lr, warmup, steps, hard_n
 
 def training_policy(config: PretrainConfig) -> str:
     """The Keras dtype policy the towers train under: --precision's
-    (`tt_zoo.hardware.training_dtype_policy`: mixed_bfloat16 on a CPU with AMX or AVX512-BF16
-    for auto), or, with --precision auto, the older --dtype-policy when a config records it.
-    Raises `RunError` naming TT_ZOO_PRECISION when it holds no precision."""
+    (`tt_zoo.hardware.training_dtype_policy`: mixed_bfloat16 on a CPU with AMX for auto), or,
+    with --precision auto, the older --dtype-policy when a config records it. Raises `RunError`
+    naming TT_ZOO_PRECISION when it holds no precision."""
     from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
 
     precision, legacy = config.compute.precision, config.model.dtype_policy
