@@ -130,7 +130,7 @@ class TfliteInt8(AtPrecision):
         shape = tuple(batch["input_word_ids"].shape)
         if shape not in self.interpreters:
             with warnings.catch_warnings():  # (said in the class docstring)
-                warnings.filterwarnings("ignore", "[^$]*tf.lite.Interpreter is deprecated",
+                warnings.filterwarnings("ignore", r"\s*Warning: tf.lite.Interpreter is deprecated",
                                         UserWarning)
                 interpreter = tf.lite.Interpreter(model_content=self.flatbuffer,
                                                   num_threads=os.cpu_count())
@@ -157,6 +157,8 @@ class TfliteInt8(AtPrecision):
         def pack(start, end):
             return preprocessor((tf.constant(titles[start:end]), tf.constant(texts[start:end])))
 
+        # jit_compile=True only asks for bounded shapes (lengths cut to a multiple of 16, rows
+        # padded to a power of two): few shapes, so few interpreters. Nothing compiles here.
         return encode_in_buckets(pack, self._run, len(texts), keras_model.embedding_dim,
                                  preprocessor.seq_length, self.batch_size,
                                  EncodeOptions(precision="float32", jit_compile=True))
