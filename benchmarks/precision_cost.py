@@ -149,9 +149,10 @@ class TfliteInt8(AtPrecision):
         import tensorflow as tf
         from tt_zoo.modeling.inference import EncodeOptions, encode_in_buckets
 
+        from tt_zoo.arguments import as_documents
+
         keras_model = self.model.keras_model
-        texts = list(texts)
-        titles = list(titles) if titles is not None else [""] * len(texts)
+        texts, titles, _ = as_documents(list(texts), titles)
         preprocessor = keras_model.document_preprocessor
 
         def pack(start, end):

@@ -248,16 +248,22 @@ class BM25Retriever:
                              "not one string.")
         k = min(search.check_k(k), len(self))
         tokens = self.terms.tokenize(queries)
-        vocab = self.retriever.vocab_dict
         rows = np.full((len(tokens), k), -1, dtype=np.int64)
         scores = np.zeros((len(tokens), k), dtype=np.float32)
         for i, query_tokens in enumerate(tokens):
-            known = [t for t in query_tokens if t in vocab]
-            if known:
-                found, top = self._top_matched(known, k)
+            all_scores = self._all_scores(query_tokens)
+            if all_scores is not None:
+                found, top = self._top_matched(all_scores, k)
                 rows[i, :found.size] = found
                 scores[i, :found.size] = top
         return rows, scores
+
+    def _all_scores(self, query_tokens):
+        """Every document's score for one tokenized query, or None when none of its tokens is
+        indexed (every score 0)."""
+        vocab = self.retriever.vocab_dict
+        known = [t for t in query_tokens if t in vocab]
+        return self.retriever.get_scores(known) if known else None
 
     def scores_at(self, queries: Sequence[str], rows) -> list:
         """The BM25 score of each query against given documents: for query i, float32 scores
@@ -269,21 +275,20 @@ class BM25Retriever:
         if len(queries) != len(rows):
             raise ValueError("BM25Retriever.scores_at: one sequence of rows per query string "
                              f"(got {len(rows)} row lists for {len(queries)} queries).")
-        vocab = self.retriever.vocab_dict
         out = []
         for query_tokens, at in zip(self.terms.tokenize(queries), rows):
             at = np.asarray(at, np.int64)
             if at.size and (at.min() < 0 or at.max() >= len(self)):
                 raise ValueError(f"BM25Retriever.scores_at: rows must lie in [0, {len(self)}) "
                                  f"(got {at.min()}..{at.max()}).")
-            known = [t for t in query_tokens if t in vocab]
-            out.append(np.asarray(self.retriever.get_scores(known), np.float32)[at] if known
-                       else np.zeros(at.size, np.float32))
+            all_scores = self._all_scores(query_tokens)
+            out.append(np.zeros(at.size, np.float32) if all_scores is None
+                       else np.asarray(all_scores, np.float32)[at])
         return out
 
-    def _top_matched(self, query_tokens, k: int):
+    @staticmethod
+    def _top_matched(all_scores, k: int):
         """The top-k documents with a positive score, by (score desc, row asc)."""
-        all_scores = self.retriever.get_scores(query_tokens)
         matched = np.flatnonzero(all_scores > 0)
         values = all_scores[matched]
         if matched.size > k:  # everything scoring at least the k-th best, ties included
