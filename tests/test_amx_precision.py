@@ -22,6 +22,8 @@ def test_default_precision_follows_the_cpu_and_the_switch(monkeypatch):
                                                                   "amx_tile"}))
     assert hardware.default_precision() == "bfloat16"
     assert hardware.training_dtype_policy() == "mixed_bfloat16"
+    assert hardware.training_dtype_policy(bfloat16_pays=False) == "float32"  # BoW towers
+    assert hardware.training_dtype_policy("bfloat16", bfloat16_pays=False) == "mixed_bfloat16"
     monkeypatch.setenv(hardware.PRECISION_VARIABLE, "float32")
     assert hardware.default_precision() == "float32"
     assert hardware.training_dtype_policy() == "float32"
@@ -32,14 +34,17 @@ def test_default_precision_follows_the_cpu_and_the_switch(monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")  # no oneDNN: no AMX
     assert hardware.default_precision() == "float32"
     monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS")
-    # AVX512-BF16 without AMX (AMD Zen 4): bfloat16 encoding, float32 training unless asked.
+    # AVX512-BF16 without AMX (AMD Zen 4): bfloat16 encoding, and training of the towers for
+    # which it pays; bag-of-words towers train in float32 unless asked.
     monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx512_bf16"}))
     assert hardware.bfloat16_unit() == "avx512_bf16"
     assert hardware.default_precision() == "bfloat16"
-    assert hardware.training_dtype_policy() == "float32"
-    assert hardware.training_dtype_policy("bfloat16") == "mixed_bfloat16"
-    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "bfloat16")
     assert hardware.training_dtype_policy() == "mixed_bfloat16"
+    assert hardware.training_dtype_policy(bfloat16_pays=False) == "float32"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "float32")
+    assert hardware.training_dtype_policy() == "float32"
+    monkeypatch.setenv(hardware.PRECISION_VARIABLE, "bfloat16")
+    assert hardware.training_dtype_policy(bfloat16_pays=False) == "mixed_bfloat16"
     monkeypatch.delenv(hardware.PRECISION_VARIABLE)
     assert hardware.matrix_units() == {"flags": ["avx512_bf16"], "amx": False,
                                        "bfloat16_unit": "avx512_bf16",

@@ -1,4 +1,4 @@
-"""Training in bfloat16 on the AMX units by default (tt_zoo.training.precision): the choice and
+"""Training in bfloat16 on the matrix units by default (tt_zoo.training.precision): the choice and
 the switch back, the mixed_bfloat16 training copy and its float32 export, the card's record,
 and the recorded run configs of shipped models, which trained in float32 and still do."""
 
@@ -19,7 +19,9 @@ from tt_zoo.training import precision, pretrain_run, shipped_recipes
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune
 from tt_zoo.configs.run_config import RunError
 
-AMX = pytest.mark.skipif(not hardware.has_amx(), reason="this CPU has no AMX (or oneDNN is off)")
+BFLOAT16_UNIT = pytest.mark.skipif(not hardware.bfloat16_unit(),
+                                   reason="this CPU has neither AMX nor AVX512-BF16 (or oneDNN "
+                                          "is off)")
 
 
 def test_auto_follows_the_cpu_and_the_switch_back(monkeypatch):
@@ -31,8 +33,35 @@ def test_auto_follows_the_cpu_and_the_switch_back(monkeypatch):
     assert hardware.training_dtype_policy("auto") == "float32"
     assert hardware.training_dtype_policy("bfloat16") == "mixed_bfloat16"
     monkeypatch.delenv(hardware.PRECISION_VARIABLE)
-    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f"}))  # no AMX
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f"}))  # no bf16 unit
     assert hardware.training_dtype_policy("auto") == "float32"
+
+
+@pytest.mark.parametrize("flags", [{"amx_bf16", "amx_tile"}, {"avx512_bf16"}])
+def test_auto_trains_transformer_towers_in_bfloat16_and_bag_of_words_in_float32(monkeypatch,
+                                                                                 flags):
+    """The family decides with the CPU: a BERT tower trains under mixed_bfloat16 on either
+    bfloat16 unit; a BoW-MLP or static tower (one class), which learned
+    less of a teacher's ranking in bfloat16 (tests/test_query_adaptation.py), in float32 unless
+    --precision bfloat16 asks."""
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", *flags}))
+    monkeypatch.delenv("TF_ENABLE_ONEDNN_OPTS", raising=False)
+    monkeypatch.delenv(hardware.PRECISION_VARIABLE, raising=False)
+    bert, bow = tiny_model(), tiny_model("bow_mlp")
+    assert precision.bfloat16_pays(bert) and not precision.bfloat16_pays(bow)
+    assert precision.training_policy(bert) == "mixed_bfloat16"
+    assert precision.training_policy(bow) == "float32"
+    assert precision.training_policy(bow, "bfloat16") == "mixed_bfloat16"
+    assert precision.training_policy(bert, "float32") == "float32"
+    with precision.training_copy(bow) as trained:
+        assert trained is bow
+    with precision.training_copy(bert) as trained:
+        assert tower_dtype_policy(trained) == "mixed_bfloat16"
+    pretrain = pretrain_run.PretrainConfig.from_dict({"model": {"variant": "ict_bfs_wlp_128"}})
+    assert pretrain_run.training_policy(pretrain, bert) == "mixed_bfloat16"
+    assert pretrain_run.training_policy(pretrain, bow) == "float32"
+    monkeypatch.setattr(hardware, "cpu_flags", lambda: frozenset({"avx512f", "avx2"}))
+    assert precision.training_policy(bert) == "float32"  # nothing changes without the units
 
 
 def test_pretrain_reads_precision_then_the_older_dtype_policy(monkeypatch):
@@ -82,10 +111,10 @@ def test_the_training_copy_computes_in_bfloat16_and_writes_float32_weights_back(
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
-@AMX
+@BFLOAT16_UNIT
 def test_finetune_on_this_cpu_trains_a_loaded_model_in_bfloat16_and_exports_float32(
         tmp_path, exported, monkeypatch):
-    """The default run on a CPU with AMX: a loaded float32 export fine-tuned as its
+    """The default run on a CPU with AMX or AVX512-BF16: a loaded float32 export fine-tuned as its
     mixed_bfloat16 copy, exported with float32 weights, a float32 config and the same
     signatures; the card records the policy and the matrix units."""
     import tt_zoo
@@ -101,7 +130,8 @@ def test_finetune_on_this_cpu_trains_a_loaded_model_in_bfloat16_and_exports_floa
     assert record["finetune"]["dtype_policy"] == "mixed_bfloat16"
     meta = json.loads((tmp_path / "tuned" / "metadata.json").read_text())
     assert meta["dtype_policy"] == "mixed_bfloat16"
-    assert meta["matrix_units"]["amx"] is True and "amx_bf16" in meta["matrix_units"]["flags"]
+    units = meta["matrix_units"]
+    assert units["bfloat16_unit"] == hardware.bfloat16_unit() and units["flags"]
     assert meta["run_config"]["compute"] == {"precision": "auto"}
     assert meta["train_steps"] == 2 and meta["base_model"]["path"] == str(exported.path)
     tuned, base = load_keras_model(tmp_path / "tuned"), load_keras_model(exported.path)

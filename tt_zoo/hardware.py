@@ -2,14 +2,13 @@
 
 On a CPU with AMX (Intel Sapphire Rapids and later: `amx_bf16` and `amx_tile` in
 /proc/cpuinfo), oneDNN runs bfloat16 matmuls on the tile units, about 5x the float32 rate
-measured here (docs/speed.md). tt_zoo then encodes and trains in bfloat16 by default
-(`tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`; training under Keras'
-``mixed_bfloat16`` policy, float32 weights).
-
-On a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and later: `avx512_bf16`), oneDNN's
-`avx512_core_bf16` matmuls run about 2x the float32 rate (docs/speed.md): tt_zoo encodes in
-bfloat16 by default there too; training stays float32 unless asked (`bfloat16_unit`,
-`training_dtype_policy`). Elsewhere nothing changes.
+measured here (docs/speed.md); on a CPU with AVX512-BF16 but no AMX (AMD Zen 4 and later:
+`avx512_bf16`), oneDNN's `avx512_core_bf16` matmuls run about 2x the float32 rate. On either,
+tt_zoo encodes in bfloat16 by default (`tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`)
+and trains Transformer towers under Keras' ``mixed_bfloat16`` policy (float32 weights;
+`training_dtype_policy`). Bag-of-words towers train in float32 unless asked: an embedding sum
+gains little from the matrix units and lost ranking quality in bfloat16
+(`tt_zoo.training.precision.bfloat16_pays`). Elsewhere nothing changes.
 
 The switch back: ``TT_ZOO_PRECISION=float32`` in the environment (or ``precision="float32"``
 in a call, ``--precision float32`` on a command); ``TT_ZOO_PRECISION=bfloat16`` asks for
@@ -89,17 +88,19 @@ def resolve_precision(precision: str) -> str:
     return default_precision() if precision == "auto" else precision
 
 
-def training_dtype_policy(precision: str = "auto") -> str:
+def training_dtype_policy(precision: str = "auto", bfloat16_pays: bool = True) -> str:
     """The Keras dtype policy a training run uses for `precision`: "mixed_bfloat16" (float32
     weights, bfloat16 matmuls) or "float32". "auto" (and ``TT_ZOO_PRECISION`` unset or auto) is
-    mixed_bfloat16 on AMX only: on AVX512-BF16 alone the training step was not measured faster
-    (docs/speed.md)."""
+    mixed_bfloat16 where the CPU has a bfloat16 unit (`bfloat16_unit`: AMX or AVX512-BF16) and
+    the towers are of a family for which it pays (`bfloat16_pays`: False for bag-of-words
+    towers, `tt_zoo.training.precision.bfloat16_pays`), float32 elsewhere; "bfloat16" asks for
+    it on any CPU and tower."""
     if precision not in PRECISION_CHOICES:
         raise TtZooError(f"precision must be one of {PRECISION_CHOICES} (got {precision!r}).")
     if precision == "auto":
         precision = _chosen_precision()
     if precision == "auto":
-        precision = "bfloat16" if has_amx() else "float32"
+        precision = "bfloat16" if bfloat16_pays and bfloat16_unit() else "float32"
     return "mixed_bfloat16" if precision == "bfloat16" else "float32"
 
 

@@ -444,13 +444,14 @@ class TrainedModelArguments:
 
 @dataclasses.dataclass(frozen=True)
 class ComputeArguments:
-    """The precision training computes in (tt_zoo.training.precision): bfloat16 on the matrix
-    units of a CPU with AMX, float32 elsewhere."""
+    """The precision training computes in (tt_zoo.training.precision): bfloat16 for Transformer
+    towers on a CPU with a bfloat16 unit (AMX or AVX512-BF16), float32 elsewhere."""
 
     precision: str = option(
-        "auto", "auto: bfloat16 (Keras mixed_bfloat16: float32 weights, bfloat16 matmuls on "
-                "AMX) where the CPU has AMX, float32 elsewhere (TT_ZOO_PRECISION sets the auto "
-                "choice); float32: the switch back. The export holds float32 weights either way",
+        "auto", "auto: bfloat16 (Keras mixed_bfloat16: float32 weights, bfloat16 matmuls) for "
+                "Transformer towers where the CPU has AMX or AVX512-BF16, float32 for "
+                "bag-of-words towers and elsewhere (TT_ZOO_PRECISION sets the auto choice); "
+                "float32: the switch back. The export holds float32 weights either way",
         choices=PRECISION_CHOICES)
 
 

@@ -271,6 +271,11 @@ class BowMlpTower(tf.keras.layers.Layer):
       Chang et al. 2020, Sec. 4.1 (BoW-MLP baseline encoder).
     """
 
+    # `--precision auto` trains it in float32 even on a CPU with a bfloat16 unit
+    # (`tt_zoo.training.precision.bfloat16_pays`): its step is an embedding sum and a small
+    # MLP, and under mixed_bfloat16 it learned less of a teacher's ranking.
+    TRAINS_IN_BFLOAT16 = False
+
     def __init__(self, vocab_size: int, embedding_dim: int = 512, token_embedding_dim: int = 256,
                  hidden_dim: int = 1024, output_activation: Optional[str] = "tanh",
                  mlp: bool = True, **kwargs):

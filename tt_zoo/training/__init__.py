@@ -11,8 +11,8 @@ each shipped model's run config to tt_zoo/zoo/recipes/ as a ``--config`` file. B
 (pairs tokenized on the host, served by step), `loop` (the paper's schedule, strategies, the
 resumable one-`fit` loop), `mlm` (the MLM baseline), `finetuning` (ReQA), `multi_task` and
 `multi_task_tasks` (its tasks: specs, building, caching, re-mining), `precision` (every run's
-``--precision``: bfloat16 on a CPU with AMX; `training_copy` for a loop of one's own). Importing
-this package loads no TensorFlow.
+``--precision``: bfloat16 for Transformer towers on AMX or AVX512-BF16; `training_copy` for a
+loop of one's own). Importing this package loads no TensorFlow.
 """
 
 from tt_zoo.training.finetune_run import FinetuneConfig, finetune

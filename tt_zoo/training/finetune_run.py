@@ -135,9 +135,8 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
     2020, Sec. 5); returns (and writes to --json-out) the record of the run. `argv`: the
     command line, recorded (None: none)."""
     t_start = time.perf_counter()
-    from tt_zoo.hardware import training_dtype_policy
     from tt_zoo.training import finetuning
-    from tt_zoo.training.precision import card_record, training_copy
+    from tt_zoo.training.precision import card_record, training_copy, training_policy
 
     reqa, split, where, fraction = reqa_and_split(config.data)
     zoo_model, model, info = model_to_finetune(config)
@@ -147,7 +146,7 @@ def finetune(config: FinetuneConfig, argv: Optional[list] = None) -> dict:
         from tt_zoo.zoo.loading import load  # noqa: PLC0415 (TensorFlow)
         miner = load(negatives.hard_negatives_from)
     train = config.training
-    policy = training_dtype_policy(config.compute.precision)
+    policy = training_policy(model, config.compute.precision)
     print(f"Precision: {policy} (--precision {config.compute.precision})")
     with training_copy(model, config.compute.precision) as trained:
         result = finetuning.finetune(

@@ -365,9 +365,9 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     workdir = pathlib.Path(workdir_of(config))
     tasks, weights, origin = prepare_tasks(config, workdir, data_dir, log)
 
-    from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
     from tt_zoo.training import loop, multi_task  # noqa: PLC0415 (TensorFlow from here on)
-    from tt_zoo.training.precision import card_record, training_copy  # noqa: PLC0415
+    from tt_zoo.training.precision import (card_record, training_copy,  # noqa: PLC0415
+                                           training_policy)
     from tt_zoo.zoo.loading import ZooModel  # noqa: PLC0415
 
     # Before the model is built: its dropout layers then draw from generators the checkpoints
@@ -380,7 +380,7 @@ def multitask(config, *, data_dir=None, argv: Sequence[str] = (), log=print) -> 
     info = initial_models.with_sizes(model, info, log)
     train = config.training
     try:
-        policy = training_dtype_policy(config.compute.precision)
+        policy = training_policy(model, config.compute.precision)
         log(f"Precision: {policy} (--precision {config.compute.precision})")
         with training_copy(model, config.compute.precision) as trained_model:
             summary = multi_task.train_multi_task(

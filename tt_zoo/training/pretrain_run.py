@@ -123,7 +123,7 @@ def run_settings(model, config: PretrainConfig, batch, lr, warmup, steps, hard_n
     chunk = config.training.grad_cache_chunk
     return {"batch_size": batch, "learning_rate": lr, "warmup_fraction": warmup,
             "steps": steps, "seed": config.training.seed, "pairs": pairs,
-            "max_pairs": config.data.max_pairs, "dtype_policy": training_policy(config),
+            "max_pairs": config.data.max_pairs, "dtype_policy": training_policy(config, model),
             # Recorded only when on, so runs checkpointed before the flag existed still resume.
             **({"jit_compile": True} if jit_compile(config) else {}),
             **({"hard_negatives": {k: v for k, v in hard_negatives.as_dict().items()
@@ -132,18 +132,20 @@ def run_settings(model, config: PretrainConfig, batch, lr, warmup, steps, hard_n
             **({"clustered_batches": clustering} if clustering else {}), **towers}
 
 
-def training_policy(config: PretrainConfig) -> str:
-    """The Keras dtype policy the towers train under: --precision's
-    (`tt_zoo.hardware.training_dtype_policy`: mixed_bfloat16 on a CPU with AMX for auto), or,
-    with --precision auto, the older --dtype-policy when a config records it. Raises `RunError`
-    naming TT_ZOO_PRECISION when it holds no precision."""
+def training_policy(config: PretrainConfig, model=None) -> str:
+    """The Keras dtype policy `model`'s towers train under: --precision's
+    (`tt_zoo.training.precision.training_policy`: for auto, mixed_bfloat16 for Transformer
+    towers on a CPU with a bfloat16 unit), or, with --precision auto, the older --dtype-policy
+    when a config records it. `model` None: the setting checked, as for a Transformer. Raises
+    `RunError` naming TT_ZOO_PRECISION when it holds no precision."""
     from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
+    from tt_zoo.training.precision import bfloat16_pays  # noqa: PLC0415
 
     precision, legacy = config.compute.precision, config.model.dtype_policy
     if precision == "auto" and legacy is not None:
         return legacy
     try:
-        return training_dtype_policy(precision)
+        return training_dtype_policy(precision, model is None or bfloat16_pays(model))
     except TtZooError as e:
         raise RunError(f"--precision {precision}: {e}") from e
 
@@ -350,7 +352,7 @@ def build_for_training(spec, config: PretrainConfig, schedule: TrainingArguments
         warm_start = init_from(model, config.model.init_from) if config.model.init_from else None
         trained = model
         if schedule.steps:
-            trained = with_dtype_policy(model, training_policy(config))
+            trained = with_dtype_policy(model, training_policy(config, model))
             learning_rate = training.paper_learning_rate(
                 schedule.learning_rate, schedule.steps, schedule.warmup_fraction)
             trained.compile(optimizer=tf.keras.optimizers.Adam(learning_rate),
@@ -461,10 +463,11 @@ def check_pairs(pairs: str) -> None:
 
 
 def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, outcome: TrainOutcome,
-                  warm_start, command: Optional[str], summary_path: str) -> dict:
+                  warm_start, command: Optional[str], summary_path: str, policy: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
-    `tt_zoo.artifacts.model_card.ModelCard`): what was trained, on what, with which schedule, at
-    what cost, and the whole config under `RUN_CONFIG_KEY`. A rerun of a finished run trains
+    `tt_zoo.artifacts.model_card.ModelCard`): what was trained, on what, with which schedule (the
+    dtype `policy` its towers trained under), at what cost, and the whole config under
+    `RUN_CONFIG_KEY`. A rerun of a finished run trains
     nothing: the first run's costs stay the record."""
     import tensorflow as tf  # noqa: PLC0415
     from tt_zoo.artifacts.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
@@ -494,7 +497,7 @@ def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, out
         training.learning_rate = schedule.learning_rate
         training.warmup_fraction = schedule.warmup_fraction
         training.strategy = config.training.strategy
-        precision = card_record(training_policy(config))
+        precision = card_record(policy)
         training.dtype_policy, training.matrix_units = (precision["dtype_policy"],
                                                         precision["matrix_units"])
         training.grad_cache_chunk = config.training.grad_cache_chunk or None
@@ -563,14 +566,15 @@ def pretrain(config: PretrainConfig, *, command: Optional[str] = None,
     model, trained, warm_start = build_for_training(spec, config, schedule, strategy)
     print(f"vocabulary: {config.model.vocab} ({model.query_preprocessor.vocab_size:,} tokens)")
     if schedule.steps:
-        print(f"precision: {training_policy(config)} (--precision {config.compute.precision})")
+        print(f"precision: {training_policy(config, model)} (--precision {config.compute.precision})")
     outcome = train(trained, spec, config, schedule, strategy, workdir, mining, default_squad)
     if trained is not model:  # the float32 model takes the weights trained in bfloat16
         from tt_zoo.training.precision import write_back  # noqa: PLC0415
         with strategy.scope():
             write_back(model, trained)
     summary_path = os.path.join(workdir, "train_summary.json")
-    summary = train_summary(spec, config, schedule, outcome, warm_start, command, summary_path)
+    summary = train_summary(spec, config, schedule, outcome, warm_start, command, summary_path,
+                            training_policy(config, model))
     write_json(summary_path, summary, indent=2)
     # Without an export, the last checkpoint in WORKDIR/checkpoints holds the final weights;
     # tt-zoo export --variant ... --checkpoint WORKDIR exports it later.

@@ -218,10 +218,10 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     collection, questions, positives, counts = training_questions(config, articles, data_dir,
                                                                   log)
 
-    from tt_zoo.hardware import training_dtype_policy  # noqa: PLC0415
     from tt_zoo.training import loop  # noqa: PLC0415
     from tt_zoo.training.multi_task import untie_towers  # noqa: PLC0415
-    from tt_zoo.training.precision import card_record, training_copy  # noqa: PLC0415
+    from tt_zoo.training.precision import (card_record, training_copy,  # noqa: PLC0415
+                                           training_policy)
     from tt_zoo.training.query_adaptation import question_arrays  # noqa: PLC0415
 
     train = config.training
@@ -237,7 +237,7 @@ def adapt_queries(config: AdaptQueriesConfig, *, data_dir, argv: Sequence[str] =
     batch = min(train.batch_size, len(questions))
     steps = loop.steps_for_epochs(len(questions), batch, train.epochs)
     try:
-        policy = training_dtype_policy(config.compute.precision)
+        policy = training_policy(model, config.compute.precision)
     except TtZooError as e:  # TT_ZOO_PRECISION
         raise RunError(f"--precision {config.compute.precision}: {e}") from None
     log(f"Precision: {policy} (--precision {config.compute.precision})")
