@@ -6,7 +6,8 @@ Three parts, each a section of the record:
   one shared tower), batch 32, query length 64, document length 128, on token ids made once
   on the host (`tt_zoo.training.step_data`), through `model.fit`: the loaded float32 model
   against its ``mixed_bfloat16`` training copy (`tt_zoo.modeling.pair_model.with_dtype_policy`,
-  what every training command trains under ``--precision auto`` on a CPU with AMX), both in
+  what every training command trains a Transformer under ``--precision auto`` on a CPU with
+  AMX or AVX512-BF16; the record says which policy auto chose for the model), both in
   one process, in interleaved rounds (`benchmarks.measure.interleaved_rounds`); medians.
 - ``kernels``: the oneDNN kernels the bfloat16 step's matmuls run on, read from
   ``ONEDNN_VERBOSE=1`` in a child process (primitive, implementation, source type, count).
@@ -114,8 +115,11 @@ def measure_step(args, log=print) -> dict:
                      "pairs_per_s": round(args.batch / statistics.median(per_step), 1),
                      "rounds": len(values), "steps_per_round": args.steps})
     rows[1]["speed_vs_float32"] = round(rows[0]["median_step_ms"] / rows[1]["median_step_ms"], 2)
+    from tt_zoo.training.precision import training_policy
+
     return {"model": args.model, "batch": args.batch, "query_length": args.query_length,
-            "document_length": args.document_length, "rows": rows}
+            "document_length": args.document_length, "rows": rows,
+            "auto_policy": training_policy(built["float32"][0])}
 
 
 # ------------------------------------------------------------------ the kernels
@@ -207,10 +211,16 @@ def measure_finetune(args, log=print) -> dict:
 # ------------------------------------------------------------------ the record
 
 def _auto_policy(part: dict) -> str:
-    """What ``--precision auto`` trains in on the part's machine: bfloat16 on AMX only."""
-    if part.get("machine", {}).get("matrix_units", {}).get("amx"):
-        return "what `--precision auto` trains on this CPU"
-    return ("`--precision bfloat16`; `auto` trains in float32 on this CPU, which has no AMX")
+    """What ``--precision auto`` trains the part's model in on its machine: the policy recorded
+    at the run (`tt_zoo.training.precision.training_policy`), or, in records made before the
+    tower family counted, bfloat16 on AMX only."""
+    auto = part.get("auto_policy")
+    if auto is None:
+        auto = ("mixed_bfloat16" if part.get("machine", {}).get("matrix_units", {}).get("amx")
+                else "float32")
+    if auto == "mixed_bfloat16":
+        return "what `--precision auto` trains this model in on this CPU"
+    return "`--precision bfloat16`; `auto` trains this model in float32 on this CPU"
 
 
 def markdown(record: dict, plot_name: str = "amx_training.png") -> str:

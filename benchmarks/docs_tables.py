@@ -369,6 +369,12 @@ RESULTS = {
                              "by side", "python -m benchmarks.amx_training --parts step "
                              "--rounds 5 --steps 3 --output results/avx512_bf16_training; then "
                              "--parts finetune --keep", "speed.md"),
+    "avx512_bf16_training_static": ("the static tower's training step in mixed bfloat16 "
+                                    "against float32 on an AMD EPYC with AVX512-BF16 (why "
+                                    "`--precision auto` trains bag-of-words towers in float32)",
+                                    "python -m benchmarks.amx_training --parts step --model "
+                                    "multitask_static_minilm_l6_384 --rounds 5 --steps 3 "
+                                    "--output results/avx512_bf16_training_static", "speed.md"),
     "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
                      "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
                      "python -m benchmarks.amx_training", "speed.md"),

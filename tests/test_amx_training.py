@@ -169,3 +169,26 @@ def test_recorded_run_configs_of_shipped_models_still_parse():
         assert config.compute.precision == "auto", path
         if command == "pretrain" and config.model.dtype_policy == "float32":
             assert pretrain_run.training_policy(config) == "float32", path
+
+
+def test_the_step_benchmark_says_what_auto_chose_for_its_model():
+    """benchmarks/amx_training's step section names the policy `--precision auto` chose for
+    the measured model (recorded at the run), and reads older records by their CPU alone."""
+    from benchmarks.amx_training import markdown
+
+    def step(**extra):
+        rows = [{"policy": "float32", "median_step_ms": 81.2, "min_step_ms": 75.8,
+                 "max_step_ms": 88.4, "pairs_per_s": 394.2},
+                {"policy": "mixed_bfloat16", "median_step_ms": 77.9, "min_step_ms": 71.9,
+                 "max_step_ms": 85.2, "pairs_per_s": 410.8, "speed_vs_float32": 1.04}]
+        return {"step": {"model": "m", "batch": 32, "query_length": 64, "document_length": 128,
+                         "rows": rows, **extra}}
+
+    assert "`auto` trains this model in float32" in markdown(step(auto_policy="float32"))
+    assert "| mixed_bfloat16 | 77.9 | 71.9 | 85.2 | 410.8 | x1.04 |" in markdown(step())
+    assert "what `--precision auto` trains this model in" in markdown(
+        step(auto_policy="mixed_bfloat16"))
+    assert "`auto` trains this model in float32" in markdown(step())  # older, no AMX
+    amx = {"cpu": "Intel Xeon", "cores": 2, "python": "3.11.7", "versions": {}, "date": "d",
+           "matrix_units": {"amx": True}}
+    assert "what `--precision auto` trains" in markdown(step(machine=amx, command="c"))
