@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from tt_zoo.configs.multitask import ODQA_CACHE
+
 from benchmarks import arguments, text_rows
 from benchmarks.measure import machine_line
 
@@ -38,7 +40,7 @@ def corpora(questions: int):
     squad = reqa.build_reqa(DATA / "squad" / "dev-v1.1.json")
     reqa_queries = [q.text for q in squad.questions[:questions]]
     yield "ReQA-SQuAD(dev)", bm25.candidate_texts(squad), None, reqa_queries
-    bench = odqa.validation_benchmark(DATA, cache_dir=REPO / "runs" / "odqa_cache")
+    bench = odqa.validation_benchmark(DATA, cache_dir=REPO / ODQA_CACHE)
     odqa_queries = [q.text for s in bench.sets for q in s.questions][:questions]
     yield ("ODQA (Wikispeedia, 100-word passages)", bench.collection.bm25_texts,
            bench.collection.ids, odqa_queries)

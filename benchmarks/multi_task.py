@@ -49,6 +49,7 @@ import pathlib
 import sys
 import types
 
+from tt_zoo.configs.multitask import ODQA_CACHE
 from tt_zoo.reproduction import runner  # the grid's mechanics; no TensorFlow
 from tt_zoo.zoo.registry import MULTITASK_LEXICAL_RUN, MULTITASK_RUN
 
@@ -98,7 +99,7 @@ class World:
 
         watch = runner.Stopwatch()
         d = arguments.data_dir()
-        self.bench = odqa.validation_benchmark(d, cache_dir=REPO / "runs" / "odqa_cache")
+        self.bench = odqa.validation_benchmark(d, cache_dir=REPO / ODQA_CACHE)
         self.collection = self.bench.collection
         self.reqa = reqa_lib.build_reqa(d / "squad" / "dev-v1.1.json")
         self.split = reqa_lib.make_splits(self.reqa, 0.8, seed=0)  # the reqa task's split
@@ -106,7 +107,7 @@ class World:
         # Held out of trainmodel, never trained on: it picks the fusion weight.
         self.devtest = odqa.Benchmark.build(
             d / "wikispeedia", [odqa.load_question_set("webquestions-devtest", d)],
-            cache_dir=REPO / "runs" / "odqa_cache").sets[0]
+            cache_dir=REPO / ODQA_CACHE).sets[0]
         log(f"data ready in {watch}: {len(self.collection):,} passages, "
             f"{len(self.split.test):,} ReQA test questions")
 

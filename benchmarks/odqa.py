@@ -14,6 +14,8 @@ import json
 import pathlib
 import sys
 
+from tt_zoo.configs.multitask import ODQA_CACHE
+
 from benchmarks import arguments
 
 REPO = arguments.REPO
@@ -67,7 +69,7 @@ def main(argv=None):
 
     models = (args.model if args.model is not None
               else list_models(shipped_only=True, kind="two_tower"))
-    argv = ["--bm25", "--no-progress", "--cache-dir", str(REPO / "runs" / "odqa_cache")]
+    argv = ["--bm25", "--no-progress", "--cache-dir", str(REPO / ODQA_CACHE)]
     for m in models:
         argv += ["--model", m]
     out = odqa_cli.run(odqa_cli.parse_args(argv))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from tt_zoo.configs.multitask import ODQA_CACHE
 from tt_zoo.reproduction.runner import Stopwatch  # no TensorFlow
 
 from benchmarks import arguments
@@ -59,7 +60,7 @@ def odqa_benchmark(model) -> dict:
     """Top-k answer recall on the ODQA validation questions over 100-word passages."""
     from tt_zoo.evaluation import odqa
 
-    benchmark = odqa.validation_benchmark(DATA, cache_dir=REPO / "runs" / "odqa_cache")
+    benchmark = odqa.validation_benchmark(DATA, cache_dir=REPO / ODQA_CACHE)
     path = WORK / f"odqa_{model.metadata['sha256'][:16]}.npy"
     sets = benchmark.score_model(model, cache_path=path)
     for stale in (path, path.with_suffix(".json")):

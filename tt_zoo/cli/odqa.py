@@ -22,6 +22,7 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import default_data_dir, question_sets_or_exit
+from tt_zoo.configs.multitask import ODQA_CACHE
 from tt_zoo.evaluation import odqa  # numpy only: --help stays fast
 from tt_zoo.evaluation.tables import row_labels
 
@@ -43,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="words a passage (DPR: 100) (default: %(default)s)")
     p.add_argument("--k", default="1,5,20,100",
                    help="comma-separated cut-offs (default: %(default)s)")
-    p.add_argument("--cache-dir", default="runs/odqa_cache",
+    p.add_argument("--cache-dir", default=ODQA_CACHE,
                    help="answer rows and passage embeddings are kept here between runs "
                         "('' : nowhere) (default: %(default)s)")
     p.add_argument("--limit-articles", type=numbers.count(), default=None,

@@ -27,6 +27,7 @@ import time
 from tt_zoo import numbers
 from tt_zoo.cli import parsing
 from tt_zoo.cli.common import check_new_file, default_data_dir, question_sets_or_exit
+from tt_zoo.configs.multitask import ODQA_CACHE
 from tt_zoo.data.question_sets import NAMED_SETS, VALIDATION
 
 COMMAND = "teacher-scores"
@@ -62,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="any article source tt_zoo reads (default: $TT_ZOO_DATA/wikispeedia)")
     p.add_argument("--passage-words", type=numbers.count(high=100_000), default=100,
                    help="words a passage (DPR: 100) (default: %(default)s)")
-    p.add_argument("--cache-dir", default="runs/odqa_cache",
+    p.add_argument("--cache-dir", default=ODQA_CACHE,
                    help="answer rows and passage embeddings are kept here between runs "
                         "(default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing --output")
