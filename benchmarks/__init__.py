@@ -48,6 +48,8 @@ Scripts (results/ file written by default):
 - pretrain_curve: learning curves of pretraining configurations (pretrain_curve)
 - pretrain_tasks: the pretraining-task grid (pretrain_tasks.{md,json,png}); pretrain_tasks_eval
   scores one cell, pretrain_tasks_report writes the report
+- qgen_questions: generated questions over the ODQA passages as a question file, for
+  distillation (a step, no results file)
 - qgen_samples: sample questions of the offline question generator, its yield and speed
   (qgen_samples.md)
 - reqa_questions: the ReQA split's training questions as an ODQA question file, for query
