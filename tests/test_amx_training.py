@@ -3,11 +3,13 @@ the switch back, the mixed_bfloat16 training copy and its float32 export, the ca
 and the recorded run configs of shipped models, which trained in float32 and still do."""
 
 import json
+import textwrap
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from conftest import REPO_ROOT
 from helpers import pair_dataset, tiny_model
 from test_finetune_recipe import squad_slice
 from tt_zoo import hardware
@@ -108,6 +110,35 @@ def test_the_training_copy_computes_in_bfloat16_and_writes_float32_weights_back(
         assert same is model
     back = with_dtype_policy(trained, "float32")  # what an export of a bfloat16 run holds
     assert back.get_config()["query_tower"] == model.get_config()["query_tower"]
+
+
+@BFLOAT16_UNIT
+def test_the_default_training_step_runs_its_matmuls_on_the_bfloat16_units():
+    """A training step of a BERT tower at --precision auto's choice on this CPU, read from
+    oneDNN's verbose log (not the flag): matmuls in bfloat16 on the unit's kernel (AMX tiles,
+    or AVX512-BF16 without AMX). Fails if training silently falls back to float32."""
+    from benchmarks.measure import kernels_of
+    from test_amx_precision import UNIT_KERNELS
+
+    script = textwrap.dedent(f"""
+        import os, sys
+        os.environ["TT_ZOO_PRECISION"] = "auto"
+        sys.path.insert(0, {str(REPO_ROOT / 'tests')!r})
+        import tensorflow as tf
+        from helpers import pair_dataset, tiny_model
+        from tt_zoo.training.precision import training_copy
+        model = tiny_model()
+        with training_copy(model) as trained:
+            trained.compile(tf.keras.optimizers.Adam(1e-3))
+            batches = pair_dataset().repeat()
+            trained.fit(batches, steps_per_epoch=1, verbose=0)  # traced, outside the log
+            print("=== measure", flush=True)
+            trained.fit(batches, steps_per_epoch=2, verbose=0)
+    """)
+    kernels = kernels_of(script, timeout=300)
+    unit = UNIT_KERNELS[hardware.bfloat16_unit()]
+    assert any(k.startswith(("matmul ", "inner_product ")) and unit in k and k.endswith(" bf16")
+               for k in kernels), kernels
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
