@@ -11,15 +11,15 @@ import pytest
 import tensorflow as tf
 
 import tt_zoo
-from helpers import PAIRS, graph_ops, json_round_trip, load_recipe, pair_dataset, tiny_vocab, \
-    tokenized_batch
+from helpers import PAIRS, graph_ops, json_round_trip, load_recipe, pair_dataset, tiny_model, \
+    tiny_vocab, tokenized_batch
 from tt_zoo.data import features as F
 from tt_zoo.errors import TtZooError
 from tt_zoo.modeling.late_interaction import (AugmentedQueryPreprocessor, LateInteractionTower,
                                               punctuation_ids)
 from tt_zoo.modeling.late_interaction_model import (LateInteractionModel,
                                                     build_late_interaction_model,
-                                                    warm_start_from)
+                                                    warm_start_from, warm_start_options)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.models import TwoTowerModel
 from tt_zoo.modeling.pair_model import PairModel
@@ -377,6 +377,46 @@ def test_warm_start_from_the_shipped_flagship():
                                           embedding_dim=64, document_length=160)
     with pytest.raises(TtZooError, match="max_sequence_length"):
         warm_start_from(longer, source)
+
+
+def test_warm_start_from_an_imported_checkpoints_shape():
+    """A source shaped as an imported checkpoint (all-MiniLM-L6-v2: two segment rows, 512
+    positions) warm-starts a ColBERT tower whose query marker needs a third segment row and
+    which covers fewer positions: segment rows copied and the rest from row 0, positions cut to
+    the tower's first rows, every other weight as is."""
+    from tt_zoo.modeling.models import build_two_tower_model
+
+    tf.keras.utils.set_random_seed(1)
+    source = build_two_tower_model(VOCAB, size=None, num_layers=1, hidden_size=16,
+                                   num_attention_heads=2, inner_dim=32, embedding_dim=8,
+                                   query_length=16, document_length=24, max_sequence_length=64,
+                                   type_vocab_size=2, share_towers=True, pooling="mean",
+                                   inner_activation="gelu")
+    with pytest.raises(TtZooError, match="activation is 'gelu', this tower's 'gelu_approx"):
+        warm_start_from(tiny_colbert(), source)  # the same weights would compute otherwise
+    assert warm_start_options(source) == {"inner_activation": "gelu"}
+    model = tiny_colbert(**warm_start_options(source))
+    record = warm_start_from(model, source)
+    assert record["fitted"] == ["position_embedding: the first 24 of 64 rows",
+                                "type_embeddings: 2 rows, 14 more copied from row 0"]
+    assert record["query_marker"] == "type embedding row 2 initialised from row 0"
+    pairs = list(zip(model.tower.encoder.weights, source.query_tower.encoder.weights))
+    assert len(pairs) == len(source.query_tower.encoder.weights)
+    for ours, theirs in pairs:
+        ours, name, theirs = ours.numpy(), ours.name, theirs.numpy()
+        if "type_embeddings" in name:
+            np.testing.assert_array_equal(ours[:2], theirs)
+            np.testing.assert_array_equal(ours[2:], np.repeat(theirs[:1], len(ours) - 2, 0))
+        elif "position_embedding" in name:
+            np.testing.assert_array_equal(ours, theirs[:24])
+        else:
+            np.testing.assert_array_equal(ours, theirs)
+    wider = build_two_tower_model(VOCAB, size=None, num_layers=1, hidden_size=32,
+                                  num_attention_heads=2, inner_dim=32, embedding_dim=8,
+                                  query_length=16, document_length=24, share_towers=True)
+    with pytest.raises(TtZooError, match="BERT shape must be the source's"):
+        warm_start_from(tiny_colbert(), wider)
+    assert warm_start_options(tiny_model("bow_mlp")) == {}
 
 
 @pytest.fixture(scope="module")

@@ -159,6 +159,7 @@ class Origin(_Record):
     copied: Optional[str] = None  # which weights were copied
     new: Optional[List[str]] = None  # layers that start fresh
     query_marker: Optional[str] = None  # how a late-interaction query marker was initialised
+    fitted: Optional[List[str]] = None  # tables copied with other row counts, and how
     revision: Optional[str] = None  # an imported public checkpoint's revision
     license: Optional[str] = None  # an imported public checkpoint's licence
 

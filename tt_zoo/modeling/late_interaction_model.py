@@ -342,8 +342,11 @@ def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
     The token projection stays freshly initialised; the query marker's type-embedding row (never
     trained by a single-vector model, whose queries are segment 0) starts as a copy of row 0,
     so the warm-started tower encodes queries exactly as the source's query tower did. The
-    vocabulary and the encoder's shape (layers, sizes, positions) must match. Returns what was
-    copied, for the model card.
+    vocabulary and the encoder's shape (layers, sizes) must match. Two tables may differ in rows
+    (`_fitted`): a source with fewer segment rows than the marker needs (an imported checkpoint
+    such as all-MiniLM-L6-v2 has two) gets its rows copied and the rest from row 0, and a source
+    with more positions than the tower covers (512 in an imported checkpoint) gives its first
+    rows, the positions the tower uses. Returns what was copied, for the model card.
     """
     tower = model.tower
     if not isinstance(source, TwoTowerModel) or not isinstance(source.query_tower, BertTower):
@@ -351,23 +354,32 @@ def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
                          f"{type(source).__name__} with a {type(source.query_tower).__name__}).")
     if source.query_preprocessor.vocabulary_sha256 != model.query_preprocessor.vocabulary_sha256:
         raise TtZooError("The source model's vocabulary differs from this model's.")
+    activations = [t.get_config().get("inner_activation") for t in (source.query_tower, tower)]
+    if activations[0] != activations[1]:
+        raise TtZooError(f"The source's feed-forward activation is {activations[0]!r}, this "
+                         f"tower's {activations[1]!r}: build the tower with the source's "
+                         "(warm_start_options).")
     if not source.built:
         source.build_by_calling()
     if not model.built:
         model.build_by_calling()
     theirs, ours = source.query_tower.encoder.weights, tower.encoder.weights
-    differ = [(a.name, tuple(a.shape), tuple(b.shape)) for a, b in zip(theirs, ours)
-              if tuple(a.shape) != tuple(b.shape)]
+    values = [_fitted(a, b) for a, b in zip(theirs, ours)]
+    differ = [(a.name, tuple(a.shape), tuple(b.shape)) for a, b, v in zip(theirs, ours, values)
+              if v is None]
     if len(theirs) != len(ours) or differ:
         raise TtZooError(f"The source's encoder does not match this tower's ({len(theirs)} "
                          f"weights against {len(ours)}; first differences: {differ[:3]}): the "
-                         "BERT shape and max_sequence_length (max of the query and document "
-                         "lengths) must be the source's.")
-    tower.encoder.set_weights(source.query_tower.encoder.get_weights())
+                         "BERT shape must be the source's, and the tower's max_sequence_length "
+                         "(max of the query and document lengths) at most the source's.")
+    tower.encoder.set_weights(values)
     marker = model.query_preprocessor.marker_type_id
     record = {"copied": f"encoder ({len(ours)} weights) from the source's "
                         f"{'shared tower' if source.share_towers else 'query tower'}",
               "new": [tower.projection.name]}
+    fitted = [_fitting(a, b) for a, b in zip(theirs, ours) if a.shape != b.shape]
+    if fitted:
+        record["fitted"] = fitted
     if marker:
         table = [w for w in tower.encoder.weights if "type_embeddings" in w.name]
         if len(table) != 1:
@@ -376,6 +388,42 @@ def warm_start_from(model: LateInteractionModel, source: TwoTowerModel) -> dict:
         table[0].assign(tf.tensor_scatter_nd_update(table[0], [[marker]], table[0][:1]))
         record["query_marker"] = f"type embedding row {marker} initialised from row 0"
     return record
+
+
+def warm_start_options(source) -> dict:
+    """The tower options a ColBERT tower needs to be warm-started from `source` exactly, beyond
+    its shape: the feed-forward activation its weights were trained with (an imported
+    checkpoint's exact "gelu" against the zoo's "gelu_approximate"), for
+    `build_late_interaction_model`'s ``**bert_shape``; {} for a source without a BERT query tower
+    (which `warm_start_from` refuses)."""
+    tower = getattr(source, "query_tower", None)
+    if not isinstance(tower, BertTower):
+        return {}
+    return {"inner_activation": tower.get_config()["inner_activation"]}
+
+
+def _fitting(theirs, ours) -> str:
+    """What `_fitted` did to a table, for the card."""
+    name, have, need = ours.name.split("/")[-2], theirs.shape[0], ours.shape[0]
+    if have > need:
+        return f"{name}: the first {need} of {have} rows"
+    return f"{name}: {have} rows, {need - have} more copied from row 0"
+
+
+def _fitted(theirs, ours):
+    """The source weight `theirs` as `ours`'s shape (a numpy array), or None when it cannot be:
+    the same shape as is; a type-embedding table with fewer rows, its rows then copies of row
+    0; a position table with more rows, its first rows (the positions the tower uses)."""
+    value, shape = theirs.numpy(), tuple(ours.shape)
+    if value.shape == shape:
+        return value
+    if value.ndim != 2 or value.shape[1:] != shape[1:]:
+        return None
+    if "type_embeddings" in ours.name and value.shape[0] < shape[0]:
+        return np.concatenate([value, np.repeat(value[:1], shape[0] - value.shape[0], 0)])
+    if "position_embedding" in ours.name and value.shape[0] > shape[0]:
+        return value[:shape[0]]
+    return None
 
 
 def _embed_for_inference(embed: Callable, packed):

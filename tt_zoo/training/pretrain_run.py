@@ -96,12 +96,18 @@ def model_options(spec, config: PretrainConfig) -> registry.ModelOptions:
     return registry.ModelOptions(**options)
 
 
-def build_model(spec, config: PretrainConfig):
+def build_model(spec, config: PretrainConfig, source=None):
+    """The variant's model, untrained. `source`: the loaded --init-from export; a ColBERT tower
+    takes its feed-forward activation (`warm_start_options`), which the warm start's weights
+    were trained with."""
     from tt_zoo.zoo.build import build_untrained  # noqa: PLC0415 (TensorFlow)
+    shape = tower_shape(config.model.tower_shape)
+    if source is not None and spec.encoder == "colbert":
+        from tt_zoo.modeling.late_interaction_model import warm_start_options  # noqa: PLC0415
+        shape = {**(shape or {}), **warm_start_options(source.keras_model)}
     return build_untrained(spec, config.model.vocab, query_length=config.lengths.query_length,
                            document_length=config.lengths.document_length,
-                           dropout_rate=config.model.dropout,
-                           tower_shape=tower_shape(config.model.tower_shape),
+                           dropout_rate=config.model.dropout, tower_shape=shape,
                            options=model_options(spec, config))
 
 
@@ -227,17 +233,17 @@ def clustering_summary(order, train_wall_time_s: float) -> dict:
             if train_wall_time_s > 0 else None}
 
 
-def init_from(model, name_or_path):
+def init_from(model, name_or_path, source=None):
     """Copies an export's weights into `model` (a warm start); its name, sha256, steps and
     pretraining, for the card (a `tt_zoo.artifacts.model_card.Origin`). The vocabulary and every
     weight's shape must match; a late-interaction model takes a single-vector BERT export's
     encoder only (`warm_start_from`: its token projection starts fresh), recorded under
-    "copied" and "new"."""
+    "copied" and "new". `source`: the export already loaded (None: loaded here)."""
     from tt_zoo.modeling.late_interaction_model import LateInteractionModel, warm_start_from
     from tt_zoo.artifacts.model_card import Origin  # noqa: PLC0415
     from tt_zoo.zoo.loading import load  # noqa: PLC0415 (tt_zoo.load)
 
-    source = load(name_or_path)
+    source = source if source is not None else load(name_or_path)
     card = source.card
     record = Origin(source=str(name_or_path), sha256=card.provenance.sha256,
                     pretraining=card.training.pretraining, train_steps=card.training.train_steps,
@@ -346,10 +352,14 @@ def build_for_training(spec, config: PretrainConfig, schedule: TrainingArguments
     from tt_zoo.training import loop as training  # noqa: PLC0415
     from tt_zoo.training.grad_cache import use_grad_cache  # noqa: PLC0415
     chunk = config.training.grad_cache_chunk
+    source = None
+    if config.model.init_from:
+        from tt_zoo.zoo.loading import load  # noqa: PLC0415 (tt_zoo.load)
+        source = load(config.model.init_from)
     with strategy.scope():
-        model = build_model(spec, config)
+        model = build_model(spec, config, source)
         model.build_by_calling()
-        warm_start = init_from(model, config.model.init_from) if config.model.init_from else None
+        warm_start = init_from(model, config.model.init_from, source) if source else None
         trained = model
         if schedule.steps:
             trained = with_dtype_policy(model, training_policy(config, model))
