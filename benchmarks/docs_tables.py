@@ -340,6 +340,13 @@ RESULTS = {
                              "runs/exports/mpnet_adapted_webq --model mpnet_base_768 --fuse-with "
                              "runs/exports/mpnet_adapted_webq --odqa-validation "
                              "webquestions-devtest", "checkpoints.md"),
+    "fusion_distilled": ("the best system with the distilled MiniLM as its third retriever: "
+                         "convex(convex(BM25, distilled MiniLM), adapted MPNet) on the ODQA "
+                         "questions, the weights chosen on WebQuestions devtest",
+                         "python -m benchmarks.fusion --benchmarks odqa --odqa-validation "
+                         "webquestions-devtest --model runs/exports/mpnet_adapted_webq --model "
+                         "runs/exports/distilled_minilm_webq_reqa --fuse-with "
+                         "runs/exports/mpnet_adapted_webq", "checkpoints.md"),
     "static_distill_queries": ("the static tower's query side adapted on WebQuestions, and "
                                "taught by the adapted MPNet, on the ODQA questions",
                                "tt-zoo adapt-queries --model multitask_static_minilm_l6_384 "
