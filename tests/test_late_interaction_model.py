@@ -23,7 +23,7 @@ from tt_zoo.modeling.late_interaction_model import (LateInteractionModel,
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
 from tt_zoo.modeling.models import TwoTowerModel
 from tt_zoo.modeling.pair_model import PairModel
-from tt_zoo.modeling.maxsim import maxsim_scores
+from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_candidate_scores, maxsim_scores
 from tt_zoo.training.grad_cache import GradCacheError, use_grad_cache
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -74,6 +74,36 @@ def test_maxsim_by_hand():
     np.testing.assert_allclose(scores.numpy(), EXPECTED_SCORES, atol=1e-6)
     with pytest.raises(ValueError, match="3D"):
         maxsim_scores(QUERY_VECTORS[0], QUERY_MASK, DOC_VECTORS, DOC_MASK)
+
+
+def test_maxsim_of_each_query_with_its_own_candidates_by_hand():
+    """A distillation batch's scores: q0 with its candidates d0, d1 and q1 with d2, d3 (rows
+    b * K ...), the hand-worked numbers above: S(q0, d0), S(q0, d1), S(q1, d2), S(q1, d3)."""
+    queries = {TOKEN_VECTORS: QUERY_VECTORS, MASK: QUERY_MASK}
+    candidates = {TOKEN_VECTORS: DOC_VECTORS, MASK: DOC_MASK}
+    np.testing.assert_allclose(maxsim_candidate_scores(queries, candidates).numpy(),
+                               [[1.8, 1.0], [-0.6, 0.0]], atol=1e-6)
+    first = {TOKEN_VECTORS: DOC_VECTORS[::2], MASK: DOC_MASK[::2]}  # K = 1: d0 and d2
+    np.testing.assert_allclose(maxsim_candidate_scores(queries, first).numpy(),
+                               [[1.8], [-0.6]], atol=1e-6)
+
+
+def test_a_colbert_student_distils_by_maxsim():
+    """`PairModel.distillation_loss` on a ColBERT model scores each query's candidates by
+    MaxSim (its document, then its hard negatives), as `DistillationLoss` takes them."""
+    from tt_zoo.modeling.distillation import DistillationLoss
+
+    model = tiny_colbert()
+    loss = DistillationLoss("kl", temperature=0.5, student_temperature=1.0)
+    model.set_distillation(loss)
+    queries = {TOKEN_VECTORS: QUERY_VECTORS, MASK: QUERY_MASK}
+    embeddings = {"query": queries,
+                  "document": {TOKEN_VECTORS: DOC_VECTORS[::2], MASK: DOC_MASK[::2]},
+                  "hard_negative": {TOKEN_VECTORS: DOC_VECTORS[1::2], MASK: DOC_MASK[1::2]}}
+    teacher = tf.constant([[0.9, 0.1], [0.7, 0.2]])
+    student = tf.constant([[1.8, 1.0], [-0.6, 0.0]])  # S(q0, d0), S(q0, d1); S(q1, d2), S(q1, d3)
+    np.testing.assert_allclose(model.distillation_loss(teacher, embeddings).numpy(),
+                               loss(student, teacher).numpy(), atol=1e-6)
 
 
 def test_maxsim_loss_by_hand():

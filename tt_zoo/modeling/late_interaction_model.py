@@ -35,7 +35,8 @@ from tt_zoo.modeling.late_interaction import (DEFAULT_QUERY_LENGTH, PACKED_KEYS,
                                               AugmentedQueryPreprocessor, LateInteractionTower,
                                               punctuation_ids)
 from tt_zoo.modeling.losses import CorrectedSampledSoftmaxLoss
-from tt_zoo.modeling.maxsim import MASK, TOKEN_VECTORS, maxsim_scores
+from tt_zoo.modeling.maxsim import (MASK, TOKEN_VECTORS, maxsim_candidate_scores,
+                                   maxsim_scores)
 from tt_zoo.modeling.models import TwoTowerModel, as_documents, as_string_list, as_texts
 from tt_zoo.modeling.pair_model import PairModel
 from tt_zoo.modeling.towers import BertTower
@@ -205,6 +206,11 @@ class LateInteractionModel(PairModel):
         documents = as_string_list(documents, "documents")
         return maxsim_matrix(self.encode_query_tokens(queries, batch_size),
                              self.encode_document_tokens(documents, titles, batch_size))
+
+    def candidate_scores(self, queries, candidates) -> tf.Tensor:
+        """[B, K] MaxSim of each query with its own K candidates (a distillation batch's,
+        `tt_zoo.modeling.maxsim.maxsim_candidate_scores`)."""
+        return maxsim_candidate_scores(queries, candidates)
 
     def _token_tower_fn(self, role: str) -> Callable:
         """packed ids {PACKED_KEYS: int32 [rows, length]} -> {"token_vectors", "mask"}: one

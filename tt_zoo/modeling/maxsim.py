@@ -59,3 +59,31 @@ def maxsim_scores(query_vectors: tf.Tensor, query_mask: tf.Tensor, document_vect
     best = tf.where(has_tokens, best, tf.zeros_like(best))
     weights = tf.cast(query_mask, best.dtype)[:, :, tf.newaxis]
     return tf.reduce_sum(best * weights, axis=1)
+
+
+def maxsim_candidate_scores(queries: dict, candidates: dict) -> tf.Tensor:
+    """MaxSim of each query with its own K candidates (a distillation batch's scores,
+    `tt_zoo.modeling.distillation`), not all pairs as `maxsim_scores`.
+
+    Args:
+      queries: {TOKEN_VECTORS: [B, query_length, dim], MASK: [B, query_length]}.
+      candidates: the same of B * K documents, query b's at rows b * K ... b * K + K - 1.
+
+    Returns:
+      [B, K] float32, S(q_b, d_bk) as the module docstring says (masked tokens as there).
+    """
+    query_vectors = tf.cast(queries[TOKEN_VECTORS], tf.float32)
+    document_vectors = tf.cast(candidates[TOKEN_VECTORS], tf.float32)
+    if query_vectors.shape.rank != 3 or document_vectors.shape.rank != 3:
+        raise ValueError("MaxSim candidates need token vectors [batch, length, dim] (got "
+                         f"{query_vectors.shape} and {document_vectors.shape}).")
+    batch = tf.shape(query_vectors)[0]
+    d_shape = tf.shape(document_vectors)
+    grouped = tf.reshape(document_vectors, [batch, -1, d_shape[1], d_shape[2]])
+    similarity = tf.einsum("bqm,bkdm->bkqd", query_vectors, grouped)
+    document_mask = tf.reshape(tf.cast(candidates[MASK], tf.bool), [batch, -1, 1, d_shape[1]])
+    lowest = tf.constant(similarity.dtype.min, similarity.dtype)
+    best = tf.reduce_max(tf.where(document_mask, similarity, lowest), axis=-1)  # [B, K, Lq]
+    best = tf.where(tf.reduce_any(document_mask, axis=-1), best, tf.zeros_like(best))
+    weights = tf.cast(queries[MASK], tf.float32)[:, tf.newaxis, :]
+    return tf.reduce_sum(best * weights, axis=-1)

@@ -206,15 +206,20 @@ class PairModel(tfrs.Model):
     def distillation_loss(self, teacher_scores, embeddings: dict) -> tf.Tensor:
         """The `set_distillation` loss of `embed_for_loss`'s embeddings of a distillation batch:
         row b's candidates are its document (the teacher's best) then its K - 1 hard negatives
-        (rows b * (K - 1) ...), scored by the dot product against `teacher_scores` `[B, K]`
+        (rows b * (K - 1) ...), scored by `candidate_scores` against `teacher_scores` `[B, K]`
         (`tt_zoo.modeling.distillation`)."""
+        queries = embeddings["query"]
+        scores = [self.candidate_scores(queries, embeddings[key])
+                  for key in ("document", "hard_negative")]
+        return self._distillation(tf.concat(scores, axis=1), teacher_scores)
+
+    def candidate_scores(self, queries, candidates) -> tf.Tensor:
+        """[B, K] float32: each query's score with its own K candidates (query b's at rows
+        b * K ...), as the model scores them: the dot product of single vectors
+        (`tt_zoo.modeling.distillation.candidate_scores`)."""
         from tt_zoo.modeling.distillation import candidate_scores  # noqa: PLC0415
 
-        queries = embeddings["query"]
-        first = tf.reduce_sum(tf.cast(queries, tf.float32)
-                              * tf.cast(embeddings["document"], tf.float32), axis=-1)
-        rest = candidate_scores(queries, embeddings["hard_negative"])
-        return self._distillation(tf.concat([first[:, None], rest], axis=1), teacher_scores)
+        return candidate_scores(queries, candidates)
 
     @property
     def distillation(self):

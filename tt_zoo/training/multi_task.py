@@ -406,12 +406,11 @@ def prepare(model, tasks: Sequence[Task], *, batch_size: int, weights=None,
     return MultiTaskData(arrays, order, described, counts, distill)
 
 
-def check_distillation(model, names: Sequence[str], distillation, candidates) -> None:
-    """Raises `TtZooError` (a ValueError) unless distillation tasks `names` can train `model`:
-    a `DistillationLoss` given, K >= 2 candidates, a single-vector model (scores are dot
-    products of its query and passage embeddings)."""
+def check_distillation(names: Sequence[str], distillation, candidates) -> None:
+    """Raises `TtZooError` (a ValueError) unless distillation tasks `names` can train:
+    a `DistillationLoss` given, K >= 2 candidates. (The student scores its candidates as it
+    scores any passage, `PairModel.candidate_scores`: dot products, or MaxSim for ColBERT.)"""
     from tt_zoo.errors import TtZooError  # noqa: PLC0415
-    from tt_zoo.modeling.late_interaction_model import LateInteractionModel  # noqa: PLC0415
 
     if distillation is None:
         raise TtZooError(f"Tasks {list(names)} distil a teacher's scores: pass distillation="
@@ -419,10 +418,6 @@ def check_distillation(model, names: Sequence[str], distillation, candidates) ->
     if not isinstance(candidates, (int, np.integer)) or candidates < 2:
         raise TtZooError(f"distill_candidates must be an int >= 2: the teacher's best and at "
                          f"least one other (got {candidates!r}).")
-    if isinstance(model, LateInteractionModel):
-        raise TtZooError(f"Tasks {list(names)}: distillation scores a query and a passage by "
-                         "the dot product of their embeddings; a late-interaction (ColBERT) "
-                         "model scores by MaxSim (train it on the other tasks).")
 
 
 def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: int,
@@ -478,7 +473,7 @@ def train_multi_task(model, tasks: Sequence[Task], *, steps: int, batch_size: in
 
     distilling = [t.name for t in tasks if is_distillation(t)]
     if distilling:
-        check_distillation(model, distilling, distillation, distill_candidates)
+        check_distillation(distilling, distillation, distill_candidates)
     start = time.perf_counter()
     tf.keras.utils.set_random_seed(seed)
     data = prepare(model, tasks, batch_size=batch_size, weights=weights, batching=batching,
