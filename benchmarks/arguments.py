@@ -45,6 +45,15 @@ def add_output(p, default: Any = None, help: Optional[str] = None, type=pathlib.
     p.add_argument("--output", type=type, default=default, help=help)
 
 
+def check_new_output(p, output) -> None:
+    """Exits through `p` unless --output was given and names nothing yet (a user's file is
+    never overwritten)."""
+    if output is None:
+        p.error("--output is required")
+    if output.exists():
+        p.error(f"--output: {output} exists; choose a new path")
+
+
 def add_model(p, default: Any = None, *, repeat: bool = False, required: bool = False,
               help: Optional[str] = None) -> None:
     """--model: a registered name or an export directory; with `repeat`, one per use (a list)."""

@@ -38,10 +38,7 @@ def parse_args(argv=None):
     p.add_argument("--passage-words", type=int, default=100,
                    help="words a passage, as tt-zoo odqa cuts them (default: %(default)s)")
     args = p.parse_args(argv)
-    if args.output is None:
-        p.error("--output is required")
-    if args.output.exists():
-        p.error(f"--output: {args.output} exists; choose a new path")
+    arguments.check_new_output(p, args.output)
     if args.count < 1:
         p.error(f"--count must be at least 1 (got {args.count})")
     return args

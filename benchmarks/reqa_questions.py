@@ -32,10 +32,7 @@ def parse_args(argv=None):
     p.add_argument("--part", choices=PARTS, default="train",
                    help="which part of the split to write (default: %(default)s)")
     args = p.parse_args(argv)
-    if args.output is None:
-        p.error("--output is required")
-    if args.output.exists():
-        p.error(f"--output: {args.output} exists; choose a new path")
+    arguments.check_new_output(p, args.output)
     if not 0 < args.split_fraction < 1:
         p.error(f"--split-fraction must be in (0, 1) (got {args.split_fraction})")
     return args
