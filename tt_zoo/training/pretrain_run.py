@@ -477,8 +477,8 @@ def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, out
     """The run's record (train_summary.json, and the export's metadata: a
     `tt_zoo.artifacts.model_card.ModelCard`): what was trained, on what, with which schedule (the
     dtype `policy` its towers trained under), at what cost, and the whole config under
-    `RUN_CONFIG_KEY`. A rerun of a finished run trains
-    nothing: the first run's costs stay the record."""
+    `RUN_CONFIG_KEY`. A rerun of a finished run trains nothing: the first run's costs stay the
+    record."""
     import tensorflow as tf  # noqa: PLC0415
     from tt_zoo.artifacts.model_card import (WEIGHTS_LICENSE, Architecture,  # noqa: PLC0415
                                            Lineage, ModelCard, PairSet, Training,
@@ -576,7 +576,8 @@ def pretrain(config: PretrainConfig, *, command: Optional[str] = None,
     model, trained, warm_start = build_for_training(spec, config, schedule, strategy)
     print(f"vocabulary: {config.model.vocab} ({model.query_preprocessor.vocab_size:,} tokens)")
     if schedule.steps:
-        print(f"precision: {training_policy(config, model)} (--precision {config.compute.precision})")
+        print(f"precision: {training_policy(config, model)} "
+              f"(--precision {config.compute.precision})")
     outcome = train(trained, spec, config, schedule, strategy, workdir, mining, default_squad)
     if trained is not model:  # the float32 model takes the weights trained in bfloat16
         from tt_zoo.training.precision import write_back  # noqa: PLC0415
