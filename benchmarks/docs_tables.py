@@ -393,6 +393,12 @@ RESULTS = {
                               "tt-zoo teacher-scores --lexical-weight 0.4 ...; tt-zoo multitask "
                               "--task distill:FILE ...; tt-zoo odqa (commands in the file)",
                               "checkpoints.md"),
+    "distill_aux_qgen": ("MiniLM distilled from the adapted MPNet with the paper's tasks as an "
+                         "auxiliary loss, and with generated questions as a second source, on "
+                         "the ODQA validation questions",
+                         "tt-zoo make-pairs ...; python -m benchmarks qgen_questions ...; tt-zoo "
+                         "teacher-scores ...; tt-zoo multitask ...; tt-zoo odqa (commands in the "
+                         "file)", "checkpoints.md"),
     "int8_cost": ("what dynamic-range int8 document encoding (the tower as TFLite) costs in "
                   "recall and gains in speed against float32 and bfloat16 (ReQA, ODQA)",
                   "python -m benchmarks.precision_cost --compare int8 --model minilm_l6_384",
