@@ -29,3 +29,19 @@ def test_init_from_refuses_another_architecture(exported):
     from tt_zoo.training import RunError
     with pytest.raises(RunError, match="do not match"):
         init_from(other, exported.path)
+
+
+def test_a_run_of_no_steps_records_its_sources_pretraining_not_its_variants():
+    """A 0-step warm start trained nothing of its variant's tasks: the card's pretraining is the
+    source's (an imported checkpoint's "imported"), or "none" without a source."""
+    from types import SimpleNamespace
+
+    from tt_zoo.artifacts.model_card import Origin
+    from tt_zoo.training.pretrain_run import trained_pretraining
+
+    spec = SimpleNamespace(pretraining="ict_bfs_wlp")
+    imported = Origin(source="minilm_l6_384", pretraining="imported")
+    assert trained_pretraining(spec, 0, imported) == "imported"
+    assert trained_pretraining(spec, 0, None) == "none"
+    assert trained_pretraining(spec, 0, Origin(source="x")) == "none"
+    assert trained_pretraining(spec, 40, imported) == "ict_bfs_wlp"

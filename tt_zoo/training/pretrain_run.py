@@ -472,6 +472,15 @@ def check_pairs(pairs: str) -> None:
                        "train on (tt-zoo make-pairs writes them)")
 
 
+def trained_pretraining(spec, steps: int, warm_start) -> str:
+    """The card's pretraining: the variant's tasks when the run takes steps; with none, the
+    warm start's source's (an imported checkpoint's "imported"), or "none" for initial weights,
+    since a run of 0 steps trained nothing of its variant's tasks."""
+    if steps:
+        return spec.pretraining
+    return warm_start.pretraining if warm_start is not None and warm_start.pretraining else "none"
+
+
 def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, outcome: TrainOutcome,
                   warm_start, command: Optional[str], summary_path: str, policy: str) -> dict:
     """The run's record (train_summary.json, and the export's metadata: a
@@ -489,7 +498,8 @@ def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, out
         name=spec.name, license=WEIGHTS_LICENSE,
         architecture=Architecture(encoder=spec.encoder, tower_size=spec.tower_size,
                                   model_options=dataclasses.asdict(model_options(spec, config))),
-        training=Training(pretraining=spec.pretraining, train_steps=steps,
+        training=Training(pretraining=trained_pretraining(spec, steps, warm_start),
+                          train_steps=steps,
                           seed=config.training.seed,
                           training_data=(f"pairs from {pairs or config.data.mlm_examples}"
                                          if steps else "none (initialised, not trained)"),
