@@ -446,6 +446,12 @@ RESULTS = {
     "late_interaction_idf": ("zero-shot ColBERT with idf-weighted query tokens",
                              "python -m benchmarks.late_interaction --query-weights ...",
                              "late_interaction_and_term_weights.md"),
+    "late_interaction_minilm": ("ColBERT warm-started from all-MiniLM-L6-v2 and trained on the "
+                                "adapted MPNet's scores by MaxSim: re-ranking BM25, and fused "
+                                "three ways with the adapted MPNet, on the ODQA questions",
+                                "tt-zoo pretrain --init-from minilm_l6_384 ...; tt-zoo multitask "
+                                "...; python -m benchmarks.late_interaction --fuse-with ...",
+                                "late_interaction_and_term_weights.md"),
     "late_interaction_multitask": ("ColBERT after multi-task training on the two QA tasks",
                                    "python -m benchmarks.late_interaction",
                                    "late_interaction_and_term_weights.md"),
