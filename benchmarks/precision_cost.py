@@ -44,7 +44,6 @@ import pathlib
 import shutil
 import tempfile
 import time
-import warnings
 
 import numpy as np
 
@@ -104,8 +103,9 @@ class TfliteInt8(AtPrecision):
     (`tf.lite.TFLiteConverter`, ``Optimize.DEFAULT``), one interpreter per batch shape, on the
     batches `encode_documents` makes (sorted by length, cut to a multiple of 16 tokens:
     `tt_zoo.modeling.inference.encode_in_buckets`); queries in float32. `note` says what was
-    converted. TensorFlow 2.20 marks `tf.lite.Interpreter` deprecated in favour of the
-    ai_edge_litert package, which the pinned stack does not hold: its warning is silenced here."""
+    converted. The flatbuffer runs in LiteRT's interpreter (`ai_edge_litert`, which
+    tf-models-official requires, so the pinned stack holds it), where TensorFlow 2.20 points from
+    its deprecated `tf.lite.Interpreter`."""
 
     def __init__(self, model, batch_size: int):
         import tensorflow as tf
@@ -126,14 +126,11 @@ class TfliteInt8(AtPrecision):
 
     def _run(self, batch: dict):
         import tensorflow as tf
+        from ai_edge_litert.interpreter import Interpreter
 
         shape = tuple(batch["input_word_ids"].shape)
         if shape not in self.interpreters:
-            with warnings.catch_warnings():  # (said in the class docstring)
-                warnings.filterwarnings("ignore", r"\s*Warning: tf.lite.Interpreter is deprecated",
-                                        UserWarning)
-                interpreter = tf.lite.Interpreter(model_content=self.flatbuffer,
-                                                  num_threads=os.cpu_count())
+            interpreter = Interpreter(model_content=self.flatbuffer, num_threads=os.cpu_count())
             for detail in interpreter.get_input_details():
                 interpreter.resize_tensor_input(detail["index"], list(shape))
             interpreter.allocate_tensors()
