@@ -340,6 +340,15 @@ RESULTS = {
                              "runs/exports/mpnet_adapted_webq --model mpnet_base_768 --fuse-with "
                              "runs/exports/mpnet_adapted_webq --odqa-validation "
                              "webquestions-devtest", "checkpoints.md"),
+    "fusion_mpnet_union": ("MPNet's query tower adapted on WebQuestions and the ReQA split's "
+                           "questions together, fused with BM25 and with the WebQuestions-adapted "
+                           "MPNet on the ODQA questions, the weights chosen on WebQuestions devtest",
+                           "tt-zoo adapt-queries --model mpnet_base_768 --questions "
+                           "webquestions-trainmodel --questions runs/questions/reqa80_train.jsonl "
+                           "...; python -m benchmarks.fusion --benchmarks odqa --odqa-validation "
+                           "webquestions-devtest --model runs/exports/mpnet_adapted_webq_reqa "
+                           "--model runs/exports/mpnet_adapted_webq --fuse-with "
+                           "runs/exports/mpnet_adapted_webq", "checkpoints.md"),
     "fusion_distilled": ("the best system with the distilled MiniLM as its third retriever: "
                          "convex(convex(BM25, distilled MiniLM), adapted MPNet) on the ODQA "
                          "questions, the weights chosen on WebQuestions devtest",
