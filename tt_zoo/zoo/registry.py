@@ -174,10 +174,13 @@ ADAPTATION_RUN = AdaptQueriesConfig.from_dict(
 # (`--train-token-embeddings`) trained on the listwise KL of the teacher's softmax over each
 # question's mined candidates against its own full-index softmax, 3 epochs of 32 at 1e-3 (chosen
 # on webquestions-devtest; results/static_distill_queries.md). The teacher scores come first:
-# `tt-zoo teacher-scores` with all-mpnet-base-v2 whose query tower was adapted on WebQuestions.
+# `tt-zoo teacher-scores` with all-mpnet-base-v2 whose query tower was adapted on the same
+# questions (WebQuestions trainmodel + the ReQA split's), the teacher that carries furthest to
+# CuratedTREC (results/fusion_mpnet_union.md; one adapted on WebQuestions alone taught 1.9
+# points less on the ODQA validation questions, results/adapted_static_minilm.md).
 STATIC_TEACHER_RUN = AdaptQueriesConfig.from_dict(
     {"data": {"questions": ["webquestions-trainmodel", "runs/questions/reqa80_train.jsonl"],
-              "teacher_scores": "runs/distill/mpnetA_webq_reqa.npz"},
+              "teacher_scores": "runs/distill/mpnetU_webq_reqa.npz"},
      "training": {"epochs": 3.0, "batch_size": 32, "learning_rate": 1e-3,
                   "train_token_embeddings": True, "distill_weight": 1.0}})
 MULTITASK_LEXICAL_PREFIX = "multitask_lexical_bow_mlp_"
