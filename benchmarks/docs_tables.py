@@ -402,6 +402,12 @@ RESULTS = {
                               "tt-zoo teacher-scores --lexical-weight 0.4 ...; tt-zoo multitask "
                               "--task distill:FILE ...; tt-zoo odqa (commands in the file)",
                               "checkpoints.md"),
+    "distill_union_teacher": ("MiniLM and the static tower taught by the MPNet adapted on "
+                              "WebQuestions + the ReQA split's questions, the MiniLM beside the "
+                              "ReQA task, on the ODQA questions and the ReQA split",
+                              "tt-zoo teacher-scores ...; tt-zoo multitask ...; tt-zoo odqa ...; "
+                              "python -m benchmarks.checkpoints --benchmarks reqa (commands in "
+                              "the file)", "checkpoints.md"),
     "distill_aux_qgen": ("MiniLM distilled from the adapted MPNet with the paper's tasks as an "
                          "auxiliary loss, and with generated questions as a second source, on "
                          "the ODQA validation questions",
