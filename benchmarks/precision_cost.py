@@ -126,10 +126,11 @@ class TfliteInt8(AtPrecision):
 
     def _run(self, batch: dict):
         import tensorflow as tf
-        from ai_edge_litert.interpreter import Interpreter
 
         shape = tuple(batch["input_word_ids"].shape)
         if shape not in self.interpreters:
+            from ai_edge_litert.interpreter import Interpreter
+
             interpreter = Interpreter(model_content=self.flatbuffer, num_threads=os.cpu_count())
             for detail in interpreter.get_input_details():
                 interpreter.resize_tensor_input(detail["index"], list(shape))

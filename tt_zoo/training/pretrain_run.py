@@ -476,9 +476,7 @@ def trained_pretraining(spec, steps: int, warm_start) -> str:
     """The card's pretraining: the variant's tasks when the run takes steps; with none, the
     warm start's source's (an imported checkpoint's "imported"), or "none" for initial weights,
     since a run of 0 steps trained nothing of its variant's tasks."""
-    if steps:
-        return spec.pretraining
-    return warm_start.pretraining if warm_start is not None and warm_start.pretraining else "none"
+    return spec.pretraining if steps else getattr(warm_start, "pretraining", None) or "none"
 
 
 def train_summary(spec, config: PretrainConfig, schedule: TrainingArguments, outcome: TrainOutcome,

@@ -177,7 +177,7 @@ ADAPTATION_RUN = AdaptQueriesConfig.from_dict(
 # `tt-zoo teacher-scores` with all-mpnet-base-v2 whose query tower was adapted on the same
 # questions (WebQuestions trainmodel + the ReQA split's), the teacher that carries furthest to
 # CuratedTREC (results/fusion_mpnet_union.md; one adapted on WebQuestions alone taught 1.9
-# points less on the ODQA validation questions, results/adapted_static_minilm.md).
+# points less on the ODQA validation questions, results/distill_union_teacher.md).
 STATIC_TEACHER_RUN = AdaptQueriesConfig.from_dict(
     {"data": {"questions": ["webquestions-trainmodel", "runs/questions/reqa80_train.jsonl"],
               "teacher_scores": "runs/distill/mpnetU_webq_reqa.npz"},
