@@ -458,6 +458,10 @@ RESULTS = {
     "late_interaction_continued": ("ColBERT trained 1,200 more steps: does more compute pay?",
                                    "python -m benchmarks.late_interaction",
                                    "late_interaction_and_term_weights.md"),
+    "late_interaction_fused_list": ("ColBERT on MiniLM re-ranking the fused list of BM25 and "
+                                    "the union-adapted MPNet, and fused back with it",
+                                    "python -m benchmarks.late_interaction --fuse-with ...",
+                                    "late_interaction_and_term_weights.md"),
     "late_interaction_idf": ("zero-shot ColBERT with idf-weighted query tokens",
                              "python -m benchmarks.late_interaction --query-weights ...",
                              "late_interaction_and_term_weights.md"),

@@ -18,7 +18,8 @@ The ColBERT export's document token vectors of a benchmark's candidates are enco
   takes ReQA's);
 * with --fuse-with MODEL (one of --model): that fusion fused again with MODEL's exact search,
   convex(convex(BM25, ColBERT re-ranking), MODEL), its weight chosen the same way: three
-  retrievers, each good at its own kind of match.
+  retrievers, each good at its own kind of match; and ColBERT re-ranking the fused list,
+  convex(BM25, MODEL)'s top --depth, fused again with that pair (`fused_list_rows`).
 
 With --query-weights ALPHA:MASK[:BETA][,...] every ColBERT row scores with idf-weighted query
 tokens (`tt_zoo.modeling.query_token_weights`: each query token's MaxSim counted idf ** ALPHA
@@ -223,7 +224,31 @@ def colbert_rows(ctx: text_rows.Context) -> dict:
         three = f"convex({key}, {partner})"
         fused3 = convex_fusion(ctx, three, tb.ReusedSearcher(fused), ctx.dense[partner])
         rows[three] = text_rows.score_row(bench, three, fused3, 0.0, fused3.describe())
+        rows.update(fused_list_rows(ctx, name, colbert, store, partner))
     return rows
+
+
+def fused_list_rows(ctx, name: str, colbert, store, partner: str) -> dict:
+    """ColBERT re-ranking the fused list: convex(BM25, partner)'s top --depth ordered by exact
+    MaxSim, and that re-ranking fused again with the pair's own scores over the same list (the
+    first stage with the better recall, not BM25's alone)."""
+    from tt_zoo.evaluation import text_benchmarks as tb
+    from tt_zoo.retrieval.late_interaction import MaxSimReranker
+
+    bench, depth = ctx.bench, ctx.args.depth
+    pair_key = f"convex(BM25, {partner})"
+    pair_fusion = convex_fusion(ctx, pair_key, ctx.bm25, ctx.dense[partner])
+    pair = tb.ReusedSearcher(pair_fusion)
+    rerank = tb.ReusedSearcher(MaxSimReranker(pair, colbert.encode_query_tokens, store=store,
+                                              depth=depth))
+    text_rows.warmed_up(rerank)
+    label = f"{name} re-ranking {pair_key}@{depth}"
+    key = f"convex({pair_key}, {label})"
+    fused = convex_fusion(ctx, key, pair, rerank)
+    return {pair_key: text_rows.score_row(bench, pair_key, pair, 0.0, pair_fusion.describe()),
+            label: text_rows.score_row(bench, label, rerank, 0.0,
+                                       {"depth": depth, "model": colbert.name}),
+            key: text_rows.score_row(bench, key, fused, 0.0, fused.describe())}
 
 
 @functools.lru_cache(maxsize=None)

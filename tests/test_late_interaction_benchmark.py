@@ -1,6 +1,7 @@
 """benchmarks/late_interaction.py end to end on tiny data: a tiny ColBERT export and a tiny dense
 export, the hand-made SQuAD file, three Wikispeedia articles and a few ODQA questions; the
-re-ranking row, the BM25 fusion and the three-way fusion with --fuse-with, in seconds."""
+re-ranking row, the BM25 fusion, the three-way fusion and the re-ranking of the fused list with
+--fuse-with, in seconds."""
 
 import pytest
 
@@ -41,11 +42,17 @@ def test_three_way_fusion_row_and_its_weights(exported, colbert_export, tmp_path
     out = late_interaction.main(base + ["--fuse-with", str(exported.path)])
     two = "convex(BM25, ColBERT re-ranking BM25@100)"
     three = f"convex({two}, tiny_test)"
+    pair = "convex(BM25, tiny_test)"
+    rerank_pair = f"ColBERT re-ranking {pair}@100"
+    pair_fused = f"convex({pair}, {rerank_pair})"
     for bench in ("reqa", "odqa"):
         rows = list(out["results"][bench])
-        assert rows == ["BM25", "tiny_test", "ColBERT re-ranking BM25@100", two, three], bench
+        assert rows == ["BM25", "tiny_test", "ColBERT re-ranking BM25@100", two, three, pair,
+                        rerank_pair, pair_fused], bench
         chosen = out["weights"][bench]
-        assert set(chosen) == {two, three} and len(chosen[three]["grid"]) == 21
+        assert set(chosen) == {two, three, pair, pair_fused}
+        assert len(chosen[three]["grid"]) == 21
+        assert out["results"][bench][rerank_pair]["settings"]["depth"] == 100
         for row in out["results"][bench].values():
             recalls = [v for k, v in late_interaction.text_rows.main_set(row).items()
                        if k.startswith("R@")]
