@@ -90,6 +90,16 @@ def _bm25(all_tables: list, wanted, metric: str):
     return collections.Counter(values).most_common(1)[0][0] if values else None
 
 
+def _task_words(task: str) -> str:
+    """A multi-task run's task as the table says it: the lexical task's and a distillation's
+    teacher named, the others as given."""
+    if task == "lexical":
+        return "lexical (BM25 as the teacher)"
+    if task.startswith("distill:"):
+        return f"a teacher's scores (`{pathlib.Path(task.split(':', 1)[1]).name}`)"
+    return task
+
+
 def _lineage(spec, registry) -> list:
     """The spec and each it was trained from (``init_from``), in that order."""
     chain = [spec]
@@ -152,8 +162,7 @@ def _training(spec, registry) -> str:
         if spec.init_from and spec.multitask is None:
             what += f" (from `{spec.init_from}`)"
     if spec.multitask is not None:
-        tasks = " + ".join("lexical (BM25 as the teacher)" if t == "lexical" else t
-                           for t in spec.multitask.tasks.task)
+        tasks = " + ".join(_task_words(t) for t in spec.multitask.tasks.task)
         return f"{what}, then multi-task on {tasks}, {spec.multitask.training.steps:,} steps"
     return f"{what}, {spec.run.get('steps'):,} steps × {spec.run.get('batch_size')}"
 
@@ -402,6 +411,17 @@ RESULTS = {
                               "tt-zoo teacher-scores --lexical-weight 0.4 ...; tt-zoo multitask "
                               "--task distill:FILE ...; tt-zoo odqa (commands in the file)",
                               "checkpoints.md"),
+    "distill_general_minilm": ("the general MiniLM: multitask_minilm_l6_384 taught the "
+                               "union-adapted MPNet's scores beside the ReQA task, the ReQA share "
+                               "at its size and at twice it, on the ODQA questions and the ReQA "
+                               "split", "tt-zoo multitask ...; tt-zoo odqa ...; python -m "
+                               "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
+                               "checkpoints.md"),
+    "distilled_multitask_minilm": ("the card rows of distilled_multitask_minilm_l6_384 beside BM25, "
+                                   "MiniLM as imported and its init, with fusions and "
+                                   "documents/s", "python -m benchmarks.checkpoints --benchmarks "
+                                   "reqa,odqa --split-fraction 0.8 --reqa-choose-on validation "
+                                   "--odqa-validation webquestions-devtest ...", "checkpoints.md"),
     "distill_union_teacher": ("MiniLM and the static tower taught by the MPNet adapted on "
                               "WebQuestions + the ReQA split's questions, the MiniLM beside the "
                               "ReQA task, on the ODQA questions and the ReQA split",

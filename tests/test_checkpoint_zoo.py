@@ -17,8 +17,9 @@ def test_the_family_is_registered_with_its_recipes():
 
     family = list_models("*minilm*", include_recipes=True)
     assert family == ["adapted_multitask_minilm_l6_384", "adapted_multitask_static_minilm_l6_384",
-                      "minilm_l6_384", "multitask_minilm_l6_384",
-                      "multitask_static_minilm_l6_384", "static_minilm_l6_384"]
+                      "distilled_multitask_minilm_l6_384", "minilm_l6_384",
+                      "multitask_minilm_l6_384", "multitask_static_minilm_l6_384",
+                      "static_minilm_l6_384"]
     assert "minilm_l6_384" in list_models(shipped_only=True)
     assert get_spec("minilm_l6_384").recipe_command() == (
         "tt-zoo import-checkpoint --name minilm_l6_384 --export saved_models/minilm_l6_384")
@@ -44,6 +45,16 @@ def test_the_family_is_registered_with_its_recipes():
         "tt-zoo adapt-queries --model multitask_minilm_l6_384 --epochs 10 "
         "--export saved_models/adapted_multitask_minilm_l6_384")
     assert registry._REGISTERED["adapted_multitask_minilm_l6_384"].run == unshipped.run
+    # A run that learns a teacher's scores is tagged distilled_: not its init's ARCH.TAG.
+    distilled = get_spec("distilled_multitask_minilm_l6_384")
+    assert distilled.init_from == "multitask_minilm_l6_384"
+    assert distilled.arch_tag == "minilm_l6_384.distilled_multitask_imported"
+    assert get_spec("multitask_minilm_l6_384").arch_tag == "minilm_l6_384.multitask_imported"
+    assert registry._REGISTERED[distilled.name].recipe_command().startswith(
+        "tt-zoo multitask --init multitask_minilm_l6_384 --document-length 192 "
+        "--task distill:runs/distill/mpnetU_webq_reqa.npz --task reqa ")
+    # Retired (its weights no longer shipped), the adapted MiniLM keeps its recorded recipe.
+    assert not adapted.shipped and "adapted_multitask_minilm_l6_384" not in list_models()
 
 
 def _installed():

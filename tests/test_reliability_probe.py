@@ -61,7 +61,7 @@ def _dead_pid() -> int:
 
 def _adapted_float16(tmp_path) -> pathlib.Path:
     """A query-adapted tiny model in float16 sharing every document-tower array with its base
-    (as adapted_multitask_minilm_l6_384 shares its base's)."""
+    (as adapted_multitask_static_minilm_l6_384 shares its base's)."""
     from tt_zoo.training.multi_task import untie_towers
     base_model = tiny_model(share_towers=True)
     base_model.build_by_calling()

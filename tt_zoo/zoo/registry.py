@@ -355,15 +355,18 @@ class ModelSpec:
     def tag(self) -> str:
         """How the weights were made: the pretraining (``ict_bfs_wlp``, ``imported``,
         ``distilled``), after ``multitask_`` and the tasks the multi-task run adds to the two QA
-        tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant;
+        tasks (``multitask_lexical_ict_bfs_wlp_crop_span_qgen``) for a multi-task variant, and
+        ``distilled_`` before it when the run learns a teacher's scores (``distill:FILE``);
         ``adapted_`` and its base's tag for a query-adapted one."""
         if self.adapted is not None:
             return f"adapted_{REGISTRY[self.init_from].tag}"
         if self.multitask is None:
             return self.pretraining
-        added = [t for t in self.multitask.tasks.task
+        tasks = self.multitask.tasks.task
+        added = [t for t in tasks
                  if ":" not in t and t not in MULTITASK_TASKS]  # named tasks, not pairs:DIR
-        return "_".join(["multitask", *added, self.pretraining])
+        distilled = ["distilled"] if any(t.startswith("distill:") for t in tasks) else []
+        return "_".join([*distilled, "multitask", *added, self.pretraining])
 
     @property
     def arch_tag(self) -> str:
@@ -455,6 +458,16 @@ def _build_registry() -> Dict[str, ModelSpec]:
 # an hour here; docs/checkpoints.md compares it with a quarter pass, 150 x 16); the static
 # table at the BoW-MLP run's (`MULTITASK_RUN`).
 MULTITASK_CHECKPOINT_RUN = MULTITASK_RUN.replace(steps=600, batch_size=16, learning_rate=2e-5)
+# ``distilled_multitask_``: the multi-task model taught a stronger teacher's ranking beside the
+# ReQA task, the same 600 steps of 16: all-mpnet-base-v2 with its query tower adapted on the
+# union of WebQuestions trainmodel and the ReQA split's training questions, its scores over each
+# question's candidates (`tt-zoo teacher-scores`, the file the recipe reads, made first) learnt
+# by listwise KL over 4 of them (RocketQAv2), 192-token passages. CuratedTREC is in neither
+# teacher nor student: it reads R@20 76.6 there against 72.1 for its init
+# (results/distill_general_minilm.md).
+DISTILLED_CHECKPOINT_RUN = MULTITASK_CHECKPOINT_RUN.replace(
+    task=("distill:runs/distill/mpnetU_webq_reqa.npz", "reqa"), document_length=192,
+    distill_loss="kl", distill_candidates=4)
 STATIC_DIM = 384  # all of MiniLM's dimensions: on the ODQA validation questions 56.6 top-20 after
 # the two QA tasks against 56.0 for a PCA to 256 (`docs/checkpoints.md`)
 DISTILLED = "distilled"  # the pretraining of a static model distilled from its init_from
@@ -484,6 +497,12 @@ def _checkpoint_specs() -> Dict[str, ModelSpec]:
             embedding_dim=c.embedding_dim, pretraining="imported", init_from=name,
             run=MULTITASK_CHECKPOINT_RUN.replace(init=name,
                                                  export=f"saved_models/multitask_{name}"),
+            architecture=name, **common)
+        specs[f"distilled_multitask_{name}"] = ModelSpec(
+            name=f"distilled_multitask_{name}", encoder="bert", tower_size=None,
+            embedding_dim=c.embedding_dim, pretraining="imported", init_from=f"multitask_{name}",
+            run=DISTILLED_CHECKPOINT_RUN.replace(
+                init=f"multitask_{name}", export=f"saved_models/distilled_multitask_{name}"),
             architecture=name, **common)
         specs[f"adapted_multitask_{name}"] = ModelSpec(
             name=f"adapted_multitask_{name}", encoder="bert", tower_size=None,
@@ -761,6 +780,9 @@ def read_recipe(path: pathlib.Path) -> RunConfig:
 
 
 _RECIPES = recipe_files()
-for _name, _fields in read_shipped().items():
-    register_shipped(_name, **_fields, **(
+_SHIPPED = read_shipped()
+# A shipped name's run is the one it recorded; so is a retired name's (weights no longer
+# shipped, its recipe kept: the command that made them, which `tt_zoo.load` names).
+for _name in sorted(set(_SHIPPED) | (set(_RECIPES) & set(REGISTRY))):
+    REGISTRY[_name] = dataclasses.replace(REGISTRY[_name], **_SHIPPED.get(_name, {}), **(
         {"run": read_recipe(_RECIPES[_name])} if _name in _RECIPES else {}))
