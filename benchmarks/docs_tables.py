@@ -349,6 +349,9 @@ RESULTS = {
                              "runs/exports/mpnet_adapted_webq --model mpnet_base_768 --fuse-with "
                              "runs/exports/mpnet_adapted_webq --odqa-validation "
                              "webquestions-devtest", "checkpoints.md"),
+    "fusion_general_minilm": ("the shipped general MiniLM fused with BM25, and again with the "
+                              "union-adapted MPNet, on the ODQA questions",
+                              "python -m benchmarks.fusion --fuse-with ...", "checkpoints.md"),
     "fusion_mpnet_union": ("MPNet's query tower adapted on WebQuestions and the ReQA split's "
                            "questions together, fused with BM25 and with the WebQuestions-adapted "
                            "MPNet on the ODQA questions, the weights chosen on WebQuestions devtest",
