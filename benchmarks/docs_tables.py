@@ -331,6 +331,10 @@ RESULTS = {
                         "tt-zoo teacher-scores ...; tt-zoo adapt-queries ... --teacher-scores "
                         "...; tt-zoo odqa ... (runs/chain*.sh, quoted in the file)",
                         "checkpoints.md"),
+    "transfer_without_webquestions": ("MPNet's query tower adapted on CuratedTREC train + the "
+                                      "ReQA split's questions, read on WebQuestions, which it "
+                                      "never saw", "tt-zoo adapt-queries ...; tt-zoo odqa ...",
+                                      "checkpoints.md"),
     "transfer_queries": ("which query adaptations carry to the question set they never saw: "
                          "MiniLM and MPNet adapted on one set, MiniLM taught by the adapted "
                          "MPNet, scored on the ODQA questions in one run",
