@@ -34,12 +34,14 @@ def test_registry_names_read_like_the_paper():
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_registered_variant_is_consistent(name):
-    from tt_zoo.zoo.registry import CHECKPOINT_FAMILY, DISTILLED
+    from tt_zoo.zoo.registry import CHECKPOINT_FAMILY, DISTILLED, recipe_files
     spec = REGISTRY[name]
     if name in CHECKPOINT_FAMILY:  # a public checkpoint (imported) and what is made from it
         train = spec.recipe_command()
-        # (a shipped run's recipe holds its own paths: the start and the export it wrote)
-        start = "" if spec.shipped else f"{spec.init_from} "
+        # (a recorded run's recipe, shipped or retired, holds its own paths: the start and the
+        # export it wrote)
+        recorded = name in recipe_files()
+        start = "" if recorded else f"{spec.init_from} "
         if spec.imported is not None:
             assert spec.shipped and spec.artifact == name and spec.sha256 is None
             assert train == f"tt-zoo import-checkpoint --name {name} --export saved_models/{name}"
@@ -47,13 +49,14 @@ def test_every_registered_variant_is_consistent(name):
             assert name == f"adapted_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
             assert spec.tag == f"adapted_{REGISTRY[spec.init_from].tag}"
             assert train.startswith(f"tt-zoo adapt-queries --model {start}")
-        elif spec.multitask is not None:
-            assert name == f"multitask_{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
+        elif spec.multitask is not None:  # distilled_: the run learns a teacher's scores
+            prefix = "distilled_" if spec.tag.startswith("distilled_") else "multitask_"
+            assert name == f"{prefix}{spec.init_from}" and spec.init_from in CHECKPOINT_FAMILY
             assert train.startswith(f"tt-zoo multitask --init {start}")
         else:
             assert spec.pretraining == DISTILLED and spec.encoder == "bow_mlp"
             assert train.startswith(f"tt-zoo distill-static --model {spec.init_from} ")
-        if not spec.shipped or spec.imported is not None:
+        if not recorded:
             assert train.endswith(f"--export saved_models/{name}")
         return
     if spec.shipped:
