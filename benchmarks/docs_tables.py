@@ -93,10 +93,13 @@ def _bm25(all_tables: list, wanted, metric: str):
 def _task_words(task: str) -> str:
     """A multi-task run's task as the table says it: the lexical task's and a distillation's
     teacher named, the others as given."""
+    from tt_zoo.training.multi_task_tasks import parse_task_spec
+
     if task == "lexical":
         return "lexical (BM25 as the teacher)"
-    if task.startswith("distill:"):
-        return f"a teacher's scores (`{pathlib.Path(task.split(':', 1)[1]).name}`)"
+    spec = parse_task_spec(task)
+    if spec.kind == "distill":
+        return f"a teacher's scores (`{pathlib.Path(spec.path).name}`)"
     return task
 
 

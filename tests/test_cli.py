@@ -38,12 +38,13 @@ def test_every_command_has_a_module_and_recipes_holds_pretrain_and_the_shipped_c
     models = shipped_recipes.recipes_dir()  # package data, beside the shipped list
     assert models == registry.RECIPES_DIR == registry.SHIPPED_FILE.parent / "recipes"
     configs = {p.relative_to(models) for p in models.rglob("*") if p.is_file()}
+    shipped = shipped_recipes.shipped_names()
     expected = {shipped_recipes.recipe_path(name, shipped_recipes.shipped_recipe(name)[0],
                                             models).relative_to(models)
-                for name in shipped_recipes.shipped_names()}
+                for name in shipped}
     # A retired model (registered, no longer shipped) keeps the recipe of its recorded run.
     retired = {name: path.relative_to(models) for name, path in registry.recipe_files().items()
-               if name not in shipped_recipes.shipped_names()}
+               if name not in shipped}
     assert all(not registry.REGISTRY[name].shipped for name in retired)
     assert configs == expected | set(retired.values()) | {pathlib.Path("README.md")}
     assert {p.parts[0] for p in expected} <= set(shipped_recipes.RUN_CONFIGS) <= set(cli.COMMANDS)

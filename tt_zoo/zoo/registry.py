@@ -77,6 +77,7 @@ from tt_zoo.configs.run_config import RunConfig
 from tt_zoo.configs.term_weights import TermWeightConfig
 from tt_zoo.errors import UnknownModelError  # noqa: F401  (get_spec raises it)
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
+from tt_zoo.training.multi_task_tasks import parse_task_spec
 from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
 # The options of every series (`ModelOptions`: pooling, tower sharing, score scale).
 from tt_zoo.zoo.model_options import COLBERT, CPU_SCALE, PAPER, ModelOptions
@@ -365,7 +366,8 @@ class ModelSpec:
         tasks = self.multitask.tasks.task
         added = [t for t in tasks
                  if ":" not in t and t not in MULTITASK_TASKS]  # named tasks, not pairs:DIR
-        distilled = ["distilled"] if any(t.startswith("distill:") for t in tasks) else []
+        distilled = ["distilled"] if any(parse_task_spec(t).kind == "distill"
+                                         for t in tasks) else []
         return "_".join([*distilled, "multitask", *added, self.pretraining])
 
     @property
