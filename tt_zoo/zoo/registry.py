@@ -77,7 +77,6 @@ from tt_zoo.configs.run_config import RunConfig
 from tt_zoo.configs.term_weights import TermWeightConfig
 from tt_zoo.errors import UnknownModelError  # noqa: F401  (get_spec raises it)
 from tt_zoo.modeling.kinds import KINDS, LATE_INTERACTION, TERM_WEIGHTS, TWO_TOWER
-from tt_zoo.training.multi_task_tasks import parse_task_spec
 from tt_zoo.zoo.imported import CHECKPOINTS, ImportedCheckpoint, headline
 # The options of every series (`ModelOptions`: pooling, tower sharing, score scale).
 from tt_zoo.zoo.model_options import COLBERT, CPU_SCALE, PAPER, ModelOptions
@@ -366,8 +365,9 @@ class ModelSpec:
         tasks = self.multitask.tasks.task
         added = [t for t in tasks
                  if ":" not in t and t not in MULTITASK_TASKS]  # named tasks, not pairs:DIR
-        distilled = ["distilled"] if any(parse_task_spec(t).kind == "distill"
-                                         for t in tasks) else []
+        # (the kind before the colon, as `parse_task_spec` reads it: that parser lives in
+        # tt_zoo.training, a floor above the registry)
+        distilled = ["distilled"] if any(t.partition(":")[0] == "distill" for t in tasks) else []
         return "_".join([*distilled, "multitask", *added, self.pretraining])
 
     @property
