@@ -37,7 +37,7 @@ def render_card(card: ModelCard) -> str:
 
 # The fields each card's table shows, in this order, when recorded.
 TWO_TOWER_TABLE = (
-    "base_model", "fine_tuning", "encoder", "tower_size", "pretraining", "embedding_dim",
+    "base_model", "fine_tuning", "averaged", "encoder", "tower_size", "pretraining", "embedding_dim",
     "scoring", "late_interaction", "model_options", "task_markers", "default_task_class",
     "query_length", "document_length",
     "vocab_size", "parameters", "training_data", "pairs", "warm_start", "train_steps",
@@ -76,6 +76,14 @@ def _fine_tuning_text(fine_tuning: dict) -> str:
     return ", ".join(p for p in parts if p) or "?"
 
 
+def _averaged_text(averaged: dict) -> str:
+    """``averaged`` for a reader: "a (sha256 …) x 0.5 + b (sha256 …) x 0.5", each model as the
+    command was given it (two exports of one run may share a name)."""
+    return " + ".join(f"{_origin_text({**origin, 'name': origin.get('from') or origin.get('name')})}"
+                      f" x {weight:g}" for origin, weight in
+                      zip(averaged.get("models") or [], averaged.get("weights") or []))
+
+
 def _matrix_units_text(units: dict) -> str:
     """``matrix_units`` for a reader: "AMX (amx_bf16, amx_tile, ...)", "no AMX, AVX512-BF16
     (...)" or "no AMX (...)"."""
@@ -87,6 +95,7 @@ def _matrix_units_text(units: dict) -> str:
 
 # Fields whose recorded object reads better as a sentence in the card's table.
 _TABLE_TEXT = {"base_model": _origin_text, "fine_tuning": _fine_tuning_text,
+               "averaged": _averaged_text,
                "matrix_units": _matrix_units_text}
 
 

@@ -259,6 +259,14 @@ class Reexport(_Record):
 
 
 @dataclass
+class WeightAverage(_Record):
+    """``averaged``: the exports whose weights were averaged (name, path, sha256, training;
+    `tt_zoo.zoo.weight_averaging`, Wortsman et al. 2022) and each one's weight (summing to 1)."""
+    models: Optional[List[Origin]] = None
+    weights: Optional[List[float]] = None
+
+
+@dataclass
 class Storage(_Record):
     """``storage``: how an export's weights are stored, when not as the float32 SavedModel
     variables (`tt_zoo.artifacts.float16_storage`): ``weights`` "float16" for a compact artifact
@@ -366,6 +374,9 @@ class Lineage:
     # query-adapted model, `tt_zoo.training.query_adaptation`): its passage embeddings are this
     # model's (`tt_zoo.evaluation.document_embeddings.model_tag`).
     document_encoder: Optional[Origin] = None
+    # Weights that are the weighted mean of other exports' (tt-zoo average; a model soup,
+    # `tt_zoo.zoo.weight_averaging`): each export and its weight.
+    averaged: Optional[WeightAverage] = None
 
 
 @dataclass

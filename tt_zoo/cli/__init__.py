@@ -53,6 +53,8 @@ COMMANDS = {
                                          "score them with a teacher, for distillation"),
     "multitask": ("multitask", "train one retriever on several tasks (Maillard et al. 2021), "
                                "resumable, export"),
+    "average": ("average", "the weighted mean of the weights of models of one architecture "
+                           "(a model soup), as one export"),
     "adapt-queries": ("adapt_queries", "train a model's query tower against its own passage "
                                        "index (ADORE), resumable, export"),
     "evaluate": ("evaluate", "score a TREC run against qrels (nDCG@10, R@k, MRR@10); ReQA of "
