@@ -447,9 +447,11 @@ def _set_title(bench: str, set_name: str) -> str:
                 else "All validation questions (WebQuestions val + CuratedTREC train), answerable")
     if bench == "odqa":
         return f"{set_name}, answerable"
-    from tt_zoo.evaluation.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label, split_part
 
-    return f"The test questions of the {split_label(set_name)} cold-start split"
+    part = split_part(set_name)
+    return (f"The {part} questions of the {split_label(set_name)} cold-start split"
+            + (" (the fused rows' weights were chosen on them)" if part == "validation" else ""))
 
 
 def _about(name: str, d: dict) -> str:

@@ -85,6 +85,23 @@ def test_a_model_trained_on_the_tasks_gets_tables_that_say_so():
         ODQA_WQ.replace("zero-shot", regime)]
 
 
+def test_the_splits_validation_questions_get_a_table_and_never_the_headline():
+    # Settings chosen on the split's held-out validation questions report them too; a card's
+    # headline stays on its test questions, whichever subset the results list first.
+    out = results()
+    for row in out["results"]["reqa"].values():
+        row["sets"] = {"all": row["sets"]["all"],
+                       "5% validation": {**row["sets"]["5% test"], "num_questions": 2,
+                                         "R@100": 0.5},
+                       "5% test": row["sets"]["5% test"]}
+    tables = shipping.benchmark_tables(out, "ColBERT", trained_on_reqa=True)
+    assert ("ReQA-SQuAD(dev) zero-shot, validation part of the 5% split (2 questions, 50 "
+            "candidates) (%)") in tables
+    headline = shipping.headline_numbers(out, "ColBERT", own_row_only=False,
+                                         trained_on_reqa=True)
+    assert headline["ReQA (test part of the 5% split) R@100, ColBERT re-ranking BM25@100"] == 90.0
+
+
 def test_card_prints_tables_of_rows_and_of_one_row():
     card = render_card(ModelCard.from_dict({"name": "m", "metrics": {
         "T": {"BM25": {"R@1": 60.0, "MRR": 70.0}, "X": {"R@1": 55.5}},

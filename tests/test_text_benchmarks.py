@@ -80,6 +80,12 @@ def test_reqa_settings_can_be_chosen_on_the_splits_held_out_validation_questions
     assert bench.validation.queries == (held_out[0].text,)
     assert bench.validation.name == "ReQA 90% split, validation questions"
     assert len(bench.subsets["90% test"]) == 1
+    # ... and reported, so that models can be chosen between on them.
+    assert list(bench.subsets) == ["all", "90% test", "90% validation"]
+    assert [bench.questions[i].id for i in bench.subsets["90% validation"]] == split.validation
+    assert (tb.split_label("90% validation"), tb.split_part("90% validation")) == ("90%",
+                                                                                 "validation")
+    assert tb.test_subset(bench.subsets) == "90% test"
     # hand_made_squad alone: 6 questions, round(5.4) = 5 train, round(0.5) = 0 held out.
     with pytest.raises(ValueError, match="no validation questions"):
         tb.reqa_benchmark(write_squad(tmp_path, squad, "small.json"), split_fraction=0.9,

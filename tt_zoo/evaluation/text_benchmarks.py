@@ -215,11 +215,23 @@ def reqa_candidates(reqa: reqa_lib.ReQA) -> odqa.Collection:
 
 REQA_CHOOSE_ON = ("train", "validation")
 TEST_SUBSET = " test"  # "<p>% test": the subset of the <p>% cold-start split's test questions
+# "<p>% validation": its held-out validation questions, reported when settings are chosen on them
+VALIDATION_SUBSET = " validation"
 
 
 def split_label(set_name: str) -> str:
     """The split a ReQA subset's name holds ("5%" of "5% test"), for its title."""
-    return set_name.removesuffix(TEST_SUBSET)
+    return set_name.removesuffix(TEST_SUBSET).removesuffix(VALIDATION_SUBSET)
+
+
+def split_part(set_name: str) -> str:
+    """The part of the split a ReQA subset holds: "test" or "validation"."""
+    return "validation" if set_name.endswith(VALIDATION_SUBSET) else "test"
+
+
+def test_subset(sets) -> Optional[str]:
+    """The name of the split's test subset among a row's `sets`, None without a split."""
+    return next((s for s in sets if s.endswith(TEST_SUBSET)), None)
 
 
 def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
@@ -232,7 +244,8 @@ def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
     validation queries, scored by `validation_metric` ("MRR" or "R@k"). ``choose_on=
     "validation"`` takes the split's held-out validation questions instead: for a model trained
     on the split's training questions (`tt-zoo multitask --task reqa`), which would otherwise
-    choose settings on questions it has seen. `limit_questions` keeps the first N reported
+    choose settings on questions it has seen; they are then reported too (``"<p>%
+    validation"``), so that models can be chosen between on them. `limit_questions` keeps the first N reported
     (and N validation) questions: a smoke run.
     """
     if choose_on not in REQA_CHOOSE_ON:
@@ -249,6 +262,10 @@ def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
     if not chosen_on:
         raise ValueError(f"The ReQA {label} split (seed {seed}) has no {choose_on} questions "
                          "to choose settings on.")
+    if choose_on == "validation":
+        held_out = set(chosen_on)
+        subsets[f"{label}{VALIDATION_SUBSET}"] = np.array(
+            [i for i, q in enumerate(questions) if q.id in held_out], dtype=np.int64)
     train = reqa.questions_for(chosen_on[:limit_questions])
     gold = np.array([q.gold_index for q in train], dtype=np.int64)
     validation = Validation(f"ReQA {label} split, {choose_on} questions",

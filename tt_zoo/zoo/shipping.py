@@ -427,10 +427,10 @@ def _table_title(bench: str, described: dict, set_name: str, counts: dict,
                 f"{counts['answerable']:,} answerable of {counts['num_questions']:,} questions, "
                 f"{described['num_passages']:,} {described.get('passage_words', 100)}-word "
                 f"{source} passages (%)")
-    from tt_zoo.evaluation.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label, split_part
 
     what = ("all questions" if set_name == "all"
-            else f"test part of the {split_label(set_name)} split")
+            else f"{split_part(set_name)} part of the {split_label(set_name)} split")
     name = "ReQA-SQuAD(dev)" if bench == "reqa" else "Open-domain ReQA"
     return (f"{name} {regime}, {what} ({counts['num_questions']:,} questions, "
             f"{described['num_candidates']:,} candidates) (%)")
@@ -497,7 +497,7 @@ def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
     "RRF(BM25, name)": the card keeps those). On all questions, but for a model trained on the
     ReQA split's training questions (`trained_on_reqa`) ReQA's and open-domain ReQA's come
     from the split's test questions, and their key says so."""
-    from tt_zoo.evaluation.text_benchmarks import split_label
+    from tt_zoo.evaluation.text_benchmarks import split_label, test_subset
 
     summary = {}
     for bench, results in out["results"].items():
@@ -507,7 +507,7 @@ def headline_numbers(out: dict, marker: str, *, own_row_only: bool,
                 continue
             set_name, key = "all", short
             if trained_on_reqa and bench != "odqa":
-                set_name = next((s for s in row["sets"] if s != "all"), None)
+                set_name = test_subset(row["sets"])
                 if set_name is None:  # no split: nothing measured on unseen questions
                     continue
                 key = f"{short} (test part of the {split_label(set_name)} split)"
