@@ -427,6 +427,10 @@ RESULTS = {
                                "split", "tt-zoo multitask ...; tt-zoo odqa ...; python -m "
                                "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
                                "checkpoints.md"),
+    "general_minilm_soup": ("the general MiniLM's two candidates averaged (a uniform model "
+                            "soup) beside them, on the ODQA questions and the ReQA split",
+                            "tt-zoo average ...; tt-zoo odqa ...; python -m benchmarks.checkpoints "
+                            "--benchmarks reqa (commands in the file)", "checkpoints.md"),
     "distilled_multitask_minilm": ("the card rows of distilled_multitask_minilm_l6_384 beside BM25, "
                                    "MiniLM as imported and its init, with fusions and "
                                    "documents/s", "python -m benchmarks.checkpoints --benchmarks "
