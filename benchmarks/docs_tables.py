@@ -427,6 +427,11 @@ RESULTS = {
                                "split", "tt-zoo multitask ...; tt-zoo odqa ...; python -m "
                                "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
                                "checkpoints.md"),
+    "transfer_student_without_webquestions": (
+        "the general MiniLM's two runs with CuratedTREC in WebQuestions' place, taught by the "
+        "MPNet adapted without WebQuestions, read on WebQuestions (never seen) and the ReQA split",
+        "tt-zoo teacher-scores ...; tt-zoo multitask ... (x2); tt-zoo odqa ...; python -m "
+        "benchmarks.checkpoints --benchmarks reqa (commands in the file)", "checkpoints.md"),
     "general_minilm_soup": ("the general MiniLM's two candidates averaged (a uniform model "
                             "soup) beside them, on the ODQA questions and the ReQA split",
                             "tt-zoo average ...; tt-zoo odqa ...; python -m benchmarks.checkpoints "
