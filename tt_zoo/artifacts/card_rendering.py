@@ -37,9 +37,9 @@ def render_card(card: ModelCard) -> str:
 
 # The fields each card's table shows, in this order, when recorded.
 TWO_TOWER_TABLE = (
-    "base_model", "fine_tuning", "averaged", "encoder", "tower_size", "pretraining", "embedding_dim",
-    "scoring", "late_interaction", "model_options", "task_markers", "default_task_class",
-    "query_length", "document_length",
+    "base_model", "fine_tuning", "averaged", "encoder", "tower_size", "pretraining",
+    "embedding_dim", "scoring", "late_interaction", "model_options", "task_markers",
+    "default_task_class", "query_length", "document_length",
     "vocab_size", "parameters", "training_data", "pairs", "warm_start", "train_steps",
     "batch_size", "pairs_seen", "learning_rate", "dtype_policy", "matrix_units",
     "grad_cache_chunk",
@@ -79,9 +79,10 @@ def _fine_tuning_text(fine_tuning: dict) -> str:
 def _averaged_text(averaged: dict) -> str:
     """``averaged`` for a reader: "a (sha256 …) x 0.5 + b (sha256 …) x 0.5", each model as the
     command was given it (two exports of one run may share a name)."""
-    return " + ".join(f"{_origin_text({**origin, 'name': origin.get('from') or origin.get('name')})}"
-                      f" x {weight:g}" for origin, weight in
-                      zip(averaged.get("models") or [], averaged.get("weights") or []))
+    parts = zip(averaged.get("models") or [], averaged.get("weights") or [])
+    return " + ".join(
+        f"{_origin_text({**origin, 'name': origin.get('from') or origin.get('name')})} x {weight:g}"
+        for origin, weight in parts)
 
 
 def _matrix_units_text(units: dict) -> str:

@@ -72,7 +72,8 @@ def main(argv=None) -> int:
         sys.exit(f"tt-zoo {COMMAND}: {e.args[0] if isinstance(e, KeyError) and e.args else e}")
     meta = model.export(args.export)
     averaged = meta["averaged"]
-    print(f"wrote {args.export}: " + " + ".join(
-        f"{m.get('from') or m['name']} x {w:.3g}" for m, w in zip(averaged["models"], averaged["weights"]))
-        + f" (sha256 {meta['sha256'][:12]}…)")
+    parts = zip(averaged["models"], averaged["weights"])
+    print(f"wrote {args.export}: "
+          + " + ".join(f"{m.get('from') or m['name']} x {w:.3g}" for m, w in parts)
+          + f" (sha256 {meta['sha256'][:12]}…)")
     return 0

@@ -245,8 +245,8 @@ def reqa_benchmark(squad_path, *, split_fraction: float = 0.05, seed: int = 0,
     "validation"`` takes the split's held-out validation questions instead: for a model trained
     on the split's training questions (`tt-zoo multitask --task reqa`), which would otherwise
     choose settings on questions it has seen; they are then reported too (``"<p>%
-    validation"``), so that models can be chosen between on them. `limit_questions` keeps the first N reported
-    (and N validation) questions: a smoke run.
+    validation"``), so that models can be chosen between on them. `limit_questions` keeps the
+    first N reported (and N validation) questions: a smoke run.
     """
     if choose_on not in REQA_CHOOSE_ON:
         raise ValueError(f"choose_on must be one of {REQA_CHOOSE_ON} (got {choose_on!r}).")

@@ -1,8 +1,8 @@
 """One model from several: the weighted mean of their weights (a "model soup", Wortsman et al.,
 ICML 2022, Sec. 2: the uniform soup).
 
-Models fine-tuned from the same weights with different settings (here: the same warm start,
-the ReQA task at two shares of the batches) often sit in one basin of the loss, and the mean of
+Models fine-tuned from the same weights with different settings (e.g. one warm start, a task at
+two shares of the batches) often sit in one basin of the loss, and the mean of
 their weights can keep what each one gained, at no cost at inference: the result is one model of
 the same architecture and size. Models that did not start from the same weights have no such
 guarantee; their mean is usually worse than either, so measure the result as any other export.
