@@ -122,14 +122,14 @@ def average_models(names_or_paths: Sequence[str], weights: Optional[Sequence[flo
     if load is None:
         from tt_zoo.zoo.loading import load  # noqa: PLC0415
     weights = normalized_weights(weights, len(names_or_paths))
+    shown = [str(n) for n in names_or_paths]
     models = [load(n) for n in names_or_paths]
     if len({type(m.keras_model) for m in models}) != 1 or not hasattr(
             models[0].keras_model, "artifact_config"):
         raise TtZooError("only models of one kind and architecture can be averaged (got "
                          + ", ".join(f"{n}: {type(m.keras_model).__name__}"
-                                     for n, m in zip(names_or_paths, models)) + ").")
+                                     for n, m in zip(shown, models)) + ").")
     keras_models = [m.keras_model for m in models]
-    shown = [str(n) for n in names_or_paths]
     check_same_architecture(keras_models, shown)
     means = mean_weights(keras_models, weights, shown)
     first = models[0]
@@ -138,11 +138,11 @@ def average_models(names_or_paths: Sequence[str], weights: Optional[Sequence[flo
     card = first.fine_tuned_card(name or f"{first.name}_averaged", steps=0)
     card.lineage.fine_tuning = None  # no optimizer step: the weights are a mean
     card.lineage.averaged = WeightAverage(
-        models=[Origin(source=str(given), name=m.name,
+        models=[Origin(source=given, name=m.name,
                        path=str(m.path) if m.path and m.spec is None else None,
                        sha256=m.card.provenance.sha256, train_steps=m.card.training.train_steps,
                        training_data=m.card.training.training_data)
-                for given, m in zip(names_or_paths, models)],
+                for given, m in zip(shown, models)],
         weights=weights)
     card.training.train_steps = None
     card.training.training_data = "the weighted mean of the weights of " + " and ".join(
