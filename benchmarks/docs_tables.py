@@ -436,6 +436,11 @@ RESULTS = {
                             "soup) beside them, on the ODQA questions and the ReQA split",
                             "tt-zoo average ...; tt-zoo odqa ...; python -m benchmarks.checkpoints "
                             "--benchmarks reqa (commands in the file)", "checkpoints.md"),
+    "general_minilm_seeds": ("the general MiniLM's recipe run again with another seed, and the "
+                             "uniform soups of its three runs, on the ODQA questions and the "
+                             "ReQA split", "tt-zoo multitask ... --seed 1; tt-zoo average ...; "
+                             "tt-zoo odqa ...; python -m benchmarks.checkpoints --benchmarks "
+                             "reqa (commands in the file)", "checkpoints.md"),
     "distilled_multitask_minilm": ("the card rows of distilled_multitask_minilm_l6_384 beside BM25, "
                                    "MiniLM as imported and its init, with fusions and "
                                    "documents/s", "python -m benchmarks.checkpoints --benchmarks "
