@@ -432,6 +432,11 @@ RESULTS = {
         "MPNet adapted without WebQuestions, read on WebQuestions (never seen) and the ReQA split",
         "tt-zoo teacher-scores ...; tt-zoo multitask ... (x2); tt-zoo odqa ...; python -m "
         "benchmarks.checkpoints --benchmarks reqa (commands in the file)", "checkpoints.md"),
+    "transfer_student_soup": ("the two students trained without WebQuestions averaged (a "
+                              "uniform model soup) beside them, on the ODQA questions and the "
+                              "ReQA split", "tt-zoo average ...; tt-zoo odqa ...; python -m "
+                              "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
+                              "checkpoints.md"),
     "general_minilm_soup": ("the general MiniLM's two candidates averaged (a uniform model "
                             "soup) beside them, on the ODQA questions and the ReQA split",
                             "tt-zoo average ...; tt-zoo odqa ...; python -m benchmarks.checkpoints "
