@@ -217,6 +217,10 @@ def readme_with_table(text: str, table: str) -> str:
     return head + BEGIN + "\n" + table + "\n" + END + rest.split(END, 1)[1]
 
 
+# The two measuring runs of a MiniLM study's results file: ODQA answer recall, then the ReQA split.
+_ODQA_AND_REQA = ("tt-zoo odqa ...; python -m benchmarks.checkpoints --benchmarks reqa "
+                  "(commands in the file)")
+
 # What each results file (by stem: its .md, .json, .png) measures, the command that writes it
 # and the docs page that reads it. A file in results/ without an entry here fails the check.
 RESULTS = {
@@ -424,28 +428,25 @@ RESULTS = {
     "distill_general_minilm": ("the general MiniLM: multitask_minilm_l6_384 taught the "
                                "union-adapted MPNet's scores beside the ReQA task, the ReQA share "
                                "at its size and at twice it, on the ODQA questions and the ReQA "
-                               "split", "tt-zoo multitask ...; tt-zoo odqa ...; python -m "
-                               "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
+                               "split", "tt-zoo multitask ...; " + _ODQA_AND_REQA,
                                "checkpoints.md"),
     "transfer_student_without_webquestions": (
         "the general MiniLM's two runs with CuratedTREC in WebQuestions' place, taught by the "
         "MPNet adapted without WebQuestions, read on WebQuestions (never seen) and the ReQA split",
-        "tt-zoo teacher-scores ...; tt-zoo multitask ... (x2); tt-zoo odqa ...; python -m "
-        "benchmarks.checkpoints --benchmarks reqa (commands in the file)", "checkpoints.md"),
+        "tt-zoo teacher-scores ...; tt-zoo multitask ... (x2); " + _ODQA_AND_REQA,
+        "checkpoints.md"),
     "transfer_student_soup": ("the two students trained without WebQuestions averaged (a "
                               "uniform model soup) beside them, on the ODQA questions and the "
-                              "ReQA split", "tt-zoo average ...; tt-zoo odqa ...; python -m "
-                              "benchmarks.checkpoints --benchmarks reqa (commands in the file)",
+                              "ReQA split", "tt-zoo average ...; " + _ODQA_AND_REQA,
                               "checkpoints.md"),
     "general_minilm_soup": ("the general MiniLM's two candidates averaged (a uniform model "
                             "soup) beside them, on the ODQA questions and the ReQA split",
-                            "tt-zoo average ...; tt-zoo odqa ...; python -m benchmarks.checkpoints "
-                            "--benchmarks reqa (commands in the file)", "checkpoints.md"),
+                            "tt-zoo average ...; " + _ODQA_AND_REQA, "checkpoints.md"),
     "general_minilm_seeds": ("the general MiniLM's recipe run again with another seed, and the "
                              "uniform soups of its three runs, on the ODQA questions and the "
-                             "ReQA split", "tt-zoo multitask ... --seed 1; tt-zoo average ...; "
-                             "tt-zoo odqa ...; python -m benchmarks.checkpoints --benchmarks "
-                             "reqa (commands in the file)", "checkpoints.md"),
+                             "ReQA split",
+                             "tt-zoo multitask ... --seed 1; tt-zoo average ...; " + _ODQA_AND_REQA,
+                             "checkpoints.md"),
     "distilled_multitask_minilm": ("the card rows of distilled_multitask_minilm_l6_384 beside BM25, "
                                    "MiniLM as imported and its init, with fusions and "
                                    "documents/s", "python -m benchmarks.checkpoints --benchmarks "

@@ -74,6 +74,6 @@ def main(argv=None) -> int:
     averaged = meta["averaged"]
     parts = zip(averaged["models"], averaged["weights"])
     print(f"wrote {args.export}: "
-          + " + ".join(f"{m.get('from') or m['name']} x {w:.3g}" for m, w in parts)
+          + " + ".join(f"{m['from']} x {w:.3g}" for m, w in parts)
           + f" (sha256 {meta['sha256'][:12]}…)")
     return 0
