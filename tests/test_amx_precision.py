@@ -86,6 +86,35 @@ def test_bfloat16_encoding_stays_within_rounding_of_float32():
     np.testing.assert_allclose(one, bf16[:3], atol=2e-2)
 
 
+def with_random_biases(model):
+    """`model` with every bias drawn at random (a fresh model's are zeros, which TensorFlow's
+    graph optimizer drops, and a projection without a bias is not fused with one)."""
+    model.build_by_calling()
+    rng = np.random.default_rng(1)
+    for variable in model.weights:
+        if variable.name.split("/")[-1].startswith("bias"):
+            variable.assign(rng.normal(0, 0.1, variable.shape).astype(np.float32))
+    return model
+
+
+def test_bfloat16_encoding_follows_weights_that_change():
+    """The bfloat16 towers are traced with the weights as constants: a change of the model's
+    weights (training, loading) must reach the next call, not the constants of the last."""
+    model = with_random_biases(tiny_model())
+    before = model.encode_documents(TEXTS, precision="bfloat16")
+    table = next(v for v in model.document_tower.weights if "word_embeddings" in v.name)
+    table.assign(table[::-1])  # other vectors for every token
+    after = model.encode_documents(TEXTS, precision="bfloat16")
+    f32 = model.encode_documents(TEXTS, precision="float32")
+    assert cosines(f32, after).min() > 0.999
+    assert cosines(before, after).min() < 0.99
+    np.testing.assert_array_equal(model.encode_documents(TEXTS, precision="bfloat16"), after)
+
+
+def cosines(a, b):
+    return (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+
+
 # The oneDNN kernel each bfloat16 unit runs matmuls on.
 UNIT_KERNELS = {"amx": "amx", "avx512_bf16": "avx512_core_bf16"}
 
@@ -94,10 +123,11 @@ UNIT_KERNELS = {"amx": "amx", "avx512_bf16": "avx512_core_bf16"}
                     "(amx_bf16 + amx_tile, or avx512_bf16, in /proc/cpuinfo), or oneDNN is off")
 def test_the_default_encoding_runs_on_the_bfloat16_units():
     """The default (precision="auto") of a corpus-sized call on this CPU: oneDNN's verbose log
-    names the unit's kernel for bfloat16 matmuls (AMX tiles, or AVX512-BF16 without AMX), and
-    no float32 inner product (the fused MatMul + BiasAdd of the float32 graph) runs. Fails if
-    the fast path falls back. (The tiny model's [CLS] projection, a Keras Dense, is a bfloat16
-    inner product.)"""
+    names the unit's kernel for the attention's bfloat16 matmuls and for the projections'
+    inner products (bias and activation fused, constant weights: AMX tiles, or AVX512-BF16
+    without AMX), and no float32 inner product (the float32 graph's) runs. Fails if the fast
+    path falls back. (The tiny model's [CLS] projection, a Keras Dense on a variable, is the one
+    bfloat16 inner product on another kernel.)"""
     from benchmarks.measure import kernels_of
 
     script = textwrap.dedent(f"""
@@ -105,7 +135,8 @@ def test_the_default_encoding_runs_on_the_bfloat16_units():
         os.environ["TT_ZOO_PRECISION"] = "auto"
         sys.path.insert(0, {str(REPO_ROOT / 'tests')!r})
         from helpers import tiny_model
-        model = tiny_model()
+        from test_amx_precision import with_random_biases
+        model = with_random_biases(tiny_model())
         texts = {TEXTS!r}
         model.encode_documents(texts[:2], precision="float32")  # built, outside the log
         print("=== measure", flush=True)
@@ -115,5 +146,8 @@ def test_the_default_encoding_runs_on_the_bfloat16_units():
     unit = UNIT_KERNELS[hardware.bfloat16_unit()]
     assert any(k.startswith("matmul ") and unit in k and k.endswith(" bf16") for k in kernels), \
         kernels
+    # The block's four projections, one call each (70 texts: one batch).
+    assert sum(n for k, n in kernels.items() if k.startswith("inner_product ") and unit in k
+               and k.endswith(" bf16")) >= 4, kernels
     assert not any(k.startswith("inner_product ") and k.endswith(" f32") for k in kernels), \
         kernels

@@ -43,6 +43,12 @@ def test_padded_row_count_is_the_next_power_of_two_at_most_the_batch():
     assert padded_row_count(5, 6) == 6
 
 
+def test_bfloat16_calls_take_at_most_thirty_two_rows():
+    bf16, f32 = inference.EncodeOptions(precision="bfloat16"), inference.EncodeOptions()
+    assert [bf16.rows_per_call(n) for n in (8, 32, 256)] == [8, 32, 32]
+    assert [f32.rows_per_call(n) for n in (8, 256)] == [8, 256]
+
+
 def test_cut_to_longest_keeps_the_longest_member_in_graph():
     ids = tf.constant([[2, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0]])
     packed = {"input_word_ids": ids, "input_mask": tf.cast(ids > 0, tf.int32),

@@ -19,7 +19,7 @@ unless started with ``--xla_cpu_compilation_enabled``).
 
 from __future__ import annotations
 
-from typing import Callable, Tuple
+from typing import Callable, Optional, Tuple
 
 import tensorflow as tf
 
@@ -31,14 +31,14 @@ def _xla(function):
 
 
 @_xla
-def split_heads(qkv: tf.Tensor, bias: tf.Tensor,
+def split_heads(qkv: tf.Tensor, bias: Optional[tf.Tensor],
                 heads: int) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """The fused query-key-value projection's result qkv [batch, length, 3 * hidden]
-    (bfloat16) plus its float32 `bias` [3 * hidden], split into query, key and value, each
-    bfloat16 [batch, heads, length, hidden // heads]."""
+    (bfloat16) plus its float32 `bias` [3 * hidden] (None: already added), split into query,
+    key and value, each bfloat16 [batch, heads, length, hidden // heads]."""
     batch, length = tf.shape(qkv)[0], tf.shape(qkv)[1]  # static once XLA compiles
-    projected = tf.cast(tf.cast(qkv, _COMPUTE) + bias, qkv.dtype)
-    projected = tf.reshape(projected, [batch, length, 3, heads, bias.shape[-1] // (3 * heads)])
+    projected = qkv if bias is None else tf.cast(tf.cast(qkv, _COMPUTE) + bias, qkv.dtype)
+    projected = tf.reshape(projected, [batch, length, 3, heads, -1])
     projected = tf.transpose(projected, [2, 0, 3, 1, 4])
     return projected[0], projected[1], projected[2]
 
@@ -52,13 +52,16 @@ def merge_heads(context: tf.Tensor) -> tf.Tensor:
 
 
 @_xla
-def residual_layer_norm(projected: tf.Tensor, bias: tf.Tensor, residual: tf.Tensor,
+def residual_layer_norm(projected: tf.Tensor, bias: Optional[tf.Tensor], residual: tf.Tensor,
                         gamma: tf.Tensor, beta: tf.Tensor,
                         epsilon: float) -> Tuple[tf.Tensor, tf.Tensor]:
     """LayerNorm(projected + bias + residual) of a post-norm block: `projected` bfloat16
-    [rows, hidden] (a matmul's result), the rest float32. Returns the float32 rows (the next
-    residual) and the same rows in `projected`'s dtype (the next matmul's input)."""
-    x = tf.cast(projected, _COMPUTE) + bias + residual
+    [rows, hidden] (a matmul's result), the rest float32 (`bias` None: already added). Returns
+    the float32 rows (the next residual) and the same rows in `projected`'s dtype (the next
+    matmul's input)."""
+    x = tf.cast(projected, _COMPUTE) + residual
+    if bias is not None:
+        x += bias
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     x = (x - mean) * tf.math.rsqrt(variance + epsilon) * gamma + beta
     return x, tf.cast(x, projected.dtype)

@@ -142,7 +142,8 @@ class TwoTowerModel(PairModel):
         with progress_bar(show_progress_bar, n, batch_size, desc) as bar:
             tower_fn = self._encode_cache.tower_fn(role, options) if n else None
             return encode_in_buckets(pack, tower_fn, n, self.embedding_dim,
-                                     preprocessor.seq_length, batch_size, options, bar)
+                                     preprocessor.seq_length, options.rows_per_call(batch_size),
+                                     options, bar)
 
     # -- config ---------------------------------------------------------------------------------
     def get_config(self):

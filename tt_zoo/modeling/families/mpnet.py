@@ -278,9 +278,9 @@ class MPNetTower(tf.keras.layers.Layer):
                                                                           tf.newaxis, :]
         activation = INNER_ACTIVATIONS[self.inner_activation]
         if not training and dtype == tf.bfloat16:  # inference on the AMX units
-            x = bf16_blocks.blocks_bfloat16(x, batch, length, bias + mask_adder,
+            x = bf16_blocks.blocks_bfloat16(x, batch, length, mask_adder,
                                             (self._block_weights(b, activation)
-                                             for b in self.blocks))
+                                             for b in self.blocks), position_bias=bias)
             return tf.reshape(x, [batch, length, hidden])
         for block in self.blocks:
             attended = self._attention(x, bias, mask_adder, block, batch, length, dtype,
