@@ -316,14 +316,16 @@ RESULTS = {
                    "by side, against sentence-transformers in float32 and under torch.autocast "
                    "bfloat16; the oneDNN kernels each precision runs",
                    "python -m benchmarks.peers --sections minilm --output results/amx_encode "
-                   "--peer-python ... --minilm-passages 1024 --rounds 5", "speed.md"),
+                   "--peer-python ... --minilm-passages 1024 --minilm-batches 16,32,64 "
+                   "--rounds 5", "speed.md"),
     "amx_encode_small": ("the tiny BERT and the static tower encoding passages with the default "
                          "(bfloat16 on AMX for the BERT, float32 for the static tower) beside "
                          "float32", "python -m benchmarks.encode_throughput --model ict_bfs_wlp_512 "
                          "--model multitask_static_minilm_l6_384 --configs bucketing,default "
                          "--documents 1024 --output amx_encode_small", "speed.md"),
     "amx_parts": ("where one bfloat16 MiniLM block's time goes on the AMX units, step by step, "
-                  "beside the float32 block", "python -m benchmarks.amx_parts", "speed.md"),
+                  "beside the float32 block (the variable-weight form; `encode_*` run the "
+                  "constant-weight form)", "python -m benchmarks.amx_parts", "speed.md"),
     "amx_odqa_corpus": ("the 130,638 ODQA passages encoded end to end by `tt-zoo odqa` with the "
                         "bfloat16 default on AMX, and the answer recall it gives beside BM25",
                         "tt-zoo odqa --model minilm_l6_384 --bm25 --json-out ... (its JSON, "

@@ -43,10 +43,16 @@ def test_padded_row_count_is_the_next_power_of_two_at_most_the_batch():
     assert padded_row_count(5, 6) == 6
 
 
-def test_bfloat16_calls_take_at_most_thirty_two_rows():
-    bf16, f32 = inference.EncodeOptions(precision="bfloat16"), inference.EncodeOptions()
-    assert [bf16.rows_per_call(n) for n in (8, 32, 256)] == [8, 32, 32]
-    assert [f32.rows_per_call(n) for n in (8, 256)] == [8, 256]
+def test_bfloat16_calls_take_fewer_rows_the_wider_the_tower():
+    from tt_zoo.modeling.towers import BertTower
+    options = inference.EncodeOptions(precision="bfloat16")
+
+    def rows(hidden, batch_size=256, options=options):
+        tower = BertTower(100, num_layers=1, hidden_size=hidden, num_attention_heads=2)
+        return options.resolve(1000, tower).rows_per_call(batch_size)
+    assert [rows(h) for h in (128, 384, 768, 4096)] == [128, 32, 16, 16]
+    assert rows(384, batch_size=8) == 8
+    assert rows(384, options=inference.EncodeOptions(precision="float32")) == 256
 
 
 def test_cut_to_longest_keeps_the_longest_member_in_graph():

@@ -18,9 +18,9 @@ An encoder built under the ``mixed_bfloat16`` policy (``precision="bfloat16"`` o
 ``encode_*`` calls, the default on CPUs with AMX: `tt_zoo.modeling.cpu_features`) runs
 `encode_sequence_bfloat16` instead: the blocks run as
 `tt_zoo.modeling.transformer_bfloat16.blocks_bfloat16` (every matmul in bfloat16 on the AMX
-matrix units, the elementwise work between them in XLA kernels; layer norms, residuals and
-softmax statistics float32); embeddings come within cosine 0.9999 of float32
-(`results/amx_encode.md`).
+matrix units, traced by the library's ``encode_*`` with the weights as constants so that bias
+and GELU ride on the projections; the rest in XLA kernels; layer norms, residuals and softmax
+statistics float32); embeddings come within cosine 0.9999 of float32 (`results/amx_encode.md`).
 """
 
 from __future__ import annotations

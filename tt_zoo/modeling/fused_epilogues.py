@@ -2,14 +2,12 @@
 
 Chang et al. 2020, Sec. 2 ("Inference"): a corpus is embedded once, offline, so its encoding
 is the cost of serving it. On a CPU with AMX, oneDNN runs a bfloat16 matmul about 5x faster
-than float32 (`brg_matmul:avx10_1_512_amx`), but only as a plain ``MatMul``/``BatchMatMulV2``:
-TensorFlow fuses ``MatMul + BiasAdd (+ activation)`` into oneDNN's inner product, whose
-bfloat16 kernel for plain weights is ``x64:gemm:jit``, without the matrix units. The matmuls
-therefore run alone, and what follows each of them (bias, GELU, residual, layer norm, the
-split into heads) becomes the larger cost: as separate TensorFlow ops over bfloat16 tensors
-each is one pass through memory with slow bfloat16 arithmetic (GELU alone 7 ns an element).
-Each function here fuses one such step into a single XLA kernel that reads the matmul's
-bfloat16 result once, computes in float32 and writes what the next matmul reads in bfloat16.
+than float32, so what lies between the matmuls (the split into heads, residual + layer norm,
+the merge; with variable weights also bias and GELU, `tt_zoo.modeling.transformer_bfloat16`)
+becomes the larger cost: as separate TensorFlow ops over bfloat16 tensors each is one pass
+through memory with slow bfloat16 arithmetic (GELU alone 7 ns an element). Each function here
+fuses one such step into a single XLA kernel that reads the matmul's bfloat16 result once,
+computes in float32 and writes what the next matmul reads in bfloat16.
 
 XLA compiles each function once per input shape: callers bound the shapes (lengths rounded up
 to a multiple, partial batches padded; `tt_zoo.modeling.inference`). None of them is used by

@@ -25,11 +25,13 @@ what a tower computes:
   (`tt_zoo.hardware`) when a call embeds at least `AUTO_BFLOAT16_MIN_TEXTS` texts, float32
   elsewhere; "float32" and "bfloat16" decide outright (``TT_ZOO_PRECISION=float32`` turns the
   default back to float32). In bfloat16 the towers run as a ``mixed_bfloat16`` copy that
-  re-reads the model's weights at every call (fine-tuning between calls is seen); a BERT tower's
-  copy runs `tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`: its matmuls on the AMX
-  units, the elementwise work between them in XLA kernels, compiled once per shape, so batches
-  are cut to a multiple of `LENGTH_MULTIPLE` tokens and partial batches padded, as under XLA.
-  MiniLM embeds 100-word passages 2x faster than in float32, at cosine 0.9999 to float32
+  takes the model's weights at every call, traced with them as constants and traced again when
+  they change (fine-tuning between calls is seen); a BERT tower's copy runs
+  `tt_zoo.modeling.bert_inference.encode_sequence_bfloat16`: its projections fused with bias
+  and GELU on the AMX units, the elementwise work between them in XLA kernels, compiled once
+  per shape, so batches are cut to a multiple of `LENGTH_MULTIPLE` tokens and partial batches
+  padded, as under XLA, and a call takes few texts (`BFLOAT16_ROW_WIDTH`). MiniLM embeds
+  100-word passages 2.8x faster than in float32, at cosine 0.99997 to float32
   (`results/amx_encode.md`). Below `AUTO_BFLOAT16_MIN_TEXTS` texts (a few queries) the
   compilations would cost more than they save, so "auto" stays float32.
 * ``jit_compile=True``: the towers run under XLA (one compilation per (rows, length) shape; the
@@ -67,10 +69,11 @@ from tt_zoo.hardware import PRECISION_CHOICES as PRECISIONS
 PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
 SORT_WINDOW_BATCHES = 32  # texts sorted by length within windows of this many batches
-# bfloat16 tower calls take at most this many rows: a block's activations then stay near the
-# cores' caches (all-MiniLM-L6-v2 on AMX, 1,024 passages: 233 docs/s in calls of 32 against
-# 185 in calls of 256, results/amx_encode.md).
-BFLOAT16_ROWS_PER_CALL = 32
+# A bfloat16 Transformer tower call takes at most this many rows x hidden units (a power of two
+# of rows, at least 16): on AMX, 1,024 passages, all-MiniLM-L6-v2 (hidden 384) was fastest in
+# calls of 32 (203 docs/s; 16: 185, 64: 199, 256: 159) and the tiny BERT (hidden 128) in calls
+# of 128 (2,508; 32: 1,864, 256: 2,253): about this many either way (docs/speed.md).
+BFLOAT16_ROW_WIDTH = 16384
 AUTO_BFLOAT16_MIN_TEXTS = 64  # precision="auto": bfloat16 from this many texts (AMX CPUs)
 XLA_AUTO_MIN_DOCUMENTS = 10_000  # jit_compile="auto": XLA for BERT layers from this many texts
 PROGRESS_MIN_BATCHES = 4  # show_progress_bar=None: a bar only for calls of more batches
@@ -89,12 +92,15 @@ class EncodeOptions:
       plain_inference: a float32 BERT tower runs its encoder as the fused plain-matmul graph of
         `tt_zoo.modeling.bert_inference` (the same embeddings within float32 round-off);
         False runs the Model Garden layers (the training graph).
+      max_rows: rows of one tower call at most (None: the caller's batch size); `resolve`
+        sets it for bfloat16 (`BFLOAT16_ROW_WIDTH`).
     """
 
     bucketing: bool = True
     precision: str = "auto"
     jit_compile: Union[bool, str] = False
     plain_inference: bool = True
+    max_rows: Optional[int] = None
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
@@ -115,11 +121,8 @@ class EncodeOptions:
         return bool(self.jit_compile) or self.precision == "bfloat16"
 
     def rows_per_call(self, batch_size: int) -> int:
-        """Rows of one tower call for a caller's `batch_size`: at most
-        `BFLOAT16_ROWS_PER_CALL` in bfloat16."""
-        if self.precision == "bfloat16":
-            return min(batch_size, BFLOAT16_ROWS_PER_CALL)
-        return batch_size
+        """Rows of one tower call for a caller's `batch_size`: at most `max_rows`."""
+        return batch_size if self.max_rows is None else min(batch_size, self.max_rows)
 
     def resolve(self, num_texts: int, tower) -> "EncodeOptions":
         """These options made concrete for one call of `num_texts` texts through `tower`:
@@ -144,7 +147,13 @@ class EncodeOptions:
             fast = (amx and self.plain_inference and not jit
                     and num_texts >= AUTO_BFLOAT16_MIN_TEXTS)
             precision = resolve_precision("auto") if fast else "float32"
-        return dataclasses.replace(self, jit_compile=jit, precision=precision)
+        max_rows = self.max_rows
+        hidden = max((getattr(getattr(t, "shape_", None), "hidden_size", 0) for t in towers),
+                     default=0)
+        if precision == "bfloat16" and max_rows is None and hidden:
+            max_rows = max(16, 2 ** int(np.log2(BFLOAT16_ROW_WIDTH // hidden)))
+        return dataclasses.replace(self, jit_compile=jit, precision=precision,
+                                   max_rows=max_rows)
 
 
 def bucket_length(longest: int, seq_length: int, multiple: int = LENGTH_MULTIPLE) -> int:
@@ -351,7 +360,8 @@ class EncodeCache:
     def tower_fn(self, role: str, options: EncodeOptions) -> Callable:
         """packed ids {PACKED_KEYS: int32 [rows, length]} -> float32 embeddings [rows, dim] of
         the "query" or "document" tower, run as `options` say. A bfloat16 tower's copy takes
-        the model's current weights here, at every call."""
+        the model's current weights here, at every call; its functions, traced with the
+        weights as constants, are dropped when they changed."""
         model = self._model
         tower = model.query_tower if role == "query" else model.document_tower
         if options.bounded_shapes:  # before the bfloat16 copy is built (which compiles): XLA
@@ -377,7 +387,8 @@ class EncodeCache:
             # (A TaskRoutedTower passes the option on to its BERT sub-towers.)
             call_options = ({"plain_inference": options.plain_inference}
                             if isinstance(tower, (BertTower, TaskRoutedTower)) else {})
-            run = _run_tower_with_constant_weights if options.precision == "bfloat16" else _run_tower
+            bfloat16 = options.precision == "bfloat16"
+            run = _run_tower_with_constant_weights if bfloat16 else _run_tower
             self._tower_fns[key] = tf.function(
                 functools.partial(run, model, tower, call_options),
                 input_signature=[spec], jit_compile=options.jit_compile, autograph=False)
