@@ -63,8 +63,8 @@ import numpy as np
 import tensorflow as tf
 
 from tt_zoo.errors import TtZooError
-from tt_zoo.modeling.transformer_bfloat16 import weights_as_constants
 from tt_zoo.hardware import PRECISION_CHOICES as PRECISIONS
+from tt_zoo.modeling.transformer_bfloat16 import weights_as_constants
 
 PACKED_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 LENGTH_MULTIPLE = 16  # batches are cut to a multiple of this many tokens
