@@ -73,9 +73,9 @@ _TRACING = threading.local()
 
 @contextlib.contextmanager
 def weights_as_constants():
-    """While a function is traced inside this, `f32` reads each variable's value of the moment
-    as a graph constant, and `blocks_bfloat16` takes its constant-weight form (module
-    docstring). The caller owns staleness: a function traced here must be traced again when
+    """While a function is traced inside this, `matrix` and `vector` read each block weight's
+    value of the moment as a graph constant, and `blocks_bfloat16` takes its constant-weight
+    form (module docstring). The caller owns staleness: a function traced here must be traced again when
     the weights change (`tt_zoo.modeling.inference.EncodeCache` does)."""
     previous = getattr(_TRACING, "constants", False)
     _TRACING.constants = True
@@ -90,7 +90,7 @@ def _constants() -> bool:
 
 
 def f32(variable) -> tf.Tensor:
-    """A variable's float32 value (a constant of its value under `weights_as_constants`).
+    """A variable's float32 value.
 
     Under mixed_bfloat16 a layer's variable is an ``AutoCastVariable`` that reads as bfloat16
     inside the layer's call: its float32 variable is read instead, since casting the bfloat16
@@ -98,20 +98,27 @@ def f32(variable) -> tf.Tensor:
     too) twice at every call."""
     if hasattr(variable, "true_dtype"):  # an AutoCastVariable: its float32 variable, uncast
         variable = variable._variable  # pylint: disable=protected-access
-    if _constants() and isinstance(variable, tf.Variable):
-        with tf.init_scope():  # eager, even while a function is being traced
-            value = variable.numpy()
-        return tf.constant(value, tf.float32)
     return tf.cast(variable, tf.float32)
+
+
+def _block_weight(variable) -> tf.Tensor:
+    """A block's kernel or bias in float32: under `weights_as_constants` a constant of its
+    value of the moment (what oneDNN's weight reorder needs; embedding tables, read by `f32`,
+    stay variables: a gather needs no reorder, and tracing tens of MB of constants is slow)."""
+    if not _constants():
+        return f32(variable)
+    with tf.init_scope():  # eager, even while a function is being traced
+        value = f32(variable).numpy()
+    return tf.constant(value)  # in the traced graph: a Const node
 
 
 def matrix(variable, rows: int) -> tf.Tensor:
     """A dense layer's kernel (an EinsumDense's may be 3-D) as float32 [rows, units]."""
-    return tf.reshape(f32(variable), [rows, -1])
+    return tf.reshape(_block_weight(variable), [rows, -1])
 
 
 def vector(variable) -> tf.Tensor:
-    return tf.reshape(f32(variable), [-1])
+    return tf.reshape(_block_weight(variable), [-1])
 
 
 def blocks_bfloat16(x: tf.Tensor, batch: tf.Tensor, length: tf.Tensor, mask_adder: tf.Tensor,
