@@ -148,10 +148,10 @@ class EncodeOptions:
                     and num_texts >= AUTO_BFLOAT16_MIN_TEXTS)
             precision = resolve_precision("auto") if fast else "float32"
         max_rows = self.max_rows
-        hidden = max((getattr(getattr(t, "shape_", None), "hidden_size", 0) for t in towers),
-                     default=0)
-        if precision == "bfloat16" and max_rows is None and hidden:
-            max_rows = max(16, 2 ** int(np.log2(BFLOAT16_ROW_WIDTH // hidden)))
+        if precision == "bfloat16" and max_rows is None:
+            hidden = max(getattr(getattr(t, "shape_", None), "hidden_size", 0) for t in towers)
+            if hidden:  # the largest power of two within the width, at least 16
+                max_rows = max(16, 1 << (max(1, BFLOAT16_ROW_WIDTH // hidden).bit_length() - 1))
         return dataclasses.replace(self, jit_compile=jit, precision=precision,
                                    max_rows=max_rows)
 

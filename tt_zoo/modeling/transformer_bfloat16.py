@@ -149,11 +149,15 @@ def blocks_bfloat16(x: tf.Tensor, batch: tf.Tensor, length: tf.Tensor, mask_adde
         position_bias = tf.cast(position_bias, bf16)
 
     def project(rows, kernel, bias, activation=None):
-        """rows @ kernel in bfloat16; with constant weights + bias (+ activation) as post-ops,
-        returning (result, None); otherwise the bare product and the bias still to add."""
+        """(rows @ kernel + bias, activated if given; None) in bfloat16, the bias and activation
+        as post-ops with constant weights, in an XLA kernel otherwise; without an activation
+        and with variable weights (the bare product, the bias), for the XLA kernel that follows
+        to add the bias."""
         product = tf.matmul(rows, tf.cast(kernel, bf16))
         if not constants:
-            return product, bias
+            if activation is None:
+                return product, bias
+            return fused_epilogues.bias_activation(product, bias, activation), None
         product = tf.nn.bias_add(product, tf.cast(bias, bf16))
         return (product if activation is None else activation(product)), None
 
@@ -173,9 +177,7 @@ def blocks_bfloat16(x: tf.Tensor, batch: tf.Tensor, length: tf.Tensor, mask_adde
         context = fused_epilogues.merge_heads(tf.matmul(tf.nn.softmax(logits), value))
         x, x_bf16 = _residual_norm(*project(context, block.out_kernel, block.out_bias), x,
                                    block.attention_norm)
-        inner, bias = project(x_bf16, block.inner_kernel, block.inner_bias, block.activation)
-        if bias is not None:
-            inner = fused_epilogues.bias_activation(inner, bias, block.activation)
+        inner, _ = project(x_bf16, block.inner_kernel, block.inner_bias, block.activation)
         x, x_bf16 = _residual_norm(*project(inner, block.output_kernel, block.output_bias), x,
                                    block.output_norm)
     return x
