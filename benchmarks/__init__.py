@@ -10,6 +10,8 @@ Scripts (results/ file written by default):
 - amx_parts: where one bfloat16 Transformer block's time goes on the AMX units, beside float32
   (amx_parts)
 - amx_training: training in bfloat16 on the AMX units against float32 (amx_training)
+- amx_training_variants: the bfloat16 training step with its parts swapped: where its time
+  goes (amx_training_variants)
 - batch_signal: learning curves with clustered batches, BM25 hard negatives, GradCache, larger
   batches (batch_signal.{md,json}, batch_signal_{bert,bow}.png)
 - beam_encode: `tt-zoo index-corpus` on Beam's DirectRunner against plain encoding; float16 / int8

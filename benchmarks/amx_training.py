@@ -311,10 +311,7 @@ def main(argv=None):
     if args.kernels_child:
         kernels_child(args)
         return
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
-    unknown = [p for p in parts if p not in PARTS]
-    if unknown:
-        sys.exit(f"--parts: unknown {unknown} (choose from {PARTS})")
+    parts = arguments.comma_choices(args.parts, PARTS, "--parts")
     output = pathlib.Path(args.output)
     record = {}
     if args.keep and output.with_suffix(".json").exists():

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import pathlib
+import sys
 from typing import Any, Optional
 
 # data_dir(): the shared data folder, $TT_ZOO_DATA, else ../shared/data beside the clone.
@@ -38,6 +39,16 @@ def parser(doc: str, summary: Optional[str] = None, **kwargs: Any) -> argparse.A
     return argparse.ArgumentParser(description=lines[0], epilog="\n".join(lines[2:]),
                                    formatter_class=argparse.RawDescriptionHelpFormatter,
                                    **kwargs)
+
+
+def comma_choices(text: str, choices, flag: str) -> list:
+    """The comma-separated names of `text`, each one of `choices`; an unknown name stops the
+    run naming it and the flag (`flag`, e.g. "--parts")."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in choices]
+    if unknown:
+        sys.exit(f"{flag}: unknown {unknown} (choose from {tuple(choices)})")
+    return names
 
 
 def add_output(p, default: Any = None, help: Optional[str] = None, type=pathlib.Path) -> None:

@@ -419,6 +419,10 @@ RESULTS = {
     "amx_training": ("training in bfloat16 on the AMX units against float32: the MiniLM "
                      "training step, the oneDNN kernels it runs, a ReQA fine-tune side by side",
                      "python -m benchmarks.amx_training", "speed.md"),
+    "amx_training_variants": ("the MiniLM training step with its parts swapped (dropout's "
+                              "random numbers, the inference forward without dropout): where "
+                              "the bfloat16 step's time goes",
+                              "python -m benchmarks.amx_training_variants", "speed.md"),
     "precision_cost": ("what bfloat16 encoding costs in recall against float32 (ReQA, ODQA)",
                        "python -m benchmarks.precision_cost", "speed.md"),
     "distill_longer_hybrid": ("MiniLM's two towers distilled from the adapted MPNet for twice "

@@ -223,3 +223,20 @@ def test_the_step_benchmark_says_what_auto_chose_for_its_model():
     amx = {"cpu": "Intel Xeon", "cores": 2, "python": "3.11.7", "versions": {}, "date": "d",
            "matrix_units": {"amx": True}}
     assert "what `--precision auto` trains" in markdown(step(machine=amx, command="c"))
+
+
+def test_the_variants_benchmark_renders_each_row_and_refuses_an_unknown_variant():
+    """benchmarks/amx_training_variants: one table row per variant with both medians and the
+    ratio as measured; an unknown variant stops the run naming it, before anything is timed."""
+    from benchmarks import amx_training_variants as variants
+
+    machine = {"cpu": "Intel Xeon", "cores": 2, "python": "3.11.7", "versions": {}, "date": "d",
+               "matrix_units": {"amx": True}}
+    record = {"model": "m", "rounds": 4, "steps": 3, "machine": machine, "command": "c",
+              "rows": [{"variant": "shipped", "float32_ms": 2541.4, "bfloat16_ms": 1751.5,
+                        "speed_vs_float32": 1.45}]}
+    text = variants.markdown(record)
+    assert "| shipped | 2,541.4 | 1,751.5 | x1.45 |" in text
+    assert "4 interleaved rounds of 3 steps" in text
+    with pytest.raises(SystemExit, match="unknown \\['nope'\\]"):
+        variants.main(["--variants", "shipped,nope", "--output", "/nonexistent/x"])

@@ -1,0 +1,151 @@
+"""results/amx_training_variants.{json,md}: where the bfloat16 training step's time goes, by
+swapping its parts.
+
+The MiniLM step of `benchmarks.amx_training` (batch 32, query length 64, document length 128,
+float32 against the ``mixed_bfloat16`` training copy in one process, interleaved rounds,
+medians) run once per variant, each in its own process, since a variant replaces a function
+for the whole process before the models are built:
+
+- ``shipped``: the step as every training command runs it on a CPU with AMX (Keras' ``Dropout``,
+  `tf.nn.dropout`).
+- ``generator_dropout``: dropout drawn from `tf.random.Generator` state, what the commands'
+  checkpointable randomness turns on (`tt_zoo.training.loop.enable_checkpointable_randomness`).
+- ``stateless_dropout``: dropout as `tf.nn.experimental.stateless_dropout`, its seeds made by the
+  same generators.
+- ``inference_forward``: the bfloat16 towers train through the inference forward
+  (`tt_zoo.modeling.bert_inference.encode_sequence`: `blocks_bfloat16` in its variable form,
+  XLA kernels between the matmuls), which has no dropout; float32 keeps the layers.
+- ``inference_forward_both``: both precisions train through their inference forwards (no
+  dropout in either): the like-for-like ratio without dropout.
+
+The last two are not trainable recipes (no dropout), they bound what a training forward built on
+the inference path could gain. Chang et al. 2020, Sec. 4: pre-training is the cost the
+zoo pays at every step.
+
+Usage:
+  python -m benchmarks.amx_training_variants                       # ~12 min here
+  python -m benchmarks.amx_training_variants --variants shipped --rounds 2 --steps 1 \\
+      --output /tmp/variants                                       # smoke
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+from benchmarks import arguments, measure
+
+VARIANTS = ("shipped", "generator_dropout", "stateless_dropout", "inference_forward",
+            "inference_forward_both")
+RESULT_MARKER = "VARIANT_RESULT "
+
+
+def parse_args(argv=None):
+    p = arguments.parser(__doc__, prog="python -m benchmarks.amx_training_variants")
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help=f"comma-separated, of {VARIANTS}")
+    p.add_argument("--rounds", type=int, default=4, help="interleaved rounds per variant")
+    p.add_argument("--steps", type=int, default=3, help="timed steps per round")
+    p.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
+    arguments.add_output(p, help="write OUTPUT.json and OUTPUT.md "
+                         "(default results/amx_training_variants)", type=str,
+                         default="results/amx_training_variants")
+    return p.parse_args(argv)
+
+
+def apply_variant(name: str) -> None:
+    """Replaces, for this process, what variant `name` swaps (module docstring)."""
+    import tensorflow as tf
+
+    if name in ("generator_dropout", "stateless_dropout"):
+        tf.keras.backend.experimental.enable_tf_random_generator()
+    if name == "stateless_dropout":
+        from tf_keras.src import backend  # Keras' RandomGenerator: no public hook
+
+        def dropout(self, inputs, rate, noise_shape=None):
+            self._maybe_init()  # pylint: disable=protected-access
+            seed = self._generator.make_seeds()[:, 0]  # pylint: disable=protected-access
+            return tf.nn.experimental.stateless_dropout(inputs, rate=rate,
+                                                        noise_shape=noise_shape, seed=seed)
+        backend.RandomGenerator.dropout = dropout
+    if name in ("inference_forward", "inference_forward_both"):
+        from tt_zoo.modeling import bert_inference
+
+        layers_forward = bert_inference.sequence_output
+
+        def sequence_output(encoder, packed, training=None, plain_inference=True):
+            if encoder.compute_dtype == "bfloat16" or name == "inference_forward_both":
+                if not encoder.built:
+                    encoder(packed, training=False)  # its variables, which the forward reads
+                return bert_inference.encode_sequence(encoder, packed)
+            return layers_forward(encoder, packed, training, plain_inference)
+        bert_inference.sequence_output = sequence_output
+
+
+def run_child(args) -> None:
+    from benchmarks import amx_training
+
+    apply_variant(args.child)
+    step_args = amx_training.parse_args(["--rounds", str(args.rounds),
+                                         "--steps", str(args.steps)])
+    step = amx_training.measure_step(step_args, log=lambda *_: None)
+    print(RESULT_MARKER + json.dumps(step), flush=True)
+
+
+def measure_variant(name: str, args, log=print) -> dict:
+    command = [sys.executable, "-m", "benchmarks.amx_training_variants", "--child", name,
+               "--rounds", str(args.rounds), "--steps", str(args.steps)]
+    log(f"variant {name}")
+    run = subprocess.run(command, capture_output=True, text=True, check=False)
+    lines = [l for l in run.stdout.splitlines() if l.startswith(RESULT_MARKER)]
+    if run.returncode != 0 or not lines:
+        raise RuntimeError(f"variant {name} failed (exit {run.returncode}):\n"
+                           f"{run.stderr[-3000:]}")
+    step = json.loads(lines[-1][len(RESULT_MARKER):])
+    rows = {r["policy"]: r for r in step["rows"]}
+    return {"variant": name, "float32_ms": rows["float32"]["median_step_ms"],
+            "bfloat16_ms": rows["mixed_bfloat16"]["median_step_ms"],
+            "speed_vs_float32": rows["mixed_bfloat16"]["speed_vs_float32"]}
+
+
+def markdown(record: dict) -> str:
+    out = ["# The bfloat16 training step with its parts swapped", "",
+           f"Model `{record['model']}`, batch 32, query length 64, document length 128; each "
+           f"variant in its own process, float32 and mixed_bfloat16 in {record['rounds']} "
+           f"interleaved rounds of {record['steps']} steps, medians "
+           "(`benchmarks/amx_training_variants.py`, which says what each variant swaps).", "",
+           measure.machine_line(record["machine"]), "", "    " + record["command"], "",
+           "| variant | float32 step (ms) | bfloat16 step (ms) | speed |", "|---|---|---|---|"]
+    out += [f"| {r['variant']} | {r['float32_ms']:,} | {r['bfloat16_ms']:,} | "
+            f"x{r['speed_vs_float32']:.2f} |" for r in record["rows"]]
+    return "\n".join(out + [""])
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.child:
+        run_child(args)
+        return
+    variants = arguments.comma_choices(args.variants, VARIANTS, "--variants")
+    machine = measure.machine_info()
+    rows = [measure_variant(v, args) for v in variants]
+    machine["other_busy_cores_at_end"] = measure.busy_cores()
+    record = {"model": "minilm_l6_384", "rounds": args.rounds, "steps": args.steps,
+              "rows": rows, "machine": machine,
+              "command": " ".join(["python -m benchmarks.amx_training_variants",
+                                   *(argv or sys.argv[1:])])}
+    from tt_zoo.atomic_io import write_json, write_text
+
+    output = pathlib.Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    text = markdown(record)
+    write_json(output.with_suffix(".json"), record)
+    write_text(output.with_suffix(".md"), text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
