@@ -6,10 +6,11 @@ float32 against the ``mixed_bfloat16`` training copy in one process, interleaved
 medians) run once per variant, each in its own process, since a variant replaces a function
 for the whole process before the models are built:
 
-- ``shipped``: the step as every training command runs it on a CPU with AMX (Keras' ``Dropout``,
-  `tf.nn.dropout`).
-- ``generator_dropout``: dropout drawn from `tf.random.Generator` state, what the commands'
-  checkpointable randomness turns on (`tt_zoo.training.loop.enable_checkpointable_randomness`).
+- ``shipped``: the step unchanged, as ``model.fit`` of a training copy runs it (Keras'
+  ``Dropout`` through `tf.nn.dropout`).
+- ``generator_dropout``: dropout drawn from `tf.random.Generator` state, as the training commands
+  run it (their checkpointable randomness,
+  `tt_zoo.training.loop.enable_checkpointable_randomness`).
 - ``stateless_dropout``: dropout as `tf.nn.experimental.stateless_dropout`, its seeds made by the
   same generators.
 - ``inference_forward``: the bfloat16 towers train through the inference forward
@@ -18,9 +19,9 @@ for the whole process before the models are built:
 - ``inference_forward_both``: both precisions train through their inference forwards (no
   dropout in either): the like-for-like ratio without dropout.
 
-The last two are not trainable recipes (no dropout), they bound what a training forward built on
-the inference path could gain. Chang et al. 2020, Sec. 4: pre-training is the cost the
-zoo pays at every step.
+The last two are not trainable recipes (no dropout): they bound what a training forward built on
+the inference path could gain. (Chang et al. 2020, Sec. 4: the towers are pre-trained and
+fine-tuned at scale, so the step is what every run pays.)
 
 Usage:
   python -m benchmarks.amx_training_variants                       # ~12 min here
