@@ -18,9 +18,14 @@ for the whole process before the models are built:
   XLA kernels between the matmuls), which has no dropout; float32 keeps the layers.
 - ``inference_forward_both``: both precisions train through their inference forwards (no
   dropout in either): the like-for-like ratio without dropout.
+- ``inference_forward_dropout``: ``inference_forward`` with BERT's dropout put back (rate 0.1
+  on the attention probabilities and on both projections' outputs before their residual), each
+  one more XLA kernel drawing stateless random numbers: what a training forward built on the
+  inference path would cost with dropout unfused (its seeds drawn per call, not from the
+  layers' checkpointed generators: a timing, not a recipe).
 
-The last two are not trainable recipes (no dropout): they bound what a training forward built on
-the inference path could gain. (Chang et al. 2020, Sec. 4: the towers are pre-trained and
+``inference_forward`` and ``inference_forward_both`` are not trainable recipes (no dropout):
+they bound what a training forward built on the inference path could gain. (Chang et al. 2020, Sec. 4: the towers are pre-trained and
 fine-tuned at scale, so the step is what every run pays.)
 
 Usage:
@@ -40,7 +45,8 @@ import sys
 from benchmarks import arguments, measure
 
 VARIANTS = ("shipped", "generator_dropout", "stateless_dropout", "inference_forward",
-            "inference_forward_both")
+            "inference_forward_both", "inference_forward_dropout")
+DROPOUT_RATE = 0.1  # BERT's and all-MiniLM-L6-v2's
 RESULT_MARKER = "VARIANT_RESULT "
 
 
@@ -72,18 +78,50 @@ def apply_variant(name: str) -> None:
             return tf.nn.experimental.stateless_dropout(inputs, rate=rate,
                                                         noise_shape=noise_shape, seed=seed)
         backend.RandomGenerator.dropout = dropout
-    if name in ("inference_forward", "inference_forward_both"):
+    if name.startswith("inference_forward"):
         from tt_zoo.modeling import bert_inference
 
         layers_forward = bert_inference.sequence_output
+        forward = (_with_unfused_dropout(bert_inference.encode_sequence)
+                   if name == "inference_forward_dropout" else bert_inference.encode_sequence)
 
         def sequence_output(encoder, packed, training=None, plain_inference=True):
             if encoder.compute_dtype == "bfloat16" or name == "inference_forward_both":
                 if not encoder.built:
                     encoder(packed, training=False)  # its variables, which the forward reads
-                return bert_inference.encode_sequence(encoder, packed)
+                return forward(encoder, packed)
             return layers_forward(encoder, packed, training, plain_inference)
         bert_inference.sequence_output = sequence_output
+
+
+def _with_unfused_dropout(forward):
+    """`forward` (the bfloat16 inference forward) traced with dropout added: one XLA kernel
+    after the softmax and one before each residual + layer norm (the bias added there too)."""
+    import tensorflow as tf
+
+    from tt_zoo.modeling import fused_epilogues
+
+    def seed():
+        return tf.random.uniform([2], maxval=2 ** 31 - 1, dtype=tf.int32)
+
+    @tf.function(jit_compile=True, autograph=False)
+    def dropout(x, bias, seed):
+        if bias is not None:
+            x = tf.cast(tf.cast(x, tf.float32) + bias, x.dtype)
+        keep = tf.random.stateless_uniform(tf.shape(x), seed) >= DROPOUT_RATE
+        return tf.where(keep, x * tf.cast(1.0 / (1.0 - DROPOUT_RATE), x.dtype), tf.zeros_like(x))
+
+    def traced(encoder, packed):
+        softmax, norm = tf.nn.softmax, fused_epilogues.residual_layer_norm
+        tf.nn.softmax = lambda logits, axis=-1, name=None: dropout(softmax(logits, axis), None,
+                                                                    seed())
+        fused_epilogues.residual_layer_norm = (
+            lambda projected, bias, *rest: norm(dropout(projected, bias, seed()), None, *rest))
+        try:  # only while this forward is traced
+            return forward(encoder, packed)
+        finally:
+            tf.nn.softmax, fused_epilogues.residual_layer_norm = softmax, norm
+    return traced
 
 
 def run_child(args) -> None:

@@ -240,3 +240,25 @@ def test_the_variants_benchmark_renders_each_row_and_refuses_an_unknown_variant(
     assert "4 interleaved rounds of 3 steps" in text
     with pytest.raises(SystemExit, match="unknown \\['nope'\\]"):
         variants.main(["--variants", "shipped,nope", "--output", "/nonexistent/x"])
+
+
+def test_the_dropout_variant_drops_a_tenth_and_restores_what_it_swapped():
+    """The ``inference_forward_dropout`` variant swaps the softmax and the residual + layer norm
+    only while its forward is traced: after the softmax a tenth of the probabilities are zero,
+    the rest scaled by 1 / 0.9 (uniform logits over 1,000 keys: 0.001 / 0.9 each)."""
+    from benchmarks import amx_training_variants as variants
+    from tt_zoo.modeling import fused_epilogues
+
+    softmax, norm = tf.nn.softmax, fused_epilogues.residual_layer_norm
+    swapped = []
+
+    def forward(encoder, packed):
+        swapped.append(tf.nn.softmax is not softmax
+                       and fused_epilogues.residual_layer_norm is not norm)
+        return tf.nn.softmax(tf.zeros([4, 1000]))
+
+    probs = variants._with_unfused_dropout(forward)(None, None).numpy()
+    assert swapped == [True]
+    assert tf.nn.softmax is softmax and fused_epilogues.residual_layer_norm is norm
+    assert 0.07 < (probs == 0).mean() < 0.13
+    np.testing.assert_allclose(probs[probs > 0], 0.001 / 0.9, rtol=1e-6)
