@@ -42,7 +42,7 @@ import pathlib
 import subprocess
 import sys
 
-from benchmarks import arguments, measure
+from benchmarks import amx_training, arguments, measure
 
 VARIANTS = ("shipped", "generator_dropout", "stateless_dropout", "inference_forward",
             "inference_forward_both", "inference_forward_dropout")
@@ -125,8 +125,6 @@ def _with_unfused_dropout(forward):
 
 
 def run_child(args) -> None:
-    from benchmarks import amx_training
-
     apply_variant(args.child)
     step_args = amx_training.parse_args(["--rounds", str(args.rounds),
                                          "--steps", str(args.steps)])
@@ -151,10 +149,12 @@ def measure_variant(name: str, args, log=print) -> dict:
 
 
 def markdown(record: dict) -> str:
+    step = amx_training.parse_args([])  # the step each child times: its defaults
     out = ["# The bfloat16 training step with its parts swapped", "",
-           f"Model `{record['model']}`, batch 32, query length 64, document length 128; each "
-           f"variant in its own process, float32 and mixed_bfloat16 in {record['rounds']} "
-           f"interleaved rounds of {record['steps']} steps, medians "
+           f"Model `{record['model']}`, batch {step.batch}, query length {step.query_length}, "
+           f"document length {step.document_length}; each variant in its own process, "
+           f"float32 and mixed_bfloat16 in {record['rounds']} interleaved rounds of "
+           f"{record['steps']} steps, medians "
            "(`benchmarks/amx_training_variants.py`, which says what each variant swaps).", "",
            measure.machine_line(record["machine"]), "", "    " + record["command"], "",
            "| variant | float32 step (ms) | bfloat16 step (ms) | speed |", "|---|---|---|---|"]
@@ -172,7 +172,7 @@ def main(argv=None):
     machine = measure.machine_info()
     rows = [measure_variant(v, args) for v in variants]
     machine["other_busy_cores_at_end"] = measure.busy_cores()
-    record = {"model": "minilm_l6_384", "rounds": args.rounds, "steps": args.steps,
+    record = {"model": amx_training.MODEL, "rounds": args.rounds, "steps": args.steps,
               "rows": rows, "machine": machine,
               "command": " ".join(["python -m benchmarks.amx_training_variants",
                                    *(argv or sys.argv[1:])])}

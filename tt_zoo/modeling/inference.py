@@ -150,10 +150,16 @@ class EncodeOptions:
         max_rows = self.max_rows
         if precision == "bfloat16" and max_rows is None:
             hidden = max(getattr(getattr(t, "shape_", None), "hidden_size", 0) for t in towers)
-            if hidden:  # the largest power of two within the width, at least 16
-                max_rows = max(16, 1 << (max(1, BFLOAT16_ROW_WIDTH // hidden).bit_length() - 1))
+            max_rows = bfloat16_max_rows(hidden) if hidden else None
         return dataclasses.replace(self, jit_compile=jit, precision=precision,
                                    max_rows=max_rows)
+
+
+def bfloat16_max_rows(hidden: int) -> int:
+    """Rows of one bfloat16 call of a tower `hidden` units wide: the largest power of two
+    whose rows x hidden stay within `BFLOAT16_ROW_WIDTH`, at least 16 (MiniLM's 384: 32)."""
+    within = max(1, BFLOAT16_ROW_WIDTH // hidden)
+    return max(16, 1 << (within.bit_length() - 1))
 
 
 def bucket_length(longest: int, seq_length: int, multiple: int = LENGTH_MULTIPLE) -> int:

@@ -75,8 +75,8 @@ _TRACING = threading.local()
 def weights_as_constants():
     """While a function is traced inside this, `matrix` and `vector` read each block weight's
     value of the moment as a graph constant, and `blocks_bfloat16` takes its constant-weight
-    form (module docstring). The caller owns staleness: a function traced here must be traced again when
-    the weights change (`tt_zoo.modeling.inference.EncodeCache` does)."""
+    form (module docstring). The caller owns staleness: a function traced here must be traced
+    again when the weights change (`tt_zoo.modeling.inference.EncodeCache` does)."""
     previous = getattr(_TRACING, "constants", False)
     _TRACING.constants = True
     try:
